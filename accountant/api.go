@@ -1,0 +1,52 @@
+package accountant
+
+// This file holds the public query API. The engine lives in engine.go and
+// solve.go.
+
+// DeltaResult is the privacy profile at one eps.
+type DeltaResult struct {
+	// Upper is a sound upper bound on delta: the shuffled mechanism is
+	// (eps, Upper)-DP.
+	Upper float64
+	// Lower is a lower bound on the best delta any analysis can prove at eps
+	// (an exact divergence of a specific neighbouring pair), 0 if unknown.
+	Lower float64
+}
+
+// EpsilonResult is the central eps at one delta.
+type EpsilonResult struct {
+	// Upper is a sound upper bound on eps: the shuffled mechanism is
+	// (Upper, delta)-DP.
+	Upper float64
+	// Lower is a lower bound on the smallest eps the mechanism satisfies at
+	// delta, 0 if no lower-bound triple is known.
+	Lower float64
+	// LocalEps is the local (unshuffled) guarantee of the mechanism.
+	LocalEps float64
+	// Amplified is false when shuffling cannot improve on the local
+	// guarantee at this n; Upper is then LocalEps.
+	Amplified bool
+	// Tight reports whether both bounds were certified within 0.5% (in eps)
+	// of their exact values. It is false only when the engine reached its
+	// memory cap first; the bounds are sound either way.
+	Tight bool
+}
+
+// Target is a calibration target.
+type Target struct {
+	// Eps is the target central eps. Required, > 0.
+	Eps float64
+	// Delta is the target central delta. Required, in (0,1).
+	Delta float64
+	// N is the number of users (batch size). Required, >= 1.
+	N int
+}
+
+// CalibrationResult is the largest local budget meeting a target.
+type CalibrationResult struct {
+	// Eps0 is the largest total local budget whose upper bound meets the
+	// target. 0 when even tiny budgets miss it (see ErrUnreachable).
+	Eps0 float64
+	// Achieved is the guarantee at Eps0 and the target delta.
+	Achieved EpsilonResult
+}

@@ -1,0 +1,194 @@
+package accountant
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Atom is one component of a blanket decomposition for a neighbouring pair
+// (x, x'): R is the blanket mass r_y = min_x R[x][y] (for a lower-bound
+// triple, R[x3][y]), P = R[x][y] and Q = R[x'][y], summed over the outputs y
+// merged into this atom.
+type Atom struct {
+	R float64 `json:"r"`
+	P float64 `json:"p"`
+	Q float64 `json:"q"`
+}
+
+// AtomSet is the list of atoms of one neighbouring pair (or one lower-bound
+// triple). The residual atom, weight 1 - sum R with p = q = 0, is implicit.
+type AtomSet []Atom
+
+// Gamma returns the blanket mass sum R of the set.
+func (s AtomSet) Gamma() float64 {
+	var g float64
+	for _, a := range s {
+		g += a.R
+	}
+	return g
+}
+
+// sums returns sum R, sum P and sum Q.
+func (s AtomSet) sums() (r, p, q float64) {
+	for _, a := range s {
+		r += a.R
+		p += a.P
+		q += a.Q
+	}
+	return
+}
+
+// ratioTol is the relative tolerance under which two likelihood ratios are
+// treated as equal when merging atoms: four ulps, so that ratios that are
+// equal in exact arithmetic but were computed in a different order merge.
+const ratioTol = 4 * 0x1p-52
+
+func sameRatio(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= ratioTol*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// Merge returns the simplified decomposition of s: atoms with zero blanket
+// mass dropped (they carry no mass in the blanket), atoms with equal
+// likelihood-ratio pairs (P/R, Q/R) merged by adding R, P and Q (Su et al.
+// Thm 7; exact), sorted canonically. Atoms with R = 0 and P or Q > 0 cannot
+// occur in a valid decomposition; Merge keeps them so that validation can
+// report them.
+func (s AtomSet) Merge() AtomSet {
+	type key struct{ a, b float64 }
+	out := make(AtomSet, 0, len(s))
+	for _, at := range s {
+		if at.R == 0 && at.P == 0 && at.Q == 0 {
+			continue
+		}
+		out = append(out, at)
+	}
+	slices.SortFunc(out, func(x, y Atom) int {
+		if c := cmpRatio(x.P, x.R, y.P, y.R); c != 0 {
+			return c
+		}
+		return cmpRatio(x.Q, x.R, y.Q, y.R)
+	})
+	merged := out[:0]
+	for _, at := range out {
+		if n := len(merged); n > 0 && at.R > 0 && merged[n-1].R > 0 &&
+			sameRatio(at.P/at.R, merged[n-1].P/merged[n-1].R) &&
+			sameRatio(at.Q/at.R, merged[n-1].Q/merged[n-1].R) {
+			merged[n-1].R += at.R
+			merged[n-1].P += at.P
+			merged[n-1].Q += at.Q
+			continue
+		}
+		merged = append(merged, at)
+	}
+	return slices.Clip(merged)
+}
+
+func cmpRatio(p1, r1, p2, r2 float64) int {
+	a, b := math.Inf(1), math.Inf(1)
+	if r1 > 0 {
+		a = p1 / r1
+	}
+	if r2 > 0 {
+		b = p2 / r2
+	}
+	switch {
+	case sameRatio(a, b):
+		return 0
+	case a < b:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// key returns a canonical string of a merged set, used to evaluate each
+// distinct candidate only once. Sets that agree to 15 significant digits in
+// every field share a key; the engine's relative safety margin (see
+// safetyRel) covers the difference.
+func (s AtomSet) key() string {
+	var b strings.Builder
+	for _, a := range s {
+		b.WriteString(strconv.FormatFloat(a.R, 'g', 15, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(a.P, 'g', 15, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(a.Q, 'g', 15, 64))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// swap returns the set of the reversed pair (x', x).
+func (s AtomSet) swap() AtomSet {
+	out := make(AtomSet, len(s))
+	for i, a := range s {
+		out[i] = Atom{R: a.R, P: a.Q, Q: a.P}
+	}
+	return out
+}
+
+// sumTol is the tolerance on probability sums (spec section 2).
+const sumTol = 1e-12
+
+// validate checks one atom set against eps0. lower selects the rules of a
+// lower-bound triple (sum R = 1, R is itself a distribution of the
+// randomizer, so P/R and Q/R are bounded by e^eps0 too). what names the set in
+// errors.
+func (s AtomSet) validate(eps0 float64, lower bool, what string) error {
+	e := math.Exp(eps0) * (1 + 1e-12)
+	r, p, q := s.sums()
+	for i, a := range s {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"r", a.R}, {"p", a.P}, {"q", a.Q}} {
+			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+				return fmt.Errorf("%w: %s atom %d: %s = %v, must be finite and >= 0", ErrInvalidDeclaration, what, i, f.name, f.v)
+			}
+		}
+		if (a.P > 0) != (a.Q > 0) {
+			return fmt.Errorf("%w: %s atom %d: p = %v and q = %v, an output possible under one input must be possible under the other (pure LDP)", ErrInvalidDeclaration, what, i, a.P, a.Q)
+		}
+		if a.R == 0 && a.P > 0 {
+			return fmt.Errorf("%w: %s atom %d: r = 0 with p = %v > 0, the blanket must cover every output", ErrInvalidDeclaration, what, i, a.P)
+		}
+		if a.P > e*a.Q || a.Q > e*a.P {
+			return fmt.Errorf("%w: %s atom %d: p/q = %v exceeds e^eps0 = %v", ErrInvalidDeclaration, what, i, math.Max(a.P/a.Q, a.Q/a.P), math.Exp(eps0))
+		}
+		if lower && (a.P > e*a.R || a.Q > e*a.R || a.R > e*a.P) {
+			return fmt.Errorf("%w: %s atom %d: ratio to r exceeds e^eps0 = %v", ErrInvalidDeclaration, what, i, math.Exp(eps0))
+		}
+	}
+	if math.Abs(p-1) > sumTol || math.Abs(q-1) > sumTol {
+		return fmt.Errorf("%w: %s: sum p = %.15g, sum q = %.15g, both must be 1 (tolerance %g)", ErrInvalidDeclaration, what, p, q, sumTol)
+	}
+	if lower && math.Abs(r-1) > sumTol {
+		return fmt.Errorf("%w: %s: sum r = %.15g, must be 1 for a lower-bound triple", ErrInvalidDeclaration, what, r)
+	}
+	if !lower && (r > 1+sumTol || r <= 0) {
+		return fmt.Errorf("%w: %s: blanket mass sum r = %.15g, must be in (0,1]", ErrInvalidDeclaration, what, r)
+	}
+	return nil
+}
+
+// dedupe merges every set and drops duplicates.
+func dedupe(sets []AtomSet) []AtomSet {
+	seen := make(map[string]bool, len(sets))
+	out := make([]AtomSet, 0, len(sets))
+	for _, s := range sets {
+		m := s.Merge()
+		k := m.key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, m)
+	}
+	return out
+}
