@@ -45,6 +45,9 @@ func checkDelta(name string, d float64) error {
 	if !(d > 0 && d < 1) {
 		return argError(name, d, "in (0,1)")
 	}
+	if d < MinDelta {
+		return argError(name, d, fmt.Sprintf(">= %g", MinDelta))
+	}
 	return nil
 }
 
@@ -80,6 +83,9 @@ func checkN(n int) error {
 	}
 	return nil
 }
+
+// MinDelta is the smallest delta accepted as a target.
+const MinDelta = 1e-100
 
 // MaxN is the largest number of users the engine accepts.
 const MaxN = 10_000_000_000

@@ -1,26 +1,456 @@
 package accountant
 
-// Delta returns the privacy profile point of m at total local budget eps0,
-// n users and central eps.
-func Delta(m Mechanism, eps0 float64, n int, eps float64) (DeltaResult, error) {
-	panic("in progress")
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+const (
+	// Tolerance is the relative accuracy in eps to which both bounds are
+	// certified: the reported upper bound is at most (1+Tolerance) times the
+	// exact value of spec section 3, the reported lower bound at least
+	// 1/(1+Tolerance) times the exact value of section 4.
+	Tolerance = 0.005
+	// certTol is the tolerance used for certification; the rest of
+	// Tolerance absorbs the root finder's final interval.
+	certTol = 0.0045
+	// rootTol is the relative width at which root finding stops.
+	rootTol = 2e-4
+	// hRelStart is the initial lattice step in tilted standard deviations
+	// of Z; each refinement halves it.
+	hRelStart = 0.5
+	// maxRefine bounds the number of halvings.
+	maxRefine = 12
+)
+
+// setSolver evaluates one atom set at one n with lattice refinement.
+type setSolver struct {
+	set  AtomSet
+	n    int
+	hRel float64
 }
 
-// Epsilon returns the central eps of m at total local budget eps0, n users
-// and central delta.
-func Epsilon(m Mechanism, eps0 float64, n int, delta float64) (EpsilonResult, error) {
-	panic("in progress")
-}
-
-// Calibrate returns the largest total local budget eps0 whose upper bound
-// meets the target.
-func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
-	panic("in progress")
+func (s *setSolver) eval(eps float64, wantLo bool) bracket {
+	return evaluate(s.set, s.n, eps, s.hRel, wantLo)
 }
 
 // SetDelta returns lower and upper bounds on (1/n) E[(Z_1+...+Z_n)_+] for the
-// atom set s at eps (spec section 3), each within 0.5% in eps of the exact
-// value.
+// atom set s at eps (spec section 3), refined until the upper bound at eps is
+// no larger than the lower bound at eps/(1+Tolerance): in eps, the bracket is
+// within Tolerance.
 func SetDelta(s AtomSet, n int, eps float64) (lo, hi float64, err error) {
-	panic("in progress")
+	if err := checkN(n); err != nil {
+		return 0, 0, err
+	}
+	if err := checkEps("eps", eps); err != nil {
+		return 0, 0, err
+	}
+	for i, a := range s {
+		if a.R < 0 || a.P < 0 || a.Q < 0 || math.IsNaN(a.R+a.P+a.Q) || math.IsInf(a.R+a.P+a.Q, 0) {
+			return 0, 0, fmt.Errorf("%w: atom %d = %+v: entries must be finite and >= 0", ErrInvalidArgument, i, a)
+		}
+	}
+	b, _ := deltaBracket(s.Merge(), n, eps)
+	return b.lo, b.hi, nil
+}
+
+// deltaBracket refines the lattice until the bracket at eps is certified.
+func deltaBracket(s AtomSet, n int, eps float64) (bracket, bool) {
+	sv := &setSolver{set: s, n: n, hRel: hRelStart}
+	var b bracket
+	for range maxRefine {
+		b = sv.eval(eps, true)
+		if b.hi <= DeltaFloor || b.hi <= b.lo*(1+1e-3) {
+			return b, true
+		}
+		// Certified if the exact value at eps(1-certTol) is above hi.
+		if eps > 0 {
+			if c := sv.eval(eps/(1+certTol), true); c.lo >= b.hi {
+				return b, true
+			}
+		}
+		if b.capped {
+			return b, false
+		}
+		sv.hRel /= 2
+	}
+	return b, false
+}
+
+// epsUpper returns the smallest eps (to rootTol) with hi(eps) <= delta, in
+// [0, cap], refined until certified within Tolerance.
+func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
+	sv := &setSolver{set: s, n: n, hRel: hRelStart}
+	lo, hi := 0.0, cap
+	for range maxRefine {
+		f := func(e float64) float64 { return sv.eval(e, false).hi }
+		e, ok := solveDecreasing(f, delta, lo, hi)
+		if !ok && hi < cap {
+			// The refined bound at the previous root was not below delta
+			// after all (floating-point margins): search the whole range.
+			e, ok = solveDecreasing(f, delta, lo, cap)
+		}
+		if !ok {
+			return cap, false
+		}
+		if e == 0 {
+			return 0, true
+		}
+		// Certify: the exact delta at e/(1+certTol) exceeds delta.
+		c := sv.eval(e/(1+certTol), true)
+		if c.lo > delta {
+			return e, true
+		}
+		if c.capped {
+			return e, false
+		}
+		// A finer lattice only lowers hi: the root moves left, and stays
+		// above the certified-exact region.
+		hi = e
+		sv.hRel /= 2
+	}
+	return hi, false
+}
+
+// epsLower returns the largest eps (to rootTol) with lo(eps) >= delta
+// (so that the exact lower-bound eps exceeds it), certified within
+// Tolerance.
+func epsLower(s AtomSet, n int, delta, cap float64) (float64, bool) {
+	sv := &setSolver{set: s, n: n, hRel: hRelStart}
+	var e float64
+	for range maxRefine {
+		f := func(x float64) float64 { return sv.eval(x, true).lo }
+		// Largest e with f(e) >= delta: solveDecreasing returns the smallest
+		// point b with f(b) <= delta and keeps a with f(a) > delta; use a.
+		a := solveDecreasingLow(f, delta, 0, cap)
+		e = math.Max(e, a)
+		c := sv.eval(e*(1+certTol), false)
+		if c.hi <= delta {
+			return e, true
+		}
+		if c.capped {
+			return e, false
+		}
+		sv.hRel /= 2
+	}
+	return e, false
+}
+
+// solveDecreasing returns the smallest b in [lo, hi] (to relative width
+// rootTol) with f(b) <= target, for non-increasing f with f(hi) <= target
+// assumed; it returns lo when f(lo) <= target.
+func solveDecreasing(f func(float64) float64, target, lo, hi float64) (float64, bool) {
+	_, b := rootBracket(f, target, lo, hi)
+	return b.x, b.f <= target
+}
+
+// solveDecreasingLow returns the largest a with f(a) > target found by the
+// same search (0 when f(lo) <= target).
+func solveDecreasingLow(f func(float64) float64, target, lo, hi float64) float64 {
+	a, _ := rootBracket(f, target, lo, hi)
+	if a.f <= target {
+		return 0
+	}
+	return a.x
+}
+
+type point struct{ x, f float64 }
+
+// rootBracket finds a <= b with f(a) > target >= f(b), b - a <= rootTol b,
+// for non-increasing f. It works on g = log f - log target with a
+// safeguarded regula falsi (Illinois) step, falling back to bisection when
+// f is 0 (g = -inf) or the step stalls.
+func rootBracket(f func(float64) float64, target, lo, hi float64) (point, point) {
+	lt := math.Log(target)
+	g := func(x float64) float64 {
+		v := f(x)
+		if v <= 0 {
+			return math.Inf(-1)
+		}
+		return math.Log(v) - lt
+	}
+	a := point{lo, g(lo)}
+	if a.f <= 0 {
+		return point{lo, math.Inf(-1)}, point{lo, a.f}
+	}
+	b := point{hi, g(hi)}
+	if b.f > 0 {
+		// Not bracketed: the target is not met even at hi.
+		return b, b
+	}
+	side := 0
+	for i := 0; i < 200 && b.x-a.x > rootTol*b.x; i++ {
+		var x float64
+		if math.IsInf(b.f, -1) || math.IsInf(a.f, 1) {
+			x = 0.5 * (a.x + b.x)
+		} else {
+			fa, fb := a.f, b.f
+			if side == -1 {
+				fb /= 2
+			} else if side == 1 {
+				fa /= 2
+			}
+			x = a.x + (b.x-a.x)*fa/(fa-fb)
+			// Keep the step inside the middle 98% so the bracket shrinks.
+			w := b.x - a.x
+			x = math.Min(math.Max(x, a.x+0.01*w), b.x-0.01*w)
+			if i%4 == 3 {
+				x = 0.5 * (a.x + b.x)
+			}
+		}
+		fx := g(x)
+		if fx > 0 {
+			a = point{x, fx}
+			if side == 1 {
+				side = 0
+			} else {
+				side = 1
+			}
+		} else {
+			b = point{x, fx}
+			if side == -1 {
+				side = 0
+			} else {
+				side = -1
+			}
+		}
+	}
+	a.f = math.Exp(a.f) * target
+	b.f = math.Exp(b.f) * target
+	return a, b
+}
+
+// parallelMap runs f on each index with at most GOMAXPROCS workers.
+func parallelMap(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+func checkQuery(eps0 float64, n int) error {
+	if err := checkFinite("eps0", eps0); err != nil {
+		return err
+	}
+	if !(eps0 > 0) {
+		return argError("eps0", eps0, "> 0")
+	}
+	return checkN(n)
+}
+
+// Delta returns the privacy profile point of m at total local budget eps0,
+// n users and central eps: Upper is the maximum over candidate pairs of the
+// certified upper bound, Lower the maximum over candidate triples of the
+// certified lower bound.
+func Delta(m Mechanism, eps0 float64, n int, eps float64) (DeltaResult, error) {
+	if err := checkQuery(eps0, n); err != nil {
+		return DeltaResult{}, err
+	}
+	if err := checkEps("eps", eps); err != nil {
+		return DeltaResult{}, err
+	}
+	d, err := m.Decompose(eps0)
+	if err != nil {
+		return DeltaResult{}, err
+	}
+	ups := make([]float64, len(d.Upper))
+	lows := make([]float64, len(d.Lower))
+	parallelMap(len(d.Upper)+len(d.Lower), func(i int) {
+		if i < len(d.Upper) {
+			b, _ := deltaBracket(d.Upper[i], n, eps)
+			ups[i] = b.hi
+		} else {
+			b, _ := deltaBracket(d.Lower[i-len(d.Upper)], n, eps)
+			lows[i-len(d.Upper)] = b.lo
+		}
+	})
+	var r DeltaResult
+	for _, v := range ups {
+		r.Upper = math.Max(r.Upper, v)
+	}
+	for _, v := range lows {
+		r.Lower = math.Max(r.Lower, v)
+	}
+	r.Upper = math.Min(r.Upper, 1)
+	return r, nil
+}
+
+// Epsilon returns the central eps of m at total local budget eps0, n users
+// and central delta. When shuffling cannot improve on the local guarantee at
+// this n, Amplified is false and Upper is the local eps.
+func Epsilon(m Mechanism, eps0 float64, n int, delta float64) (EpsilonResult, error) {
+	if err := checkQuery(eps0, n); err != nil {
+		return EpsilonResult{}, err
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return EpsilonResult{}, err
+	}
+	d, err := m.Decompose(eps0)
+	if err != nil {
+		return EpsilonResult{}, err
+	}
+	return epsilonOf(d, n, delta), nil
+}
+
+func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
+	cap := d.LocalEps
+	ups := make([]float64, len(d.Upper))
+	lows := make([]float64, len(d.Lower))
+	okUp := make([]bool, len(d.Upper))
+	okLow := make([]bool, len(d.Lower))
+	parallelMap(len(d.Upper)+len(d.Lower), func(i int) {
+		if i < len(d.Upper) {
+			ups[i], okUp[i] = epsUpper(d.Upper[i], n, delta, cap)
+		} else {
+			j := i - len(d.Upper)
+			lows[j], okLow[j] = epsLower(d.Lower[j], n, delta, cap)
+		}
+	})
+	r := EpsilonResult{LocalEps: cap, Tight: true}
+	for i, v := range ups {
+		if v >= r.Upper {
+			r.Upper = v
+			r.Tight = r.Tight && okUp[i]
+		}
+	}
+	for i, v := range lows {
+		if v >= r.Lower {
+			r.Lower = v
+			r.Tight = r.Tight && okLow[i]
+		}
+	}
+	r.Upper = math.Min(r.Upper, cap)
+	r.Amplified = r.Upper < cap*(1-rootTol)
+	if !r.Amplified {
+		r.Upper = cap
+	}
+	r.Lower = math.Min(r.Lower, r.Upper)
+	return r
+}
+
+// Calibrate returns the largest total local budget eps0 whose certified
+// upper bound meets the target (eps, delta) at n users. The mechanism must
+// depend on the budget (not a fixed declaration).
+func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
+	if err := checkEps("target eps", t.Eps); err != nil {
+		return CalibrationResult{}, err
+	}
+	if t.Eps == 0 {
+		return CalibrationResult{}, argError("target eps", t.Eps, "> 0")
+	}
+	if err := checkDelta("target delta", t.Delta); err != nil {
+		return CalibrationResult{}, err
+	}
+	if err := checkN(t.N); err != nil {
+		return CalibrationResult{}, err
+	}
+	if e, ok := m.FixedEps0(); ok {
+		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
+	}
+	// hiAt returns the certified upper delta at the target eps for eps0,
+	// and whether some pair's lower estimate already exceeds the target at
+	// eps/(1+certTol) (the tightness certificate).
+	hRel := hRelStart
+	evalAt := func(eps0 float64, wantLo bool) (hi float64, cert bool, capped bool, err error) {
+		d, err := m.Decompose(eps0)
+		if err != nil {
+			return 0, false, false, err
+		}
+		his := make([]float64, len(d.Upper))
+		certs := make([]bool, len(d.Upper))
+		caps := make([]bool, len(d.Upper))
+		parallelMap(len(d.Upper), func(i int) {
+			b := evaluate(d.Upper[i], t.N, t.Eps, hRel, false)
+			his[i], caps[i] = b.hi, b.capped
+			if wantLo {
+				c := evaluate(d.Upper[i], t.N, t.Eps/(1+certTol), hRel, true)
+				certs[i] = c.lo > t.Delta
+			}
+		})
+		for i := range his {
+			hi = math.Max(hi, his[i])
+			cert = cert || certs[i]
+			capped = capped || caps[i]
+		}
+		return hi, cert, capped, nil
+	}
+	var firstErr error
+	f := func(eps0 float64) float64 {
+		hi, _, _, err := evalAt(eps0, false)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return hi
+	}
+	// Bracket in eps0: at eps0 <= target eps the local guarantee alone
+	// meets it (delta = 0); grow until the target fails.
+	lo := t.Eps
+	if v := f(lo); firstErr != nil {
+		return CalibrationResult{}, firstErr
+	} else if v > t.Delta {
+		// Composite mechanisms whose local eps exceeds the budget: search
+		// below.
+		lo = t.Eps / 2
+		for f(lo) > t.Delta {
+			lo /= 2
+			if lo < 1e-6 {
+				return CalibrationResult{}, fmt.Errorf("%w: no eps0 >= 1e-6 meets eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
+			}
+		}
+	}
+	hi := math.Min(2*lo+1, MaxEps0)
+	for f(hi) <= t.Delta {
+		if firstErr != nil {
+			return CalibrationResult{}, firstErr
+		}
+		if hi >= MaxEps0 {
+			eps0 := float64(MaxEps0)
+			d, err := m.Decompose(eps0)
+			if err != nil {
+				return CalibrationResult{}, err
+			}
+			return CalibrationResult{Eps0: eps0, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
+		}
+		lo, hi = hi, math.Min(2*hi, MaxEps0)
+	}
+	var eps0 float64
+	for range maxRefine {
+		// Increasing in eps0: largest eps0 with f <= delta. Negate to reuse
+		// the decreasing solver on g(x) = f(lo+hi-x).
+		g := func(x float64) float64 { return f(lo + hi - x) }
+		b, ok := solveDecreasing(g, t.Delta, lo, hi)
+		if !ok {
+			b = hi // only lo is known to meet the target
+		}
+		eps0 = lo + hi - b
+		if firstErr != nil {
+			return CalibrationResult{}, firstErr
+		}
+		_, cert, capped, err := evalAt(eps0, true)
+		if err != nil {
+			return CalibrationResult{}, err
+		}
+		if cert || capped {
+			break
+		}
+		// A finer lattice lowers every upper bound: the answer can only
+		// grow.
+		hRel /= 2
+		lo = eps0
+	}
+	d, err := m.Decompose(eps0)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	return CalibrationResult{Eps0: eps0, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
 }

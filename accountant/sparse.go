@@ -1,0 +1,184 @@
+package accountant
+
+import (
+	"math"
+	"slices"
+)
+
+// The sparse path computes D(eps) = (1/n) E[(S_n)_+] exactly, without a
+// lattice, when almost every user draws the same atom: with the dominant atom
+// z_0 of mass w_0 and M ~ Binomial(n, 1 - w_0) the number of other draws,
+//
+//	E[(S_n)_+] = sum_m P(M = m) E[((n - m) z_0 + T_m)_+],
+//
+// where T_m is the sum of m draws from the other atoms, renormalised. The
+// inner expectation is a finite sum over the multinomial counts of those
+// atoms. The sum over m stops at m_max where the remaining mass is bounded by
+// a Chernoff bound: with Delta = max_j (z_j - z_0)_+,
+// (S_n)_+ <= (n z_0)_+ + M Delta, so the omitted part is at most
+// (n z_0)_+ P(M > m_max) + Delta n pi P(Binomial(n-1, pi) >= m_max).
+// This is the regime (large eps0, tiny blanket) where the lattice would need
+// an enormous number of points, and it also covers every small n.
+
+const (
+	// sparseMaxTerms bounds the multinomial terms enumerated.
+	sparseMaxTerms = 3_000_000
+	// sparseRel is the relative margin for the rounding of log-factorials
+	// (absolute error about u |lgamma(n+1)| <= 1e-8 for n <= 1e10) and of the
+	// sums.
+	sparseRel = 1e-7
+)
+
+// sparseExact returns the bracket and true when the sparse path applies.
+func sparseExact(p prepared, n int) (bracket, bool) {
+	// Dominant atom.
+	d := 0
+	for j := range p.w {
+		if p.w[j] > p.w[d] {
+			d = j
+		}
+	}
+	var z, w []float64
+	pi := 0.0
+	for j := range p.w {
+		if j != d {
+			z = append(z, p.z[j])
+			w = append(w, p.w[j])
+			pi += p.w[j]
+		}
+	}
+	z0 := p.z[d]
+	nf := float64(n)
+	if len(z) == 0 {
+		v := math.Max(nf*z0, 0) / nf
+		return bracket{lo: v, hi: v}, true
+	}
+	pi = math.Min(pi, 1)
+	// m_max: smallest m with n pi P(Bin(n-1,pi) >= m) and P(Bin(n, pi) > m)
+	// below 1e-30 of the scale of the answer's terms.
+	mean := nf * pi
+	mMax := int(math.Min(nf, math.Ceil(mean+12*math.Sqrt(mean)+40)))
+	for mMax < n && binomTailLog(n, pi, mMax+1) > math.Log(1e-40) {
+		mMax += 1 + mMax/4
+	}
+	mMax = min(mMax, n)
+	// Count the terms: sum over m of C(m + a - 1, a - 1), a = len(z).
+	a := len(z)
+	terms := 0.0
+	for m := 0; m <= mMax; m++ {
+		terms += binom(m+a-1, a-1)
+		if terms > sparseMaxTerms {
+			return bracket{}, false
+		}
+	}
+	// Renormalised log masses of the other atoms.
+	lw := make([]float64, a)
+	for j := range w {
+		lw[j] = math.Log(w[j] / pi)
+	}
+	// Sort atoms by value descending so partial sums allow pruning.
+	order := make([]int, a)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		switch {
+		case z[x] > z[y]:
+			return -1
+		case z[x] < z[y]:
+			return 1
+		}
+		return 0
+	})
+	zs := make([]float64, a)
+	ls := make([]float64, a)
+	for i, o := range order {
+		zs[i], ls[i] = z[o], lw[o]
+	}
+	lf := logFactorials(mMax)
+	var total, comp float64
+	counts := make([]int, a)
+	for m := 0; m <= mMax; m++ {
+		lpm := lchoose(n, m) + float64(m)*math.Log(pi) + float64(n-m)*math.Log1p(-pi)
+		if pi == 1 {
+			if m != n {
+				continue
+			}
+			lpm = 0
+		}
+		base := float64(n-m) * z0
+		// Enumerate counts of the other atoms summing to m.
+		var rec func(j, left int, lp, s float64)
+		rec = func(j, left int, lp, s float64) {
+			if j == a-1 {
+				counts[j] = left
+				s += float64(left) * zs[j]
+				if s > 0 {
+					lp += float64(left)*ls[j] - lf[left]
+					v := math.Exp(lpm+lf[m]+lp) * s
+					y := v - comp
+					t := total + y
+					comp = (t - total) - y
+					total = t
+				}
+				return
+			}
+			// Remaining atoms have values <= zs[j]: if even all of left at
+			// zs[j] cannot make the sum positive, prune.
+			if s+float64(left)*zs[j] <= 0 {
+				return
+			}
+			for c := 0; c <= left; c++ {
+				counts[j] = c
+				rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s+float64(c)*zs[j])
+			}
+		}
+		rec(0, m, 0, base)
+	}
+	// Omitted mass beyond m_max.
+	var tail float64
+	if mMax < n {
+		delta := 0.0
+		for _, v := range z {
+			delta = math.Max(delta, v-z0)
+		}
+		tail = math.Max(nf*z0, 0)*math.Exp(binomTailLog(n, pi, mMax+1)) +
+			delta*nf*pi*math.Exp(binomTailLog(n-1, pi, mMax))
+	}
+	hi := math.Max((total*(1+sparseRel)+tail)/nf, DeltaFloor)
+	lo := total * (1 - sparseRel) / nf
+	return bracket{lo: lo, hi: hi}, true
+}
+
+// binomTailLog returns a Chernoff upper bound on log P(Binomial(n, p) >= m).
+func binomTailLog(n int, p float64, m int) float64 {
+	nf, mf := float64(n), float64(m)
+	if mf <= nf*p {
+		return 0
+	}
+	if m > n {
+		return math.Inf(-1)
+	}
+	x := mf / nf
+	// -n KL(x || p)
+	kl := x * math.Log(x/p)
+	if x < 1 {
+		kl += (1 - x) * math.Log((1-x)/(1-p))
+	}
+	return -nf * kl
+}
+
+func lchoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n) + 1)
+	b, _ := math.Lgamma(float64(k) + 1)
+	c, _ := math.Lgamma(float64(n-k) + 1)
+	return a - b - c
+}
+
+func logFactorials(m int) []float64 {
+	lf := make([]float64, m+1)
+	for i := 1; i <= m; i++ {
+		lf[i] = lf[i-1] + math.Log(float64(i))
+	}
+	return lf
+}

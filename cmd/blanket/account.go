@@ -1,0 +1,290 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/spf13/cobra"
+)
+
+// mechHelp documents the --mech grammar.
+const mechHelp = `The --mech flag names the local randomizer:
+
+  krr:k=K                 k-ary randomized response over K categories
+  generic                 any pure eps0-LDP randomizer (worst case over the class)
+  matrix:FILE.json        a declaration file: a matrix {"rows": [[...], ...]} with
+                          optional "eps0", or {"form": "matrix"|"atoms"|"generic", ...};
+                          its eps0 is fixed by the file
+  joint(M1,M2,...)        one report carries every component
+  parallel(W1:M1,W2:M2)   each user reports component i with probability Wi (sum 1)
+  subsample(S,M)          each user reports with probability S, else a null message
+
+--eps0 is the total local budget of one report. joint splits it evenly among
+its components, except those that fix their own with :eps0=E (krr:k=10:eps0=1.5,
+generic:eps0=2); every component of parallel and subsample gets all of it.
+Combinators nest. Quote values that contain , ( ) : = or spaces in double quotes:
+matrix:"my data/m.json". Numbers accept 1e6, 1_000_000 and 1000000.`
+
+// mechFlags are the flags every account command shares.
+type mechFlags struct {
+	mech string
+	json bool
+}
+
+func (f *mechFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.mech, "mech", "", "the randomizer, e.g. krr:k=100 (see 'blanket account --help') (required)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
+}
+
+// parse parses --mech.
+func (f *mechFlags) parse(cmd *cobra.Command, e *env) (accountant.Mechanism, error) {
+	if err := requireFlags(cmd, "mech"); err != nil {
+		return nil, err
+	}
+	m, err := e.registry.Parse(f.mech)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--mech: %w", err)}
+	}
+	return m, nil
+}
+
+// resolveEps0 returns --eps0, or the mechanism's own budget when it fixes
+// one and --eps0 is not given.
+func resolveEps0(m accountant.Mechanism, eps0 float64, given bool) (float64, error) {
+	if given {
+		return eps0, nil
+	}
+	if fixed, ok := m.FixedEps0(); ok {
+		return fixed, nil
+	}
+	return 0, usageErrorf("missing required flag --eps0: %s does not fix its own local budget", m)
+}
+
+func newAccountCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "account",
+		Short: "Bound, compare and calibrate the privacy of a shuffled randomizer",
+		Long: `Compute the central privacy of n shuffled reports of a local randomizer: eps at a
+given delta (eps), delta at a given eps (delta), the largest local budget meeting
+a target (calibrate), or a sweep over n or eps0 (curve). Every result has a sound
+upper bound, a lower bound (what no analysis can beat) and the published
+baselines (clone, fmt21, bbgn19_hoeffding, bbgn19_bennett, efmrtt19; n/a or null
+where a baseline does not apply).
+
+` + mechHelp + "\n\nRegistered mechanisms: " + strings.Join(e.registry.Names(), ", ") + ".",
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newEpsCmd(e), newDeltaCmd(e), newCalibrateCmd(e), newCurveCmd(e))
+	return cmd
+}
+
+// computeEps computes the bounds and baselines of one (eps0, n, delta)
+// point.
+func computeEps(e *env, m accountant.Mechanism, eps0 float64, n int, delta float64) (epsReport, error) {
+	start := time.Now()
+	res, err := e.engine.epsilon(m, eps0, n, delta)
+	if err != nil {
+		return epsReport{}, err
+	}
+	bl, err := e.engine.epsilonBaselines(m, eps0, n, delta)
+	if err != nil {
+		return epsReport{}, fmt.Errorf("baselines: %w", err)
+	}
+	return epsReport{
+		Mechanism: m.String(),
+		Eps0:      eps0,
+		N:         n,
+		Delta:     delta,
+		EpsUpper:  num(res.Upper),
+		EpsLower:  num(res.Lower),
+		LocalEps:  num(res.LocalEps),
+		Amplified: res.Amplified,
+		Tight:     res.Tight,
+		Baselines: newBaselineSet(bl),
+		Seconds:   time.Since(start).Seconds(),
+	}, nil
+}
+
+func newEpsCmd(e *env) *cobra.Command {
+	var (
+		mf    mechFlags
+		eps0  = floatValue{rule: eps0Rule}
+		n     = newCountValue()
+		delta = floatValue{rule: probRule}
+	)
+	cmd := &cobra.Command{
+		Use:   "eps --mech SPEC --eps0 E --n N --delta D",
+		Short: "Central eps at a given delta",
+		Long: `Print the central eps of n shuffled reports at the given delta: a sound upper
+bound, a lower bound and every baseline. When shuffling cannot improve on the
+local guarantee at this n, eps = eps0 and a note says so.
+
+--json prints one object with the keys mechanism, eps0, n, delta, eps_upper,
+eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
+bbgn19_hoeffding, bbgn19_bennett, efmrtt19; null where a baseline does not
+apply) and seconds (wall time).`,
+		Example: "  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6",
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			m, err := mf.parse(cmd, e)
+			if err != nil {
+				return err
+			}
+			if err := requireFlags(cmd, "n", "delta"); err != nil {
+				return err
+			}
+			e0, err := resolveEps0(m, eps0.v, eps0.set)
+			if err != nil {
+				return err
+			}
+			r, err := computeEps(e, m, e0, n.v, delta.v)
+			if err != nil {
+				return err
+			}
+			if mf.json {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			return writeEpsTable(cmd.OutOrStdout(), &r)
+		}),
+	}
+	mf.add(cmd)
+	cmd.Flags().Var(&eps0, "eps0", "total local budget of one report, "+eps0Rule.text+" (required unless --mech fixes it)")
+	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
+	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
+	return cmd
+}
+
+func newDeltaCmd(e *env) *cobra.Command {
+	var (
+		mf   mechFlags
+		eps0 = floatValue{rule: eps0Rule}
+		n    = newCountValue()
+		eps  = floatValue{rule: epsRule}
+	)
+	cmd := &cobra.Command{
+		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS",
+		Short: "Central delta at a given eps",
+		Long: `Print the central delta of n shuffled reports at the given eps: a sound upper
+bound, a lower bound and every baseline.
+
+--json prints one object with the keys mechanism, eps0, n, eps, delta_upper,
+delta_lower, baselines (null where a baseline does not apply) and seconds.`,
+		Example: "  blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 0.5",
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			m, err := mf.parse(cmd, e)
+			if err != nil {
+				return err
+			}
+			if err := requireFlags(cmd, "n", "eps"); err != nil {
+				return err
+			}
+			e0, err := resolveEps0(m, eps0.v, eps0.set)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			res, err := e.engine.delta(m, e0, n.v, eps.v)
+			if err != nil {
+				return err
+			}
+			bl, err := e.engine.deltaBaselines(m, e0, n.v, eps.v)
+			if err != nil {
+				return fmt.Errorf("baselines: %w", err)
+			}
+			r := deltaReport{
+				Mechanism:  m.String(),
+				Eps0:       e0,
+				N:          n.v,
+				Eps:        eps.v,
+				DeltaUpper: num(res.Upper),
+				DeltaLower: num(res.Lower),
+				Baselines:  newBaselineSet(bl),
+				Seconds:    time.Since(start).Seconds(),
+			}
+			if mf.json {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			return writeDeltaTable(cmd.OutOrStdout(), &r)
+		}),
+	}
+	mf.add(cmd)
+	cmd.Flags().Var(&eps0, "eps0", "total local budget of one report, "+eps0Rule.text+" (required unless --mech fixes it)")
+	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
+	cmd.Flags().Var(&eps, "eps", "central eps, "+epsRule.text+" (required)")
+	return cmd
+}
+
+func newCalibrateCmd(e *env) *cobra.Command {
+	var (
+		mf    mechFlags
+		n     = newCountValue()
+		eps   = floatValue{rule: epsRule}
+		delta = floatValue{rule: probRule}
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N",
+		Short: "Largest local budget eps0 that meets a central (eps, delta) target",
+		Long: `Print the largest total local budget eps0 whose sound upper bound meets the
+central target (eps, delta) at n users, the guarantee achieved at that eps0, and
+the largest eps0 each baseline would allow. Mechanisms whose eps0 is fixed
+(matrix:FILE.json, or joint components that all fix their own) cannot be
+calibrated.
+
+--json prints one object with the keys mechanism, eps, delta, n, eps0,
+achieved (eps_upper, eps_lower, local_eps, amplified, tight), baselines (the
+eps0 each allows; null where a baseline does not apply) and seconds.`,
+		Example: "  blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6",
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			m, err := mf.parse(cmd, e)
+			if err != nil {
+				return err
+			}
+			if err := requireFlags(cmd, "eps", "delta", "n"); err != nil {
+				return err
+			}
+			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: n.v}
+			start := time.Now()
+			c, err := e.engine.calibrate(m, t)
+			if errors.Is(err, accountant.ErrNotCalibratable) {
+				return &usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			bl, err := e.engine.calibrateBaselines(m, t)
+			if err != nil {
+				return fmt.Errorf("baselines: %w", err)
+			}
+			r := calibrateReport{
+				Mechanism: m.String(),
+				Eps:       t.Eps,
+				Delta:     t.Delta,
+				N:         t.N,
+				Eps0:      num(c.Eps0),
+				Achieved: achieved{
+					EpsUpper:  num(c.Achieved.Upper),
+					EpsLower:  num(c.Achieved.Lower),
+					LocalEps:  num(c.Achieved.LocalEps),
+					Amplified: c.Achieved.Amplified,
+					Tight:     c.Achieved.Tight,
+				},
+				Baselines: newBaselineSet(bl),
+				Seconds:   time.Since(start).Seconds(),
+			}
+			if mf.json {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			return writeCalibrateTable(cmd.OutOrStdout(), &r)
+		}),
+	}
+	mf.add(cmd)
+	cmd.Flags().Var(&eps, "eps", "target central eps, "+epsRule.text+" (required)")
+	cmd.Flags().Var(&delta, "delta", "target central delta, "+probRule.text+" (required)")
+	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
+	return cmd
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// plotFormats are the --plot extensions.
+var plotFormats = []string{".svg", ".png", ".pdf"}
+
+// checkPlotPath validates the --plot file name before the sweep runs.
+func checkPlotPath(path string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, f := range plotFormats {
+		if ext == f {
+			return nil
+		}
+	}
+	return usageErrorf("--plot must name a %s file, got %q", strings.Join(plotFormats, ", "), path)
+}
+
+// series is one curve of the plot: a name and a value per point (nil where
+// missing).
+type series struct {
+	name string
+	ys   []*float64
+}
+
+// curveSeries returns eps upper, eps lower and every baseline of rows.
+func curveSeries(rows []epsReport) []series {
+	up := series{name: "eps upper (this work)"}
+	low := series{name: "eps lower (this work)"}
+	var names []string
+	if len(rows) > 0 {
+		names = rows[0].Baselines.names()
+	}
+	bls := make([]series, len(names))
+	for i, n := range names {
+		bls[i].name = n
+	}
+	for _, r := range rows {
+		up.ys = append(up.ys, r.EpsUpper)
+		low.ys = append(low.ys, r.EpsLower)
+		for i, n := range names {
+			bls[i].ys = append(bls[i].ys, r.Baselines[n])
+		}
+	}
+	return append([]series{up, low}, bls...)
+}
+
+// segments splits a series into runs of consecutive points that can be
+// drawn on log axes (present and > 0).
+func segments(xs []float64, ys []*float64) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for i, y := range ys {
+		if y == nil || !(*y > 0) || !(xs[i] > 0) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, plotter.XY{X: xs[i], Y: *y})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// plotCurve draws the series of rows against xs on log axes and saves the
+// plot to path (its extension picks the format).
+func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsReport) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	drawn := 0
+	for i, s := range curveSeries(rows) {
+		segs := segments(xs, s.ys)
+		for j, seg := range segs {
+			line, points, err := plotter.NewLinePoints(seg)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", s.name, err)
+			}
+			line.Color = plotutil.Color(i)
+			line.Dashes = plotutil.Dashes(i)
+			line.Width = vg.Points(1.5)
+			points.Color = plotutil.Color(i)
+			points.Shape = plotutil.Shape(i)
+			points.Radius = vg.Points(2.5)
+			p.Add(line, points)
+			if j == 0 {
+				p.Legend.Add(s.name, line, points)
+			}
+			drawn++
+		}
+	}
+	if drawn == 0 {
+		return fmt.Errorf("plot: no positive values to draw on log axes")
+	}
+	// A log axis needs min < max; widen a degenerate range (a flat curve).
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		if ax.Min >= ax.Max {
+			ax.Min, ax.Max = ax.Min/2, ax.Max*2
+		}
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
+
+// shorten cuts s to at most n runes for a title.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
