@@ -273,20 +273,46 @@ func minimize1D(f func(float64) float64, lo, hi float64) float64 {
 	return math.Min(best, math.Min(fc, fd))
 }
 
-// twiddles caches e^{-2 pi i m / L} for m in [0, L/2].
-var twiddles sync.Map // int -> []complex128
+// twiddleCache keeps the tables e^{-2 pi i m / L}, m in [0, L/2], of the
+// few most recent lengths: a calibration or an eps search evaluates many
+// points at the same length. It is bounded (maxTables tables of at most
+// 2^21+1 entries, 256 MB in the worst case, typically a few MB).
+var twiddleCache struct {
+	sync.Mutex
+	tables map[int][]complex128
+	order  []int
+}
+
+const maxTables = 8
 
 func twiddleTable(L int) []complex128 {
-	if t, ok := twiddles.Load(L); ok {
-		return t.([]complex128)
+	c := &twiddleCache
+	c.Lock()
+	if t, ok := c.tables[L]; ok {
+		c.Unlock()
+		return t
 	}
+	c.Unlock()
 	t := make([]complex128, L/2+1)
 	for m := range t {
-		s, c := math.Sincos(-2 * math.Pi * float64(m) / float64(L))
-		t[m] = complex(c, s)
+		s, co := math.Sincos(-2 * math.Pi * float64(m) / float64(L))
+		t[m] = complex(co, s)
 	}
-	if L <= 1<<22 {
-		twiddles.Store(L, t)
+	if L > 1<<22 {
+		return t
+	}
+	c.Lock()
+	defer c.Unlock()
+	if c.tables == nil {
+		c.tables = map[int][]complex128{}
+	}
+	if _, ok := c.tables[L]; !ok {
+		if len(c.order) >= maxTables {
+			delete(c.tables, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.tables[L] = t
+		c.order = append(c.order, L)
 	}
 	return t
 }

@@ -173,7 +173,11 @@ func (m *Matrix) MarshalJSON() ([]byte, error) {
 	for _, r := range m.rows {
 		sr := sparseRowJSON{Default: r.def, Entries: map[string]float64{}}
 		for i, y := range r.idx {
-			sr.Entries[strconv.Itoa(y)] = r.val[i]
+			key := strconv.Itoa(y)
+			if y < len(m.OutputLabels) {
+				key = m.OutputLabels[y] // labels take precedence when decoding
+			}
+			sr.Entries[key] = r.val[i]
 		}
 		mj.Rows = append(mj.Rows, sr)
 	}
@@ -193,6 +197,9 @@ func (mj *matrixJSON) matrix() (*Matrix, error) {
 	}
 	labelIdx := map[string]int{}
 	for i, l := range mj.Outputs {
+		if _, dup := labelIdx[l]; dup {
+			return nil, fmt.Errorf("%w: output label %q appears twice", ErrInvalidDeclaration, l)
+		}
 		labelIdx[l] = i
 	}
 	const maxOutputs = 1 << 26
@@ -375,7 +382,11 @@ func (m *Matrix) Decompose(eps0 float64) (*Decomposition, error) {
 	for x, r := range m.rows {
 		bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1 }
 		if bad(r.def) {
-			return nil, fmt.Errorf("%w: input %s: probability %v outside [0,1]", ErrInvalidDeclaration, m.in(x), r.def)
+			y := 0
+			for i := 0; i < len(r.idx) && r.idx[i] == y; i++ {
+				y++
+			}
+			return nil, fmt.Errorf("%w: input %s, output %s: probability %v outside [0,1]", ErrInvalidDeclaration, m.in(x), m.out(y), r.def)
 		}
 		sum := r.def * float64(m.outputs-len(r.idx))
 		for i, v := range r.val {

@@ -448,9 +448,20 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 		hRel /= 2
 		lo = eps0
 	}
-	d, err := m.Decompose(eps0)
-	if err != nil {
-		return CalibrationResult{}, err
+	// Epsilon's root finder reports the right end of an interval of
+	// relative width rootTol, possibly on a coarser lattice: make sure that
+	// what a user gets from Epsilon at the returned eps0 meets the target,
+	// stepping eps0 down slightly when it does not.
+	for range 40 {
+		d, err := m.Decompose(eps0)
+		if err != nil {
+			return CalibrationResult{}, err
+		}
+		ach := epsilonOf(d, t.N, t.Delta)
+		if ach.Upper <= t.Eps {
+			return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
+		}
+		eps0 *= 1 - 2*rootTol
 	}
-	return CalibrationResult{Eps0: eps0, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
+	return CalibrationResult{}, fmt.Errorf("%w: calibration did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
 }

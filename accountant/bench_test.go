@@ -1,0 +1,88 @@
+package accountant
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+)
+
+var sinkF float64
+
+// BenchmarkDelta measures one certified delta evaluation for k-RR, k = 100,
+// eps0 = 4, at the eps where delta is about 1e-6.
+func BenchmarkDelta(b *testing.B) {
+	m := KRR(100)
+	for _, n := range []int{10_000, 1_000_000, 100_000_000} {
+		r, err := Epsilon(m, 4, n, 1e-6)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
+			for b.Loop() {
+				d, err := Delta(m, 4, n, r.Upper)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = d.Upper
+			}
+		})
+	}
+}
+
+// BenchmarkEpsilon measures eps(delta) (upper and lower bound) for k-RR,
+// k = 100, eps0 = 4, delta = 1e-6, and reports the Go heap in use after the
+// run (peak working memory is dominated by the FFT buffers, which are freed).
+func BenchmarkEpsilon(b *testing.B) {
+	m := KRR(100)
+	for _, n := range []int{10_000, 1_000_000, 100_000_000, 1_000_000_000} {
+		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
+			var peak uint64
+			for b.Loop() {
+				r, err := Epsilon(m, 4, n, 1e-6)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = r.Upper
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.Sys)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "sys-MB")
+		})
+	}
+}
+
+// BenchmarkCalibrate measures the calibration of eps0 for k-RR, k = 100, to
+// (eps, delta) = (1, 1e-6).
+func BenchmarkCalibrate(b *testing.B) {
+	m := KRR(100)
+	for _, n := range []int{10_000, 1_000_000, 100_000_000} {
+		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
+			for b.Loop() {
+				c, err := Calibrate(m, Target{Eps: 1, Delta: 1e-6, N: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = c.Eps0
+			}
+		})
+	}
+}
+
+// BenchmarkCurve measures a 20-point curve of eps (upper and lower) against
+// n from 1e3 to 1e8, log-spaced, for k-RR, k = 100, eps0 = 4, delta = 1e-6,
+// computed point after point (the CLI runs points concurrently).
+func BenchmarkCurve(b *testing.B) {
+	m := KRR(100)
+	for b.Loop() {
+		for i := range 20 {
+			n := int(math.Round(math.Pow(10, 3+5*float64(i)/19)))
+			r, err := Epsilon(m, 4, n, 1e-6)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sinkF = r.Upper
+		}
+	}
+}
