@@ -1,0 +1,17 @@
+// Package ldp holds what local randomizers share: the randomness source and
+// exact sampling primitives, the categorical domain with its optional
+// "other" bucket, the fixed-width report encoding, the eps0 range check and
+// the frequency estimators of pure protocols with their post-processing.
+//
+// Randomness is crypto-backed by default (NewCryptoSource) and injectable
+// for tests (any math/rand/v2 source):
+//
+//	src := ldp.NewCryptoSource()
+//	keep := ldp.Choose(src, pKeep, pFlip) // exact even for tiny probabilities
+//	j := ldp.Intn(src, k)                 // rejection sampling, never %
+//
+// Uniform integers use rejection sampling; Bernoulli draws are exact for the
+// float64 probability given. Frequency estimates follow Wang, Blocki, Li,
+// Jha, "Locally Differentially Private Protocols for Frequency Estimation",
+// USENIX Security 2017.
+package ldp

@@ -1,0 +1,61 @@
+package ldp
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+)
+
+// RRDeclaration returns the declaration of k-ary randomized response at
+// eps0 (report the input with probability e^eps0/(e^eps0+k-1), else each
+// other value with probability c = 1/(e^eps0+k-1)) in the given form; both
+// forms decompose identically. labels name the inputs and outputs in
+// accountant errors (optional). eps0 must already be checked.
+//
+// Matrix: R[x][x] = e^eps0 c, R[x][y] = c, stored sparsely (one entry per
+// row, so any k is cheap). Atoms (accounting spec sections 3 and 4; every
+// pair of values is alike): for (x, x'), y = x gives (c, e^eps0 c, c),
+// y = x' gives (c, c, e^eps0 c), the other k-2 outputs merge into
+// ((k-2)c, (k-2)c, (k-2)c). The lower-bound triple (x, x', x3) adds y = x3
+// with (e^eps0 c, c, c) and merges the remaining k-3; with k = 2 the only
+// triple is x3 = x', giving (c, e^eps0 c, c) and (e^eps0 c, c, e^eps0 c).
+func RRDeclaration(k int, eps0 float64, form accountant.Form, labels []string) (*accountant.Declaration, error) {
+	e := math.Exp(eps0)
+	kf := float64(k)
+	keep, c := e/(e+kf-1), 1/(e+kf-1)
+	d := &accountant.Declaration{Eps0: eps0, Form: form}
+	switch form {
+	case accountant.FormMatrix:
+		rows := make([]accountant.SparseRow, k)
+		for x := range rows {
+			rows[x] = accountant.SparseRow{Default: c, Entries: map[int]float64{x: keep}}
+		}
+		m, err := accountant.NewSparseMatrix(k, rows)
+		if err != nil {
+			return nil, err
+		}
+		m.InputLabels, m.OutputLabels = labels, labels
+		d.Matrix = m
+	case accountant.FormAtoms:
+		pair := []accountant.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}}
+		if k > 2 {
+			pair = append(pair, accountant.Atom{R: (kf - 2) * c, P: (kf - 2) * c, Q: (kf - 2) * c})
+		}
+		var triple []accountant.Atom
+		if k == 2 {
+			triple = []accountant.Atom{{R: c, P: keep, Q: c}, {R: keep, P: c, Q: keep}}
+		} else {
+			triple = []accountant.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}, {R: keep, P: c, Q: c}}
+			if k > 3 {
+				triple = append(triple, accountant.Atom{R: (kf - 3) * c, P: (kf - 3) * c, Q: (kf - 3) * c})
+			}
+		}
+		d.Pairs = []accountant.DeclaredSet{{Label: "any two values", Atoms: pair}}
+		d.Triples = []accountant.DeclaredSet{{Label: "any three values", Atoms: triple}}
+	default:
+		return nil, fmt.Errorf("%w: randomized response declares forms %q and %q, not %q", sdk.ErrBadConfig, accountant.FormMatrix, accountant.FormAtoms, form)
+	}
+	return d, nil
+}

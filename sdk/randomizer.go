@@ -1,0 +1,144 @@
+package sdk
+
+import (
+	"context"
+
+	"github.com/blanket-dp/blanket/accountant"
+)
+
+// Randomizer is a local randomizer: the device side (Randomize), the
+// collector side (Accumulate, Estimate) and the privacy declaration the
+// accountant needs (Declare), at the configuration it was built with.
+//
+// Each method is one RPC of the plugin protocol. Implementations must be safe
+// for concurrent use when they use their default randomness source.
+type Randomizer interface {
+	// Describe returns the randomizer's name, version, input domain, report
+	// encoding, parameters and supported eps0 range.
+	Describe(ctx context.Context) (*Description, error)
+
+	// Declare returns the randomizer's output distributions at local budget
+	// eps0 for the accountant (a matrix, atoms or generic declaration; see
+	// accountant.Declaration). Errors wrap ErrBadEps0.
+	Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error)
+
+	// Randomize returns one encoded report per input, in input order, each
+	// satisfying eps0-local differential privacy. Inputs must be of the
+	// randomizer's kind (Description.Input). A bad input fails the whole
+	// batch with an error wrapping ErrBadInput that names its index.
+	Randomize(ctx context.Context, eps0 float64, in Inputs) ([][]byte, error)
+
+	// Accumulate decodes reports produced at eps0 and returns their
+	// sufficient statistic. Malformed reports are counted in
+	// Statistic.Malformed, never fatal. Statistics of two batches at the same
+	// eps0 combine with Statistic.Merge.
+	Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*Statistic, error)
+
+	// Estimate returns unbiased estimates, their variances and confidence
+	// intervals, raw and post-processed, from a statistic produced by
+	// Accumulate (possibly merged). Errors wrap ErrBadStatistic.
+	Estimate(ctx context.Context, stat *Statistic) (*Estimate, error)
+}
+
+// InputKind is the kind of values a randomizer takes.
+type InputKind int
+
+// The input kinds. The zero value is unspecified, as in protobuf enums.
+const (
+	// InputUnspecified is the zero value; no randomizer has it.
+	InputUnspecified InputKind = iota
+	// InputCategorical is a string from a declared list of categories.
+	InputCategorical
+	// InputReal is a real number in a declared range [Lo, Hi].
+	InputReal
+)
+
+// String returns "categorical", "real" or "unspecified".
+func (k InputKind) String() string {
+	switch k {
+	case InputCategorical:
+		return "categorical"
+	case InputReal:
+		return "real"
+	default:
+		return "unspecified"
+	}
+}
+
+// Description is what a configured randomizer says about itself.
+type Description struct {
+	// Name is the plugin name, e.g. "krr".
+	Name string
+	// Version is the plugin's report-format version; reports and statistics
+	// of different versions do not mix.
+	Version string
+	// Input is the kind of input values.
+	Input InputKind
+	// Categories are the output buckets of a categorical randomizer, in
+	// index order; when Other is set it is the last bucket.
+	Categories []string
+	// Other is the label of the catch-all bucket that receives every input
+	// not in Categories, or "" when there is none.
+	Other string
+	// Lo and Hi bound the inputs of a real randomizer; values outside are
+	// clamped.
+	Lo, Hi float64
+	// Encoding describes the report bytes.
+	Encoding string
+	// ReportBytes is the length of every report. Fixed, so that a report's
+	// length reveals nothing about its content.
+	ReportBytes int
+	// Params lists the randomizer's parameters with their values.
+	Params []Param
+	// Eps0Min and Eps0Max bound the supported local budgets: eps0 must be in
+	// [Eps0Min, Eps0Max].
+	Eps0Min, Eps0Max float64
+	// Digest identifies the configuration (name, version, domain and
+	// parameters); statistics carry it so that they are only merged and
+	// estimated under the configuration that produced them.
+	Digest string
+}
+
+// Param is one named parameter of a randomizer.
+type Param struct {
+	// Name is the parameter's name, as in Config.Params.
+	Name string
+	// Value is its value, formatted.
+	Value string
+	// Doc says what it means.
+	Doc string
+}
+
+// Inputs is a batch of input values of one kind: Categories for a
+// categorical randomizer, Reals for a real one. The other field must be
+// empty.
+type Inputs struct {
+	// Categories are category labels. A label outside the randomizer's
+	// categories goes to its Other bucket, or is rejected when there is none.
+	Categories []string
+	// Reals are real values. NaN and infinities are rejected; finite values
+	// outside the randomizer's range are clamped to it.
+	Reals []float64
+}
+
+// Len returns the number of values in the batch.
+func (in Inputs) Len() int { return len(in.Categories) + len(in.Reals) }
+
+// Config is the plugin-independent form of a randomizer's configuration, as
+// the host reads it from a metric definition and passes it to a plugin.
+// Each plugin package's FromConfig turns it into a Randomizer and rejects
+// fields and parameters it does not use with ErrBadConfig.
+type Config struct {
+	// Categories are the categories of a categorical randomizer.
+	Categories []string
+	// Other is the label of a catch-all bucket for inputs not in Categories.
+	// Defaults to "" (no bucket: such inputs are rejected).
+	Other string
+	// Lo and Hi are the range of a real randomizer.
+	Lo, Hi float64
+	// Confidence is the level of the confidence intervals Estimate returns.
+	// Defaults to 0.95.
+	Confidence float64
+	// Params are plugin-specific parameters by name (see Description.Params).
+	Params map[string]string
+}
