@@ -60,7 +60,6 @@ func sameRatio(a, b float64) bool {
 // occur in a valid decomposition; Merge keeps them so that validation can
 // report them.
 func (s AtomSet) Merge() AtomSet {
-	type key struct{ a, b float64 }
 	out := make(AtomSet, 0, len(s))
 	for _, at := range s {
 		if at.R == 0 && at.P == 0 && at.Q == 0 {

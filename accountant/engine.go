@@ -479,14 +479,21 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		pos int
 	}
 	pts := make([]pt, len(l.idx))
+	var maxArg float64
 	for i, ix := range l.idx {
 		pos := int(((ix % int64(L)) + int64(L)) % int64(L))
-		pts[i] = pt{math.Exp(l.logw[i] + theta*h*float64(ix) - k0), pos}
+		arg := l.logw[i] + theta*h*float64(ix) - k0
+		maxArg = math.Max(maxArg, math.Abs(l.logw[i])+math.Abs(theta*h*float64(ix))+math.Abs(k0))
+		pts[i] = pt{math.Exp(arg), pos}
 	}
-	// phi(k) directly; |error| <= (2 + 4 atoms) ulp per coefficient, as each
-	// term is a product of a weight and an exactly indexed table entry
-	// (sincos is correctly rounded to within 1 ulp) and the weights sum to 1.
-	phiErr := float64(4+2*len(pts)) * ulp
+	// phi(k) directly. Its error per coefficient, with weights summing to 1:
+	// each weight has relative error <= (maxArg + 2) ulp from the rounding
+	// of its exponent; each table entry <= 12 ulp absolute (the angle
+	// 2 pi m / L carries <= 3 ulp relative error, at most pi, plus sincos);
+	// each complex product and sum adds <= 2 ulp per term. The same k0
+	// normalises the weights and untilts the result, so its own error
+	// cancels.
+	phiErr := (2*(maxArg+2) + 12 + 2*float64(len(pts)) + 4) * ulp
 	coefN := make([]complex128, half)
 	var coefM []complex128
 	if wantLo {

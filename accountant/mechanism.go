@@ -39,23 +39,6 @@ func (d *Decomposition) Gamma() float64 {
 	return g
 }
 
-func (d *Decomposition) validate(what string) error {
-	if len(d.Upper) == 0 {
-		return fmt.Errorf("%w: %s: no neighbouring pair declared", ErrInvalidDeclaration, what)
-	}
-	for i, s := range d.Upper {
-		if err := s.validate(d.LocalEps, false, fmt.Sprintf("%s pair %d", what, i)); err != nil {
-			return err
-		}
-	}
-	for i, s := range d.Lower {
-		if err := s.validate(d.LocalEps, true, fmt.Sprintf("%s lower triple %d", what, i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Mechanism is a family of local randomizers indexed by the total local
 // budget eps0 (so that it can be calibrated). Implementations in this
 // package: KRR, Generic, Declared, Joint, Parallel, Subsample, Func.

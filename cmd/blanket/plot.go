@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -83,9 +85,16 @@ func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsRepor
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = denseLogTicks{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
+	// eps falls with n and rises with eps0: put the legend in the corner
+	// the curves leave empty (bottom left, or top left for eps0 sweeps).
+	p.Legend.Left = true
+	p.Legend.Top = len(xs) > 1 && len(rows) > 1 && xs[0] < xs[len(xs)-1] && increasing(rows)
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(8)
+	if p.Legend.Top {
+		p.Legend.YOffs = -vg.Points(8)
+	}
 	p.Add(plotter.NewGrid())
 	drawn := 0
 	for i, s := range curveSeries(rows) {
@@ -130,4 +139,36 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string(r[:n-3]) + "..."
+}
+
+// increasing reports whether the upper bound grows along the sweep.
+func increasing(rows []epsReport) bool {
+	first, last := rows[0].EpsUpper, rows[len(rows)-1].EpsUpper
+	return first != nil && last != nil && *last > *first
+}
+
+// denseLogTicks labels 1, 2 and 5 times each power of ten when the axis
+// spans less than three decades (plot.LogTicks labels only the powers).
+type denseLogTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (denseLogTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || hi/lo >= 1000 {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for _, m := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9} {
+			v := m * math.Pow(10, e)
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
 }
