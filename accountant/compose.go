@@ -18,6 +18,9 @@ const maxCandidates = 20000
 type JointMech struct {
 	// Parts are the components. Required, at least one.
 	Parts []Mechanism
+	// Weights split the budget among the components that do not fix their
+	// own eps0, in proportion. Defaults to equal shares.
+	Weights []float64
 }
 
 // Joint returns the joint composition of parts.
@@ -58,9 +61,29 @@ func (m JointMech) budgets(eps0 float64) ([]float64, error) {
 	if !(rest > 0) {
 		return nil, fmt.Errorf("%w: joint: components with their own eps0 use %g of the budget eps0 = %g, nothing is left for the other %d", ErrInvalidArgument, eps0-rest, eps0, free)
 	}
+	if m.Weights != nil && len(m.Weights) != len(m.Parts) {
+		return nil, argError("joint weights", len(m.Weights), fmt.Sprintf("one per component (%d)", len(m.Parts)))
+	}
+	var wsum float64
 	for i, p := range m.Parts {
 		if _, ok := p.FixedEps0(); !ok {
-			out[i] = rest / float64(free)
+			w := 1.0
+			if m.Weights != nil {
+				w = m.Weights[i]
+				if math.IsNaN(w) || math.IsInf(w, 0) || !(w > 0) {
+					return nil, argError(fmt.Sprintf("joint weight %d", i+1), w, "finite and > 0")
+				}
+			}
+			wsum += w
+		}
+	}
+	for i, p := range m.Parts {
+		if _, ok := p.FixedEps0(); !ok {
+			w := 1.0
+			if m.Weights != nil {
+				w = m.Weights[i]
+			}
+			out[i] = rest * w / wsum
 		}
 	}
 	return out, nil

@@ -1,0 +1,101 @@
+package accountant
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestAllocatePlan(t *testing.T) {
+	metrics := []PlanMetric{
+		{Name: "ui/screen", Mech: KRR(20), Weight: 2},
+		{Name: "net/kind", Mech: KRR(4), Weight: 1},
+		{Name: "any", Mech: Generic(), Weight: 1},
+	}
+	const eps, delta, n = 1.0, 1e-6, 100_000
+	for _, travel := range []Travel{TravelJoint, TravelParallel, TravelSeparate} {
+		t.Run(string(travel), func(t *testing.T) {
+			res, err := AllocatePlan(PlanSpec{Eps: eps, Delta: delta, NMin: n, Travel: travel, Metrics: metrics})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Eps > eps || res.Delta > delta*(1+1e-12) {
+				t.Fatalf("plan guarantee (%g, %g) exceeds target (%g, %g)", res.Eps, res.Delta, eps, delta)
+			}
+			if len(res.Metrics) != len(metrics) {
+				t.Fatalf("got %d budgets, want %d", len(res.Metrics), len(metrics))
+			}
+			// Re-check the guarantee independently of the allocator, through
+			// the public query API at the allocated budgets.
+			switch travel {
+			case TravelJoint:
+				var total float64
+				var parts []Mechanism
+				var ws []float64
+				for i, m := range res.Metrics {
+					total += m.Eps0
+					parts = append(parts, metrics[i].Mech)
+					ws = append(ws, m.Eps0)
+				}
+				// The budget is split by weight: 2:1:1.
+				if r := res.Metrics[0].Eps0 / res.Metrics[1].Eps0; math.Abs(r-2) > 1e-9 {
+					t.Errorf("joint split ratio = %g, want 2", r)
+				}
+				r, err := Epsilon(JointMech{Parts: parts, Weights: ws}, total, n, delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Upper > eps {
+					t.Errorf("joint at allocated budgets: eps = %g > %g", r.Upper, eps)
+				}
+			case TravelParallel:
+				r, err := Epsilon(Parallel([]float64{0.5, 0.25, 0.25}, KRR(20), KRR(4), Generic()), res.Metrics[0].Eps0, n, delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Upper > eps {
+					t.Errorf("parallel at allocated budget: eps = %g > %g", r.Upper, eps)
+				}
+			case TravelSeparate:
+				var sumEps float64
+				for i, m := range res.Metrics {
+					r, err := Epsilon(metrics[i].Mech, m.Eps0, n, m.Delta)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sumEps += r.Upper
+				}
+				if sumEps > eps {
+					t.Errorf("separate: composed eps = %g > %g", sumEps, eps)
+				}
+				// The weight-2 metric gets half of eps and so a larger eps0
+				// than the same mechanism would at a quarter.
+				if res.Metrics[0].Eps < res.Metrics[1].Eps {
+					t.Errorf("separate: weight-2 metric got eps %g < weight-1 metric's %g", res.Metrics[0].Eps, res.Metrics[1].Eps)
+				}
+			}
+		})
+	}
+}
+
+func TestAllocatePlanErrors(t *testing.T) {
+	good := []PlanMetric{{Name: "a", Mech: KRR(4)}}
+	cases := []struct {
+		name string
+		spec PlanSpec
+		want error
+	}{
+		{"no metrics", PlanSpec{Eps: 1, Delta: 1e-6, NMin: 100}, ErrInvalidArgument},
+		{"bad delta", PlanSpec{Eps: 1, Delta: 2, NMin: 100, Metrics: good}, ErrInvalidArgument},
+		{"zero eps", PlanSpec{Eps: 0, Delta: 1e-6, NMin: 100, Metrics: good}, ErrInvalidArgument},
+		{"bad n", PlanSpec{Eps: 1, Delta: 1e-6, NMin: 0, Metrics: good}, ErrInvalidArgument},
+		{"fixed eps0", PlanSpec{Eps: 1, Delta: 1e-6, NMin: 100, Metrics: []PlanMetric{{Name: "a", Mech: KRRMech{K: 4, Eps0: 1}}}}, ErrNotCalibratable},
+		{"negative weight", PlanSpec{Eps: 1, Delta: 1e-6, NMin: 100, Metrics: []PlanMetric{{Name: "a", Mech: KRR(4), Weight: -1}}}, ErrInvalidArgument},
+		{"bad travel", PlanSpec{Eps: 1, Delta: 1e-6, NMin: 100, Travel: "carrier-pigeon", Metrics: good}, ErrInvalidArgument},
+	}
+	for _, c := range cases {
+		if _, err := AllocatePlan(c.spec); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+}
