@@ -160,7 +160,10 @@ func (s AtomSet) validate(eps0 float64, lower bool, what string) error {
 		if a.P > e*a.Q || a.Q > e*a.P {
 			return fmt.Errorf("%w: %s atom %d: p/q = %v exceeds e^eps0 = %v", ErrInvalidDeclaration, what, i, math.Max(a.P/a.Q, a.Q/a.P), math.Exp(eps0))
 		}
-		if lower && (a.P > e*a.R || a.Q > e*a.R || a.R > e*a.P) {
+		if !lower && a.R > math.Min(a.P, a.Q)*(1+1e-12) {
+			return fmt.Errorf("%w: %s atom %d: blanket mass r = %v exceeds min(p, q) = %v (r is the minimum over all inputs, so r <= p and r <= q)", ErrInvalidDeclaration, what, i, a.R, math.Min(a.P, a.Q))
+		}
+		if lower && (a.P > e*a.R || a.Q > e*a.R || a.R > e*a.P || a.R > e*a.Q) {
 			return fmt.Errorf("%w: %s atom %d: ratio to r exceeds e^eps0 = %v", ErrInvalidDeclaration, what, i, math.Exp(eps0))
 		}
 	}

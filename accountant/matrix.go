@@ -202,7 +202,9 @@ func (mj *matrixJSON) matrix() (*Matrix, error) {
 		}
 		labelIdx[l] = i
 	}
-	const maxOutputs = 1 << 26
+	// maxOutputs bounds the memory a declaration file can make Decompose
+	// allocate (about 60 bytes per output).
+	const maxOutputs = 1 << 20
 	var dense [][]float64
 	var sparse []SparseRow
 	for x, raw := range mj.Rows {
@@ -418,6 +420,9 @@ func (m *Matrix) Decompose(eps0 float64) (*Decomposition, error) {
 		eps0 = math.Log(maxRatio)
 		if !(eps0 > 0) {
 			return nil, fmt.Errorf("%w: all rows are identical, the randomizer releases nothing (eps0 = 0)", ErrInvalidDeclaration)
+		}
+		if eps0 > MaxEps0 {
+			return nil, fmt.Errorf("%w: largest likelihood ratio is e^%.4g, above the largest supported eps0 = %g", ErrInvalidDeclaration, eps0, MaxEps0)
 		}
 	}
 	// Blanket mass per column, and the count of live columns per distinct

@@ -23,10 +23,11 @@ import (
 const (
 	// sparseMaxTerms bounds the multinomial terms enumerated.
 	sparseMaxTerms = 3_000_000
-	// sparseRel is the relative margin for the rounding of log-factorials
-	// (absolute error about u |lgamma(n+1)| <= 1e-8 for n <= 1e10) and of the
-	// sums.
-	sparseRel = 1e-7
+	// sparseRel is the relative margin for the rounding of the binomial
+	// probabilities (Loader's method: a few ulps times the size of its
+	// terms, well below 1e-12 for n <= 1e10), of the log-factorials of the
+	// small counts and of the sums.
+	sparseRel = 1e-9
 )
 
 // sparseExact returns the bracket and true when the sparse path applies.
@@ -99,12 +100,9 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	var total, comp float64
 	counts := make([]int, a)
 	for m := 0; m <= mMax; m++ {
-		lpm := lchoose(n, m) + float64(m)*math.Log(pi) + float64(n-m)*math.Log1p(-pi)
-		if pi == 1 {
-			if m != n {
-				continue
-			}
-			lpm = 0
+		lpm := logBinomPMF(m, n, pi)
+		if math.IsInf(lpm, -1) {
+			continue
 		}
 		base := float64(n-m) * z0
 		// Enumerate counts of the other atoms summing to m.
@@ -166,13 +164,6 @@ func binomTailLog(n int, p float64, m int) float64 {
 		kl += (1 - x) * math.Log((1-x)/(1-p))
 	}
 	return -nf * kl
-}
-
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n) + 1)
-	b, _ := math.Lgamma(float64(k) + 1)
-	c, _ := math.Lgamma(float64(n-k) + 1)
-	return a - b - c
 }
 
 func logFactorials(m int) []float64 {
