@@ -1,0 +1,335 @@
+// Package plan is the privacy plan: the target central (eps, delta), the
+// minimum batch size, the metrics with their randomizers, and, once
+// calibrated by the accountant, every metric's local budget eps0. The
+// collector publishes the calibrated plan; every app fetches it, checks it
+// against its own limits, and reports by it.
+//
+//	p, err := plan.Load("plan.yaml")
+//	err = p.Calibrate(ctx, opener)   // fills Eps0 and Guarantee
+//	out, _ := p.YAML()
+package plan
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrInvalid reports a plan that breaks a rule; the message names the field.
+var ErrInvalid = errors.New("plan: invalid")
+
+// Version is the plan format version this package reads and writes.
+const Version = 1
+
+// Plan is a privacy plan.
+type Plan struct {
+	// Version is the format version. Defaults to 1.
+	Version int `yaml:"version" json:"version"`
+	// Target is the per-user central guarantee to meet. Required.
+	Target Target `yaml:"target" json:"target"`
+	// NMin is the smallest batch the shuffler releases. Required.
+	NMin int `yaml:"n_min" json:"n_min"`
+	// Travel is how a user's metrics travel: "joint", "parallel" or
+	// "separate" (see accountant.Travel). Defaults to "separate".
+	Travel string `yaml:"travel,omitempty" json:"travel,omitempty"`
+	// Metrics are the plan's metrics. Required, at least one.
+	Metrics []Metric `yaml:"metrics" json:"metrics"`
+	// Guarantee is the per-user guarantee at NMin, set by Calibrate.
+	Guarantee *Guarantee `yaml:"guarantee,omitempty" json:"guarantee,omitempty"`
+	// CollectorKey is the collector's HPKE public key (base64), set by the
+	// collector when it publishes the plan.
+	CollectorKey string `yaml:"collector_key,omitempty" json:"collector_key,omitempty"`
+}
+
+// Target is a central (eps, delta) target.
+type Target struct {
+	// Eps is the target eps. Required, > 0.
+	Eps float64 `yaml:"eps" json:"eps"`
+	// Delta is the target delta. Required, in (0,1).
+	Delta float64 `yaml:"delta" json:"delta"`
+}
+
+// Metric is one metric of a plan.
+type Metric struct {
+	// Name identifies the metric, e.g. "ui/screen". Required: letters,
+	// digits and . _ - / only.
+	Name string `yaml:"name" json:"name"`
+	// Plugin is the randomizer's name, e.g. "krr". Required.
+	Plugin string `yaml:"plugin" json:"plugin"`
+	// Categories are the categories of a categorical metric.
+	Categories []string `yaml:"categories,omitempty" json:"categories,omitempty"`
+	// Other is the catch-all bucket for values not in Categories.
+	Other string `yaml:"other,omitempty" json:"other,omitempty"`
+	// Lo and Hi are the range of a real-valued metric.
+	Lo float64 `yaml:"lo,omitempty" json:"lo,omitempty"`
+	Hi float64 `yaml:"hi,omitempty" json:"hi,omitempty"`
+	// Params are plugin-specific parameters.
+	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
+	// Weight is the metric's share of the budget (see accountant.Travel).
+	// Defaults to 1.
+	Weight float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
+	// Version is the plugin's report-format version, set by Calibrate.
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// Eps0 is the metric's local budget, set by Calibrate.
+	Eps0 float64 `yaml:"eps0,omitempty" json:"eps0,omitempty"`
+	// Delta is the metric's share of delta used for its batches' central
+	// guarantee (separate travel splits it; otherwise the whole target).
+	Delta float64 `yaml:"delta,omitempty" json:"delta,omitempty"`
+}
+
+// Guarantee is a computed central guarantee.
+type Guarantee struct {
+	// Eps and Delta are the per-user central guarantee at NMin.
+	Eps   float64 `yaml:"eps" json:"eps"`
+	Delta float64 `yaml:"delta" json:"delta"`
+	// Rule describes how the budget was allocated.
+	Rule string `yaml:"rule" json:"rule"`
+}
+
+// Config returns the randomizer configuration of m.
+func (m *Metric) Config() sdk.Config {
+	return sdk.Config{Categories: m.Categories, Other: m.Other, Lo: m.Lo, Hi: m.Hi, Params: m.Params}
+}
+
+// Opener opens a configured randomizer by plugin name (sdk.Open with the
+// built-ins, or a test double).
+type Opener func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error)
+
+// Parse decodes a plan from YAML (JSON is YAML too) strictly: unknown
+// fields are errors. It validates the plan.
+func Parse(data []byte) (*Plan, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Load reads and parses a plan file.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Validate checks the plan's fields; errors name the field and the rule.
+func (p *Plan) Validate() error {
+	if p.Version == 0 {
+		p.Version = Version
+	}
+	if p.Version != Version {
+		return invalid("version = %d, this build reads version %d", p.Version, Version)
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !finite(p.Target.Eps) || !(p.Target.Eps > 0) {
+		return invalid("target.eps = %v, must be finite and > 0", p.Target.Eps)
+	}
+	if !finite(p.Target.Delta) || !(p.Target.Delta > 0 && p.Target.Delta < 1) {
+		return invalid("target.delta = %v, must be in (0,1)", p.Target.Delta)
+	}
+	if p.NMin < 2 {
+		return invalid("n_min = %d, must be >= 2 (a batch of one is not shuffled)", p.NMin)
+	}
+	switch accountant.Travel(p.Travel) {
+	case "", accountant.TravelJoint, accountant.TravelParallel, accountant.TravelSeparate:
+	default:
+		return invalid("travel = %q, must be joint, parallel or separate", p.Travel)
+	}
+	if len(p.Metrics) == 0 {
+		return invalid("metrics: at least one metric is required")
+	}
+	seen := map[string]bool{}
+	for i := range p.Metrics {
+		m := &p.Metrics[i]
+		if !nameRE.MatchString(m.Name) {
+			return invalid("metrics[%d].name = %q, must match %s", i, m.Name, nameRE)
+		}
+		if seen[m.Name] {
+			return invalid("metrics[%d].name = %q appears twice", i, m.Name)
+		}
+		seen[m.Name] = true
+		if m.Plugin == "" {
+			return invalid("metric %q: plugin is required", m.Name)
+		}
+		if !finite(m.Weight) || m.Weight < 0 {
+			return invalid("metric %q: weight = %v, must be finite and >= 0", m.Name, m.Weight)
+		}
+		if !finite(m.Eps0) || m.Eps0 < 0 || m.Eps0 > accountant.MaxEps0 {
+			return invalid("metric %q: eps0 = %v, must be in [0, %g]", m.Name, m.Eps0, accountant.MaxEps0)
+		}
+		if !finite(m.Lo) || !finite(m.Hi) {
+			return invalid("metric %q: lo and hi must be finite", m.Name)
+		}
+	}
+	return nil
+}
+
+// Calibrated reports whether every metric has an eps0.
+func (p *Plan) Calibrated() bool {
+	for _, m := range p.Metrics {
+		if !(m.Eps0 > 0) {
+			return false
+		}
+	}
+	return p.Guarantee != nil
+}
+
+// Mechanism returns the accountant's view of metric m's randomizer: a
+// family in eps0 whose declaration comes from the plugin's Declare.
+func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Mechanism {
+	return accountant.FuncMech{
+		Name: name,
+		Declare: func(eps0 float64) (*accountant.Declaration, error) {
+			return r.Declare(ctx, eps0)
+		},
+	}
+}
+
+// Calibrate opens every metric's randomizer, sets every metric's eps0 so
+// that the plan meets its target at batches of NMin (accountant.AllocatePlan)
+// and records the guarantee.
+func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel)}
+	for i := range p.Metrics {
+		m := &p.Metrics[i]
+		r, err := open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return fmt.Errorf("plan: metric %q: %w", m.Name, err)
+		}
+		d, err := r.Describe(ctx)
+		if err != nil {
+			return fmt.Errorf("plan: metric %q: %w", m.Name, err)
+		}
+		m.Version = d.Version
+		spec.Metrics = append(spec.Metrics, accountant.PlanMetric{Name: m.Name, Mech: Mechanism(ctx, r, m.Plugin), Weight: m.Weight})
+	}
+	res, err := accountant.AllocatePlan(spec)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	for i, b := range res.Metrics {
+		p.Metrics[i].Eps0 = b.Eps0
+		p.Metrics[i].Delta = b.Delta
+	}
+	if p.Travel == "" {
+		p.Travel = string(res.Travel)
+	}
+	p.Guarantee = &Guarantee{Eps: res.Eps, Delta: res.Delta, Rule: res.Rule}
+	return nil
+}
+
+// Metric returns the metric named name, or nil.
+func (p *Plan) Metric(name string) *Metric {
+	for i := range p.Metrics {
+		if p.Metrics[i].Name == name {
+			return &p.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// YAML returns the plan as YAML.
+func (p *Plan) YAML() ([]byte, error) { return yaml.Marshal(p) }
+
+// JSON returns the plan as indented JSON.
+func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// Digest returns a hex SHA-256 of the plan's canonical JSON: clients and
+// the collector use it to tell plan versions apart.
+func (p *Plan) Digest() string {
+	b, _ := json.Marshal(p)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// BatchMechanism returns what the accountant needs to compute the central
+// guarantee of one shuffled batch carrying metric name: the mechanism, the
+// budget to evaluate it at, and the delta. With separate travel a batch holds
+// one metric's reports; with joint or parallel travel it holds the plan's
+// combined messages, so the mechanism is the whole plan's.
+func (p *Plan) BatchMechanism(ctx context.Context, open Opener, name string) (mech accountant.Mechanism, eps0, delta float64, err error) {
+	if !p.Calibrated() {
+		return nil, 0, 0, invalid("plan is not calibrated (no eps0)")
+	}
+	mechOf := func(m *Metric) (accountant.Mechanism, error) {
+		r, err := open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return nil, fmt.Errorf("plan: metric %q: %w", m.Name, err)
+		}
+		return Mechanism(ctx, r, m.Plugin), nil
+	}
+	switch accountant.Travel(p.Travel) {
+	case accountant.TravelJoint, accountant.TravelParallel:
+		var parts []accountant.Mechanism
+		var ws []float64
+		var sumEps0, sumW float64
+		for i := range p.Metrics {
+			m := &p.Metrics[i]
+			mm, err := mechOf(m)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			parts = append(parts, mm)
+			w := m.Weight
+			if w == 0 {
+				w = 1
+			}
+			sumW += w
+			if accountant.Travel(p.Travel) == accountant.TravelJoint {
+				ws = append(ws, m.Eps0)
+				sumEps0 += m.Eps0
+			} else {
+				ws = append(ws, w)
+				sumEps0 = m.Eps0
+			}
+		}
+		if accountant.Travel(p.Travel) == accountant.TravelJoint {
+			return accountant.JointMech{Parts: parts, Weights: ws}, sumEps0, p.Target.Delta, nil
+		}
+		for i := range ws {
+			ws[i] /= sumW
+		}
+		return accountant.ParallelMech{Weights: ws, Parts: parts}, sumEps0, p.Target.Delta, nil
+	default:
+		m := p.Metric(name)
+		if m == nil {
+			return nil, 0, 0, invalid("no metric %q", name)
+		}
+		mm, err := mechOf(m)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return mm, m.Eps0, m.Delta, nil
+	}
+}

@@ -1,0 +1,115 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/plan"
+)
+
+const example = `
+target: {eps: 1, delta: 1e-6}
+n_min: 10000
+travel: separate
+metrics:
+  - name: ui/screen
+    plugin: krr
+    categories: [home, search, settings, profile]
+    other: other
+    weight: 2
+  - name: ui/features
+    plugin: rappor
+    categories: [a, b, c, d, e, f, g, h]
+  - name: sync/bytes
+    plugin: summation
+    lo: 0
+    hi: 1000000
+    params: {k: "20"}
+`
+
+func open(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
+	return builtin.Open(ctx, name, cfg)
+}
+
+func TestCalibrate(t *testing.T) {
+	ctx := context.Background()
+	for _, travel := range []string{"separate", "joint", "parallel"} {
+		t.Run(travel, func(t *testing.T) {
+			p, err := plan.Parse([]byte(strings.Replace(example, "travel: separate", "travel: "+travel, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Calibrated() {
+				t.Fatal("uncalibrated plan reports Calibrated")
+			}
+			if err := p.Calibrate(ctx, open); err != nil {
+				t.Fatal(err)
+			}
+			if !p.Calibrated() {
+				t.Fatal("calibrated plan reports not Calibrated")
+			}
+			if p.Guarantee.Eps > p.Target.Eps || p.Guarantee.Delta > p.Target.Delta*(1+1e-12) {
+				t.Errorf("guarantee %+v exceeds target %+v", p.Guarantee, p.Target)
+			}
+			// Independently re-check each batch's guarantee at n_min
+			// through the accountant.
+			var sum float64
+			for _, m := range p.Metrics {
+				if m.Version == "" {
+					t.Errorf("metric %q: no plugin version recorded", m.Name)
+				}
+				mech, eps0, delta, err := p.BatchMechanism(ctx, open, m.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := accountant.Epsilon(mech, eps0, p.NMin, delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if travel == "separate" {
+					sum += r.Upper
+				} else if r.Upper > p.Target.Eps {
+					t.Errorf("%s: batch eps %g > target %g", m.Name, r.Upper, p.Target.Eps)
+				}
+			}
+			if travel == "separate" && sum > p.Target.Eps {
+				t.Errorf("separate: composed eps %g > target %g", sum, p.Target.Eps)
+			}
+			// The calibrated plan round-trips through YAML.
+			y, err := p.YAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := plan.Parse(y)
+			if err != nil {
+				t.Fatalf("re-parse: %v\n%s", err, y)
+			}
+			if q.Digest() != p.Digest() {
+				t.Errorf("digest changed across YAML round trip")
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := map[string]string{
+		"unknown field": "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\nbogus: 1\n",
+		"no metrics":    "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: []\n",
+		"bad delta":     "target: {eps: 1, delta: 1.5}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\n",
+		"small n_min":   "target: {eps: 1, delta: 1e-6}\nn_min: 1\nmetrics: [{name: a, plugin: krr}]\n",
+		"dup name":      "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}, {name: a, plugin: krr}]\n",
+		"bad name":      "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: 'a b', plugin: krr}]\n",
+		"no plugin":     "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a}]\n",
+		"bad travel":    "target: {eps: 1, delta: 1e-6}\nn_min: 100\ntravel: sometimes\nmetrics: [{name: a, plugin: krr}]\n",
+	}
+	for name, y := range cases {
+		if _, err := plan.Parse([]byte(y)); !errors.Is(err, plan.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+}

@@ -1,0 +1,372 @@
+// Package report is the wire format between apps, the shuffler and the
+// collector: the envelope an app uploads, the batch the shuffler forwards,
+// and the HPKE sealing that keeps report contents from the shuffler.
+//
+// An app seals each randomized report to the collector's public key with
+// [Seal], binding the metric and its plan parameters into the HPKE info so a
+// report cannot be replayed into another metric, wraps it in an [Envelope]
+// and uploads a batch of envelopes ([EncodeEnvelopes]) to the shuffler. The
+// shuffler sees the metric name and an opaque ciphertext; it forwards a
+// [Batch] of ciphertexts in random order to the collector, which opens each
+// with [Open].
+//
+// Every decoder here takes untrusted bytes: it returns an error wrapping
+// [ErrMalformed] and never panics.
+package report
+
+import (
+	"crypto/ecdh"
+	"crypto/hpke"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Errors.
+var (
+	// ErrMalformed reports bytes that do not decode.
+	ErrMalformed = errors.New("report: malformed")
+	// ErrOpen reports a ciphertext that does not open with the key and info.
+	ErrOpen = errors.New("report: cannot open sealed report")
+	// ErrTooLarge reports a message over a size limit.
+	ErrTooLarge = errors.New("report: too large")
+)
+
+// Limits on what decoders accept.
+const (
+	// MaxMetricLen bounds a metric name in bytes.
+	MaxMetricLen = 256
+	// MaxSealedLen bounds one sealed report in bytes.
+	MaxSealedLen = 64 << 10
+	// MaxBatchReports bounds the reports of one envelope upload or batch.
+	MaxBatchReports = 1 << 22
+)
+
+// SuiteX25519ChaCha is the one HPKE suite in use: DHKEM(X25519, HKDF-SHA256),
+// HKDF-SHA256, ChaCha20-Poly1305. The suite id travels in every envelope so
+// that a hybrid post-quantum suite can be added later.
+const SuiteX25519ChaCha uint16 = 1
+
+// ID is a random 16-byte report id. It is not linked to the user: the
+// shuffler uses it only to drop duplicate uploads (a retry after a lost
+// acknowledgement) and never forwards it.
+type ID [16]byte
+
+// NewID returns a random ID from crypto/rand.
+func NewID() ID {
+	var id ID
+	rand.Read(id[:])
+	return id
+}
+
+// String returns the id in hex.
+func (id ID) String() string { return fmt.Sprintf("%x", id[:]) }
+
+// Envelope is what an app uploads for one report.
+type Envelope struct {
+	// ID identifies the report for deduplication at the shuffler.
+	ID ID
+	// Metric is the metric name, in clear for pooling.
+	Metric string
+	// Suite is the HPKE suite of Sealed.
+	Suite uint16
+	// Sealed is the HPKE ciphertext (encapsulated key followed by the
+	// sealed report).
+	Sealed []byte
+}
+
+const envelopeMagic = "BLE1"
+
+// AppendEnvelope appends the encoding of e to b.
+func AppendEnvelope(b []byte, e Envelope) []byte {
+	b = append(b, envelopeMagic...)
+	b = append(b, e.ID[:]...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(e.Metric)))
+	b = append(b, e.Metric...)
+	b = binary.BigEndian.AppendUint16(b, e.Suite)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Sealed)))
+	return append(b, e.Sealed...)
+}
+
+// EncodeEnvelopes returns the upload body for envs.
+func EncodeEnvelopes(envs []Envelope) []byte {
+	n := 8
+	for _, e := range envs {
+		n += 4 + 16 + 2 + len(e.Metric) + 2 + 4 + len(e.Sealed)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, "BLU1"...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(envs)))
+	for _, e := range envs {
+		b = AppendEnvelope(b, e)
+	}
+	return b
+}
+
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: at byte %d: %s", ErrMalformed, r.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) take(n int, what string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || len(r.b)-r.off < n {
+		r.fail("%s: need %d bytes, %d left", what, n, len(r.b)-r.off)
+		return nil
+	}
+	v := r.b[r.off : r.off+n]
+	r.off += n
+	return v
+}
+
+func (r *reader) u16(what string) uint16 {
+	v := r.take(2, what)
+	if v == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint16(v)
+}
+
+func (r *reader) u32(what string) uint32 {
+	v := r.take(4, what)
+	if v == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint32(v)
+}
+
+func (r *reader) envelope() Envelope {
+	var e Envelope
+	if m := r.take(4, "envelope magic"); m != nil && string(m) != envelopeMagic {
+		r.fail("envelope magic %q, want %q", m, envelopeMagic)
+	}
+	copy(e.ID[:], r.take(16, "report id"))
+	ml := int(r.u16("metric length"))
+	if r.err == nil && (ml == 0 || ml > MaxMetricLen) {
+		r.fail("metric length %d outside [1,%d]", ml, MaxMetricLen)
+	}
+	metric := r.take(ml, "metric")
+	if r.err == nil && !utf8.Valid(metric) {
+		r.fail("metric is not UTF-8")
+	}
+	e.Metric = string(metric)
+	e.Suite = r.u16("suite")
+	sl := int(r.u32("sealed length"))
+	if r.err == nil && (sl == 0 || sl > MaxSealedLen) {
+		r.fail("sealed length %d outside [1,%d]", sl, MaxSealedLen)
+	}
+	e.Sealed = append([]byte(nil), r.take(sl, "sealed report")...)
+	return e
+}
+
+// DecodeEnvelope decodes one envelope (as written by AppendEnvelope).
+func DecodeEnvelope(b []byte) (Envelope, error) {
+	r := &reader{b: b}
+	e := r.envelope()
+	if r.err == nil && r.off != len(b) {
+		r.fail("%d trailing bytes", len(b)-r.off)
+	}
+	return e, r.err
+}
+
+// DecodeEnvelopes decodes an upload body. On a malformed envelope it
+// returns the envelopes before it and the error: a client's bad bytes never
+// take down the others already decoded, and the caller decides.
+func DecodeEnvelopes(b []byte) ([]Envelope, error) {
+	r := &reader{b: b}
+	if m := r.take(4, "upload magic"); m != nil && string(m) != "BLU1" {
+		r.fail("upload magic %q, want %q", m, "BLU1")
+	}
+	n := r.u32("envelope count")
+	if r.err != nil {
+		return nil, r.err
+	}
+	if n > MaxBatchReports {
+		return nil, fmt.Errorf("%w: %d envelopes, limit %d", ErrTooLarge, n, MaxBatchReports)
+	}
+	// Each envelope takes at least 33 bytes: cap the preallocation by what
+	// the body can hold.
+	out := make([]Envelope, 0, min(int(n), len(b)/33))
+	for i := range int(n) {
+		e := r.envelope()
+		if r.err != nil {
+			return out, fmt.Errorf("envelope %d: %w", i, r.err)
+		}
+		out = append(out, e)
+	}
+	if r.off != len(b) {
+		return out, fmt.Errorf("%w: %d trailing bytes after %d envelopes", ErrMalformed, len(b)-r.off, n)
+	}
+	return out, nil
+}
+
+// Batch is what the shuffler forwards: sealed reports of one metric in a
+// uniformly random order, with nothing else about their senders.
+type Batch struct {
+	// ID identifies the batch; the collector ingests each id once.
+	ID ID
+	// Metric is the metric name.
+	Metric string
+	// Suite is the HPKE suite of every report.
+	Suite uint16
+	// Sealed are the ciphertexts.
+	Sealed [][]byte
+}
+
+// EncodeBatch returns the encoding of b.
+func EncodeBatch(b Batch) []byte {
+	n := 4 + 16 + 2 + len(b.Metric) + 2 + 4
+	for _, s := range b.Sealed {
+		n += 4 + len(s)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, "BLB1"...)
+	out = append(out, b.ID[:]...)
+	out = binary.BigEndian.AppendUint16(out, uint16(len(b.Metric)))
+	out = append(out, b.Metric...)
+	out = binary.BigEndian.AppendUint16(out, b.Suite)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(b.Sealed)))
+	for _, s := range b.Sealed {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(s)))
+		out = append(out, s...)
+	}
+	return out
+}
+
+// DecodeBatch decodes a batch.
+func DecodeBatch(p []byte) (Batch, error) {
+	r := &reader{b: p}
+	var b Batch
+	if m := r.take(4, "batch magic"); m != nil && string(m) != "BLB1" {
+		r.fail("batch magic %q, want %q", m, "BLB1")
+	}
+	copy(b.ID[:], r.take(16, "batch id"))
+	ml := int(r.u16("metric length"))
+	if r.err == nil && (ml == 0 || ml > MaxMetricLen) {
+		r.fail("metric length %d outside [1,%d]", ml, MaxMetricLen)
+	}
+	metric := r.take(ml, "metric")
+	if r.err == nil && !utf8.Valid(metric) {
+		r.fail("metric is not UTF-8")
+	}
+	b.Metric = string(metric)
+	b.Suite = r.u16("suite")
+	n := r.u32("report count")
+	if r.err != nil {
+		return Batch{}, r.err
+	}
+	if n > MaxBatchReports {
+		return Batch{}, fmt.Errorf("%w: %d reports, limit %d", ErrTooLarge, n, MaxBatchReports)
+	}
+	b.Sealed = make([][]byte, 0, min(int(n), len(p)/5))
+	for range int(n) {
+		sl := int(r.u32("sealed length"))
+		if r.err == nil && sl > MaxSealedLen {
+			r.fail("sealed length %d above %d", sl, MaxSealedLen)
+		}
+		s := r.take(sl, "sealed report")
+		if r.err != nil {
+			return Batch{}, r.err
+		}
+		b.Sealed = append(b.Sealed, append([]byte(nil), s...))
+	}
+	if r.off != len(p) {
+		return Batch{}, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(p)-r.off)
+	}
+	return b, nil
+}
+
+// Binding is what a sealed report is bound to: the HPKE info. A report
+// sealed for one metric, plugin, version or eps0 does not open under another.
+type Binding struct {
+	// Metric is the metric name.
+	Metric string
+	// Plugin and Version identify the randomizer.
+	Plugin, Version string
+	// Eps0 is the metric's local budget in the plan.
+	Eps0 float64
+}
+
+func (b Binding) info() []byte {
+	return []byte("blanket/report/v1\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64))
+}
+
+func suite() (hpke.KEM, hpke.KDF, hpke.AEAD) {
+	return hpke.DHKEM(ecdh.X25519()), hpke.HKDFSHA256(), hpke.ChaCha20Poly1305()
+}
+
+// GenerateKey returns a new collector key pair: the private key bytes (keep
+// secret) and the public key bytes (publish in the plan).
+func GenerateKey() (priv, pub []byte, err error) {
+	kem, _, _ := suite()
+	k, err := kem.GenerateKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err = k.Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return priv, k.PublicKey().Bytes(), nil
+}
+
+// PublicKey is a parsed collector public key.
+type PublicKey struct{ k hpke.PublicKey }
+
+// ParsePublicKey parses public key bytes.
+func ParsePublicKey(b []byte) (*PublicKey, error) {
+	kem, _, _ := suite()
+	k, err := kem.NewPublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: public key: %v", ErrMalformed, err)
+	}
+	return &PublicKey{k}, nil
+}
+
+// PrivateKey is a parsed collector private key.
+type PrivateKey struct{ k hpke.PrivateKey }
+
+// ParsePrivateKey parses private key bytes.
+func ParsePrivateKey(b []byte) (*PrivateKey, error) {
+	kem, _, _ := suite()
+	k, err := kem.NewPrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: private key: %v", ErrMalformed, err)
+	}
+	return &PrivateKey{k}, nil
+}
+
+// PublicKey returns the public half.
+func (k *PrivateKey) PublicKey() *PublicKey { return &PublicKey{k.k.PublicKey()} }
+
+// Bytes returns the public key bytes.
+func (k *PublicKey) Bytes() []byte { return k.k.Bytes() }
+
+// Seal seals a randomized report to the collector's key, bound to b.
+func Seal(pk *PublicKey, b Binding, report []byte) ([]byte, error) {
+	_, kdf, aead := suite()
+	return hpke.Seal(pk.k, kdf, aead, b.info(), report)
+}
+
+// Open opens a sealed report; it fails with ErrOpen when the ciphertext was
+// not sealed to this key with this binding, or was altered.
+func Open(sk *PrivateKey, b Binding, sealed []byte) ([]byte, error) {
+	_, kdf, aead := suite()
+	pt, err := hpke.Open(sk.k, kdf, aead, b.info(), sealed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOpen, err)
+	}
+	return pt, nil
+}
