@@ -1,0 +1,113 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+
+	"github.com/blanket-dp/blanket/accountant"
+	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
+)
+
+// GRPCClient is a Randomizer served by a plugin process, called over one
+// gRPC connection: Configure first, then the Randomizer methods. Errors are
+// *PluginError values that unwrap to the sentinel the plugin returned. It
+// has no timeouts and no restarts; Open wraps it with both. It is safe for
+// concurrent use.
+type GRPCClient struct {
+	rpc randomizerv1.RandomizerClient
+}
+
+var _ Randomizer = (*GRPCClient)(nil)
+
+// NewGRPCClient returns a client on conn.
+func NewGRPCClient(conn grpc.ClientConnInterface) *GRPCClient {
+	return &GRPCClient{rpc: randomizerv1.NewRandomizerClient(conn)}
+}
+
+// Configure makes the plugin process serve the randomizer of cfg, replacing
+// any earlier one, and returns its description. Errors wrap ErrBadConfig.
+func (c *GRPCClient) Configure(ctx context.Context, cfg Config) (*Description, error) {
+	if err := checkUTF8(cfg); err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.Configure(ctx, &randomizerv1.ConfigureRequest{Config: configToProto(cfg)})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if resp.GetDescription() == nil {
+		return nil, fmt.Errorf("%w: Configure answered without a description", ErrPluginFailed)
+	}
+	return descriptionFromProto(resp.GetDescription()), nil
+}
+
+// Describe implements Randomizer.
+func (c *GRPCClient) Describe(ctx context.Context) (*Description, error) {
+	resp, err := c.rpc.Describe(ctx, &randomizerv1.DescribeRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if resp.GetDescription() == nil {
+		return nil, fmt.Errorf("%w: Describe answered without a description", ErrPluginFailed)
+	}
+	return descriptionFromProto(resp.GetDescription()), nil
+}
+
+// Declare implements Randomizer. The declaration is decoded with
+// accountant.DecodeDeclaration but not validated.
+func (c *GRPCClient) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+	resp, err := c.rpc.Declare(ctx, &randomizerv1.DeclareRequest{Eps0: eps0})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	d, err := accountant.DecodeDeclaration(resp.GetDeclarationJson())
+	if err != nil {
+		return nil, fmt.Errorf("%w: Declare answered with an undecodable declaration: %w", ErrPluginFailed, err)
+	}
+	return d, nil
+}
+
+// Randomize implements Randomizer.
+func (c *GRPCClient) Randomize(ctx context.Context, eps0 float64, in Inputs) ([][]byte, error) {
+	resp, err := c.rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: eps0, Inputs: encodeInputs(in)})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	reports, err := unpackReports(resp.GetReports())
+	if err != nil {
+		return nil, fmt.Errorf("%w: Randomize answered malformed reports: %v", ErrPluginFailed, err)
+	}
+	if got, want := len(reports), in.Len(); got != want {
+		return nil, fmt.Errorf("%w: Randomize answered %d reports for %d inputs", ErrPluginFailed, got, want)
+	}
+	return reports, nil
+}
+
+// Accumulate implements Randomizer.
+func (c *GRPCClient) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*Statistic, error) {
+	packed, err := packReports(reports)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadReport, err)
+	}
+	resp, err := c.rpc.Accumulate(ctx, &randomizerv1.AccumulateRequest{Eps0: eps0, Reports: packed})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if resp.GetStatistic() == nil {
+		return nil, fmt.Errorf("%w: Accumulate answered without a statistic", ErrPluginFailed)
+	}
+	return statisticFromProto(resp.GetStatistic()), nil
+}
+
+// Estimate implements Randomizer.
+func (c *GRPCClient) Estimate(ctx context.Context, stat *Statistic) (*Estimate, error) {
+	resp, err := c.rpc.Estimate(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if resp.GetEstimate() == nil {
+		return nil, fmt.Errorf("%w: Estimate answered without an estimate", ErrPluginFailed)
+	}
+	return estimateFromProto(resp.GetEstimate()), nil
+}

@@ -1,0 +1,225 @@
+package plugintest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/summation"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
+)
+
+// The broken randomizers below each wrap a correct one and break one rule of
+// the contract. The kit must fail each of them in the named checks: this is
+// what shows that the kit can fail at all. Every statistical failure below
+// is far beyond its threshold (the comments give the margins), so these
+// tests fail falsely only with negligible probability.
+
+func newKRR(seed uint64) *krr.Randomizer {
+	return must(krr.New(krr.Options{Categories: labels(3), Other: "other", Rand: seeded(seed)}))
+}
+
+// hotSampler declares eps0 but samples at eps0 + 0.5. With 4 buckets at
+// eps0 = 1 the keep probability is 0.599 instead of 0.475: the chi-square
+// statistic of 5000 reports has mean about 300 (noncentrality
+// 5000·sum (p'-p)²/p), against a threshold near 35.
+type hotSampler struct{ sdk.Randomizer }
+
+func (h hotSampler) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	return h.Randomizer.Randomize(ctx, eps0+0.5, in)
+}
+
+// biasedEstimate adds a tenth of N to the first bucket's estimate: a bias of
+// 100 with BatchSize 1000, where the standard error of the mean of 100
+// batches is about 4 (t about 25, threshold about 6).
+type biasedEstimate struct{ sdk.Randomizer }
+
+func (b biasedEstimate) Estimate(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	e, err := b.Randomizer.Estimate(ctx, s)
+	if err == nil {
+		d := float64(e.N) / 10
+		e.Items[0].Value += d
+		e.Items[0].Lo += d
+		e.Items[0].Hi += d
+	}
+	return e, err
+}
+
+// narrowIntervals reports a quarter of the true variance: the variance
+// statistic is near 4·99 = 396 against a threshold near 200 (its standard
+// deviation under the alternative is about 4·sqrt(2·99) = 56).
+type narrowIntervals struct{ sdk.Randomizer }
+
+func (n narrowIntervals) Estimate(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	e, err := n.Randomizer.Estimate(ctx, s)
+	if err == nil {
+		z := ldp.ZScore(e.Confidence)
+		for i := range e.Items {
+			it := &e.Items[i]
+			it.Variance /= 4
+			h := z * math.Sqrt(it.Variance)
+			it.Lo, it.Hi = it.Value-h, it.Value+h
+		}
+	}
+	return e, err
+}
+
+// fatBlanket declares atoms with every blanket mass r inflated by a fifth, which
+// the accountant accepts (sums and p/q ratios are unchanged) but which
+// claims more amplification than the mechanism gives: r > min(p, q).
+type fatBlanket struct{ *krr.Randomizer }
+
+func (f fatBlanket) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+	d, err := f.Declaration(eps0, accountant.FormAtoms)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.Pairs {
+		for j := range d.Pairs[i].Atoms {
+			d.Pairs[i].Atoms[j].R *= 1.2
+		}
+	}
+	return d, nil
+}
+
+// understatedMatrix declares the matrix of eps0 + 1 under the label eps0.
+type understatedMatrix struct{ *krr.Randomizer }
+
+func (u understatedMatrix) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+	d, err := u.Declaration(eps0+1, accountant.FormMatrix)
+	if err != nil {
+		return nil, err
+	}
+	d.Eps0 = eps0
+	return d, nil
+}
+
+// strictAccumulate fails a batch with a malformed report instead of counting
+// it.
+type strictAccumulate struct{ sdk.Randomizer }
+
+func (s strictAccumulate) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
+	st, err := s.Randomizer.Accumulate(ctx, eps0, reports)
+	if err == nil && st.Malformed > 0 {
+		return nil, sdk.ErrBadReport
+	}
+	return st, err
+}
+
+// panicky panics on an empty report.
+type panicky struct{ sdk.Randomizer }
+
+func (p panicky) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
+	for _, r := range reports {
+		_ = r[0]
+	}
+	return p.Randomizer.Accumulate(ctx, eps0, reports)
+}
+
+// nanToLo silently replaces NaN inputs with the range's low end.
+type nanToLo struct{ sdk.Randomizer }
+
+func (n nanToLo) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	if len(in.Categories) == 0 {
+		in.Reals = slices.Clone(in.Reals)
+		for i, x := range in.Reals {
+			if math.IsNaN(x) {
+				in.Reals[i] = -1
+			}
+		}
+	}
+	return n.Randomizer.Randomize(ctx, eps0, in)
+}
+
+// foreignStatistics estimates any statistic with the right number of
+// counts, whoever produced it.
+type foreignStatistics struct{ sdk.Randomizer }
+
+func (f foreignStatistics) Estimate(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	if s != nil {
+		d, _ := f.Describe(ctx)
+		s = s.Clone()
+		s.Plugin, s.Digest = d.Name, d.Digest
+	}
+	return f.Randomizer.Estimate(ctx, s)
+}
+
+func TestBrokenRandomizersFail(t *testing.T) {
+	sum := func(seed uint64) sdk.Randomizer {
+		return must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(seed)}))
+	}
+	tests := []struct {
+		name   string
+		r      sdk.Randomizer
+		failed []string
+	}{
+		{"samples at a larger eps0", hotSampler{newKRR(10)}, []string{plugintest.CheckFrequencies, plugintest.CheckEstimator}},
+		{"biased estimate", biasedEstimate{newKRR(11)}, []string{plugintest.CheckEstimator}},
+		{"variance understated", narrowIntervals{newKRR(12)}, []string{plugintest.CheckEstimator}},
+		{"blanket overstated", fatBlanket{newKRR(13)}, []string{plugintest.CheckDeclaration}},
+		{"matrix exceeds eps0", understatedMatrix{newKRR(14)}, []string{plugintest.CheckDeclaration, plugintest.CheckFrequencies}},
+		{"malformed report fails the batch", strictAccumulate{newKRR(15)}, []string{plugintest.CheckReports}},
+		{"panics on an empty report", panicky{newKRR(16)}, []string{plugintest.CheckReports}},
+		{"accepts NaN", nanToLo{sum(17)}, []string{plugintest.CheckInputs}},
+		{"estimates foreign statistics", foreignStatistics{newKRR(18)}, []string{plugintest.CheckStatistics}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := plugintest.Verify(t.Context(), tt.r, plugintest.Options{Eps0s: []float64{1}, Samples: 5000, Batches: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s", rep)
+			if rep.Passed() {
+				t.Fatalf("the kit passed a broken randomizer:\n%s", rep)
+			}
+			for _, name := range tt.failed {
+				if c := rep.Check(name); c == nil || c.Status != plugintest.Fail {
+					t.Errorf("check %q did not fail:\n%s", name, rep)
+				}
+			}
+			if _, err := json.Marshal(rep); err != nil {
+				t.Errorf("report does not encode as JSON: %v", err)
+			}
+		})
+	}
+}
+
+func TestOptionsRejected(t *testing.T) {
+	r := newKRR(20)
+	for name, opts := range map[string]plugintest.Options{
+		"eps0 out of range": {Eps0s: []float64{100}},
+		"eps0 NaN":          {Eps0s: []float64{math.NaN()}},
+		"few batches":       {Batches: 5},
+		"rate 1":            {FalseFailureRate: 1},
+		"slack below 1":     {VarianceSlack: 0.5},
+		"negative samples":  {Samples: -1},
+		"truth of reals":    {Truth: sdk.Inputs{Reals: []float64{1}}},
+	} {
+		if _, err := plugintest.Verify(context.Background(), r, opts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	noOther := must(krr.New(krr.Options{Categories: labels(3)}))
+	if _, err := plugintest.Verify(context.Background(), noOther, plugintest.Options{Truth: sdk.Inputs{Categories: []string{"c0", "nope"}}}); err == nil {
+		t.Error("unknown truth label without an other bucket: no error")
+	}
+	if _, err := plugintest.Verify(context.Background(), r, plugintest.Options{Cases: []plugintest.Case{{Category: "c0", Row: 9}}, Skip: []string{plugintest.CheckEstimator}}); err != nil {
+		t.Errorf("a bad case is a failed check, not an error: %v", err)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := plugintest.Verify(ctx, newKRR(21), plugintest.Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("error = %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,93 @@
+// Package plugintest is the conformance kit for Blanket randomizers: any
+// plugin author runs it on a configured sdk.Randomizer, in process from a
+// Go test or against a plugin binary through the host, and gets a report
+// that says which requirements of the plugin contract hold.
+//
+//	func TestConformance(t *testing.T) {
+//		r, err := myplugin.New(myplugin.Options{Categories: []string{"a", "b", "c"}})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		plugintest.Run(t, r, plugintest.Options{})
+//	}
+//
+// Verify returns the same checks as a Report (per check and test: status,
+// statistic, threshold, p-value, message) for tools such as
+// `blanket plugin verify`.
+//
+// # What is checked
+//
+//   - describe: the Description is complete and consistent (name, version,
+//     digest, encoding, ReportBytes >= 1, 0 < Eps0Min <= Eps0Max <= 30,
+//     distinct categories with the other bucket last, or a finite range).
+//   - declaration: at each tested eps0 the declaration is accepted by the
+//     accountant (accountant.Declaration.Decompose: rows sum to 1, pure LDP,
+//     ratios within e^eps0) and the kit's own exact bound holds: the largest
+//     likelihood ratio max_x R[x][y] / min_x R[x][y] over the columns of a
+//     matrix, or over the atoms of a declared pair p/q, q/p, p/r, q/r, is at
+//     most e^eps0 (relative tolerance 1e-12), and every pair atom has
+//     r <= min(p, q), which the accountant does not check (an inflated
+//     blanket mass claims more amplification than the randomizer gives).
+//   - frequencies: the randomizer's own sampler, on chosen inputs, draws
+//     outputs with the declared probabilities (Pearson's chi-square against
+//     the declared matrix row). Needs a matrix declaration (small domains);
+//     skipped for atoms and generic declarations.
+//   - estimator: on a ground-truth batch randomized, accumulated and
+//     estimated many times, the mean estimate equals the truth (t-test)
+//     and the reported variance matches the spread of the estimates
+//     (chi-square on their ratio; overstating it up to VarianceSlack times
+//     is allowed).
+//   - inputs: inputs of the wrong kind, unknown categories without an other
+//     bucket, NaN and infinite reals fail with errors wrapping
+//     sdk.ErrBadInput that name the bad index; budgets outside the range
+//     fail Randomize, Accumulate and Declare with sdk.ErrBadEps0; nothing
+//     panics; empty batches, unknown categories with an other bucket and
+//     out-of-range finite reals are accepted.
+//   - reports: malformed reports (nil, empty, truncated, extended,
+//     oversized) are counted in Statistic.Malformed, never fatal; random
+//     bytes of the right length are counted once; a batch's statistic is
+//     the merge of its reports' statistics whatever their order, so valid
+//     reports among malformed ones still count and halves merge into the
+//     whole; Accumulate does not modify the reports.
+//   - statistics: Estimate's items follow the contract (one per bucket, or
+//     "sum" and "mean"; intervals Value ± z·sqrt(Variance); post-processed
+//     values feasible and inside their intervals); Estimate does not modify
+//     the statistic; foreign or corrupt statistics fail with
+//     sdk.ErrBadStatistic.
+//
+// # Seeing outputs through the interface
+//
+// The kit drives the randomizer only through sdk.Randomizer, so it tests
+// frequencies with the randomizer's own randomness and must map each report
+// to a column of the declared matrix. By default it reads the report as the
+// column index in the SDK's index encoding (ldp.EncodeIndices: big-endian,
+// ldp.IndexWidth(outputs) bytes), which holds for every built-in randomizer
+// that declares a matrix (a RAPPOR report of d <= 6 bits is one byte whose
+// value is the output index). A plugin with another encoding sets
+// Options.Output. Rows are buckets for categorical randomizers; for real
+// ones row i of m is taken to be the input Lo + i(Hi-Lo)/(m-1) (randomized
+// rounding to evenly spaced levels) unless Options.Cases says otherwise.
+//
+// Atoms declarations (large domains: k-RR over thousands of categories,
+// RAPPOR over 2^d outputs) do not say which output has which probability,
+// so no frequency test is exact for them. The kit then checks what the
+// declaration does determine: validity, the ratio bounds and r <= min(p,q)
+// above, and, independently of the declaration, unbiasedness and variance
+// of the estimator. Run the kit on a small configuration of the same
+// plugin too, where it declares a matrix and its sampler is tested
+// exactly; the code paths are the same.
+//
+// # False failures
+//
+// The statistical tests compare a statistic with the (1 - alpha) quantile
+// of its null distribution, so a correct randomizer fails each with
+// probability alpha over its randomness. Options.FalseFailureRate (default
+// 1e-6) is split evenly between the three families (frequencies, means,
+// variances) and within each evenly between its tests; by the union bound a
+// correct randomizer fails a whole run with probability at most
+// FalseFailureRate. The null distributions are asymptotic (Pearson's
+// statistic with cells of expected count >= 5; estimates that are sums of
+// many reports, close to normal), which is why the defaults draw tens of
+// thousands of reports per test. Deterministic tests never fail a correct
+// randomizer.
+package plugintest

@@ -1,0 +1,191 @@
+package plugintest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
+)
+
+// checkFrequencies draws Samples reports for each case at each eps0 with
+// the randomizer's own sampler, maps every report to its output (column of
+// the declared matrix) with Options.Output, and compares the counts with the
+// declared row by Pearson's chi-square test (ldptest.ChiSquare: cells with
+// expected count below 5 are pooled). An output observed although its
+// declared probability is 0 fails outright.
+//
+// Threshold. Under the null hypothesis (the sampler draws from the declared
+// row) Pearson's statistic is asymptotically chi-square with cells-1
+// degrees of freedom, so the test fails with probability alpha when the
+// statistic exceeds the (1 - alpha) quantile of that distribution
+// (distuv.ChiSquared.Quantile). alpha is FalseFailureRate/3 (this family's
+// share) divided by the number of eps0 values and by the number of cases.
+//
+// This is a test of the whole output distribution, hence of the exact
+// likelihood ratios the declaration claims: a sampler running at a larger
+// eps0 than it declares, or favouring some outputs, fails it. It needs a
+// matrix declaration; atoms and generic declarations do not say which
+// output has which probability, so the check is skipped for them (run the
+// kit on a small configuration, where plugins declare matrices).
+func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
+	alpha := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
+	for _, eps0 := range v.opts.Eps0s {
+		name := fmt.Sprintf("eps0=%g", eps0)
+		d, err := v.declare(ctx, eps0)
+		if err != nil {
+			c.fail(name, "Declare: %v", err)
+			continue
+		}
+		if d.Form != accountant.FormMatrix || d.Matrix == nil {
+			c.skip(name, "the %s declaration does not give each output's probability; run the kit on a configuration small enough for a matrix declaration", d.Form)
+			continue
+		}
+		m := d.Matrix
+		output, hint := v.opts.Output, ""
+		if output == nil {
+			hint = "; reports were read as output indices in the SDK's index encoding: if that is not this plugin's encoding, set Options.Output"
+			if w := ldp.IndexWidth(m.NumOutputs()); w != v.desc.ReportBytes {
+				c.skip(name, "reports are %d bytes, not the %d-byte index encoding of %d outputs; set Options.Output to map reports to outputs", v.desc.ReportBytes, w, m.NumOutputs())
+				continue
+			}
+			output = defaultOutput(m.NumOutputs())
+		}
+		cases, err := v.cases(m)
+		if err != nil {
+			c.fail(name, "%v", err)
+			continue
+		}
+		for _, cs := range cases {
+			v.frequencyTest(ctx, c, eps0, m, output, hint, cs, alpha/float64(len(cases)))
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// cases returns Options.Cases, or the default cases for matrix m.
+func (v *verifier) cases(m *accountant.Matrix) ([]Case, error) {
+	rows := m.NumInputs()
+	if v.opts.Cases != nil {
+		for i, cs := range v.opts.Cases {
+			if cs.Row < 0 || cs.Row >= rows {
+				return nil, fmt.Errorf("case %d of Options.Cases has row %d, the matrix %d rows", i, cs.Row, rows)
+			}
+		}
+		return v.opts.Cases, nil
+	}
+	var picked []int
+	for _, i := range []int{0, 1, rows / 2, rows - 1} {
+		if i < rows && !slices.Contains(picked, i) && len(picked) < MaxCases {
+			picked = append(picked, i)
+		}
+	}
+	var out []Case
+	if v.desc.Input == sdk.InputCategorical {
+		if rows != len(v.desc.Categories) {
+			return nil, fmt.Errorf("the matrix has %d rows, the randomizer %d buckets", rows, len(v.desc.Categories))
+		}
+		for _, i := range picked {
+			out = append(out, Case{Category: v.desc.Categories[i], Row: i})
+		}
+		if v.desc.Other != "" {
+			out = append(out, Case{Category: v.unknownLabel(), Row: rows - 1})
+		}
+		return out, nil
+	}
+	if rows < 2 {
+		return nil, fmt.Errorf("the matrix of a real randomizer has %d rows, need at least 2", rows)
+	}
+	lo, hi := v.desc.Lo, v.desc.Hi
+	level := func(i int) float64 {
+		if i == rows-1 {
+			return hi
+		}
+		return lo + (hi-lo)*float64(i)/float64(rows-1)
+	}
+	for _, i := range picked {
+		out = append(out, Case{Real: level(i), Row: i})
+	}
+	if below := lo - (hi - lo); !math.IsInf(below, 0) {
+		out = append(out, Case{Real: below, Row: 0})
+	}
+	if above := hi + (hi - lo); !math.IsInf(above, 0) {
+		out = append(out, Case{Real: above, Row: rows - 1})
+	}
+	return out, nil
+}
+
+func (v *verifier) caseName(eps0 float64, cs Case) string {
+	if v.desc.Input == sdk.InputCategorical {
+		return fmt.Sprintf("eps0=%g input %q (row %d)", eps0, cs.Category, cs.Row)
+	}
+	return fmt.Sprintf("eps0=%g input %v (row %d)", eps0, cs.Real, cs.Row)
+}
+
+// frequencyTest samples one case and runs the chi-square test. hint is
+// appended to failure messages.
+func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m *accountant.Matrix, output func(float64, []byte) (int, error), hint string, cs Case, alpha float64) {
+	name := v.caseName(eps0, cs)
+	reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
+	if err != nil {
+		c.fail(name, "Randomize: %v", err)
+		return
+	}
+	outs := m.NumOutputs()
+	counts := make([]int64, outs)
+	for i, rep := range reports {
+		if len(rep) != v.desc.ReportBytes {
+			c.fail(name, "report %d has %d bytes, ReportBytes is %d", i, len(rep), v.desc.ReportBytes)
+			return
+		}
+		var y int
+		err := guard(func() (err error) {
+			y, err = output(eps0, rep)
+			return err
+		})
+		if err != nil || y < 0 || y >= outs {
+			c.fail(name, "report %d (%x) maps to output %d of %d: %v%s", i, rep, y, outs, err, hint)
+			return
+		}
+		counts[y]++
+	}
+	probs := make([]float64, outs)
+	for y := range probs {
+		probs[y] = m.At(cs.Row, y)
+		if probs[y] == 0 && counts[y] > 0 {
+			c.fail(name, "output %d has declared probability 0 but was drawn %d times%s", y, counts[y], hint)
+			return
+		}
+	}
+	x2, df := ldptest.ChiSquare(counts, probs)
+	if df < 1 {
+		c.skip(name, "every output has expected count below %d: draw more samples", ldptest.MinExpected)
+		return
+	}
+	chi := distuv.ChiSquared{K: float64(df)}
+	t := Test{Name: name, Statistic: x2, DF: float64(df), Threshold: ldptest.ChiSquareCritical(df, alpha), PValue: chi.Survival(x2), Alpha: alpha}
+	if x2 <= t.Threshold {
+		t.Status = Pass
+		t.Message = fmt.Sprintf("%d reports fit the declared row", len(reports))
+	} else {
+		t.Status = Fail
+		worst, wz := 0, 0.0
+		for y, p := range probs {
+			if e := float64(len(reports)) * p; e > 0 {
+				if z := math.Abs(float64(counts[y])-e) / math.Sqrt(e); z > wz {
+					worst, wz = y, z
+				}
+			}
+		}
+		t.Message = fmt.Sprintf("%d reports do not fit the declared row: output %d drawn %d times, expected %.1f%s", len(reports), worst, counts[worst], float64(len(reports))*probs[worst], hint)
+	}
+	c.add(t)
+}

@@ -1,0 +1,62 @@
+package plugintest_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/blanket-dp/blanket/plugins/hadamard"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/rappor"
+	"github.com/blanket-dp/blanket/plugins/summation"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
+)
+
+func seeded(seed uint64) ldp.Source {
+	var s [32]byte
+	s[0], s[1] = byte(seed), byte(seed>>8)
+	return rand.NewChaCha8(s)
+}
+
+func labels(k int) []string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = fmt.Sprintf("c%d", i)
+	}
+	return out
+}
+
+func must[R any](r R, err error) R {
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// TestBuiltins runs the kit on every built-in randomizer: a small
+// configuration (seeded, declared as a matrix, so that the frequency check
+// runs) and a default one from FromConfig (crypto randomness, declared by
+// atoms). Each run fails falsely with probability at most 1e-6.
+func TestBuiltins(t *testing.T) {
+	tests := []struct {
+		name string
+		r    sdk.Randomizer
+	}{
+		{"krr/small", must(krr.New(krr.Options{Categories: labels(3), Other: "other", Rand: seeded(1)}))},
+		{"krr/default", must(krr.FromConfig(sdk.Config{Categories: labels(100)}))},
+		{"hadamard/small", must(hadamard.New(hadamard.Options{Categories: labels(4), Other: "other", Rand: seeded(2)}))},
+		{"hadamard/default", must(hadamard.FromConfig(sdk.Config{Categories: labels(100), Other: "other"}))},
+		{"rappor/small", must(rappor.New(rappor.Options{Categories: labels(5), Other: "other", Mode: rappor.Symmetric, Rand: seeded(3)}))},
+		{"rappor/small-oue", must(rappor.New(rappor.Options{Categories: labels(4), Rand: seeded(4)}))},
+		{"rappor/default", must(rappor.FromConfig(sdk.Config{Categories: labels(100)}))},
+		{"summation/small", must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(5)}))},
+		{"summation/default", must(summation.FromConfig(sdk.Config{Lo: 0, Hi: 1000, Params: map[string]string{"k": "100"}}))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugintest.Run(t, tt.r, plugintest.Options{})
+		})
+	}
+}
