@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"runtime"
+	"sort"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/builtin"
 	"golang.org/x/term"
 )
 
@@ -32,6 +36,58 @@ type env struct {
 	// isTerminal reports whether w is a terminal (progress is shown only
 	// then).
 	isTerminal func(w io.Writer) bool
+	// open opens randomizer plugins (built-ins and binaries in pluginDir);
+	// nil disables plugin mechanisms.
+	open func(ctx context.Context, name string, cfg sdk.Config, dir string) (sdk.Randomizer, error)
+	// opened are the plugins to close when the command ends.
+	opened []io.Closer
+	// pluginDir is the --plugin-dir flag.
+	pluginDir string
+}
+
+// registerPlugins adds the built-in plugins and the binaries in dir to the
+// --mech registry. Plugins are opened only when a spec names them.
+func (e *env) registerPlugins(ctx context.Context, dir string) error {
+	if e.open == nil {
+		return nil
+	}
+	names, err := mechspec.PluginBinaries(dir)
+	if err != nil {
+		return err
+	}
+	for n := range builtin.Factories() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	open := func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
+		r, err := e.open(ctx, name, cfg, dir)
+		if c, ok := r.(io.Closer); ok && err == nil {
+			e.opened = append(e.opened, c)
+		}
+		return r, err
+	}
+	return mechspec.RegisterPlugins(ctx, e.registry, open, names)
+}
+
+// closePlugins closes every plugin opened by the command.
+func (e *env) closePlugins() {
+	for _, c := range e.opened {
+		c.Close()
+	}
+	e.opened = nil
+}
+
+// openPlugin is the real opener: built-ins in process, others from dir.
+func openPlugin(ctx context.Context, name string, cfg sdk.Config, dir string) (sdk.Randomizer, error) {
+	opts := []sdk.OpenOption{}
+	if dir != "" {
+		opts = append(opts, sdk.WithPluginDir(dir))
+	}
+	p, err := builtin.Open(ctx, name, cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // defaultEnv is the environment of the real command.
@@ -48,6 +104,7 @@ func defaultEnv() *env {
 		registry:   mechspec.NewRegistry(),
 		workers:    runtime.GOMAXPROCS(0),
 		isTerminal: isTerminal,
+		open:       openPlugin,
 	}
 }
 

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/sdk"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -47,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, e *env) i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	e.closePlugins()
 	if err == nil {
 		return exitOK
 	}
@@ -87,9 +90,17 @@ with certified upper and lower bounds, and calibrates the local budget eps0 to a
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().StringVar(&e.pluginDir, "plugin-dir", os.Getenv(sdk.PluginDirEnv),
+		"directory of randomizer plugin binaries named blanket-<name> (default $"+sdk.PluginDirEnv+")")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := e.registerPlugins(cmd.Context(), e.pluginDir); err != nil {
+			return &failure{err}
+		}
+		return nil
+	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newAccountCmd(e), newVersionCmd())
+	root.AddCommand(newAccountCmd(e), newPluginCmd(e), newVersionCmd())
 	return root
 }
 
