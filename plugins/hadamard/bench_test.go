@@ -1,44 +1,23 @@
 package hadamard_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/blanket-dp/blanket/plugins/hadamard"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
 )
 
-const benchBatch = 4096
-
-var (
-	sinkReports [][]byte
-	sinkStat    *sdk.Statistic
-	sinkEst     *sdk.Estimate
-	sinkInt     int64
-)
+var sinkInt int64
 
 func BenchmarkRandomize(b *testing.B) {
-	ctx := context.Background()
 	for _, k := range []int{16, 1024, 10_000} {
-		for _, src := range []string{"crypto", "chacha8"} {
-			b.Run(fmt.Sprintf("k=%d/src=%s", k, src), func(b *testing.B) {
-				opts := hadamard.Options{Categories: labels(k)}
-				if src == "chacha8" {
-					opts.Rand = seeded(1)
-				}
-				r := mustNew(b, opts)
-				in := make([]string, benchBatch)
-				for i := range in {
-					in[i] = opts.Categories[i%k]
-				}
-				for b.Loop() {
-					sinkReports, _ = r.Randomize(ctx, 2, sdk.Inputs{Categories: in})
-				}
-				b.ReportMetric(float64(b.N)*benchBatch/b.Elapsed().Seconds(), "reports/s")
-			})
-		}
+		labels := ldptest.Labels(k)
+		ldptest.BenchRandomizeSources(b, fmt.Sprintf("k=%d", k), func(b *testing.B, src ldp.Source) sdk.Randomizer {
+			return mustNew(b, hadamard.Options{Categories: labels, Rand: src})
+		}, 2, sdk.Inputs{Categories: ldptest.Cycle(labels, ldptest.BenchBatch)})
 	}
 }
 
@@ -55,44 +34,24 @@ func BenchmarkFWHT(b *testing.B) {
 }
 
 func BenchmarkAccumulate(b *testing.B) {
-	ctx := context.Background()
 	for _, k := range []int{16, 1024, 10_000} {
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
-			r := mustNew(b, hadamard.Options{Categories: labels(k), Rand: seeded(1)})
-			idx := make([]int, benchBatch)
+			r := mustNew(b, hadamard.Options{Categories: ldptest.Labels(k), Rand: ldptest.Seeded(1)})
+			idx := make([]int, ldptest.BenchBatch)
 			for i := range idx {
 				idx[i] = i % r.Outputs()
 			}
-			reports := ldp.EncodeIndices(idx, r.Outputs())
-			for b.Loop() {
-				sinkStat, _ = r.Accumulate(ctx, 2, reports)
-			}
-			b.ReportMetric(float64(b.N)*benchBatch/b.Elapsed().Seconds(), "reports/s")
+			ldptest.BenchAccumulate(b, r, 2, ldp.EncodeIndices(idx, r.Outputs()))
 		})
 	}
 }
 
 func BenchmarkEstimate(b *testing.B) {
-	ctx := context.Background()
 	for _, k := range []int{16, 1024, 10_000, 1<<16 - 1} { // the last has K = 2^16
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
-			r := mustNew(b, hadamard.Options{Categories: labels(k), Rand: seeded(1)})
-			labs := labels(k)
-			in := make([]string, 10*k)
-			for i := range in {
-				in[i] = labs[i%k]
-			}
-			reports, err := r.Randomize(ctx, 2, sdk.Inputs{Categories: in})
-			if err != nil {
-				b.Fatal(err)
-			}
-			stat, err := r.Accumulate(ctx, 2, reports)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				sinkEst, _ = r.Estimate(ctx, stat)
-			}
+			r := mustNew(b, hadamard.Options{Categories: ldptest.Labels(k), Rand: ldptest.Seeded(1)})
+			in := sdk.Inputs{Categories: ldptest.Cycle(ldptest.Labels(k), 10*k)}
+			ldptest.BenchEstimate(b, r, ldptest.Statistic(b, r, 2, in))
 		})
 	}
 }

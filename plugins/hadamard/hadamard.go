@@ -110,11 +110,8 @@ func New(opts Options) (*Randomizer, error) {
 // Categories, Other and Confidence; no range and no parameters. Errors wrap
 // sdk.ErrBadConfig.
 func FromConfig(cfg sdk.Config) (*Randomizer, error) {
-	if cfg.Lo != 0 || cfg.Hi != 0 {
-		return nil, fmt.Errorf("%w: hadamard takes categories, not a range [%v, %v]", sdk.ErrBadConfig, cfg.Lo, cfg.Hi)
-	}
-	for name := range cfg.Params {
-		return nil, fmt.Errorf("%w: hadamard has no parameter %q", sdk.ErrBadConfig, name)
+	if err := ldp.CategoricalConfig(Name, cfg); err != nil {
+		return nil, err
 	}
 	return New(Options{Categories: cfg.Categories, Other: cfg.Other, Confidence: cfg.Confidence})
 }
@@ -154,10 +151,7 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 // Declare implements sdk.Randomizer: the matrix when k <= MatrixMaxK, else
 // the exact atoms.
 func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
-	if r.k <= MatrixMaxK {
-		return r.Declaration(eps0, accountant.FormMatrix)
-	}
-	return r.Declaration(eps0, accountant.FormAtoms)
+	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
 // Declaration returns the declaration at eps0 in the given form; both
@@ -259,16 +253,9 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x+1, x'+1, x3+1 independent", Atoms: t})
 		}
 	default:
-		return nil, fmt.Errorf("%w: hadamard declares forms %q and %q, not %q", sdk.ErrBadConfig, accountant.FormMatrix, accountant.FormAtoms, form)
+		return nil, ldp.UnsupportedForm(Name, form)
 	}
 	return d, nil
-}
-
-func (r *Randomizer) source() ldp.Source {
-	if r.src != nil {
-		return r.src
-	}
-	return ldp.NewCryptoSource()
 }
 
 // Randomize implements sdk.Randomizer. Each report is an output index,
@@ -279,15 +266,12 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	if len(in.Reals) > 0 {
-		return nil, fmt.Errorf("%w: hadamard takes categorical inputs, got %d reals", sdk.ErrBadInput, len(in.Reals))
-	}
-	idx, err := r.dom.Indices(in.Categories)
+	idx, err := r.dom.Batch(Name, in)
 	if err != nil {
 		return nil, err
 	}
 	pin, pout := probs(eps0)
-	src := r.source()
+	src := ldp.DefaultSource(r.src)
 	for i, x := range idx {
 		if err := ldp.Canceled(ctx, i); err != nil {
 			return nil, err
@@ -310,23 +294,7 @@ func (r *Randomizer) Decode(report []byte) (int, error) {
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the
 // number of reports per output index (K counts).
 func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
-	if err := ldp.CheckEps0(eps0); err != nil {
-		return nil, err
-	}
-	s := &sdk.Statistic{Plugin: Name, Digest: r.desc.Digest, Eps0: eps0, Counts: make([]int64, r.kk)}
-	for i, rep := range reports {
-		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
-		}
-		y, err := r.Decode(rep)
-		if err != nil {
-			s.Malformed++
-			continue
-		}
-		s.Counts[y]++
-		s.N++
-	}
-	return s, nil
+	return ldp.AccumulateIndices(ctx, &r.desc, eps0, r.kk, reports)
 }
 
 // Estimate implements sdk.Randomizer: one item per bucket. The number of
@@ -345,14 +313,7 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	for x := range support {
 		support[x] = (stat.N + f[x+1]) / 2 // n + F[u] is even: F[u] = n - 2·(count outside C_x)
 	}
-	return &sdk.Estimate{
-		Plugin:     Name,
-		Eps0:       stat.Eps0,
-		N:          stat.N,
-		Malformed:  stat.Malformed,
-		Confidence: r.conf,
-		Items:      r.Pure(stat.Eps0).Items(r.desc.Categories, support, stat.N, r.conf),
-	}, nil
+	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, support, stat.N, r.conf)), nil
 }
 
 // FWHT replaces a by its Walsh-Hadamard transform in place,

@@ -95,11 +95,8 @@ func New(opts Options) (*Randomizer, error) {
 // Categories, Other and Confidence; no range and no parameters. Errors wrap
 // sdk.ErrBadConfig.
 func FromConfig(cfg sdk.Config) (*Randomizer, error) {
-	if cfg.Lo != 0 || cfg.Hi != 0 {
-		return nil, fmt.Errorf("%w: krr takes categories, not a range [%v, %v]", sdk.ErrBadConfig, cfg.Lo, cfg.Hi)
-	}
-	for name := range cfg.Params {
-		return nil, fmt.Errorf("%w: krr has no parameter %q", sdk.ErrBadConfig, name)
+	if err := ldp.CategoricalConfig(Name, cfg); err != nil {
+		return nil, err
 	}
 	return New(Options{Categories: cfg.Categories, Other: cfg.Other, Confidence: cfg.Confidence})
 }
@@ -130,10 +127,7 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 // Declare implements sdk.Randomizer: the matrix when k <= MatrixMaxK, else
 // the exact atoms.
 func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
-	if r.k <= MatrixMaxK {
-		return r.Declaration(eps0, accountant.FormMatrix)
-	}
-	return r.Declaration(eps0, accountant.FormAtoms)
+	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
 // Declaration returns the declaration at eps0 in the given form (matrix or
@@ -146,28 +140,18 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 	return ldp.RRDeclaration(r.k, eps0, form, r.desc.Categories)
 }
 
-func (r *Randomizer) source() ldp.Source {
-	if r.src != nil {
-		return r.src
-	}
-	return ldp.NewCryptoSource()
-}
-
 // Randomize implements sdk.Randomizer. Each report is a bucket index,
 // ReportBytes long.
 func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	if len(in.Reals) > 0 {
-		return nil, fmt.Errorf("%w: krr takes categorical inputs, got %d reals", sdk.ErrBadInput, len(in.Reals))
-	}
-	idx, err := r.dom.Indices(in.Categories)
+	idx, err := r.dom.Batch(Name, in)
 	if err != nil {
 		return nil, err
 	}
 	keep, flip, _ := r.probs(eps0)
-	src := r.source()
+	src := ldp.DefaultSource(r.src)
 	for i, x := range idx {
 		if err := ldp.Canceled(ctx, i); err != nil {
 			return nil, err
@@ -191,23 +175,7 @@ func (r *Randomizer) Decode(report []byte) (int, error) {
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the
 // number of reports per bucket.
 func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
-	if err := ldp.CheckEps0(eps0); err != nil {
-		return nil, err
-	}
-	s := &sdk.Statistic{Plugin: Name, Digest: r.desc.Digest, Eps0: eps0, Counts: make([]int64, r.k)}
-	for i, rep := range reports {
-		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
-		}
-		y, err := r.Decode(rep)
-		if err != nil {
-			s.Malformed++
-			continue
-		}
-		s.Counts[y]++
-		s.N++
-	}
-	return s, nil
+	return ldp.AccumulateIndices(ctx, &r.desc, eps0, r.k, reports)
 }
 
 // Estimate implements sdk.Randomizer: one item per bucket, the estimated
@@ -218,12 +186,5 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	if err := ldp.CheckStatistic(stat, &r.desc, r.k, true); err != nil {
 		return nil, err
 	}
-	return &sdk.Estimate{
-		Plugin:     Name,
-		Eps0:       stat.Eps0,
-		N:          stat.N,
-		Malformed:  stat.Malformed,
-		Confidence: r.conf,
-		Items:      r.Pure(stat.Eps0).Items(r.desc.Categories, stat.Counts, stat.N, r.conf),
-	}, nil
+	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, stat.Counts, stat.N, r.conf)), nil
 }

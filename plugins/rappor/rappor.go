@@ -130,17 +130,10 @@ func New(opts Options) (*Randomizer, error) {
 // Categories, Other, Confidence and the parameter "mode"; no range. Errors
 // wrap sdk.ErrBadConfig.
 func FromConfig(cfg sdk.Config) (*Randomizer, error) {
-	if cfg.Lo != 0 || cfg.Hi != 0 {
-		return nil, fmt.Errorf("%w: rappor takes categories, not a range [%v, %v]", sdk.ErrBadConfig, cfg.Lo, cfg.Hi)
+	if err := ldp.CategoricalConfig(Name, cfg, "mode"); err != nil {
+		return nil, err
 	}
-	opts := Options{Categories: cfg.Categories, Other: cfg.Other, Confidence: cfg.Confidence}
-	for name, v := range cfg.Params {
-		if name != "mode" {
-			return nil, fmt.Errorf("%w: rappor has no parameter %q (it has \"mode\")", sdk.ErrBadConfig, name)
-		}
-		opts.Mode = Mode(v)
-	}
-	return New(opts)
+	return New(Options{Categories: cfg.Categories, Other: cfg.Other, Mode: Mode(cfg.Params["mode"]), Confidence: cfg.Confidence})
 }
 
 // D returns the number of buckets (bits per report).
@@ -182,10 +175,7 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 // Declare implements sdk.Randomizer: the matrix when d <= MatrixMaxD, else
 // the exact atoms.
 func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
-	if r.d <= MatrixMaxD {
-		return r.Declaration(eps0, accountant.FormMatrix)
-	}
-	return r.Declaration(eps0, accountant.FormAtoms)
+	return r.Declaration(eps0, ldp.FormFor(r.d, MatrixMaxD))
 }
 
 // Declaration returns the declaration at eps0 in the given form; both
@@ -298,16 +288,9 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 		}
 		d.Triples = []accountant.DeclaredSet{{Label: label, Atoms: triple}}
 	default:
-		return nil, fmt.Errorf("%w: rappor declares forms %q and %q, not %q", sdk.ErrBadConfig, accountant.FormMatrix, accountant.FormAtoms, form)
+		return nil, ldp.UnsupportedForm(Name, form)
 	}
 	return d, nil
-}
-
-func (r *Randomizer) source() ldp.Source {
-	if r.src != nil {
-		return r.src
-	}
-	return ldp.NewCryptoSource()
 }
 
 // Randomize implements sdk.Randomizer. Each report is the d-bit vector,
@@ -317,15 +300,12 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	if len(in.Reals) > 0 {
-		return nil, fmt.Errorf("%w: rappor takes categorical inputs, got %d reals", sdk.ErrBadInput, len(in.Reals))
-	}
-	idx, err := r.dom.Indices(in.Categories)
+	idx, err := r.dom.Batch(Name, in)
 	if err != nil {
 		return nil, err
 	}
 	b := r.probs(eps0)
-	src := r.source()
+	src := ldp.DefaultSource(r.src)
 	buf := make([]byte, r.width*len(idx))
 	out := make([][]byte, len(idx))
 	for i, x := range idx {
@@ -395,27 +375,18 @@ func (r *Randomizer) Encode(v []bool) []byte {
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the
 // number of reports with each bit set (d counts).
 func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
-	if err := ldp.CheckEps0(eps0); err != nil {
-		return nil, err
-	}
-	s := &sdk.Statistic{Plugin: Name, Digest: r.desc.Digest, Eps0: eps0, Counts: make([]int64, r.d)}
-	for i, rep := range reports {
-		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
-		}
+	return ldp.Accumulate(ctx, &r.desc, eps0, r.d, reports, func(counts []int64, rep []byte) bool {
 		if r.check(rep) != nil {
-			s.Malformed++
-			continue
+			return false
 		}
 		for by, v := range rep {
 			for v != 0 {
-				s.Counts[by<<3+bits.TrailingZeros8(v)]++
+				counts[by<<3+bits.TrailingZeros8(v)]++
 				v &= v - 1
 			}
 		}
-		s.N++
-	}
-	return s, nil
+		return true
+	})
 }
 
 // Estimate implements sdk.Randomizer: one item per bucket, the estimated
@@ -426,12 +397,5 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	if err := ldp.CheckStatistic(stat, &r.desc, r.d, false); err != nil {
 		return nil, err
 	}
-	return &sdk.Estimate{
-		Plugin:     Name,
-		Eps0:       stat.Eps0,
-		N:          stat.N,
-		Malformed:  stat.Malformed,
-		Confidence: r.conf,
-		Items:      r.Pure(stat.Eps0).Items(r.desc.Categories, stat.Counts, stat.N, r.conf),
-	}, nil
+	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, stat.Counts, stat.N, r.conf)), nil
 }

@@ -116,11 +116,11 @@ func FromConfig(cfg sdk.Config) (*Randomizer, error) {
 	if len(cfg.Categories) > 0 || cfg.Other != "" {
 		return nil, fmt.Errorf("%w: summation takes a range, not categories", sdk.ErrBadConfig)
 	}
+	if err := ldp.CheckParams(Name, cfg.Params, "k"); err != nil {
+		return nil, err
+	}
 	opts := Options{Lo: cfg.Lo, Hi: cfg.Hi, Confidence: cfg.Confidence}
-	for name, v := range cfg.Params {
-		if name != "k" {
-			return nil, fmt.Errorf("%w: summation has no parameter %q (it has \"k\")", sdk.ErrBadConfig, name)
-		}
+	if v, ok := cfg.Params["k"]; ok {
 		k, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: k = %q, must be an integer", sdk.ErrBadConfig, v)
@@ -180,10 +180,7 @@ func SuggestK(n int, eps, delta float64) (int, error) {
 // Declare implements sdk.Randomizer: the matrix when k+1 <= MatrixMaxLevels,
 // else the exact atoms.
 func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
-	if r.k+1 <= MatrixMaxLevels {
-		return r.Declaration(eps0, accountant.FormMatrix)
-	}
-	return r.Declaration(eps0, accountant.FormAtoms)
+	return r.Declaration(eps0, ldp.FormFor(r.k+1, MatrixMaxLevels))
 }
 
 // Declaration returns the declaration at eps0 in the given form: (k+1)-ary
@@ -198,13 +195,6 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 		return nil, err
 	}
 	return ldp.RRDeclaration(r.k+1, eps0, form, nil)
-}
-
-func (r *Randomizer) source() ldp.Source {
-	if r.src != nil {
-		return r.src
-	}
-	return ldp.NewCryptoSource()
 }
 
 // blanket returns gamma and 1 - gamma = (e^eps0 - 1)/(e^eps0 + k), each in
@@ -245,7 +235,7 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 		}
 	}
 	gamma, notGamma := r.blanket(eps0)
-	src := r.source()
+	src := ldp.DefaultSource(r.src)
 	idx := make([]int, len(in.Reals))
 	for i, x := range in.Reals {
 		if err := ldp.Canceled(ctx, i); err != nil {
@@ -268,23 +258,7 @@ func (r *Randomizer) Decode(report []byte) (int, error) {
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the
 // number of reports per level (k+1 counts).
 func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
-	if err := ldp.CheckEps0(eps0); err != nil {
-		return nil, err
-	}
-	s := &sdk.Statistic{Plugin: Name, Digest: r.desc.Digest, Eps0: eps0, Counts: make([]int64, r.k+1)}
-	for i, rep := range reports {
-		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
-		}
-		y, err := r.Decode(rep)
-		if err != nil {
-			s.Malformed++
-			continue
-		}
-		s.Counts[y]++
-		s.N++
-	}
-	return s, nil
+	return ldp.AccumulateIndices(ctx, &r.desc, eps0, r.k+1, reports)
 }
 
 // Estimate implements sdk.Randomizer (Algorithm 3) with two items, "sum"
@@ -331,15 +305,8 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 		return sdk.Item{Label: label, Value: v, Variance: variance, Lo: v - h, Hi: v + h,
 			Post: clip(v), PostLo: clip(v - h), PostHi: clip(v + h)}
 	}
-	return &sdk.Estimate{
-		Plugin:     Name,
-		Eps0:       stat.Eps0,
-		N:          stat.N,
-		Malformed:  stat.Malformed,
-		Confidence: r.conf,
-		Items: []sdk.Item{
-			item("sum", nf*r.lo+width*s, width*width*varS, nf*r.lo, nf*r.hi),
-			item("mean", r.lo+width*s/nf, width*width*varS/(nf*nf), r.lo, r.hi),
-		},
-	}, nil
+	return ldp.NewEstimate(Name, stat, r.conf, []sdk.Item{
+		item("sum", nf*r.lo+width*s, width*width*varS, nf*r.lo, nf*r.hi),
+		item("mean", r.lo+width*s/nf, width*width*varS/(nf*nf), r.lo, r.hi),
+	}), nil
 }

@@ -5,38 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
 )
 
-// alpha is the false-failure rate of each statistical check: every
-// chi-square and z statistic is compared with the (1 - alpha) quantile of its
-// null distribution (chi-square with the test's degrees of freedom, or
-// |N(0,1)|), so a correct randomizer fails a check with probability at most
-// alpha over the choice of seed. Seeds are fixed, so runs are reproducible.
-const alpha = 1e-6
-
-func seeded(seed uint64) ldp.Source {
-	var s [32]byte
-	s[0], s[1] = byte(seed), byte(seed>>8)
-	return rand.NewChaCha8(s)
-}
+// The checks of the plugin contract that the conformance kit performs on
+// summation (sdk/plugintest, run on every built-in plugin in its own tests)
+// are not repeated here: categories, NaN and infinite inputs, budgets
+// outside the range, statistics of another configuration.
 
 func mustNew(t testing.TB, opts summation.Options) *summation.Randomizer {
-	t.Helper()
-	r, err := summation.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return ldptest.Must(t, summation.New, opts)
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -135,31 +119,17 @@ func TestSuggestK(t *testing.T) {
 
 func TestDeclarationFormsAgree(t *testing.T) {
 	for _, k := range []int{1, 2, 3, 10, 63} {
-		for _, eps0 := range []float64{0.01, 1, 5, 20} {
-			r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: k})
-			m, err := r.Declaration(eps0, accountant.FormMatrix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := r.Declaration(eps0, accountant.FormAtoms)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Run(fmt.Sprintf("k=%d/eps0=%g", k, eps0), func(t *testing.T) {
-				ldptest.CheckSameDecomposition(t, m, a)
-			})
-		}
+		r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: k})
+		ldptest.CheckFormsAgree(t, fmt.Sprintf("k=%d", k), r.Declaration)
 	}
-	ctx := context.Background()
 	for _, tt := range []struct {
 		k    int
 		form accountant.Form
 	}{{63, accountant.FormMatrix}, {64, accountant.FormAtoms}} {
-		d, err := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: tt.k}).Declare(ctx, 3)
-		if err != nil || d.Form != tt.form || d.Validate() != nil {
-			t.Errorf("k=%d: Declare = %v, %v; want a valid %s declaration", tt.k, d, err, tt.form)
-		}
+		ldptest.CheckDeclare(t, fmt.Sprintf("k=%d", tt.k), mustNew(t, summation.Options{Lo: 0, Hi: 1, K: tt.k}), 3, tt.form)
 	}
+	r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 3})
+	ldptest.CheckBadDeclarations(t, r, r.Declaration)
 }
 
 // exactDist returns the exact output distribution of input x: the mixture
@@ -189,7 +159,7 @@ func TestRandomizeMatchesDeclaration(t *testing.T) {
 	const draws = 40_000 // smallest expected cell: 40 000/(e^3+20) ≈ 1000
 	for _, k := range []int{1, 4, 20} {
 		for _, eps0 := range []float64{0.5, 3} {
-			r := mustNew(t, summation.Options{Lo: -10, Hi: 10, K: k, Rand: seeded(uint64(k))})
+			r := mustNew(t, summation.Options{Lo: -10, Hi: 10, K: k, Rand: ldptest.Seeded(uint64(k))})
 			decl, err := r.Declaration(eps0, accountant.FormMatrix)
 			if err != nil {
 				t.Fatal(err)
@@ -200,21 +170,11 @@ func TestRandomizeMatchesDeclaration(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				obs := make([]int64, k+1)
-				for _, rep := range reports {
-					y, err := r.Decode(rep)
-					if err != nil {
-						t.Fatal(err)
-					}
-					obs[y]++
-				}
 				probs := exactDist(k, -10, 10, x, eps0)
-				if x == -10+step {
-					for y := range probs { // a level: the declared row itself
-						probs[y] = decl.Matrix.At(1, y)
-					}
+				if x == -10+step { // a level: the declared row itself
+					probs = ldptest.MatrixRow(decl.Matrix, 1)
 				}
-				ldptest.CheckChiSquare(t, fmt.Sprintf("k=%d eps0=%g x=%g", k, eps0, x), obs, probs, alpha)
+				ldptest.CheckOutputs(t, fmt.Sprintf("k=%d eps0=%g x=%g", k, eps0, x), reports, r.Decode, probs)
 			}
 		}
 	}
@@ -267,18 +227,10 @@ func TestEstimateUnbiased(t *testing.T) {
 	if testing.Short() {
 		batches = 100
 	}
-	r := mustNew(t, summation.Options{Lo: lo, Hi: hi, K: k, Rand: seeded(11)})
+	r := mustNew(t, summation.Options{Lo: lo, Hi: hi, K: k, Rand: ldptest.Seeded(11)})
 	var sums, means, vars []float64
 	for range batches {
-		reports, err := r.Randomize(ctx, eps0, sdk.Inputs{Reals: in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stat, err := r.Accumulate(ctx, eps0, reports)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := r.Estimate(ctx, stat)
+		e, err := r.Estimate(ctx, ldptest.Statistic(t, r, eps0, sdk.Inputs{Reals: in}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,9 +238,10 @@ func TestEstimateUnbiased(t *testing.T) {
 		means = append(means, e.Items[1].Value)
 		vars = append(vars, e.Items[0].Variance)
 	}
-	ldptest.CheckMean(t, "sum", sums, truth, exactVar, alpha/4)
-	ldptest.CheckVariance(t, "sum", sums, exactVar, alpha/4)
-	ldptest.CheckMean(t, "mean", means, truth/n, exactVar/(n*n), alpha/4)
+	const alpha = ldptest.Alpha / 4 // four checks
+	ldptest.CheckMean(t, "sum", sums, truth, exactVar, alpha)
+	ldptest.CheckVariance(t, "sum", sums, exactVar, alpha)
+	ldptest.CheckMean(t, "mean", means, truth/n, exactVar/(n*n), alpha)
 	var m, ss float64
 	for _, v := range vars {
 		m += v / float64(len(vars))
@@ -296,13 +249,12 @@ func TestEstimateUnbiased(t *testing.T) {
 	for _, v := range vars {
 		ss += (v - m) * (v - m)
 	}
-	ldptest.CheckMean(t, "reported variance", vars, eVarHat, ss/float64(len(vars)-1), alpha/4)
+	ldptest.CheckMean(t, "reported variance", vars, eVarHat, ss/float64(len(vars)-1), alpha)
 }
 
-func TestLevelClampsAndRejects(t *testing.T) {
-	ctx := context.Background()
+func TestLevelClamps(t *testing.T) {
 	r := mustNew(t, summation.Options{Lo: 0, Hi: 10, K: 5})
-	src := seeded(1)
+	src := ldptest.Seeded(1)
 	for _, tt := range []struct {
 		x    float64
 		want int
@@ -310,14 +262,6 @@ func TestLevelClampsAndRejects(t *testing.T) {
 		if got := r.Level(src, tt.x); got != tt.want {
 			t.Errorf("Level(%v) = %d, want %d", tt.x, got, tt.want)
 		}
-	}
-	for _, x := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		if _, err := r.Randomize(ctx, 1, sdk.Inputs{Reals: []float64{1, x}}); !errors.Is(err, sdk.ErrBadInput) {
-			t.Errorf("Randomize(%v) error = %v, want ErrBadInput", x, err)
-		}
-	}
-	if _, err := r.Randomize(ctx, 1, sdk.Inputs{Categories: []string{"a"}}); !errors.Is(err, sdk.ErrBadInput) {
-		t.Errorf("categories: error = %v", err)
 	}
 }
 
@@ -352,118 +296,36 @@ func TestEstimatePostProcessing(t *testing.T) {
 }
 
 func TestMalformedReportsCounted(t *testing.T) {
-	ctx := context.Background()
 	r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 299}) // 300 levels, 2-byte reports
-	reports := [][]byte{{0, 5}, nil, {0}, {0, 0, 1}, {1, 44}, {255, 255}, {1, 43}}
-	stat, err := r.Accumulate(ctx, 1, reports)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stat.N != 2 || stat.Malformed != 5 || stat.Counts[5] != 1 || stat.Counts[299] != 1 {
-		t.Errorf("stat N=%d Malformed=%d", stat.N, stat.Malformed)
-	}
-	if _, err := r.Estimate(ctx, stat); err != nil {
-		t.Errorf("Estimate after malformed reports: %v", err)
-	}
+	ldptest.CheckMalformed(t, r, func(rep []byte) error { _, err := r.Decode(rep); return err },
+		[][]byte{{0, 5}, {1, 43}},
+		[][]byte{nil, {0}, {0, 0, 1}, {1, 44}, {255, 255}},
+		map[int]int64{5: 1, 299: 1})
 }
 
-func TestMergeAndBadCalls(t *testing.T) {
-	ctx := context.Background()
-	r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 7, Rand: seeded(9)})
+func TestMerge(t *testing.T) {
+	r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 7, Rand: ldptest.Seeded(9)})
 	in := make([]float64, 1000)
 	for i := range in {
 		in[i] = float64(i) / 1000
 	}
-	reports, err := r.Randomize(ctx, 1, sdk.Inputs{Reals: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports = append(reports, []byte{8})
-	whole, _ := r.Accumulate(ctx, 1, reports)
-	a, _ := r.Accumulate(ctx, 1, reports[:377])
-	b, _ := r.Accumulate(ctx, 1, reports[377:])
-	if err := a.Merge(b); err != nil {
-		t.Fatal(err)
-	}
-	if a.N != whole.N || a.Malformed != 1 || !slices.Equal(a.Counts, whole.Counts) {
-		t.Errorf("merged %+v, whole %+v", a, whole)
-	}
-	other := mustNew(t, summation.Options{Lo: 0, Hi: 2, K: 7})
-	if _, err := other.Estimate(ctx, whole); !errors.Is(err, sdk.ErrBadStatistic) {
-		t.Errorf("statistic of another range: error = %v", err)
-	}
-	if _, err := r.Randomize(ctx, 0, sdk.Inputs{Reals: in}); !errors.Is(err, sdk.ErrBadEps0) {
-		t.Errorf("eps0 0: error = %v", err)
-	}
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := r.Randomize(canceled, 1, sdk.Inputs{Reals: in}); !errors.Is(err, context.Canceled) {
-		t.Errorf("canceled: error = %v", err)
-	}
+	ldptest.CheckMerge(t, r, sdk.Inputs{Reals: in}, []byte{8})
+}
+
+func TestBadCalls(t *testing.T) {
+	ldptest.CheckCanceled(t, mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 7}), sdk.Inputs{Reals: []float64{0.5}})
 }
 
 // TestConcurrentUse runs Randomize and Accumulate from many goroutines on
-// one randomizer with its default crypto source, released together by a
-// barrier, and checks the merged totals against the sequential count.
+// one randomizer with its default crypto source.
 func TestConcurrentUse(t *testing.T) {
-	ctx := context.Background()
 	r := mustNew(t, summation.Options{Lo: 0, Hi: 1, K: 10})
-	const workers, per = 16, 500
-	in := slices.Repeat([]float64{0.25}, per)
-	start := make(chan struct{})
-	stats := make([]*sdk.Statistic, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			reports, err := r.Randomize(ctx, 1, sdk.Inputs{Reals: in})
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			stats[w], errs[w] = r.Accumulate(ctx, 1, reports)
-		})
-	}
-	close(start)
-	wg.Wait()
-	for w := range workers {
-		if errs[w] != nil {
-			t.Fatal(errs[w])
-		}
-		if w > 0 {
-			if err := stats[0].Merge(stats[w]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if stats[0].N != workers*per {
-		t.Errorf("N = %d, want %d", stats[0].N, workers*per)
-	}
+	ldptest.CheckConcurrentUse(t, r, sdk.Inputs{Reals: slices.Repeat([]float64{0.25}, 500)}, true)
 }
 
 // FuzzDecode feeds arbitrary bytes to the report decoder: it must never
 // panic, and every accepted report must re-encode to the same bytes.
 func FuzzDecode(f *testing.F) {
-	r, err := summation.New(summation.Options{Lo: 0, Hi: 1, K: 299})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add([]byte{0, 0})
-	f.Add([]byte{1, 43})
-	f.Fuzz(func(t *testing.T, report []byte) {
-		y, err := r.Decode(report)
-		if err != nil {
-			if !errors.Is(err, sdk.ErrBadReport) {
-				t.Fatalf("error %v does not wrap ErrBadReport", err)
-			}
-			return
-		}
-		if y < 0 || y > r.K() {
-			t.Fatalf("Decode = %d outside [0, %d]", y, r.K())
-		}
-		if re := ldp.EncodeIndices([]int{y}, r.K()+1)[0]; !slices.Equal(re, report) {
-			t.Fatalf("re-encoded %v as %v", report, re)
-		}
-	})
+	r := mustNew(f, summation.Options{Lo: 0, Hi: 1, K: 299})
+	ldptest.FuzzIndexDecode(f, r, r.K()+1, r.Decode, []byte{0, 0}, []byte{1, 43})
 }

@@ -89,3 +89,13 @@ func (d *Domain) Indices(values []string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// Batch maps the inputs of a categorical randomizer named plugin to
+// buckets. Errors wrap sdk.ErrBadInput: the batch holds reals, or a value
+// outside the domain (see Indices).
+func (d *Domain) Batch(plugin string, in sdk.Inputs) ([]int, error) {
+	if len(in.Reals) > 0 {
+		return nil, fmt.Errorf("%w: %s takes categorical inputs, got %d reals", sdk.ErrBadInput, plugin, len(in.Reals))
+	}
+	return d.Indices(in.Categories)
+}

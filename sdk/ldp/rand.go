@@ -48,6 +48,16 @@ func (s *CryptoSource) Uint64() uint64 {
 	return v
 }
 
+// DefaultSource returns src, or a new CryptoSource when src is nil: the
+// source of one batch of a randomizer whose options leave the randomness
+// unset (crypto-backed) or inject a source for tests.
+func DefaultSource(src Source) Source {
+	if src != nil {
+		return src
+	}
+	return NewCryptoSource()
+}
+
 // Uintn returns a uniform integer in [0, n) by rejection sampling: it draws
 // the ceil(log2 n) low bits of a word and retries when they are >= n (fewer
 // than two words on average). It panics if n is 0.

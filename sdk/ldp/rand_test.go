@@ -2,7 +2,6 @@ package ldp_test
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -17,12 +16,6 @@ import (
 // together with probability below 1e-4 (union bound). Seeds are fixed, so a
 // run is reproducible.
 const alpha = 1e-6
-
-func seeded(seed uint64) ldp.Source {
-	var s [32]byte
-	s[0], s[1] = byte(seed), byte(seed>>8)
-	return rand.NewChaCha8(s)
-}
 
 func TestUintnUniform(t *testing.T) {
 	tests := []struct {
@@ -42,7 +35,7 @@ func TestUintnUniform(t *testing.T) {
 		{5 << 59, 59, 5},
 	}
 	for _, tt := range tests {
-		src := seeded(tt.n)
+		src := ldptest.Seeded(tt.n)
 		draws := 200 * tt.cells
 		obs := make([]int64, tt.cells)
 		for range draws {
@@ -58,14 +51,14 @@ func TestUintnUniform(t *testing.T) {
 		}
 		ldptest.CheckChiSquare(t, "Uintn", obs, probs, alpha)
 	}
-	if v := ldp.Uintn(seeded(1), 1); v != 0 {
+	if v := ldp.Uintn(ldptest.Seeded(1), 1); v != 0 {
 		t.Errorf("Uintn(1) = %d", v)
 	}
 }
 
 func TestFloat64Uniform(t *testing.T) {
 	const cells, draws = 64, 64 * 500
-	src := seeded(7)
+	src := ldptest.Seeded(7)
 	obs := make([]int64, cells)
 	probs := make([]float64, cells)
 	for i := range probs {
@@ -84,7 +77,7 @@ func TestFloat64Uniform(t *testing.T) {
 func TestBernoulliFrequency(t *testing.T) {
 	const draws = 400_000
 	for _, p := range []float64{0.5, 0.3, 0.9, 0.01, 1e-3, 0.6 * 0x1p-10, 0x1p-12, 1 - 1e-3} {
-		src := seeded(uint64(p * 1e6))
+		src := ldptest.Seeded(uint64(p * 1e6))
 		var hits int64
 		for range draws {
 			if ldp.Bernoulli(src, p) {
@@ -98,7 +91,7 @@ func TestBernoulliFrequency(t *testing.T) {
 			t.Errorf("Bernoulli(%g): %d of %d, z = %.2f", p, hits, draws, z)
 		}
 	}
-	src := seeded(1)
+	src := ldptest.Seeded(1)
 	for range 100 {
 		if ldp.Bernoulli(src, 0) || !ldp.Bernoulli(src, 1) || ldp.Bernoulli(src, -1) || !ldp.Bernoulli(src, 2) {
 			t.Fatal("Bernoulli(0 or 1) is not deterministic")
@@ -158,7 +151,7 @@ func TestBernoulliExact(t *testing.T) {
 func TestChoose(t *testing.T) {
 	const draws = 200_000
 	for _, pt := range []float64{0.2, 0.5, 0.8, 0.999} {
-		src := seeded(uint64(pt * 1000))
+		src := ldptest.Seeded(uint64(pt * 1000))
 		var hits int64
 		for range draws {
 			if ldp.Choose(src, pt, 1-pt) {
@@ -175,7 +168,7 @@ func TestChoose(t *testing.T) {
 			t.Error("Choose(0.5, 0.6) did not panic")
 		}
 	}()
-	ldp.Choose(seeded(1), 0.5, 0.6)
+	ldp.Choose(ldptest.Seeded(1), 0.5, 0.6)
 }
 
 func TestCryptoSource(t *testing.T) {
@@ -202,7 +195,7 @@ func TestUintnPanicsOnZero(t *testing.T) {
 			t.Error("Uintn(0) did not panic")
 		}
 	}()
-	ldp.Uintn(seeded(1), 0)
+	ldp.Uintn(ldptest.Seeded(1), 0)
 }
 
 // TestBits64Frequency checks every bit position's rate (z-tests with a
@@ -212,7 +205,7 @@ func TestUintnPanicsOnZero(t *testing.T) {
 func TestBits64Frequency(t *testing.T) {
 	const words = 100_000
 	for _, p := range []float64{0.5, 0.3, 1 / (math.E*math.E + 1), 1e-2, 0.75 * 0x1p-9, 0.9} {
-		src := seeded(uint64(p*1e6) + 1)
+		src := ldptest.Seeded(uint64(p*1e6) + 1)
 		var perBit [64]int64
 		pairs := [2][4]int64{}
 		for range words {
@@ -233,7 +226,7 @@ func TestBits64Frequency(t *testing.T) {
 		ldptest.CheckChiSquare(t, "Bits64 bits 0,1", pairs[0][:], joint, alpha)
 		ldptest.CheckChiSquare(t, "Bits64 bits 31,32", pairs[1][:], joint, alpha)
 	}
-	src := seeded(1)
+	src := ldptest.Seeded(1)
 	if ldp.Bits64(src, 0) != 0 || ldp.Bits64(src, 1) != ^uint64(0) || ldp.Bits64(src, -2) != 0 {
 		t.Error("Bits64(0 or 1) is not deterministic")
 	}

@@ -1,11 +1,9 @@
 package ldp
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/sdk"
 )
 
 // RRDeclaration returns the declaration of k-ary randomized response at
@@ -55,7 +53,7 @@ func RRDeclaration(k int, eps0 float64, form accountant.Form, labels []string) (
 		d.Pairs = []accountant.DeclaredSet{{Label: "any two values", Atoms: pair}}
 		d.Triples = []accountant.DeclaredSet{{Label: "any three values", Atoms: triple}}
 	default:
-		return nil, fmt.Errorf("%w: randomized response declares forms %q and %q, not %q", sdk.ErrBadConfig, accountant.FormMatrix, accountant.FormAtoms, form)
+		return nil, UnsupportedForm("randomized response", form)
 	}
 	return d, nil
 }

@@ -1,7 +1,11 @@
-// Package ldptest holds the statistical checks that randomizer tests (and the
-// plugin conformance kit) share: Pearson's chi-square goodness-of-fit test
-// and z-tests with thresholds derived from a stated false-failure rate, and
-// a comparison of two accountant decompositions.
+// Package ldptest holds what randomizer tests (and the plugin conformance
+// kit) share: Pearson's chi-square goodness-of-fit test and z-tests with
+// thresholds derived from a stated false-failure rate, a comparison of two
+// accountant decompositions, and the scaffolding of the built-in plugins'
+// tests: seeded sources, category labels, the checks that every
+// categorical randomizer passes the same way (configuration, description,
+// unbiased estimates, malformed reports, merging, concurrent use, fuzzing
+// the index decoder) and benchmark drivers.
 //
 // A seeded test whose statistic is compared with the (1 - alpha) quantile
 // of its null distribution fails, for a correct sampler, with probability
@@ -10,6 +14,13 @@
 //
 //	x2, df := ldptest.ChiSquare(observed, probs)
 //	if x2 > ldptest.ChiSquareCritical(df, 1e-6) { ... }
+//
+// A plugin's tests adapt its New to a NewFunc and run the shared checks:
+//
+//	func newKRR(o ldptest.Options) (sdk.Randomizer, error) {
+//		return ldptest.Randomizer(krr.New(krr.Options{Categories: o.Categories, Other: o.Other, Confidence: o.Confidence, Rand: o.Rand}))
+//	}
+//	func TestEstimateUnbiased(t *testing.T) { ldptest.CheckEstimateUnbiased(t, newKRR, "") }
 package ldptest
 
 import (

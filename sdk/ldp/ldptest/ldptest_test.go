@@ -1,11 +1,14 @@
 package ldptest
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
 )
 
 // recorder is a testing.TB that records failures instead of failing.
@@ -96,5 +99,48 @@ func TestCheckMeanAndVariance(t *testing.T) {
 	}
 	if !fails(t, func(tb testing.TB) { CheckVariance(tb, "v", samples, 1e-4, 1e-6) }) {
 		t.Error("CheckVariance accepted variance 1e-4 for unit spread")
+	}
+}
+
+func TestScaffolding(t *testing.T) {
+	if got := Labels(3); !slices.Equal(got, []string{"c0", "c1", "c2"}) {
+		t.Errorf("Labels(3) = %q", got)
+	}
+	if got := Cycle([]int{1, 2, 3}, 7); !slices.Equal(got, []int{1, 2, 3, 1, 2, 3, 1}) {
+		t.Errorf("Cycle = %v", got)
+	}
+	a, b := Seeded(300), Seeded(300)
+	for range 4 {
+		if a.Uint64() != b.Uint64() {
+			t.Fatal("Seeded(300) is not reproducible")
+		}
+	}
+	if Seeded(1).Uint64() == Seeded(2).Uint64() {
+		t.Error("Seeded(1) and Seeded(2) start alike")
+	}
+	type nilRandomizer struct{ sdk.Randomizer }
+	if r, err := Randomizer[*nilRandomizer](nil, errors.New("x")); r != nil || err == nil {
+		t.Errorf("Randomizer of an error = %v, %v; want a nil interface", r, err)
+	}
+	m, err := accountant.NewMatrix([][]float64{{0.75, 0.25}, {0.25, 0.75}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := MatrixRow(m, 1); !slices.Equal(row, []float64{0.25, 0.75}) {
+		t.Errorf("MatrixRow = %v", row)
+	}
+}
+
+func TestCheckOutputs(t *testing.T) {
+	decode := func(r []byte) (int, error) { return int(r[0]), nil }
+	reports := make([][]byte, 1000)
+	for i := range reports {
+		reports[i] = []byte{byte(i % 4 / 3)} // outputs 0, 0, 0, 1
+	}
+	if fails(t, func(tb testing.TB) { CheckOutputs(tb, "fit", reports, decode, []float64{0.75, 0.25}) }) {
+		t.Error("CheckOutputs rejected exact frequencies")
+	}
+	if !fails(t, func(tb testing.TB) { CheckOutputs(tb, "misfit", reports, decode, []float64{0.5, 0.5}) }) {
+		t.Error("CheckOutputs accepted 750/250 against 1/2")
 	}
 }
