@@ -324,7 +324,9 @@ func twiddle(t []complex128, L int, m int) complex128 {
 	return cmplx.Conj(t[L-m])
 }
 
-// fastSize returns the smallest integer >= n of the form 2^a 3^b 5^c.
+// fastSize returns the smallest integer >= n of the form 2^a 3^b 5^c that
+// gonum's fftpack can factor: it splits a length into factors 4, 2, 3 and 5
+// and holds at most 13 of them.
 func fastSize(n int) int {
 	best := math.MaxInt
 	for p5 := 1; p5 < 2*n || p5 == 1; p5 *= 5 {
@@ -333,7 +335,9 @@ func fastSize(n int) int {
 			for p < n {
 				p *= 2
 			}
-			best = min(best, p)
+			if p < best && fftFactors(p) <= 13 {
+				best = p
+			}
 			if p3 > n {
 				break
 			}
@@ -342,7 +346,33 @@ func fastSize(n int) int {
 			break
 		}
 	}
+	if best == math.MaxInt {
+		// Powers of two always factor (into 4s): 2^24 needs 12 factors.
+		best = 1
+		for best < n {
+			best *= 2
+		}
+	}
 	return best
+}
+
+// fftFactors counts the factors fftpack uses for n (4s first, then 2, 3, 5).
+func fftFactors(n int) int {
+	c := 0
+	for n%4 == 0 {
+		n /= 4
+		c++
+	}
+	for _, f := range []int{2, 3, 5} {
+		for n%f == 0 {
+			n /= f
+			c++
+		}
+	}
+	if n > 1 {
+		c += 99
+	}
+	return c
 }
 
 // evaluate brackets D(eps) for set s with lattice step h = hRel * sd(Z)
@@ -499,7 +529,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	if wantLo {
 		coefM = make([]complex128, half)
 	}
-	var errN, errM, l2N, l2M float64
+	var errN, errM, l2N, l2M, err2N float64
 	for k := range half {
 		var phi complex128
 		for _, q := range pts {
@@ -526,6 +556,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		en := math.Exp(nf*math.Log(a+phiErr)) - math.Exp(nf*la) + cmplx.Abs(yn)*rel
 		coefN[k] = yn
 		errN += mult * en
+		err2N += mult * en * en
 		l2N += mult * real(yn*cmplx.Conj(yn))
 		if wantLo {
 			m1 := nf - 1
@@ -544,7 +575,14 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// Per-point error: coefficient errors through the normalised inverse
 	// DFT, plus the inverse FFT rounding 5 u log2(L) ||p||_2 (Parseval:
 	// ||p||_2^2 = sum |Y_k|^2 / L).
-	epsN := errN/Lf + 5*ulp*logL*math.Sqrt(l2N/Lf)
+	// Floating-point error of the n-fold pmf p over the window. For the
+	// weighted sum sum_s f(s) p(s), Cauchy-Schwarz and Parseval give
+	// |sum f dp| <= ||f||_2 ||dp||_2 with ||dp||_2 <= ||dY||_2 / sqrt(L)
+	// (coefficient errors through the normalised inverse DFT) plus
+	// 5 u log2(L) ||p||_2 (the inverse FFT's normwise rounding error),
+	// ||p||_2 = ||Y||_2 / sqrt(L). This does not grow as the lattice is
+	// refined, unlike a per-point bound summed over every point.
+	l2ErrN := math.Sqrt(err2N/Lf) + 5*ulp*logL*math.Sqrt(l2N/Lf)
 	var pm []float64
 	var epsM float64
 	if wantLo {
@@ -554,7 +592,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.
 	// Work in the scaled unit e^{n k0} to avoid underflow.
 	logScale := nf * k0
-	var main, sumSU, maxSU float64
+	var main, sumSU2, maxSU float64
 	var comp float64 // Kahan compensation
 	for i := max(A, 1); i < A+int64(L); i++ {
 		sv := h * float64(i)
@@ -566,7 +604,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		comp = (tt - main) - y
 		main = tt
 		su := sv * u
-		sumSU += su
+		sumSU2 += su * su
 		maxSU = math.Max(maxSU, su)
 		if u == 0 {
 			break
@@ -588,8 +626,9 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		alias = math.Exp(l.chernoffUpper(nf, theta, a)) +
 			math.Exp(l.chernoffLower(nf, theta, h*float64(A-1)))
 	}
-	hiScaled := main + epsN*sumSU + tailAbove
-	loScaled := main - epsN*sumSU - alias*maxSU
+	fpErr := l2ErrN * math.Sqrt(sumSU2)
+	hiScaled := main + fpErr + tailAbove
+	loScaled := main - fpErr - alias*maxSU
 	if wantLo {
 		// Convexity correction: n sum_j r_j kappa_j P(S~_{n-1} = -a_j h).
 		var corr float64

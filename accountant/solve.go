@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -395,17 +396,27 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	// Bracket in eps0: at eps0 <= target eps the local guarantee alone
 	// meets it (delta = 0); grow until the target fails.
 	lo := t.Eps
-	if v := f(lo); firstErr != nil {
+	// A composition whose parts fix their own budgets cannot be evaluated
+	// below the sum of those budgets: start above it.
+	v := f(lo)
+	for firstErr != nil && errors.Is(firstErr, ErrInvalidArgument) && lo < MaxEps0 {
+		firstErr = nil
+		lo = math.Min(2*lo, MaxEps0)
+		v = f(lo)
+	}
+	if firstErr != nil {
 		return CalibrationResult{}, firstErr
 	} else if v > t.Delta {
 		// Composite mechanisms whose local eps exceeds the budget: search
 		// below.
-		lo = t.Eps / 2
-		for f(lo) > t.Delta {
-			lo /= 2
-			if lo < 1e-6 {
-				return CalibrationResult{}, fmt.Errorf("%w: no eps0 >= 1e-6 meets eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
+		lo /= 2
+		for f(lo) > t.Delta || firstErr != nil {
+			if firstErr != nil || lo < 1e-6 {
+				// Below the smallest budget the mechanism accepts, or
+				// below 1e-6: nothing meets the target.
+				return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
 			}
+			lo /= 2
 		}
 	}
 	hi := math.Min(2*lo+1, MaxEps0)
