@@ -108,8 +108,8 @@ func cmpRatio(p1, r1, p2, r2 float64) int {
 
 // key returns a canonical string of a merged set, used to evaluate each
 // distinct candidate only once. Sets that agree to 15 significant digits in
-// every field share a key; the engine's relative safety margin (see
-// safetyRel) covers the difference.
+// every field share a key; the engine's relative safety margin (the
+// "safety" factor in window) covers the difference.
 func (s AtomSet) key() string {
 	var b strings.Builder
 	for _, a := range s {

@@ -117,6 +117,16 @@ func prepare(s AtomSet, eps float64) prepared {
 		p.z = append(p.z, 0)
 		p.w = append(p.w, res)
 		p.maxZ = math.Max(p.maxZ, 0)
+	} else if gamma > 1 {
+		// Masses that sum to slightly more than 1 (rounding in a
+		// declaration, tolerated by validation) would give the n-fold law a
+		// total mass of gamma^n: renormalise. For a pair this shrinks the
+		// blanket, which stays valid; for a triple it restores the
+		// distribution R[x3].
+		for j := range p.w {
+			p.w[j] /= gamma
+		}
+		p.exactOne /= gamma
 	}
 	return p
 }

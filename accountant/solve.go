@@ -60,24 +60,29 @@ func SetDelta(s AtomSet, n int, eps float64) (lo, hi float64, err error) {
 // deltaBracket refines the lattice until the bracket at eps is certified.
 func deltaBracket(s AtomSet, n int, eps float64) (bracket, bool) {
 	sv := &setSolver{set: s, n: n, hRel: hRelStart}
-	var b bracket
+	// Every bracket is valid: keep their intersection, and stop refining
+	// when a finer lattice no longer narrows it.
+	best := bracket{lo: 0, hi: math.Inf(1)}
 	for range maxRefine {
-		b = sv.eval(eps, true)
-		if b.hi <= DeltaFloor || b.hi <= b.lo*(1+1e-3) {
-			return b, true
+		b := sv.eval(eps, true)
+		prevWidth := best.hi - best.lo
+		best.lo, best.hi = math.Max(best.lo, b.lo), math.Min(best.hi, b.hi)
+		best.capped = b.capped
+		if best.hi <= DeltaFloor || best.hi <= best.lo*(1+1e-3) {
+			return best, true
 		}
 		// Certified if the exact value at eps(1-certTol) is above hi.
 		if eps > 0 {
-			if c := sv.eval(eps/(1+certTol), true); c.lo >= b.hi {
-				return b, true
+			if c := sv.eval(eps/(1+certTol), true); c.lo >= best.hi {
+				return best, true
 			}
 		}
-		if b.capped {
-			return b, false
+		if b.capped || best.hi-best.lo > 0.9*prevWidth {
+			return best, false
 		}
 		sv.hRel /= 2
 	}
-	return b, false
+	return best, false
 }
 
 // epsUpper returns the smallest eps (to rootTol) with hi(eps) <= delta, in
@@ -89,9 +94,9 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 		f := func(e float64) float64 { return sv.eval(e, false).hi }
 		e, ok := solveDecreasing(f, delta, lo, hi)
 		if !ok && hi < cap {
-			// The refined bound at the previous root was not below delta
-			// after all (floating-point margins): search the whole range.
-			e, ok = solveDecreasing(f, delta, lo, cap)
+			// The finer lattice did not confirm the previous root (its
+			// margins differ): the previous root stays a valid answer.
+			return hi, false
 		}
 		if !ok {
 			return cap, false
@@ -399,9 +404,26 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	// A composition whose parts fix their own budgets cannot be evaluated
 	// below the sum of those budgets: start above it.
 	v := f(lo)
+	infeasible := 0.0
 	for firstErr != nil && errors.Is(firstErr, ErrInvalidArgument) && lo < MaxEps0 {
 		firstErr = nil
+		infeasible = lo
 		lo = math.Min(2*lo, MaxEps0)
+		v = f(lo)
+	}
+	if infeasible > 0 && firstErr == nil {
+		// Find the smallest budget the mechanism accepts (cheap: only
+		// Decompose) and start just above it.
+		a, b := infeasible, lo
+		for range 60 {
+			mid := 0.5 * (a + b)
+			if _, err := m.Decompose(mid); err != nil {
+				a = mid
+			} else {
+				b = mid
+			}
+		}
+		lo = b
 		v = f(lo)
 	}
 	if firstErr != nil {

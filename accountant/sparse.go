@@ -55,15 +55,11 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 		return bracket{lo: v, hi: v}, true
 	}
 	pi = math.Min(pi, 1)
-	// m_max: smallest m with n pi P(Bin(n-1,pi) >= m) and P(Bin(n, pi) > m)
-	// below 1e-30 of the scale of the answer's terms.
+	// Start with m_max a few standard deviations above the mean number of
+	// non-dominant draws; it is extended below while the omitted part still
+	// matters, relative to the sum or to the smallest delta of interest.
 	mean := nf * pi
-	mMax := int(math.Min(nf, math.Ceil(mean+12*math.Sqrt(mean)+40)))
-	for mMax < n && binomTailLog(n, pi, mMax+1) > math.Log(1e-40) {
-		mMax += 1 + mMax/4
-	}
-	mMax = min(mMax, n)
-	// Count the terms: sum over m of C(m + a - 1, a - 1), a = len(z).
+	mMax := int(math.Min(nf, math.Ceil(mean+6*math.Sqrt(mean)+10)))
 	a := len(z)
 	terms := 0.0
 	for m := 0; m <= mMax; m++ {
@@ -99,50 +95,68 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	lf := logFactorials(mMax)
 	var total, comp float64
 	counts := make([]int, a)
-	for m := 0; m <= mMax; m++ {
-		lpm := logBinomPMF(m, n, pi)
-		if math.IsInf(lpm, -1) {
-			continue
-		}
-		base := float64(n-m) * z0
-		// Enumerate counts of the other atoms summing to m.
-		var rec func(j, left int, lp, s float64)
-		rec = func(j, left int, lp, s float64) {
-			if j == a-1 {
-				counts[j] = left
-				s += float64(left) * zs[j]
-				if s > 0 {
-					lp += float64(left)*ls[j] - lf[left]
-					v := math.Exp(lpm+lf[m]+lp) * s
-					y := v - comp
-					t := total + y
-					comp = (t - total) - y
-					total = t
+	sumRange := func(m0, m1 int) {
+		for m := m0; m <= m1; m++ {
+			lpm := logBinomPMF(m, n, pi)
+			if math.IsInf(lpm, -1) {
+				continue
+			}
+			base := float64(n-m) * z0
+			// Enumerate counts of the other atoms summing to m.
+			var rec func(j, left int, lp, s float64)
+			rec = func(j, left int, lp, s float64) {
+				if j == a-1 {
+					counts[j] = left
+					s += float64(left) * zs[j]
+					if s > 0 {
+						lp += float64(left)*ls[j] - lf[left]
+						v := math.Exp(lpm+lf[m]+lp) * s
+						y := v - comp
+						t := total + y
+						comp = (t - total) - y
+						total = t
+					}
+					return
 				}
-				return
+				// Remaining atoms have values <= zs[j]: if even all of left at
+				// zs[j] cannot make the sum positive, prune.
+				if s+float64(left)*zs[j] <= 0 {
+					return
+				}
+				for c := 0; c <= left; c++ {
+					counts[j] = c
+					rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s+float64(c)*zs[j])
+				}
 			}
-			// Remaining atoms have values <= zs[j]: if even all of left at
-			// zs[j] cannot make the sum positive, prune.
-			if s+float64(left)*zs[j] <= 0 {
-				return
-			}
-			for c := 0; c <= left; c++ {
-				counts[j] = c
-				rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s+float64(c)*zs[j])
-			}
+			rec(0, m, 0, base)
 		}
-		rec(0, m, 0, base)
 	}
-	// Omitted mass beyond m_max.
-	var tail float64
-	if mMax < n {
-		delta := 0.0
-		for _, v := range z {
-			delta = math.Max(delta, v-z0)
+	// Omitted mass beyond m_max: (S_n)_+ <= (n z_0)_+ + M Delta.
+	delta := 0.0
+	for _, v := range z {
+		delta = math.Max(delta, v-z0)
+	}
+	tailAt := func(m int) float64 {
+		if m >= n {
+			return 0
 		}
-		tail = math.Max(nf*z0, 0)*math.Exp(binomTailLog(n, pi, mMax+1)) +
-			delta*nf*pi*math.Exp(binomTailLog(n-1, pi, mMax))
+		return math.Max(nf*z0, 0)*math.Exp(binomTailLog(n, pi, m+1)) +
+			delta*nf*pi*math.Exp(binomTailLog(n-1, pi, m))
 	}
+	sumRange(0, mMax)
+	for mMax < n && tailAt(mMax) > 1e-3*sparseRel*total && tailAt(mMax) > 1e-6*MinDelta*nf {
+		next := min(n, mMax+1+mMax/4)
+		for m := mMax + 1; m <= next; m++ {
+			terms += binom(m+a-1, a-1)
+		}
+		if terms > 4*sparseMaxTerms {
+			return bracket{}, false
+		}
+		lf = logFactorials(next)
+		sumRange(mMax+1, next)
+		mMax = next
+	}
+	tail := tailAt(mMax)
 	hi := math.Max((total*(1+sparseRel)+tail)/nf, DeltaFloor)
 	lo := total * (1 - sparseRel) / nf
 	return bracket{lo: lo, hi: hi}, true
