@@ -59,23 +59,15 @@ check-generate: ## fail if the committed generated code is stale (skipped withou
 	if [ -n "$$untracked" ]; then echo "check-generate: files under $(PROTO_DIR) not committed:"; echo "$$untracked"; exit 1; fi; \
 	echo "check-generate: generated code is up to date"
 
-# Until the end-to-end pipeline lands, the demo shows the accountant: the
-# central guarantee of k-RR at several batch sizes against every baseline, the
-# largest local budget for a target, and a plot of eps against n.
+# The end-to-end demo: `blanket serve` (shuffler and collector on one free
+# loopback port, a fresh data dir, examples/plan.yaml calibrated at start)
+# and examples/fleet, 100,000 simulated app instances reporting through the
+# SDK (sdk/client); it prints every estimate next to the truth and exits
+# with the fleet's status. FLEET_FLAGS passes flags on (e.g. -n 20000).
+FLEET_FLAGS ?=
 demo: build
-	@mkdir -p $(OUT)
-	@echo "== central eps of 100-ary randomized response, eps0 = 4, n = 10^6, delta = 1e-6"
-	$(BIN)/blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6
-	@echo
-	@echo "== largest eps0 meeting (eps, delta) = (1, 1e-6) at n = 10^6"
-	$(BIN)/blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6
-	@echo
-	@echo "== a joint composition of two metrics sharing eps0 = 4"
-	$(BIN)/blanket account eps --mech 'joint(krr:k=10,krr:k=20)' --eps0 4 --n 1e5 --delta 1e-6
-	@echo
-	@echo "== eps against n (20 points, 10^3 to 10^8) -> $(OUT)/curve.svg"
-	$(BIN)/blanket account curve --mech krr:k=100 --eps0 4 --n 1e3:1e8 --points 20 --delta 1e-6 --plot $(OUT)/curve.svg > $(OUT)/curve.csv
-	@echo "wrote $(OUT)/curve.csv and $(OUT)/curve.svg"
+	$(GO) build -o $(BIN)/fleet ./examples/fleet
+	@bash examples/fleet/demo.sh $(BIN)/blanket $(BIN)/fleet examples/plan.yaml $(OUT) $(FLEET_FLAGS)
 
 clean:
 	rm -rf $(BIN) $(OUT)

@@ -351,7 +351,7 @@ func TestEngineErrorExit(t *testing.T) {
 func TestHelpAndVersion(t *testing.T) {
 	f := &fake{}
 	out, _, code := execute(t, f.env(), "--help")
-	if code != exitOK || !strings.Contains(out, "Blanket computes the central (eps, delta) guarantee") {
+	if code != exitOK || !strings.Contains(out, "proves the central (eps, delta)") || !strings.Contains(out, "blanket serve") {
 		t.Errorf("root help (exit %d):\n%s", code, out)
 	}
 	out, _, _ = execute(t, f.env(), "account", "--help")

@@ -83,9 +83,15 @@ func caret(e *mechspec.Error) string {
 func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "blanket",
-		Short: "Privacy accountant for the shuffle model of differential privacy",
-		Long: `Blanket computes the central (eps, delta) guarantee of a shuffled local randomizer,
-with certified upper and lower bounds, and calibrates the local budget eps0 to a target.`,
+		Short: "Private telemetry in the shuffle model of differential privacy",
+		Long: `Blanket collects telemetry that is randomized on the device, sealed for the
+collector and shuffled in large batches, and proves the central (eps, delta)
+guarantee of every batch.
+
+  blanket account ...    bound, compare and calibrate the privacy of a randomizer
+  blanket plan P.yaml    calibrate every metric's local budget eps0 to a target
+  blanket serve          run the shuffler and the collector on an embedded store
+  blanket plugin ...     list and verify randomizer plugins`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -101,6 +107,7 @@ with certified upper and lower bounds, and calibrates the local budget eps0 to a
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newAccountCmd(e), newPluginCmd(e), newVersionCmd())
+	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e))
 	return root
 }
 

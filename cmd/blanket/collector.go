@@ -1,0 +1,76 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"path/filepath"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/spf13/cobra"
+)
+
+func newCollectorCmd(e *env) *cobra.Command {
+	var (
+		sf        serverFlags
+		tokenFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "collector --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8081]",
+		Short: "Run the collector (analyzer) role alone",
+		Long: `Run the collector: it publishes the calibrated plan with its HPKE public key
+(GET /v1/plan), ingests shuffled batches from the shuffler (POST /v1/batches,
+bearer token), opens every report with its private key and the metric's
+binding, aggregates the valid ones with the metric's plugin, and serves
+estimates with confidence intervals and the central (eps, delta) of the batches
+(GET /v1/metrics, GET /v1/metrics/{name}).
+
+State lives in DIR: collector.key (generated at the first start, mode 0600),
+collector.db (SQLite) and the bearer token the shuffler must present,
+--token-file (default DIR/batch.token, generated when missing; give the
+shuffler a copy). An uncalibrated plan is calibrated at the first start and
+that calibration is kept. A batch is stored atomically and counted once however
+often it is delivered.`,
+		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081`,
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			p, logger, err := sf.setup(cmd)
+			if err != nil {
+				return err
+			}
+			if tokenFile == "" {
+				tokenFile = filepath.Join(sf.data, collector.TokenFile)
+			}
+			token, created, err := collector.LoadOrCreateToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			if created {
+				logger.Info("generated the shuffler's bearer token; give the shuffler a copy", "file", tokenFile)
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			defer sdk.CleanupPlugins()
+			ps := pluginOpener(e.pluginDir)
+			defer ps.Close()
+			ln, err := net.Listen("tcp", sf.addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			mux := http.NewServeMux()
+			c.Register(mux)
+			printListening(cmd, "collector", loopbackURL(ln.Addr()), collectorRoutes...)
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
+			return serveHTTP(ctx, logger, ln, mux, nil)
+		}),
+	}
+	sf.add(cmd, "127.0.0.1:8081")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
+	return cmd
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/spf13/cobra"
+)
+
+// planReport is the --json summary of 'blanket plan'.
+type planReport struct {
+	Target    plan.Target     `json:"target"`
+	NMin      int             `json:"n_min"`
+	Travel    string          `json:"travel"`
+	Guarantee *plan.Guarantee `json:"guarantee"`
+	Metrics   []planMetricRow `json:"metrics"`
+	Digest    string          `json:"digest"`
+}
+
+// planMetricRow is one metric of a planReport.
+type planMetricRow struct {
+	Name    string  `json:"name"`
+	Plugin  string  `json:"plugin"`
+	Version string  `json:"version"`
+	Weight  float64 `json:"weight"`
+	Eps0    float64 `json:"eps0"`
+	Delta   float64 `json:"delta"`
+}
+
+// pluginOpener returns the opener of the plugins in dir (and the
+// built-ins); close it when done.
+func pluginOpener(dir string) *collector.Plugins {
+	var opts []sdk.OpenOption
+	if dir != "" {
+		opts = append(opts, sdk.WithPluginDir(dir))
+	}
+	return collector.NewPlugins(opts...)
+}
+
+// loadPlan loads a plan file; a missing or invalid file is a usage error.
+func loadPlan(path string) (*plan.Plan, error) {
+	p, err := plan.Load(path)
+	if errors.Is(err, plan.ErrInvalid) || errors.Is(err, fs.ErrNotExist) {
+		return nil, &usageError{err}
+	}
+	return p, err
+}
+
+func newPlanCmd(e *env) *cobra.Command {
+	var (
+		out    string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan PLAN.yaml [-o OUT.yaml] [--json]",
+		Short: "Calibrate a privacy plan: every metric's local budget eps0 for the target",
+		Long: `Load a privacy plan (YAML: target eps and delta, n_min, travel, metrics with their
+plugins), open every metric's randomizer (built in, or a blanket-<name> binary in
+--plugin-dir) and calibrate it with the accountant: each metric gets the largest
+eps0 such that the plan meets its target for batches of n_min reports.
+
+The calibrated plan (YAML, the same fields plus version, eps0, delta per metric
+and the guarantee) goes to -o, or to stdout. A summary goes to stdout when -o is
+given and to stderr otherwise: a table of metric, plugin, weight, eps0 and delta
+share with the guarantee and the allocation rule, or with --json one object
+with the keys target, n_min, travel, guarantee {eps, delta, rule}, metrics
+[{name, plugin, version, weight, eps0, delta}] and digest (SHA-256 of the
+calibrated plan).
+
+Calibration is not bit-for-bit reproducible (the accountant sums in parallel):
+eps0 can differ in its last digits between runs. Publish one calibration:
+'blanket serve' and 'blanket collector' keep the first they make of a plan.`,
+		Example: `  blanket plan examples/plan.yaml -o plan.calibrated.yaml
+  blanket plan examples/plan.yaml --json > /dev/null`,
+		Args: cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command) error {
+			p, err := loadPlan(cmd.Flags().Arg(0))
+			if err != nil {
+				return err
+			}
+			ps := pluginOpener(e.pluginDir)
+			defer ps.Close()
+			if err := p.Calibrate(cmd.Context(), ps.Open); err != nil {
+				return err
+			}
+			y, err := p.YAML()
+			if err != nil {
+				return err
+			}
+			summary := cmd.ErrOrStderr()
+			if out != "" && out != "-" {
+				if err := os.WriteFile(out, y, 0o644); err != nil {
+					return err
+				}
+				summary = cmd.OutOrStdout()
+			} else if _, err := cmd.OutOrStdout().Write(y); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(summary, newPlanReport(p))
+			}
+			return writePlanTable(summary, p)
+		}),
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the calibrated plan (YAML) to this file instead of stdout")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
+	return cmd
+}
+
+func weightOf(m plan.Metric) float64 {
+	if m.Weight == 0 {
+		return 1
+	}
+	return m.Weight
+}
+
+func newPlanReport(p *plan.Plan) planReport {
+	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
+	for _, m := range p.Metrics {
+		r.Metrics = append(r.Metrics, planMetricRow{Name: m.Name, Plugin: m.Plugin, Version: m.Version, Weight: weightOf(m), Eps0: m.Eps0, Delta: m.Delta})
+	}
+	return r
+}
+
+// writePlanTable writes the calibration of p as a table.
+func writePlanTable(w io.Writer, p *plan.Plan) error {
+	t := newTable(w)
+	t.row("metric", "plugin", "weight", "eps0", "delta")
+	for _, m := range p.Metrics {
+		t.row(m.Name, m.Plugin, fmtNum(weightOf(m)), fmtNum(m.Eps0), fmtNum(m.Delta))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	t = newTable(w)
+	t.row("")
+	t.row("target", fmt.Sprintf("eps %s, delta %s at n_min = %d (travel %s)", fmtNum(p.Target.Eps), fmtNum(p.Target.Delta), p.NMin, p.Travel))
+	if g := p.Guarantee; g != nil {
+		t.row("guarantee", fmt.Sprintf("eps %s, delta %s per user", fmtNum(g.Eps), fmtNum(g.Delta)))
+		t.row("rule", strings.TrimSpace(g.Rule))
+	}
+	return t.flush()
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/spf13/cobra"
+)
+
+// shutdownGrace bounds a graceful shutdown: requests in flight get this
+// long to finish.
+const shutdownGrace = 10 * time.Second
+
+// serverFlags are the flags every server command shares.
+type serverFlags struct {
+	data     string
+	planPath string
+	addr     string
+	logLevel string
+}
+
+func (f *serverFlags) add(cmd *cobra.Command, defaultAddr string) {
+	cmd.Flags().StringVar(&f.data, "data", "", "data directory: SQLite databases, keys and tokens (created, mode 0700) (required)")
+	cmd.Flags().StringVar(&f.planPath, "plan", "", "privacy plan file (YAML) (required)")
+	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
+}
+
+// setup checks the flags, loads the plan, creates the data directory and
+// returns a logger to stderr.
+func (f *serverFlags) setup(cmd *cobra.Command) (*plan.Plan, *slog.Logger, error) {
+	if err := requireFlags(cmd, "data", "plan"); err != nil {
+		return nil, nil, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, nil, usageErrorf("--log-level %q, must be debug, info, warn or error", f.logLevel)
+	}
+	p, err := loadPlan(f.planPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := collector.EnsureDir(f.data); err != nil {
+		return nil, nil, err
+	}
+	return p, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+}
+
+// signalContext is cmd's context, also canceled by SIGINT or SIGTERM.
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
+
+// loopbackURL returns the URL at which this process reaches a listener:
+// its own address, or loopback when it listens on every interface.
+func loopbackURL(addr net.Addr) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	ip := ta.IP
+	switch {
+	case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.IsUnspecified():
+		ip = net.IPv6loopback
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(ta.Port))
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts the server down
+// gracefully. background, when not nil, runs beside the server with a
+// context canceled at shutdown, before the server stops taking requests,
+// and is waited for.
+func serveHTTP(ctx context.Context, logger *slog.Logger, ln net.Listener, h http.Handler, background func(context.Context) error) error {
+	srv := collector.NewHTTPServer(h, logger)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	bgCtx, bgCancel := context.WithCancel(ctx)
+	defer bgCancel()
+	var bgDone chan error // nil without background work: never ready
+	if background != nil {
+		bgDone = make(chan error, 1)
+		go func() { bgDone <- background(bgCtx) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err = <-serveErr:
+		err = fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case err = <-bgDone:
+		bgDone = nil
+		if err != nil && !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("background work stopped: %w", err)
+		} else {
+			err = nil
+		}
+	}
+	bgCancel()
+	if bgDone != nil {
+		<-bgDone
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+		logger.Warn("shutdown", "error", serr)
+	}
+	return err
+}
+
+// printListening tells the user where the server listens: on stdout, one
+// line per route set.
+func printListening(cmd *cobra.Command, role, url string, routes ...string) {
+	fmt.Fprintf(cmd.OutOrStdout(), "blanket %s listening on %s\n", role, url)
+	for _, r := range routes {
+		fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", r)
+	}
+}
+
+var (
+	shufflerRoutes  = []string{"POST /v1/reports           apps upload sealed reports (shuffler)"}
+	collectorRoutes = []string{
+		"GET  /v1/plan              the calibrated plan with the collector's key",
+		"GET  /v1/metrics           metrics with data",
+		"GET  /v1/metrics/{name}    estimates, confidence intervals and central guarantee",
+		"POST /v1/batches           shuffled batches (bearer token)",
+	}
+)
+
+// shufflerFlags are the shuffler's tuning flags.
+type shufflerFlags struct {
+	releaseInterval time.Duration
+	connRate        float64
+	maxBody         int64
+	maxEnvelopes    int
+}
+
+func (f *shufflerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", collector.DefaultReleaseInterval, "how often pools are checked; a pool of at least n_min reports is released whole")
+	cmd.Flags().Float64Var(&f.connRate, "conn-rate", collector.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
+	cmd.Flags().Int64Var(&f.maxBody, "max-body", collector.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
+	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", collector.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
+}
+
+func (f *shufflerFlags) check() error {
+	switch {
+	case f.releaseInterval <= 0:
+		return usageErrorf("--release-interval %v, must be positive", f.releaseInterval)
+	case f.maxBody <= 0:
+		return usageErrorf("--max-body %d, must be positive", f.maxBody)
+	case f.maxEnvelopes <= 0:
+		return usageErrorf("--max-envelopes %d, must be positive", f.maxEnvelopes)
+	case math.IsNaN(f.connRate) || math.IsInf(f.connRate, 0):
+		return usageErrorf("--conn-rate %v, must be finite", f.connRate)
+	case f.connRate == 0:
+		return usageErrorf("--conn-rate 0 would refuse every upload; use a negative value for no limit")
+	}
+	return nil
+}
+
+func (f *shufflerFlags) options(o collector.ShufflerOptions) collector.ShufflerOptions {
+	o.ReleaseInterval = f.releaseInterval
+	o.ConnRate = f.connRate
+	o.MaxBodyBytes = f.maxBody
+	o.MaxEnvelopes = f.maxEnvelopes
+	return o
+}
+
+func newServeCmd(e *env) *cobra.Command {
+	var (
+		sf serverFlags
+		tf shufflerFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8080]",
+		Short: "Run the shuffler and the collector together on one machine",
+		Long: `Run both server roles in one process, on one address, with embedded SQLite
+databases in the data directory:
+
+  shuffler   POST /v1/reports: takes sealed reports from apps, keeps no address,
+             header or arrival time, pools them per metric and releases each pool
+             of at least n_min reports as one batch in a uniformly random order.
+  collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
+             calibrated plan with its public key, opens and aggregates the batches,
+             serves estimates with their central (eps, delta).
+
+The shuffler hands batches to the collector over loopback HTTP (POST
+/v1/batches with a bearer token from DIR/batch.token), exactly as it would to a
+remote collector, so the two roles share nothing but the wire format.
+
+An uncalibrated plan is calibrated at the first start and that calibration is
+kept in DIR (restarts with the same plan reuse it). The collector key is
+generated at the first start (DIR/collector.key, mode 0600). SIGINT or SIGTERM
+shuts down gracefully; released batches not yet acknowledged are sent again at
+the next start.`,
+		Example: `  blanket serve --data ./blanket-data --plan examples/plan.yaml
+  blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --plugin-dir /usr/lib/blanket`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			p, logger, err := sf.setup(cmd)
+			if err != nil {
+				return err
+			}
+			if err := tf.check(); err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			defer sdk.CleanupPlugins()
+			ps := pluginOpener(e.pluginDir)
+			defer ps.Close()
+
+			token, _, err := collector.LoadOrCreateToken(filepath.Join(sf.data, collector.TokenFile))
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", sf.addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger.With("role", "collector")})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			url := loopbackURL(ln.Addr())
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			mux := http.NewServeMux()
+			c.Register(mux)
+			s.Register(mux)
+			printListening(cmd, "serve", url, append(append([]string{}, shufflerRoutes...), collectorRoutes...)...)
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
+			return serveHTTP(ctx, logger, ln, mux, s.Run)
+		}),
+	}
+	sf.add(cmd, "127.0.0.1:8080")
+	tf.add(cmd)
+	return cmd
+}
+
+func metricNames(p *plan.Plan) string {
+	var names []string
+	for _, m := range p.Metrics {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ",")
+}

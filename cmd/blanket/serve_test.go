@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"go.yaml.in/yaml/v3"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// testPlanFile is the collector's test plan: two metrics, n_min 1000.
+const testPlanFile = "../../collector/testdata/plan.yaml"
+
+func TestPlanCommand(t *testing.T) {
+	stdout, stderr, code := execute(t, defaultEnv(), "plan", testPlanFile)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	p, err := plan.Parse([]byte(stdout))
+	if err != nil {
+		t.Fatalf("stdout is not a plan: %v\n%s", err, stdout)
+	}
+	if !p.Calibrated() || p.Guarantee.Eps > p.Target.Eps {
+		t.Fatalf("plan not calibrated to its target: %+v", p.Guarantee)
+	}
+	for _, want := range []string{"metric", "ui/screen", "krr", "net/latency_ms", "summation", "guarantee", "rule"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary on stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "out.yaml")
+	stdout, stderr, code = execute(t, defaultEnv(), "plan", testPlanFile, "-o", out, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r planReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	written, err := plan.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Metrics) != 2 || r.Metrics[0].Eps0 != written.Metrics[0].Eps0 || r.Digest != written.Digest() || r.Metrics[0].Weight != 1 {
+		t.Fatalf("summary %+v does not describe the written plan", r)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal([]byte(mustRead(t, out)), &raw); err != nil || raw["guarantee"] == nil {
+		t.Fatalf("written file: %v %v", err, raw)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestPlanCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("target: {eps: 1, delta: 2}\nn_min: 10\nmetrics: [{name: a, plugin: krr, categories: [x, y]}]\n"), 0o644)
+	unknown := filepath.Join(dir, "unknown.yaml")
+	os.WriteFile(unknown, []byte("target: {eps: 1, delta: 1e-6}\nn_min: 1000\nmetrics: [{name: a, plugin: nosuchplugin}]\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"plan"}, exitUsage, "accepts 1 arg"},
+		{[]string{"plan", filepath.Join(dir, "missing.yaml")}, exitUsage, "no such file"},
+		{[]string{"plan", bad}, exitUsage, "target.delta"},
+		{[]string{"plan", unknown}, exitFailure, "nosuchplugin"},
+	} {
+		_, stderr, code := execute(t, defaultEnv(), tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+func TestServerCommandUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--plan", testPlanFile}, "--data"},
+		{[]string{"serve", "--data", dir}, "--plan"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--log-level", "loud"}, "--log-level"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--release-interval", "0s"}, "--release-interval"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile}, "--collector"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "ftp://x"}, "--collector"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1"}, "token"},
+		{[]string{"collector", "--data", dir, "--plan", filepath.Join(dir, "nope.yaml")}, "no such file"},
+	} {
+		_, stderr, code := execute(t, defaultEnv(), tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// server is a server command running in-process.
+type server struct {
+	cancel context.CancelFunc
+	done   chan int
+	out    *syncBuffer
+	errOut *syncBuffer
+	url    string
+}
+
+// startServer runs the command line until stop, and waits until it prints
+// where it listens.
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{cancel: cancel, done: make(chan int, 1), out: &syncBuffer{}, errOut: &syncBuffer{}}
+	go func() { s.done <- run(ctx, args, s.out, s.errOut, defaultEnv()) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if line, _, ok := strings.Cut(s.out.String(), "\n"); ok && strings.Contains(line, "listening on ") {
+			s.url = line[strings.LastIndex(line, " ")+1:]
+			break
+		}
+		select {
+		case code := <-s.done:
+			t.Fatalf("%v exited with %d before listening: %s", args, code, s.errOut)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v did not print where it listens: %s", args, s.errOut)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop cancels the command (as SIGINT does) and checks it exits 0.
+func (s *server) stop(t *testing.T) {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case code := <-s.done:
+		if code != exitOK {
+			t.Errorf("server exited with %d: %s", code, s.errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("server did not shut down")
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v: %s", url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// appReports randomizes values with the published plan's k-RR metric and
+// seals each to the published key, as an app would.
+func appReports(t *testing.T, base, metric string, values []string) []report.Envelope {
+	t.Helper()
+	var p plan.Plan
+	if code := getJSON(t, base+"/v1/plan", &p); code != http.StatusOK {
+		t.Fatalf("GET /v1/plan: %d", code)
+	}
+	raw, err := base64.StdEncoding.DecodeString(p.CollectorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := report.ParsePublicKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Metric(metric)
+	r, err := builtin.Open(context.Background(), m.Plugin, m.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := r.Randomize(context.Background(), m.Eps0, sdk.Inputs{Categories: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	envs := make([]report.Envelope, len(reps))
+	for i, rep := range reps {
+		sealed, err := report.Seal(pk, b, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs[i] = report.Envelope{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: sealed}
+	}
+	return envs
+}
+
+func upload(t *testing.T, base string, envs []report.Envelope) collector.UploadResult {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/reports", "application/octet-stream", bytes.NewReader(report.EncodeEnvelopes(envs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res collector.UploadResult
+	if resp.StatusCode != http.StatusAccepted {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("upload: %s: %s", resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// values returns n category values: home 40%, search 30%, settings 20%,
+// elsewhere (the other bucket) 10%.
+func values(n int) ([]string, map[string]int) {
+	out := make([]string, n)
+	truth := map[string]int{}
+	for i := range out {
+		switch r := i % 10; {
+		case r < 4:
+			out[i] = "home"
+		case r < 7:
+			out[i] = "search"
+		case r < 9:
+			out[i] = "settings"
+		default:
+			out[i] = "elsewhere"
+		}
+		label := out[i]
+		if label == "elsewhere" {
+			label = "other"
+		}
+		truth[label]++
+	}
+	return out, truth
+}
+
+// checkEstimate waits until the metric has n reports and checks each
+// estimate against the truth at the z of a 1e-6 false-failure rate split
+// over the buckets (the estimates are unbiased, approximately normal with
+// the reported variance).
+func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]int) collector.EpochEstimate {
+	t.Helper()
+	var d collector.MetricDetail
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if code := getJSON(t, base+"/v1/metrics/"+metric, &d); code == http.StatusOK && len(d.Epochs) == 1 && d.Epochs[0].N == int64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metric never reached %d reports: %+v", n, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := d.Epochs[0]
+	z := distuv.UnitNormal.Quantile(1 - 1e-6/float64(2*len(e.Estimates)))
+	for _, it := range e.Estimates {
+		if dev := math.Abs(it.Value - float64(truth[it.Label])); dev > z*math.Sqrt(it.Variance) {
+			t.Errorf("%s: estimate %.1f, truth %d, sd %.1f", it.Label, it.Value, truth[it.Label], math.Sqrt(it.Variance))
+		}
+	}
+	if e.Guarantee == nil || !(e.Guarantee.Eps > 0) || e.Guarantee.N < 1000 {
+		t.Errorf("guarantee %+v", e.Guarantee)
+	}
+	return e
+}
+
+// TestServe runs 'blanket serve', uploads sealed k-RR reports as apps do,
+// and reads the estimate back; a restart on the same data directory keeps
+// the plan epoch, the key and the data.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"serve", "--data", dir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn"}
+	s := startServer(t, args...)
+	const n = 3000
+	vals, truth := values(n)
+	envs := appReports(t, s.url, "ui/screen", vals)
+	for i := 0; i < n; i += 1000 {
+		if res := upload(t, s.url, envs[i:i+1000]); res.Accepted != 1000 {
+			t.Fatalf("upload: %+v", res)
+		}
+	}
+	if res := upload(t, s.url, envs[:10]); res.Duplicates != 10 {
+		t.Fatalf("retried upload: %+v", res)
+	}
+	e := checkEstimate(t, s.url, "ui/screen", n, truth)
+	var p1 plan.Plan
+	getJSON(t, s.url+"/v1/plan", &p1)
+	s.stop(t)
+
+	s2 := startServer(t, args...)
+	var p2 plan.Plan
+	getJSON(t, s2.url+"/v1/plan", &p2)
+	if p1.Digest() != p2.Digest() {
+		t.Fatal("restart changed the published plan")
+	}
+	var d collector.MetricDetail
+	getJSON(t, s2.url+"/v1/metrics/ui/screen", &d)
+	if len(d.Epochs) != 1 || d.Epochs[0].Epoch != e.Epoch || d.Epochs[0].N != n {
+		t.Fatalf("after restart: %+v", d)
+	}
+}
+
+// TestShufflerAndCollectorCommands runs the two roles as separate
+// commands with separate data directories.
+func TestShufflerAndCollectorCommands(t *testing.T) {
+	cdir, sdir := t.TempDir(), t.TempDir()
+	c := startServer(t, "collector", "--data", cdir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	token := mustRead(t, filepath.Join(cdir, collector.TokenFile))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "shuffler", "--data", sdir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn")
+	// Apps talk to the shuffler only: it relays the collector's plan.
+	var viaShuffler, direct plan.Plan
+	getJSON(t, s.url+"/v1/plan", &viaShuffler)
+	getJSON(t, c.url+"/v1/plan", &direct)
+	if viaShuffler.CollectorKey == "" || viaShuffler.Digest() != direct.Digest() {
+		t.Fatal("the shuffler does not relay the collector's plan")
+	}
+	const n = 2000
+	vals, truth := values(n)
+	if res := upload(t, s.url, appReports(t, s.url, "ui/screen", vals)); res.Accepted != n {
+		t.Fatalf("upload: %+v", res)
+	}
+	checkEstimate(t, c.url, "ui/screen", n, truth)
+	// The collector refuses batches without the token.
+	resp, err := http.Post(c.url+"/v1/batches", "application/octet-stream", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("batch without token: %d", resp.StatusCode)
+	}
+	// The shuffler's data directory holds no key, the collector's no
+	// reports.
+	if _, err := os.Stat(filepath.Join(sdir, collector.KeyFile)); err == nil {
+		t.Error("shuffler directory holds a collector key")
+	}
+	if _, err := os.Stat(filepath.Join(cdir, collector.ShufflerDB)); err == nil {
+		t.Error("collector directory holds a shuffler database")
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/spf13/cobra"
+)
+
+func newShufflerCmd(e *env) *cobra.Command {
+	var (
+		sf           serverFlags
+		tf           shufflerFlags
+		collectorURL string
+		tokenFile    string
+	)
+	cmd := &cobra.Command{
+		Use:   "shuffler --data DIR --plan PLAN.yaml --collector URL [--addr 127.0.0.1:8080]",
+		Short: "Run the shuffler role alone",
+		Long: `Run the shuffler: apps POST sealed reports to /v1/reports; the shuffler keeps no
+address, header or arrival time, drops retried uploads by report id, pools the
+reports per metric in DIR/shuffler.db and releases each pool of at least n_min
+reports as one batch in a uniformly random order to the collector's POST
+/v1/batches, retrying with backoff until acknowledged (also across restarts).
+
+It reads the plan only for its metric names and n_min (it need not be
+calibrated), and relays the collector's GET /v1/plan so apps need one address.
+It presents the bearer token in --token-file (default DIR/batch.token): copy
+the collector's token file there (mode 0600).`,
+		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081`,
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command) error {
+			if err := requireFlags(cmd, "collector"); err != nil {
+				return err
+			}
+			p, logger, err := sf.setup(cmd)
+			if err != nil {
+				return err
+			}
+			if err := tf.check(); err != nil {
+				return err
+			}
+			if u, err := url.Parse(collectorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usageErrorf("--collector %q, must be an http or https URL", collectorURL)
+			}
+			if tokenFile == "" {
+				tokenFile = filepath.Join(sf.data, collector.TokenFile)
+			}
+			token, err := collector.LoadToken(tokenFile)
+			if errors.Is(err, fs.ErrNotExist) {
+				return usageErrorf("--token-file %s does not exist: copy the collector's %s there (mode 0600)", tokenFile, collector.TokenFile)
+			} else if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			ln, err := net.Listen("tcp", sf.addr)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger}))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			mux := http.NewServeMux()
+			s.Register(mux)
+			(&collector.PlanRelay{Collector: collectorURL, Logger: logger}).Register(mux)
+			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
+			return serveHTTP(ctx, logger, ln, mux, s.Run)
+		}),
+	}
+	sf.add(cmd, "127.0.0.1:8080")
+	tf.add(cmd)
+	cmd.Flags().StringVar(&collectorURL, "collector", "", "the collector's base URL, e.g. http://127.0.0.1:8081 (required)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default DIR/batch.token)")
+	return cmd
+}

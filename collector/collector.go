@@ -1,0 +1,812 @@
+package collector
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Ingest errors.
+var (
+	// ErrBadBatch reports batch bytes that do not decode (HTTP 400).
+	ErrBadBatch = errors.New("collector: malformed batch")
+	// ErrBatchRefused reports a well-formed batch the collector will not
+	// ingest: a metric not in its plan, an unsupported suite, or fewer
+	// than n_min reports (HTTP 422).
+	ErrBatchRefused = errors.New("collector: batch refused")
+)
+
+// DefaultMaxBatchBytes bounds a batch body.
+const DefaultMaxBatchBytes = 1 << 30
+
+// EpochLen is the length of an epoch id: hex digits of the published
+// plan's digest.
+const EpochLen = 16
+
+// CollectorOptions configures a Collector.
+type CollectorOptions struct {
+	// Plan is the privacy plan. When it is not calibrated, OpenCollector
+	// calibrates it, unless an earlier run in the same Dir already
+	// published a calibration of the same plan, which is reused (plan
+	// calibration is not bit-for-bit reproducible, and statistics of
+	// different calibrations never merge). Required.
+	Plan *plan.Plan
+	// Dir is the data directory: collector.key and collector.db. Required.
+	Dir string
+	// Open opens the metrics' randomizers; it is called for every
+	// statistic estimated, so it should cache (Plugins.Open does).
+	// Required.
+	Open plan.Opener
+	// Token is the bearer token POST /v1/batches requires. Defaults to
+	// none: anyone who can reach the collector may then post batches and
+	// bypass the shuffler, so leave it empty only in tests.
+	Token string
+	// Logger receives the collector's logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// MaxBatchBytes bounds a batch body; larger ones get 413. Defaults to
+	// DefaultMaxBatchBytes.
+	MaxBatchBytes int64
+	// Workers is the number of goroutines opening the sealed reports of a
+	// batch. Defaults to GOMAXPROCS.
+	Workers int
+	// Epsilon computes a batch's central eps. Defaults to
+	// accountant.Epsilon.
+	Epsilon func(m accountant.Mechanism, eps0 float64, n int, delta float64) (accountant.EpsilonResult, error)
+}
+
+// metricState is a metric of the current plan, ready to ingest.
+type metricState struct {
+	m       plan.Metric
+	binding report.Binding
+	r       sdk.Randomizer
+	desc    *sdk.Description
+}
+
+type epsKey struct {
+	metric string
+	n      int64
+}
+
+type epsValue struct{ eps, delta float64 }
+
+// epsCall is a guarantee being computed; concurrent ingests of batches of
+// the same size wait for it instead of computing it again.
+type epsCall struct {
+	done chan struct{}
+	v    epsValue
+	ok   bool
+}
+
+type collectorCounters struct {
+	batches, duplicates, bad, refused atomic.Int64
+	reports, malformed                atomic.Int64
+}
+
+// Collector is the analyzer role: it publishes the calibrated plan with its
+// public key (GET /v1/plan), ingests shuffled batches (POST /v1/batches):
+// opens each report, accumulates the valid ones with the metric's plugin,
+// and stores the merged statistic per metric and epoch, atomically and at
+// most once per batch id; and it serves estimates with their central
+// guarantee (GET /v1/metrics, GET /v1/metrics/{name}).
+type Collector struct {
+	o        CollectorOptions
+	log      *slog.Logger
+	key      *report.PrivateKey
+	plan     *plan.Plan
+	planJSON []byte
+	epoch    string
+	st       *store
+	metrics  map[string]*metricState
+
+	epsMu       sync.Mutex
+	epsCache    map[epsKey]epsValue
+	epsInFlight map[epsKey]*epsCall
+
+	plansMu sync.Mutex
+	plans   map[string]*plan.Plan // published plans by epoch
+
+	c         collectorCounters
+	closeOnce sync.Once
+}
+
+// clonePlan deep-copies p.
+func clonePlan(p *plan.Plan) (*plan.Plan, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	var c plan.Plan
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// OpenCollector opens (creating) the collector's key and database in
+// o.Dir, publishes the plan (calibrating it if needed) and opens the
+// metrics' randomizers.
+func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) {
+	if o.Plan == nil {
+		return nil, fmt.Errorf("%w: Plan is required", ErrOptions)
+	}
+	if o.Open == nil {
+		return nil, fmt.Errorf("%w: Open is required", ErrOptions)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Epsilon == nil {
+		o.Epsilon = accountant.Epsilon
+	}
+	if err := EnsureDir(o.Dir); err != nil {
+		return nil, err
+	}
+	key, created, err := LoadOrCreateKey(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		o.Logger.Info("generated collector key", "file", filepath.Join(o.Dir, KeyFile))
+	}
+	db, err := openDatabase(ctx, filepath.Join(o.Dir, CollectorDB), collectorSchema)
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{
+		o:        o,
+		log:      o.Logger,
+		key:      key,
+		st:       &store{db: db},
+		metrics:  map[string]*metricState{},
+		epsCache: map[epsKey]epsValue{},
+
+		epsInFlight: map[epsKey]*epsCall{},
+		plans:       map[string]*plan.Plan{},
+	}
+	if err := c.publish(ctx); err != nil {
+		db.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// publish sets the published plan: a stored calibration of the same
+// configured plan and key, or a new one.
+func (c *Collector) publish(ctx context.Context) error {
+	src, err := clonePlan(c.o.Plan)
+	if err != nil {
+		return err
+	}
+	if err := src.Validate(); err != nil {
+		return err
+	}
+	src.CollectorKey = ""
+	source := src.Digest()
+	pubKey := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+
+	var pub *plan.Plan
+	var stored []byte
+	err = c.st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, pubKey).Scan(&stored)
+	if err == nil {
+		if pub, err = plan.Parse(stored); err != nil {
+			return fmt.Errorf("collector: stored plan: %w", err)
+		}
+	} else {
+		pub = src
+	}
+	// Open every metric's randomizer and check the plan against it.
+	for i := range pub.Metrics {
+		m := &pub.Metrics[i]
+		r, err := c.o.Open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		d, err := r.Describe(ctx)
+		if err != nil {
+			return fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		if m.Version == "" && pub.Calibrated() {
+			m.Version = d.Version
+		}
+		if m.Version != "" && m.Version != d.Version {
+			return fmt.Errorf("collector: metric %q: the plan is for %s version %q, the plugin is version %q", m.Name, m.Plugin, m.Version, d.Version)
+		}
+		c.metrics[m.Name] = &metricState{r: r, desc: d}
+	}
+	if stored == nil {
+		if !pub.Calibrated() {
+			c.log.Info("calibrating the plan", "metrics", len(pub.Metrics), "n_min", pub.NMin, "target_eps", pub.Target.Eps, "target_delta", pub.Target.Delta)
+			if err := pub.Calibrate(ctx, c.o.Open); err != nil {
+				return err
+			}
+		}
+		pub.CollectorKey = pubKey
+		b, err := pub.JSON()
+		if err != nil {
+			return err
+		}
+		epoch := pub.Digest()[:EpochLen]
+		if _, err := c.st.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, pubKey, b); err != nil {
+			return fmt.Errorf("collector: storing plan: %w", err)
+		}
+		c.log.Info("published a new plan epoch", "epoch", epoch)
+	}
+	for i := range pub.Metrics {
+		m := pub.Metrics[i]
+		ms := c.metrics[m.Name]
+		if m.Eps0 < ms.desc.Eps0Min || m.Eps0 > ms.desc.Eps0Max {
+			return fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, ms.desc.Eps0Min, ms.desc.Eps0Max)
+		}
+		ms.m = m
+		ms.binding = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	}
+	c.plan = pub
+	c.epoch = pub.Digest()[:EpochLen]
+	c.plans[c.epoch] = pub
+	c.planJSON, err = pub.JSON()
+	return err
+}
+
+// Plan returns a copy of the published plan (calibrated, with the
+// collector's key).
+func (c *Collector) Plan() *plan.Plan {
+	p, _ := clonePlan(c.plan)
+	return p
+}
+
+// Epoch returns the current epoch: the first EpochLen hex digits of the
+// published plan's digest. Statistics of different epochs never merge.
+func (c *Collector) Epoch() string { return c.epoch }
+
+// PublicKey returns the collector's public key bytes.
+func (c *Collector) PublicKey() *report.PublicKey { return c.key.PublicKey() }
+
+// Close closes the database. The randomizers belong to the caller's
+// Opener. Close is idempotent.
+func (c *Collector) Close() error {
+	var err error
+	c.closeOnce.Do(func() { err = c.st.db.close() })
+	return err
+}
+
+// Register adds the collector's routes to mux: GET /v1/plan, POST
+// /v1/batches, GET /v1/metrics and GET /v1/metrics/{name...}.
+func (c *Collector) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/plan", c.handlePlan)
+	mux.HandleFunc("POST /v1/batches", c.handleBatches)
+	mux.HandleFunc("GET /v1/metrics", c.handleMetrics)
+	mux.HandleFunc("GET /v1/metrics/{name...}", c.handleMetric)
+}
+
+func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", `"`+c.plan.Digest()+`"`)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(c.planJSON)
+}
+
+// IngestResult is the JSON body of a 200 answer to POST /v1/batches.
+type IngestResult struct {
+	// Batch is the batch id (hex).
+	Batch string `json:"batch"`
+	// Metric is the batch's metric.
+	Metric string `json:"metric"`
+	// Epoch is the plan epoch the batch was counted in.
+	Epoch string `json:"epoch"`
+	// Duplicate is true when the batch was already ingested; nothing was
+	// counted again.
+	Duplicate bool `json:"duplicate"`
+	// Reports is the number of sealed reports in the batch.
+	Reports int `json:"reports"`
+	// N is the number of valid reports counted, Malformed the number
+	// dropped (unopenable or undecodable). Zero for a duplicate.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	// Eps and Delta are the batch's central guarantee for its N valid
+	// reports; null when none is known.
+	Eps   *float64 `json:"eps"`
+	Delta *float64 `json:"delta"`
+}
+
+func (c *Collector) authorized(r *http.Request) bool {
+	if c.o.Token == "" {
+		return true
+	}
+	got := []byte(r.Header.Get("Authorization"))
+	want := []byte("Bearer " + c.o.Token)
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
+	if !c.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="blanket collector"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	body, status, err := readBody(w, r, c.o.MaxBatchBytes)
+	if err != nil {
+		c.c.bad.Add(1)
+		writeError(w, status, "%v", err)
+		return
+	}
+	res, err := c.Ingest(r.Context(), body)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, res)
+	case errors.Is(err, ErrBadBatch):
+		writeError(w, http.StatusBadRequest, "%v", err)
+	case errors.Is(err, ErrBatchRefused):
+		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+	case r.Context().Err() != nil:
+		// The sender is gone; nothing was committed.
+	default:
+		c.log.Error("ingesting batch", "error", err)
+		writeError(w, http.StatusInternalServerError, "ingesting batch failed; retry")
+	}
+}
+
+// Ingest decodes a batch (report.EncodeBatch bytes), opens its reports,
+// accumulates the valid ones and stores the statistic with the batch's
+// central guarantee, in one transaction. A batch id already ingested is
+// acknowledged with Duplicate set and not counted again. Reports that do
+// not open with the metric's binding or do not decode are counted in
+// Malformed and dropped; the rest of the batch is kept. Errors wrap
+// ErrBadBatch or ErrBatchRefused for the sender's mistakes; any other
+// error means nothing was stored and the batch may be retried.
+func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, error) {
+	b, err := report.DecodeBatch(body)
+	if err != nil {
+		c.c.bad.Add(1)
+		return IngestResult{}, fmt.Errorf("%w: %v", ErrBadBatch, err)
+	}
+	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
+	ms := c.metrics[b.Metric]
+	switch {
+	case ms == nil:
+		c.c.refused.Add(1)
+		return res, fmt.Errorf("%w: metric %q is not in the plan", ErrBatchRefused, b.Metric)
+	case b.Suite != report.SuiteX25519ChaCha:
+		c.c.refused.Add(1)
+		return res, fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, b.Suite)
+	case len(b.Sealed) < c.plan.NMin:
+		c.c.refused.Add(1)
+		return res, fmt.Errorf("%w: %d reports, fewer than n_min = %d", ErrBatchRefused, len(b.Sealed), c.plan.NMin)
+	}
+	if dup, err := c.st.hasBatch(ctx, b.ID); err != nil {
+		return res, err
+	} else if dup {
+		c.c.duplicates.Add(1)
+		res.Duplicate = true
+		return res, nil
+	}
+	plain, unopened := c.openAll(ms, b.Sealed)
+	b.Sealed = nil
+	stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, plain)
+	if err != nil {
+		return res, fmt.Errorf("collector: metric %q: accumulating: %w", b.Metric, err)
+	}
+	if err := checkAccumulated(stat, ms, len(plain)); err != nil {
+		return res, err
+	}
+	stat.Malformed += unopened
+	res.N, res.Malformed = stat.N, stat.Malformed
+	if g, ok := c.guarantee(ctx, ms, stat.N); ok {
+		res.Eps, res.Delta = &g.eps, &g.delta
+	} else if err := ctx.Err(); err != nil {
+		// Not a missing guarantee: the sender is gone. Store nothing.
+		return res, err
+	}
+	rec := batchRecord{id: b.ID, metric: b.Metric, epoch: c.epoch, n: stat.N, malformed: stat.Malformed, eps: res.Eps, delta: res.Delta}
+	dup, err := c.st.commitBatch(ctx, rec, stat)
+	if err != nil {
+		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)
+	}
+	if dup {
+		c.c.duplicates.Add(1)
+		return IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}, nil
+	}
+	c.c.batches.Add(1)
+	c.c.reports.Add(stat.N)
+	c.c.malformed.Add(stat.Malformed)
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", stat.N, "malformed", stat.Malformed, "eps", fmtOptional(res.Eps))
+	return res, nil
+}
+
+func fmtOptional(v *float64) any {
+	if v == nil {
+		return "unknown"
+	}
+	return *v
+}
+
+// checkAccumulated checks a plugin's statistic for a batch of n reports:
+// it must be of the metric's plugin, configuration and eps0 and count each
+// report once. A plugin that lies is an error, not data.
+func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
+	ref := &sdk.Statistic{Plugin: ms.desc.Name, Digest: ms.desc.Digest, Eps0: ms.m.Eps0}
+	if s == nil {
+		return fmt.Errorf("collector: metric %q: plugin returned no statistic", ms.m.Name)
+	}
+	ref.Counts = make([]int64, len(s.Counts))
+	if err := ref.Compatible(s); err != nil {
+		return fmt.Errorf("collector: metric %q: plugin statistic: %w", ms.m.Name, err)
+	}
+	if s.N < 0 || s.Malformed < 0 || s.N+s.Malformed != int64(n) {
+		return fmt.Errorf("collector: metric %q: plugin counted N = %d and Malformed = %d for %d reports", ms.m.Name, s.N, s.Malformed, n)
+	}
+	return nil
+}
+
+// openAll opens the sealed reports of a batch with the metric's binding,
+// in parallel. It returns the plaintexts of those that open and have the
+// plugin's report length, and the number of the others.
+func (c *Collector) openAll(ms *metricState, sealed [][]byte) ([][]byte, int64) {
+	out := make([][]byte, len(sealed))
+	workers := max(1, min(c.o.Workers, len(sealed)/64))
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	chunk := (len(sealed) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*chunk, min(len(sealed), (w+1)*chunk)
+		if lo >= hi {
+			break
+		}
+		wg.Go(func() {
+			var nbad int64
+			for i := lo; i < hi; i++ {
+				pt, err := report.Open(c.key, ms.binding, sealed[i])
+				if err != nil || (ms.desc.ReportBytes > 0 && len(pt) != ms.desc.ReportBytes) {
+					nbad++
+					continue
+				}
+				out[i] = pt
+				sealed[i] = nil
+			}
+			bad.Add(nbad)
+		})
+	}
+	wg.Wait()
+	plain := out[:0]
+	for _, pt := range out {
+		if pt != nil {
+			plain = append(plain, pt)
+		}
+	}
+	return plain, bad.Load()
+}
+
+// guarantee returns the central (eps, delta) of a batch of n valid
+// reports of metric ms under the current plan, from the accountant, cached
+// by n.
+func (c *Collector) guarantee(ctx context.Context, ms *metricState, n int64) (epsValue, bool) {
+	if n < 1 {
+		return epsValue{}, false
+	}
+	k := epsKey{ms.m.Name, n}
+	c.epsMu.Lock()
+	if v, ok := c.epsCache[k]; ok {
+		c.epsMu.Unlock()
+		return v, true
+	}
+	if call := c.epsInFlight[k]; call != nil {
+		c.epsMu.Unlock()
+		select {
+		case <-call.done:
+			if call.ok {
+				return call.v, true
+			}
+			// The other computation failed, perhaps for its own
+			// context: try once more with ours.
+			return c.computeGuarantee(ctx, ms, n)
+		case <-ctx.Done():
+			return epsValue{}, false
+		}
+	}
+	call := &epsCall{done: make(chan struct{})}
+	c.epsInFlight[k] = call
+	c.epsMu.Unlock()
+
+	call.v, call.ok = c.computeGuarantee(ctx, ms, n)
+	c.epsMu.Lock()
+	if call.ok {
+		c.epsCache[k] = call.v
+	}
+	delete(c.epsInFlight, k)
+	c.epsMu.Unlock()
+	close(call.done)
+	return call.v, call.ok
+}
+
+func (c *Collector) computeGuarantee(ctx context.Context, ms *metricState, n int64) (epsValue, bool) {
+	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, c.o.Open, ms.m.Name)
+	if err != nil {
+		c.log.Error("batch guarantee", "metric", ms.m.Name, "error", err)
+		return epsValue{}, false
+	}
+	r, err := c.o.Epsilon(mech, eps0, int(n), delta)
+	if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
+		c.log.Error("batch guarantee", "metric", ms.m.Name, "n", n, "error", err, "eps", r.Upper)
+		return epsValue{}, false
+	}
+	return epsValue{eps: r.Upper, delta: delta}, true
+}
+
+// epochPlan returns the published plan of epoch.
+func (c *Collector) epochPlan(ctx context.Context, epoch string) (*plan.Plan, error) {
+	c.plansMu.Lock()
+	p := c.plans[epoch]
+	c.plansMu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	b, err := c.st.epochPlan(ctx, epoch)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("collector: no plan stored for epoch %s", epoch)
+	}
+	if p, err = plan.Parse(b); err != nil {
+		return nil, fmt.Errorf("collector: stored plan of epoch %s: %w", epoch, err)
+	}
+	c.plansMu.Lock()
+	c.plans[epoch] = p
+	c.plansMu.Unlock()
+	return p, nil
+}
+
+// IngestStats are the collector's ingest counters since it was opened.
+type IngestStats struct {
+	// Batches counts batches ingested; Duplicates, batches acknowledged
+	// again without counting; Bad, bodies that did not decode; Refused,
+	// well-formed batches refused.
+	Batches    int64 `json:"batches"`
+	Duplicates int64 `json:"duplicates"`
+	Bad        int64 `json:"bad"`
+	Refused    int64 `json:"refused"`
+	// Reports and Malformed count valid and dropped reports.
+	Reports   int64 `json:"reports"`
+	Malformed int64 `json:"malformed"`
+}
+
+// Stats returns the collector's ingest counters.
+func (c *Collector) Stats() IngestStats {
+	return IngestStats{
+		Batches: c.c.batches.Load(), Duplicates: c.c.duplicates.Load(), Bad: c.c.bad.Load(),
+		Refused: c.c.refused.Load(), Reports: c.c.reports.Load(), Malformed: c.c.malformed.Load(),
+	}
+}
+
+// MetricList is the JSON body of GET /v1/metrics.
+type MetricList struct {
+	// Epoch is the current plan epoch.
+	Epoch string `json:"epoch"`
+	// Metrics are the plan's metrics and any other metric with stored
+	// data, by name.
+	Metrics []MetricSummary `json:"metrics"`
+	// Ingest are the ingest counters since the collector started.
+	Ingest IngestStats `json:"ingest"`
+}
+
+// MetricSummary is one metric in GET /v1/metrics.
+type MetricSummary struct {
+	// Name and Plugin identify the metric.
+	Name   string `json:"name"`
+	Plugin string `json:"plugin"`
+	// InPlan reports whether the metric is in the current plan.
+	InPlan bool `json:"in_plan"`
+	// Epochs are the epochs with data, oldest first.
+	Epochs []string `json:"epochs"`
+	// N and Malformed are the valid and dropped reports over all epochs.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	// Batches is the number of batches over all epochs.
+	Batches int64 `json:"batches"`
+}
+
+func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	rows, err := c.st.statistics(r.Context(), "")
+	if err != nil {
+		c.log.Error("listing metrics", "error", err)
+		writeError(w, http.StatusInternalServerError, "listing metrics failed")
+		return
+	}
+	byName := map[string]*MetricSummary{}
+	for _, m := range c.plan.Metrics {
+		byName[m.Name] = &MetricSummary{Name: m.Name, Plugin: m.Plugin, InPlan: true, Epochs: []string{}}
+	}
+	for _, row := range rows {
+		s := byName[row.metric]
+		if s == nil {
+			s = &MetricSummary{Name: row.metric, Plugin: row.stat.Plugin, Epochs: []string{}}
+			byName[row.metric] = s
+		}
+		s.Epochs = append(s.Epochs, row.epoch)
+		s.N += row.stat.N
+		s.Malformed += row.stat.Malformed
+		s.Batches += row.batches
+	}
+	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats()}
+	for _, s := range byName {
+		out.Metrics = append(out.Metrics, *s)
+	}
+	sort.Slice(out.Metrics, func(i, j int) bool { return out.Metrics[i].Name < out.Metrics[j].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// MetricDetail is the JSON body of GET /v1/metrics/{name}.
+type MetricDetail struct {
+	// Name is the metric.
+	Name string `json:"name"`
+	// InPlan reports whether the metric is in the current plan.
+	InPlan bool `json:"in_plan"`
+	// Epochs are the estimates of each epoch with data, oldest first.
+	Epochs []EpochEstimate `json:"epochs"`
+}
+
+// EpochEstimate is a metric's estimate from the batches of one epoch.
+type EpochEstimate struct {
+	// Epoch is the plan epoch; Current reports whether it is the current
+	// one.
+	Epoch   string `json:"epoch"`
+	Current bool   `json:"current"`
+	// Plugin, Version and Eps0 are the metric's randomizer in that epoch.
+	Plugin  string  `json:"plugin"`
+	Version string  `json:"version"`
+	Eps0    float64 `json:"eps0"`
+	// N and Malformed count valid and dropped reports; Batches the batches.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	Batches   int64 `json:"batches"`
+	// Confidence is the nominal coverage of the intervals.
+	Confidence float64 `json:"confidence,omitempty"`
+	// Estimates are the plugin's estimates: one per category, or sum and
+	// mean. Null when no estimate can be made (EstimateError says why).
+	Estimates     []ItemEstimate `json:"estimates"`
+	EstimateError string         `json:"estimate_error,omitempty"`
+	// Guarantee is the weakest central guarantee among the batches: that
+	// of the batch with the largest eps (the smallest one). Null when no
+	// batch has a known guarantee.
+	Guarantee *BatchGuarantee `json:"guarantee"`
+	// BatchList lists every batch, oldest first.
+	BatchList []BatchInfo `json:"batch_list"`
+}
+
+// ItemEstimate is one estimated quantity.
+type ItemEstimate struct {
+	// Label is the category, "sum" or "mean".
+	Label string `json:"label"`
+	// Value is the unbiased estimate, Variance its estimated variance, and
+	// [Lo, Hi] the confidence interval.
+	Value    float64 `json:"value"`
+	Variance float64 `json:"variance"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	// Post is the post-processed (feasible, biased) estimate and
+	// [PostLo, PostHi] an interval around it.
+	Post   float64 `json:"post"`
+	PostLo float64 `json:"post_lo"`
+	PostHi float64 `json:"post_hi"`
+}
+
+// BatchGuarantee is the central guarantee of one batch.
+type BatchGuarantee struct {
+	// Eps and Delta: the batch's reports are (Eps, Delta)-DP.
+	Eps   float64 `json:"eps"`
+	Delta float64 `json:"delta"`
+	// N is the batch's number of valid reports.
+	N int64 `json:"n"`
+	// Batch is the batch id.
+	Batch string `json:"batch"`
+}
+
+// BatchInfo is one ingested batch.
+type BatchInfo struct {
+	// ID is the batch id (hex).
+	ID string `json:"id"`
+	// N and Malformed count valid and dropped reports.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	// Eps and Delta are its central guarantee; null when unknown.
+	Eps   *float64 `json:"eps"`
+	Delta *float64 `json:"delta"`
+}
+
+func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name == "" {
+		writeError(w, http.StatusNotFound, "no metric name")
+		return
+	}
+	ctx := r.Context()
+	rows, err := c.st.statistics(ctx, name)
+	if err != nil {
+		c.log.Error("reading statistics", "metric", name, "error", err)
+		writeError(w, http.StatusInternalServerError, "reading statistics failed")
+		return
+	}
+	inPlan := c.plan.Metric(name) != nil
+	if len(rows) == 0 && !inPlan {
+		writeError(w, http.StatusNotFound, "no metric %q", name)
+		return
+	}
+	out := MetricDetail{Name: name, InPlan: inPlan, Epochs: []EpochEstimate{}}
+	for _, row := range rows {
+		e, err := c.epochEstimate(ctx, row)
+		if err != nil {
+			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "error", err)
+			writeError(w, http.StatusInternalServerError, "estimating %s failed", name)
+			return
+		}
+		out.Epochs = append(out.Epochs, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// epochEstimate estimates one metric in one epoch from its statistic.
+func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstimate, error) {
+	e := EpochEstimate{
+		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
+		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
+	}
+	p, err := c.epochPlan(ctx, row.epoch)
+	if err != nil {
+		return e, err
+	}
+	m := p.Metric(row.metric)
+	if m == nil {
+		return e, fmt.Errorf("collector: metric %q is not in the plan of epoch %s", row.metric, row.epoch)
+	}
+	e.Version = m.Version
+	r, err := c.o.Open(ctx, m.Plugin, m.Config())
+	if err != nil {
+		return e, err
+	}
+	est, err := r.Estimate(ctx, row.stat)
+	switch {
+	case errors.Is(err, sdk.ErrBadStatistic):
+		e.EstimateError = err.Error()
+	case err != nil:
+		return e, err
+	default:
+		e.Confidence = est.Confidence
+		e.Estimates = make([]ItemEstimate, len(est.Items))
+		for i, it := range est.Items {
+			e.Estimates[i] = ItemEstimate{it.Label, it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi}
+		}
+	}
+	batches, err := c.st.batchList(ctx, row.metric, row.epoch)
+	if err != nil {
+		return e, err
+	}
+	for _, b := range batches {
+		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Eps: b.eps, Delta: b.delta})
+		if b.eps != nil && b.delta != nil && (e.Guarantee == nil || *b.eps > e.Guarantee.Eps) {
+			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Batch: hex.EncodeToString(b.id[:])}
+		}
+	}
+	return e, nil
+}

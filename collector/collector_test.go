@@ -1,0 +1,632 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+const testToken = "test-token"
+
+// swapHandler serves whatever handler is current: a collector restarted
+// on the same data directory keeps its URL.
+type swapHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+// collectorFixture is a collector serving on loopback.
+type collectorFixture struct {
+	c    *Collector
+	srv  *httptest.Server
+	swap *swapHandler
+	dir  string
+	p    *plan.Plan
+}
+
+func openCollector(t testing.TB, dir string, p *plan.Plan) *Collector {
+	t.Helper()
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: dir, Open: openBuiltin, Token: testToken, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newCollectorFixture(t testing.TB, p *plan.Plan) *collectorFixture {
+	t.Helper()
+	f := &collectorFixture{dir: t.TempDir(), p: p, swap: &swapHandler{}}
+	f.c = openCollector(t, f.dir, p)
+	t.Cleanup(func() { f.c.Close() })
+	f.install()
+	f.srv = newServer(t, f.swap)
+	return f
+}
+
+func (f *collectorFixture) install() {
+	mux := http.NewServeMux()
+	f.c.Register(mux)
+	f.swap.set(mux)
+}
+
+// restart closes the collector and opens a new one on the same directory,
+// behind the same URL.
+func (f *collectorFixture) restart(t testing.TB) {
+	f.c.Close()
+	f.c = openCollector(t, f.dir, f.p)
+	t.Cleanup(func() { f.c.Close() })
+	f.install()
+}
+
+// postBatch delivers a batch body with the token and returns the status
+// and the decoded result.
+func (f *collectorFixture) postBatch(t testing.TB, body []byte) (int, IngestResult) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/batches", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res IngestResult
+	if resp.StatusCode == http.StatusOK {
+		if err := jsonDecode(resp.Body, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, res
+}
+
+func (f *collectorFixture) metric(t testing.TB, name string) MetricDetail {
+	t.Helper()
+	var d MetricDetail
+	if code := getJSON(t, f.srv.URL+"/v1/metrics/"+name, &d); code != http.StatusOK {
+		t.Fatalf("GET metric %s: %d", name, code)
+	}
+	return d
+}
+
+func batchBody(metric string, sealed [][]byte) []byte {
+	return report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: sealed})
+}
+
+func TestCollectorIngestsABatchOnce(t *testing.T) {
+	p := testPlan(t, 100)
+	f := newCollectorFixture(t, p)
+	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(300, 1), 1))
+	code, first := f.postBatch(t, body)
+	if code != http.StatusOK || first.Duplicate || first.N != 300 || first.Malformed != 0 || first.Eps == nil {
+		t.Fatalf("first delivery: %d %+v", code, first)
+	}
+	code, second := f.postBatch(t, body)
+	if code != http.StatusOK || !second.Duplicate || second.N != 0 {
+		t.Fatalf("second delivery: %d %+v", code, second)
+	}
+	// Also after a restart.
+	f.restart(t)
+	if code, third := f.postBatch(t, body); code != http.StatusOK || !third.Duplicate {
+		t.Fatalf("delivery after restart: %d %+v", code, third)
+	}
+	d := f.metric(t, metric)
+	if len(d.Epochs) != 1 || d.Epochs[0].N != 300 || d.Epochs[0].Batches != 1 || len(d.Epochs[0].BatchList) != 1 {
+		t.Fatalf("metric after three deliveries: %+v", d)
+	}
+}
+
+// TestCollectorIngestsConcurrentDuplicates delivers the same batch from
+// several goroutines at once: exactly one counts it.
+func TestCollectorIngestsConcurrentDuplicates(t *testing.T) {
+	f := newCollectorFixture(t, testPlan(t, 100))
+	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(200, 2), 2))
+	const senders = 8
+	start := make(chan struct{})
+	results := make(chan IngestResult, senders)
+	for range senders {
+		go func() {
+			<-start
+			code, res := f.postBatch(t, body)
+			if code != http.StatusOK {
+				t.Errorf("status %d", code)
+			}
+			results <- res
+		}()
+	}
+	close(start)
+	fresh := 0
+	for range senders {
+		if r := <-results; !r.Duplicate {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("%d deliveries counted, want 1", fresh)
+	}
+	if d := f.metric(t, metric); d.Epochs[0].N != 200 || d.Epochs[0].Batches != 1 {
+		t.Fatalf("metric %+v", d.Epochs[0])
+	}
+}
+
+// TestCollectorCrashBeforeCommit makes the collector die (panic) inside
+// the ingest transaction, after the plugin accumulated the batch and the
+// rows were written, before the commit; the shuffler keeps retrying, the
+// collector restarts on the same directory, and the batch is counted once.
+func TestCollectorCrashBeforeCommit(t *testing.T) {
+	ctx := context.Background()
+	p := testPlan(t, 100)
+	f := newCollectorFixture(t, p)
+	var crashes atomic.Int64
+	f.c.st.beforeCommit = func() {
+		crashes.Add(1)
+		panic("simulated crash before commit")
+	}
+	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: f.srv.URL, Token: testToken})
+	values := krrValues(250, 3)
+	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), values, 3))), nil)
+	if n, err := s.s.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("Release = %d, %v", n, err)
+	}
+	s.run(t)
+	waitFor(t, "two crashed attempts", func() bool { return crashes.Load() >= 2 })
+	if d := f.metric(t, metric); len(d.Epochs) != 0 {
+		t.Fatalf("a crashed ingest left data: %+v", d)
+	}
+	f.restart(t)
+	waitFor(t, "batch acknowledged", func() bool {
+		st, _ := s.s.Stats(ctx)
+		return st.BatchesForwarded == 1
+	})
+	d := f.metric(t, metric)
+	if len(d.Epochs) != 1 || d.Epochs[0].N != 250 || d.Epochs[0].Batches != 1 {
+		t.Fatalf("after restart: %+v", d)
+	}
+}
+
+// TestMain runs a collector child process when asked to (see
+// runCollectorChild); otherwise the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runCollectorChild())
+	}
+	os.Exit(m.Run())
+}
+
+const childEnv = "BLANKET_COLLECTOR_TEST_CHILD"
+
+// runCollectorChild serves a collector on $ADDR over $DIR; with $HANG set
+// it prints "COMMITTING" when inside the ingest transaction (every write
+// done, not committed) and blocks there until killed.
+func runCollectorChild() int {
+	p, err := loadTestPlan(1000)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: os.Getenv("DIR"), Open: openBuiltin, Token: testToken})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if os.Getenv("HANG") != "" {
+		c.st.beforeCommit = func() {
+			fmt.Println("COMMITTING")
+			select {}
+		}
+	}
+	ln, err := netListen(os.Getenv("ADDR"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ADDR", ln.Addr())
+	mux := http.NewServeMux()
+	c.Register(mux)
+	NewHTTPServer(mux, nil).Serve(ln)
+	return 0
+}
+
+// child is a collector child process.
+type child struct {
+	cmd   *exec.Cmd
+	addr  string
+	lines chan string
+}
+
+func startChild(t *testing.T, dir, addr string, hang bool) *child {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "DIR="+dir, "ADDR="+addr)
+	if hang {
+		cmd.Env = append(cmd.Env, "HANG=1")
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, lines: make(chan string, 16)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	line := c.expect(t, "ADDR ")
+	c.addr = strings.TrimPrefix(line, "ADDR ")
+	return c
+}
+
+// expect waits for a line starting with prefix.
+func (c *child) expect(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("child exited before printing %q", prefix)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		case <-timeout:
+			t.Fatalf("child did not print %q", prefix)
+		}
+	}
+}
+
+// TestCollectorSIGKILLDuringIngest kills a collector process with SIGKILL
+// inside the ingest transaction of a batch, restarts it on the same data
+// directory and address, and checks that the shuffler's retry counts the
+// batch exactly once.
+func TestCollectorSIGKILLDuringIngest(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("needs SIGKILL")
+	}
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := testPlan(t, 1000)
+	c1 := startChild(t, dir, "127.0.0.1:0", true)
+	var pub plan.Plan
+	if code := getJSON(t, "http://"+c1.addr+"/v1/plan", &pub); code != http.StatusOK {
+		t.Fatalf("GET /v1/plan: %d", code)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(pub.CollectorKey)
+	pk, err := report.ParsePublicKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
+	const n = 5000
+	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(metric, sealKRR(t, &pub, metric, pk, krrValues(n, 4), 4))), nil)
+	if k, err := s.s.Release(ctx); err != nil || k != 1 {
+		t.Fatalf("Release = %d, %v", k, err)
+	}
+	s.run(t)
+	c1.expect(t, "COMMITTING")
+	if err := c1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c1.cmd.Wait()
+
+	c2 := startChild(t, dir, c1.addr, false)
+	waitFor(t, "batch acknowledged", func() bool {
+		st, _ := s.s.Stats(ctx)
+		return st.BatchesForwarded == 1 && st.Outgoing == 0
+	})
+	var d MetricDetail
+	if code := getJSON(t, "http://"+c2.addr+"/v1/metrics/"+metric, &d); code != http.StatusOK {
+		t.Fatalf("GET metric: %d", code)
+	}
+	if len(d.Epochs) != 1 || d.Epochs[0].N != n || d.Epochs[0].Batches != 1 {
+		t.Fatalf("after kill and restart: %+v", d)
+	}
+}
+
+// TestCollectorDropsBadReports mixes good reports with garbage, reports
+// sealed for another metric, another eps0 or another key: the bad ones are
+// counted as malformed and the rest is kept.
+func TestCollectorDropsBadReports(t *testing.T) {
+	p := testPlan(t, 10)
+	f := newCollectorFixture(t, p)
+	pub := f.c.Plan()
+	good := sealKRR(t, pub, metric, f.c.PublicKey(), krrValues(100, 5), 5)
+
+	garbage := make([]byte, 80)
+	rand.Read(garbage)
+	m := pub.Metric(metric)
+	seal := func(pk *report.PublicKey, b report.Binding, rep []byte) []byte {
+		s, err := report.Seal(pk, b, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	right := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	otherMetric, otherEps0, otherVersion := right, right, right
+	otherMetric.Metric = "net/latency_ms"
+	otherEps0.Eps0 = m.Eps0 + 1
+	otherVersion.Version = "999"
+	_, otherPub, _ := report.GenerateKey()
+	otherKey, _ := report.ParsePublicKey(otherPub)
+	bad := [][]byte{
+		garbage,
+		{},
+		seal(f.c.PublicKey(), otherMetric, []byte{1}),
+		seal(f.c.PublicKey(), otherEps0, []byte{1}),
+		seal(f.c.PublicKey(), otherVersion, []byte{1}),
+		seal(otherKey, right, []byte{1}),
+		seal(f.c.PublicKey(), right, []byte{1, 2, 3, 4}), // opens, wrong length
+		seal(f.c.PublicKey(), right, []byte{200}),        // opens, bucket out of range
+	}
+	code, res := f.postBatch(t, batchBody(metric, append(good, bad...)))
+	if code != http.StatusOK || res.N != 100 || res.Malformed != int64(len(bad)) {
+		t.Fatalf("status %d, result %+v; want n 100, malformed %d", code, res, len(bad))
+	}
+	d := f.metric(t, metric)
+	if e := d.Epochs[0]; e.N != 100 || e.Malformed != int64(len(bad)) || len(e.Estimates) != 5 {
+		t.Fatalf("metric %+v", e)
+	}
+	// A batch of nothing but bad reports is recorded (so it is not
+	// retried) with no estimate change.
+	code, res = f.postBatch(t, batchBody(metric, append(bad, bad[:2]...)))
+	if code != http.StatusOK || res.N != 0 || res.Eps != nil {
+		t.Fatalf("all-bad batch: %d %+v", code, res)
+	}
+	if e := f.metric(t, metric).Epochs[0]; e.N != 100 || e.Batches != 2 || e.Malformed != int64(2*len(bad)+2) {
+		t.Fatalf("after the all-bad batch: %+v", e)
+	}
+}
+
+func TestCollectorRefusesBadBatches(t *testing.T) {
+	p := testPlan(t, 10)
+	f := newCollectorFixture(t, p)
+	sealed := sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(10, 6), 6)
+	good := batchBody(metric, sealed)
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want int
+	}{
+		{"garbage", []byte("not a batch"), http.StatusBadRequest},
+		{"truncated", good[:len(good)-3], http.StatusBadRequest},
+		{"trailing", append(append([]byte(nil), good...), 0), http.StatusBadRequest},
+		{"unknown metric", batchBody("no/such", sealed), http.StatusUnprocessableEntity},
+		{"below n_min", batchBody(metric, sealed[:9]), http.StatusUnprocessableEntity},
+		{"suite", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: metric, Suite: 7, Sealed: sealed}), http.StatusUnprocessableEntity},
+	} {
+		if code, _ := f.postBatch(t, tc.body); code != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	// Without the token.
+	resp := post(t, nil, f.srv.URL+"/v1/batches", good, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: status %d, want 401", resp.StatusCode)
+	}
+	// Still serving, nothing counted.
+	if code, res := f.postBatch(t, good); code != http.StatusOK || res.N != 10 {
+		t.Fatalf("good batch after the bad ones: %d %+v", code, res)
+	}
+	st := f.c.Stats()
+	if st.Bad != 3 || st.Refused != 3 || st.Batches != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCollectorKeyAndCalibrationPersist opens a collector twice on one
+// directory with an uncalibrated plan: the key file is 0600, the public
+// key, the calibration and so the epoch are the same both times.
+func TestCollectorKeyAndCalibrationPersist(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := plan.Load("testdata/plan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := openCollector(t, dir, raw)
+	p1, e1, k1 := c1.Plan(), c1.Epoch(), c1.PublicKey().Bytes()
+	c1.Close()
+	if !p1.Calibrated() || p1.CollectorKey != base64.StdEncoding.EncodeToString(k1) {
+		t.Fatalf("published plan %+v", p1)
+	}
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(filepath.Join(dir, KeyFile))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("key file: %v, mode %v", err, fi.Mode())
+		}
+	}
+	c2 := openCollector(t, dir, raw)
+	defer c2.Close()
+	if c2.Epoch() != e1 || string(c2.PublicKey().Bytes()) != string(k1) || c2.Plan().Digest() != p1.Digest() {
+		t.Fatalf("restart changed epoch %s -> %s or key", e1, c2.Epoch())
+	}
+	if len(e1) != EpochLen {
+		t.Fatalf("epoch %q", e1)
+	}
+	// A key readable by others is refused.
+	if runtime.GOOS != "windows" {
+		os.Chmod(filepath.Join(dir, KeyFile), 0o644)
+		if _, err := OpenCollector(context.Background(), CollectorOptions{Plan: raw, Dir: dir, Open: openBuiltin}); err == nil {
+			t.Fatal("opened with a world-readable key")
+		}
+	}
+}
+
+// TestCollectorEpochs changes eps0 between runs on one directory: the
+// statistics of the two plans are kept apart and both are estimated.
+func TestCollectorEpochs(t *testing.T) {
+	p := testPlan(t, 10)
+	f := newCollectorFixture(t, p)
+	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(50, 7), 7))
+	if code, _ := f.postBatch(t, body); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	old := f.c.Epoch()
+	f.p = testPlan(t, 10)
+	f.p.Metrics[0].Eps0 = 1.5
+	f.restart(t)
+	if f.c.Epoch() == old {
+		t.Fatal("new eps0, same epoch")
+	}
+	body = batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(70, 8), 8))
+	if code, _ := f.postBatch(t, body); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	d := f.metric(t, metric)
+	if len(d.Epochs) != 2 || d.Epochs[0].Epoch != old || d.Epochs[0].N != 50 || d.Epochs[1].N != 70 || !d.Epochs[1].Current || d.Epochs[0].Eps0 != 2 || d.Epochs[1].Eps0 != 1.5 {
+		t.Fatalf("epochs %+v", d.Epochs)
+	}
+	var list MetricList
+	getJSON(t, f.srv.URL+"/v1/metrics", &list)
+	if len(list.Metrics) != 2 || list.Metrics[1].Name != metric || list.Metrics[1].N != 120 || len(list.Metrics[1].Epochs) != 2 {
+		t.Fatalf("list %+v", list)
+	}
+}
+
+func TestCollectorPlanAndNotFound(t *testing.T) {
+	f := newCollectorFixture(t, testPlan(t, 10))
+	var p plan.Plan
+	if code := getJSON(t, f.srv.URL+"/v1/plan", &p); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	raw, err := base64.StdEncoding.DecodeString(p.CollectorKey)
+	if err != nil || string(raw) != string(f.c.PublicKey().Bytes()) || !p.Calibrated() {
+		t.Fatalf("plan key %q", p.CollectorKey)
+	}
+	for _, path := range []string{"/v1/metrics/no/such", "/v1/metrics/"} {
+		if code := getJSON(t, f.srv.URL+path, nil); code != http.StatusNotFound {
+			t.Fatalf("GET %s: %d, want 404", path, code)
+		}
+	}
+	// A metric of the plan without data: 200 and no epochs.
+	if d := f.metric(t, "net/latency_ms"); !d.InPlan || len(d.Epochs) != 0 {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// TestEndToEnd runs the shuffler and the collector on one loopback server,
+// as blanket serve does: apps seal k-RR reports of known values and upload
+// them from several connections; the shuffler releases, the collector
+// ingests, and the estimate is checked against the truth.
+func TestEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	p := testPlan(t, 1000)
+	dir := t.TempDir()
+	c := openCollector(t, dir, p)
+	defer c.Close()
+	mux := http.NewServeMux()
+	c.Register(mux)
+	srv := newServer(t, mux)
+	s, err := OpenShuffler(ctx, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, Token: testToken, ReleaseInterval: 20 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Register(mux)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { s.Run(runCtx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	var pub plan.Plan
+	getJSON(t, srv.URL+"/v1/plan", &pub)
+	raw, _ := base64.StdEncoding.DecodeString(pub.CollectorKey)
+	pk, _ := report.ParsePublicKey(raw)
+	const n = 4000
+	values := krrValues(n, 9)
+	sealed := sealKRR(t, &pub, metric, pk, values, 9)
+	// Each 1000 reports arrive as two uploads of 500 from two
+	// connections; the first waits in the pool (below n_min) for the
+	// second, and the next 1000 go up once these are counted, so that no
+	// remainder below n_min is left pooled at the end.
+	var d MetricDetail
+	for i := 0; i < n; i += 500 {
+		var res UploadResult
+		c := &http.Client{Transport: &http.Transport{}}
+		if resp := post(t, c, srv.URL+"/v1/reports", report.EncodeEnvelopes(envelopes(metric, sealed[i:i+500])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 500 {
+			t.Fatalf("upload: %d %+v", resp.StatusCode, res)
+		}
+		if (i+500)%p.NMin == 0 {
+			waitFor(t, "reports ingested", func() bool {
+				getJSON(t, srv.URL+"/v1/metrics/"+metric, &d)
+				return len(d.Epochs) == 1 && d.Epochs[0].N == int64(i+500)
+			})
+		}
+	}
+	e := d.Epochs[0]
+	if e.Malformed != 0 || e.Batches < 1 || e.Guarantee == nil || len(e.BatchList) != int(e.Batches) {
+		t.Fatalf("estimate %+v", e)
+	}
+	// Each estimate is checked against the truth at the z for a
+	// false-failure rate of 1e-6 split over the 5 buckets (the estimates
+	// are unbiased and approximately normal with the reported variance);
+	// the seeded randomizer makes the outcome reproducible anyway.
+	z := distuv.UnitNormal.Quantile(1 - 1e-6/(2*5))
+	want := truth(values)
+	for _, it := range e.Estimates {
+		if dev := math.Abs(it.Value - float64(want[it.Label])); dev > z*math.Sqrt(it.Variance) {
+			t.Errorf("%s: estimate %.1f, truth %d, sd %.1f", it.Label, it.Value, want[it.Label], math.Sqrt(it.Variance))
+		}
+		if !(it.Lo < it.Value && it.Value < it.Hi) {
+			t.Errorf("%s: CI [%g, %g] around %g", it.Label, it.Lo, it.Hi, it.Value)
+		}
+	}
+	// The weakest guarantee is the accountant's eps for the smallest
+	// batch.
+	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, openBuiltin, metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := accountant.Epsilon(mech, eps0, int(e.Guarantee.N), delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// epsTol is relative: the accountant's parallel sums make repeated
+	// calls differ in the last few bits.
+	const epsTol = 1e-9
+	if math.Abs(e.Guarantee.Eps-ref.Upper) > epsTol*ref.Upper || e.Guarantee.Delta != delta || e.Guarantee.N < int64(p.NMin) {
+		t.Fatalf("guarantee %+v, accountant eps %g at delta %g", e.Guarantee, ref.Upper, delta)
+	}
+	for _, b := range e.BatchList {
+		if b.N < int64(p.NMin) || *b.Eps > e.Guarantee.Eps {
+			t.Errorf("batch %+v below n_min or weaker than the reported weakest", b)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+// Package collector is the server side of Blanket: the shuffler role, which
+// takes sealed reports from apps and forwards them to the collector in
+// shuffled batches of at least n_min, and the collector (analyzer) role,
+// which opens the reports, aggregates them with the metric's plugin and
+// serves estimates with their central privacy guarantee. The roles are
+// separable (two processes, two data directories) or run in one process
+// (blanket serve); each keeps its state in an embedded SQLite database.
+//
+//	ps := collector.NewPlugins()
+//	defer ps.Close()
+//	c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: dir, Open: ps.Open, Token: tok})
+//	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{Plan: p, Dir: dir, Collector: url, Token: tok})
+//	mux := http.NewServeMux()
+//	c.Register(mux)
+//	s.Register(mux)
+//	srv := collector.NewHTTPServer(mux, logger)
+//	go s.Run(ctx) // release and forward batches
+//
+// # HTTP API
+//
+// Shuffler:
+//
+//	POST /v1/reports   body: report.EncodeEnvelopes bytes (application/octet-stream)
+//	  202 {"accepted": n, "duplicates": d, "rejected": r, "errors": [{"index": i, "error": "..."}]}
+//	  400 undecodable body, 413 body or envelope count over the limit,
+//	  415 wrong content type, 429 connection over its rate (Retry-After),
+//	  503 storage failed (retry). Error bodies are {"error": "..."}.
+//
+// An upload is stored durably before the 202; duplicates (an id already
+// accepted: a retry after a lost acknowledgement) are stored already and
+// rejected envelopes (unknown metric, unsupported suite, too short) will
+// never be, so the client can drop all three from its outbox.
+//
+// Collector:
+//
+//	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
+//	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
+//	  200 IngestResult: {"batch", "metric", "epoch", "duplicate", "reports", "n", "malformed", "eps", "delta"}
+//	  400 undecodable, 401 token, 413 too large, 422 refused (metric not in
+//	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
+//	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches"}], "ingest": {...}}
+//	GET  /v1/metrics/{name}   MetricDetail: per epoch the estimates (value, variance, CI,
+//	                          post-processed), n, malformed, batches, the weakest batch
+//	                          guarantee and every batch's (eps, delta)
+//
+// # Privacy of the shuffler
+//
+// The shuffler keeps no client address, header or arrival time: its pool
+// rows are (row number, metric, suite, sealed bytes), nothing it logs
+// names a peer (net/http's error log is redacted, panics are recovered
+// before net/http would log the address), and the rate limiter's state
+// lives in the connection's context and dies with it. A released batch
+// holds only the sealed bytes, in an order drawn uniformly from crypto
+// randomness (Shuffle), under a random batch id.
+//
+// # Storage
+//
+// shuffler.db:
+//
+//	meta(key, value)                      dedup salt and generation
+//	pool(id INTEGER PK, metric, suite, sealed)
+//	seen(h BLOB PK, gen)                  HMAC-SHA256(salt, report id)[:16]
+//	outgoing(id BLOB PK, metric, n, body) released batches until acknowledged
+//
+// collector.db:
+//
+//	epochs(epoch PK, source, key, plan)   every published plan
+//	batches(id BLOB PK, metric, epoch, n, malformed, eps, delta)
+//	statistics(metric, epoch, stat, batches; PK (metric, epoch))
+//
+// Every acknowledgement follows a committed transaction (WAL,
+// synchronous=FULL). Accepting an upload inserts its ids into seen and its
+// reports into pool in one transaction (concurrent uploads share it: group
+// commit). Releasing moves reports from pool to outgoing in one
+// transaction. Ingesting inserts the batch row and merges the statistic in
+// one transaction, and a batch id already present is acknowledged without
+// counting, so a batch is counted once however often it is delivered and
+// wherever the collector dies.
+//
+// Dedup retention: ids are kept in generations of DedupWindow/4 accepted
+// reports; when a generation fills, the oldest beyond the last four full
+// ones is deleted. At least the DedupWindow most recent ids (default 2^22)
+// are always remembered, and at most 25% more (about 50 bytes each in
+// SQLite). A retry arriving after more than that many other reports may be
+// pooled twice. The shuffler's database runs with secure_delete, so
+// released reports do not linger in its free pages (the WAL keeps recent
+// pages until they are overwritten).
+//
+// Epochs: statistics merge only within an epoch, the first 16 hex digits
+// of the published plan's digest (which covers every eps0 and the key).
+package collector

@@ -1,0 +1,175 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// outgoingBatch is a released batch waiting for the collector's
+// acknowledgement.
+type outgoingBatch struct {
+	id     report.ID
+	metric string
+	n      int
+}
+
+// retryState is the in-memory backoff of one outgoing batch.
+type retryState struct {
+	attempts int
+	next     time.Time
+}
+
+// backoff returns the wait before attempt number attempts+1: exponential
+// from RetryMin, capped at RetryMax, with jitter in [50%, 100%] so that
+// retries of several batches spread out.
+func (s *Shuffler) backoff(attempts int) time.Duration {
+	d := s.o.RetryMax
+	if attempts < 30 {
+		d = min(s.o.RetryMax, s.o.RetryMin<<(attempts-1))
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// outgoing lists the unacknowledged batches, oldest first.
+func (s *Shuffler) outgoing(ctx context.Context) ([]outgoingBatch, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id, metric, n FROM outgoing ORDER BY rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("collector: listing outgoing batches: %w", err)
+	}
+	defer rows.Close()
+	var out []outgoingBatch
+	for rows.Next() {
+		var b outgoingBatch
+		var id []byte
+		if err := rows.Scan(&id, &b.metric, &b.n); err != nil {
+			return nil, err
+		}
+		copy(b.id[:], id)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// forwardLoop delivers outgoing batches until ctx is done: each batch is
+// retried with exponential backoff until the collector acknowledges it,
+// then deleted. Batches left by a previous run are sent first.
+func (s *Shuffler) forwardLoop(ctx context.Context) {
+	state := map[report.ID]*retryState{}
+	for {
+		wait := time.Duration(-1)
+		batches, err := s.outgoing(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("forwarding", "error", err)
+			wait = s.o.RetryMax
+		}
+		live := map[report.ID]bool{}
+		for _, b := range batches {
+			if ctx.Err() != nil {
+				return
+			}
+			live[b.id] = true
+			st := state[b.id]
+			if st == nil {
+				st = &retryState{}
+				state[b.id] = st
+			}
+			if now := time.Now(); st.next.After(now) {
+				if d := st.next.Sub(now); wait < 0 || d < wait {
+					wait = d
+				}
+				continue
+			}
+			status, err := s.send(ctx, b)
+			if err == nil {
+				delete(state, b.id)
+				delete(live, b.id)
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.c.forwardFailures.Add(1)
+			st.attempts++
+			d := s.backoff(st.attempts)
+			st.next = time.Now().Add(d)
+			if wait < 0 || d < wait {
+				wait = d
+			}
+			level := s.log.Warn
+			if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
+				// The collector refuses the batch (plan or token
+				// mismatch): keep it and keep trying, so that fixing the
+				// configuration delivers it.
+				level = s.log.Error
+			}
+			level("batch not acknowledged; will retry", "batch", b.id.String(), "metric", b.metric, "reports", b.n, "attempt", st.attempts, "retry_in", d.Round(time.Millisecond), "error", err)
+		}
+		for id := range state {
+			if !live[id] {
+				delete(state, id)
+			}
+		}
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if wait >= 0 {
+			timer = time.NewTimer(wait)
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.kick:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// send delivers one batch; it returns nil once the collector acknowledged
+// it and the batch was deleted, else the HTTP status (0 without one) and
+// the error.
+func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
+	var body []byte
+	if err := s.db.r.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, b.id[:]).Scan(&body); err != nil {
+		return 0, fmt.Errorf("reading batch: %w", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, s.o.ForwardTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, strings.TrimSuffix(s.o.Collector, "/")+"/v1/batches", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if s.o.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.o.Token)
+	}
+	resp, err := s.o.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("collector answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if _, err := s.db.w.ExecContext(ctx, `DELETE FROM outgoing WHERE id = ?`, b.id[:]); err != nil {
+		// Acknowledged but not deleted: the next attempt is a duplicate,
+		// which the collector acknowledges without counting.
+		return resp.StatusCode, fmt.Errorf("deleting acknowledged batch: %w", err)
+	}
+	s.c.batchesForwarded.Add(1)
+	s.log.Info("batch forwarded", "batch", b.id.String(), "metric", b.metric, "reports", b.n)
+	return resp.StatusCode, nil
+}

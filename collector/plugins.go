@@ -1,0 +1,64 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/builtin"
+)
+
+// Plugins opens randomizers by plugin name and configuration, the built-ins
+// in process and any other as a plugin binary (builtin.Open with the given
+// options, e.g. sdk.WithPluginDir), and keeps each open for reuse until
+// Close: a plugin process is started once per configuration, not per
+// batch. It is safe for concurrent use.
+//
+//	ps := collector.NewPlugins(sdk.WithPluginDir(dir))
+//	defer ps.Close()
+//	err := p.Calibrate(ctx, ps.Open)
+type Plugins struct {
+	opts []sdk.OpenOption
+	mu   sync.Mutex
+	open map[string]*sdk.Plugin
+}
+
+// NewPlugins returns an empty Plugins that opens with builtin.Open(ctx,
+// name, cfg, opts...).
+func NewPlugins(opts ...sdk.OpenOption) *Plugins {
+	return &Plugins{opts: opts, open: map[string]*sdk.Plugin{}}
+}
+
+// Open returns the randomizer of plugin name configured with cfg, opening
+// it on first use. Its signature is a plan.Opener.
+func (p *Plugins) Open(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
+	b, err := json.Marshal(cfg) // map keys are sorted: a canonical key
+	if err != nil {
+		return nil, err
+	}
+	key := name + "\x00" + string(b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.open[key]; ok {
+		return r, nil
+	}
+	r, err := builtin.Open(ctx, name, cfg, p.opts...)
+	if err != nil {
+		return nil, err
+	}
+	p.open[key] = r
+	return r, nil
+}
+
+// Close closes every randomizer opened (stopping plugin processes). The
+// Plugins can be used again afterwards.
+func (p *Plugins) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, r := range p.open {
+		r.Close()
+		delete(p.open, k)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxPlanBytes bounds a relayed plan.
+const maxPlanBytes = 4 << 20
+
+// PlanRelay serves GET /v1/plan on a shuffler that runs apart from the
+// collector, by relaying the collector's plan, so that apps need only the
+// shuffler's address. The plan is fetched on demand and kept for MaxAge;
+// when the collector cannot be reached a plan fetched earlier is served,
+// else 503. Apps check the plan themselves (their eps0 ceiling, their
+// plugins), so relaying it adds no trust in the shuffler.
+type PlanRelay struct {
+	// Collector is the collector's base URL. Required.
+	Collector string
+	// Client fetches the plan. Defaults to a client with a 10 s timeout.
+	Client *http.Client
+	// MaxAge is how long a fetched plan is served before it is fetched
+	// again. Defaults to 30 s.
+	MaxAge time.Duration
+	// Logger receives fetch failures. Defaults to discarding them.
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	body    []byte
+	etag    string
+	fetched time.Time
+}
+
+// Register adds GET /v1/plan to mux.
+func (pr *PlanRelay) Register(mux *http.ServeMux) {
+	mux.Handle("GET /v1/plan", pr)
+}
+
+// ServeHTTP implements http.Handler.
+func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, etag, err := pr.plan(r.Context())
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "the collector's plan is unavailable: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
+	w.Write(body)
+}
+
+func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
+	maxAge := pr.MaxAge
+	if maxAge <= 0 {
+		maxAge = 30 * time.Second
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.body != nil && time.Since(pr.fetched) < maxAge {
+		return pr.body, pr.etag, nil
+	}
+	body, etag, err := pr.fetch(ctx)
+	if err != nil {
+		if pr.Logger != nil {
+			pr.Logger.Warn("fetching the collector's plan", "error", err)
+		}
+		if pr.body != nil {
+			return pr.body, pr.etag, nil
+		}
+		return nil, "", err
+	}
+	pr.body, pr.etag, pr.fetched = body, etag, time.Now()
+	return body, etag, nil
+}
+
+func (pr *PlanRelay) fetch(ctx context.Context) ([]byte, string, error) {
+	c := pr.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(pr.Collector, "/")+"/v1/plan", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlanBytes+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("collector answered %s", resp.Status)
+	}
+	if len(body) > maxPlanBytes {
+		return nil, "", fmt.Errorf("plan over %d bytes", maxPlanBytes)
+	}
+	return body, resp.Header.Get("ETag"), nil
+}

@@ -1,0 +1,222 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+var collectorSchema = []string{
+	// epochs holds every plan the collector has published. epoch is the
+	// first 16 hex digits of the published plan's digest; source is the
+	// digest of the plan as configured (before calibration), so that a
+	// restart with the same plan file reuses the same calibration.
+	`CREATE TABLE IF NOT EXISTS epochs (
+		epoch TEXT PRIMARY KEY,
+		source TEXT NOT NULL,
+		key TEXT NOT NULL,
+		plan BLOB NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS epochs_source ON epochs (source, key)`,
+	// batches has one row per ingested batch: what makes ingestion
+	// idempotent, and the central guarantee of each batch.
+	`CREATE TABLE IF NOT EXISTS batches (
+		id BLOB PRIMARY KEY,
+		metric TEXT NOT NULL,
+		epoch TEXT NOT NULL,
+		n INTEGER NOT NULL,
+		malformed INTEGER NOT NULL,
+		eps REAL,
+		delta REAL
+	)`,
+	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
+	// statistics holds the merged sufficient statistic of every batch of
+	// a metric in an epoch.
+	`CREATE TABLE IF NOT EXISTS statistics (
+		metric TEXT NOT NULL,
+		epoch TEXT NOT NULL,
+		stat BLOB NOT NULL,
+		batches INTEGER NOT NULL,
+		PRIMARY KEY (metric, epoch)
+	) WITHOUT ROWID`,
+}
+
+// statRecord is the stored form of an sdk.Statistic.
+type statRecord struct {
+	Plugin    string  `json:"plugin"`
+	Digest    string  `json:"digest"`
+	Eps0      float64 `json:"eps0"`
+	N         int64   `json:"n"`
+	Malformed int64   `json:"malformed"`
+	Counts    []int64 `json:"counts"`
+}
+
+func encodeStat(s *sdk.Statistic) ([]byte, error) {
+	return json.Marshal(statRecord{s.Plugin, s.Digest, s.Eps0, s.N, s.Malformed, s.Counts})
+}
+
+func decodeStat(b []byte) (*sdk.Statistic, error) {
+	var r statRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("collector: stored statistic: %w", err)
+	}
+	return &sdk.Statistic{Plugin: r.Plugin, Digest: r.Digest, Eps0: r.Eps0, N: r.N, Malformed: r.Malformed, Counts: r.Counts}, nil
+}
+
+// batchRecord is one row of the batches table.
+type batchRecord struct {
+	id        report.ID
+	metric    string
+	epoch     string
+	n         int64
+	malformed int64
+	eps       *float64
+	delta     *float64
+}
+
+// store is the collector's SQLite database.
+type store struct {
+	db *database
+	// beforeCommit, when set (tests), runs inside the ingest transaction
+	// after every write and before the commit.
+	beforeCommit func()
+}
+
+// hasBatch reports whether batch id was already ingested.
+func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
+	var one int
+	err := st.db.r.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// commitBatch records batch b and merges stat into its metric's statistic
+// in one transaction. It reports duplicate = true, changing nothing, when
+// the batch id is already recorded.
+func (st *store) commitBatch(ctx context.Context, b batchRecord, stat *sdk.Statistic) (duplicate bool, err error) {
+	tx, err := st.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO batches (id, metric, epoch, n, malformed, eps, delta) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.eps, b.delta)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, err
+	} else if n == 0 {
+		return true, nil
+	}
+	var old []byte
+	err = tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ?`, b.metric, b.epoch).Scan(&old)
+	merged := stat
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, err
+	default:
+		prev, err := decodeStat(old)
+		if err != nil {
+			return false, err
+		}
+		if err := prev.Merge(stat); err != nil {
+			return false, fmt.Errorf("collector: merging batch %s into %s/%s: %w", b.id, b.metric, b.epoch, err)
+		}
+		merged = prev
+	}
+	enc, err := encodeStat(merged)
+	if err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, stat, batches) VALUES (?, ?, ?, 1)
+		ON CONFLICT (metric, epoch) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, enc); err != nil {
+		return false, err
+	}
+	if st.beforeCommit != nil {
+		st.beforeCommit()
+	}
+	return false, tx.Commit()
+}
+
+// epochPlan returns the published plan JSON of epoch, or nil.
+func (st *store) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
+	var b []byte
+	err := st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ?`, epoch).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// statRow is one metric's statistic in one epoch.
+type statRow struct {
+	metric, epoch string
+	stat          *sdk.Statistic
+	batches       int64
+}
+
+// statistics returns the statistics of metric, or of every metric when
+// metric is "", by metric and then epoch in the order first ingested.
+func (st *store) statistics(ctx context.Context, metric string) ([]statRow, error) {
+	q := `SELECT s.metric, s.epoch, s.stat, s.batches FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch`
+	var args []any
+	if metric != "" {
+		q += ` WHERE s.metric = ?`
+		args = append(args, metric)
+	}
+	q += ` ORDER BY s.metric, e.rowid`
+	rows, err := st.db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []statRow
+	for rows.Next() {
+		var r statRow
+		var b []byte
+		if err := rows.Scan(&r.metric, &r.epoch, &b, &r.batches); err != nil {
+			return nil, err
+		}
+		if r.stat, err = decodeStat(b); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// batchList returns the batches of metric in epoch, in ingestion order.
+func (st *store) batchList(ctx context.Context, metric, epoch string) ([]batchRecord, error) {
+	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, eps, delta FROM batches WHERE metric = ? AND epoch = ? ORDER BY rowid`, metric, epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []batchRecord
+	for rows.Next() {
+		b := batchRecord{metric: metric, epoch: epoch}
+		var id []byte
+		var eps, delta sql.NullFloat64
+		if err := rows.Scan(&id, &b.n, &b.malformed, &eps, &delta); err != nil {
+			return nil, err
+		}
+		copy(b.id[:], id)
+		if eps.Valid {
+			b.eps = &eps.Float64
+		}
+		if delta.Valid {
+			b.delta = &delta.Float64
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# demo.sh is `make demo`: it starts `blanket serve` (the shuffler and the
+# collector on one free loopback port, with a fresh data dir and the plan,
+# calibrated at start), waits until it serves, runs the simulated fleet
+# against it, stops the server and exits with the fleet's status.
+#
+# usage: demo.sh BLANKET FLEET PLAN OUTDIR [fleet flags...]
+set -euo pipefail
+
+blanket=$1 fleet=$2 plan=$3 out=$4
+shift 4
+mkdir -p "$out"
+data=$(mktemp -d "${TMPDIR:-/tmp}/blanket-demo.XXXXXX")
+server=
+
+cleanup() {
+	if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+	fi
+	rm -rf "$data"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Port 0: the server picks a free port and prints "blanket serve listening
+# on URL" once it serves (after calibrating the plan).
+echo "== blanket serve --addr 127.0.0.1:0 --plan $plan (data in $data, log in $out/serve.log)"
+"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 >"$out/serve.out" 2>"$out/serve.log" &
+server=$!
+url=
+for _ in $(seq 600); do
+	url=$(sed -n 's/^blanket serve listening on //p' "$out/serve.out" | head -n 1)
+	[ -n "$url" ] && break
+	if ! kill -0 "$server" 2>/dev/null; then
+		echo "demo: blanket serve exited; the end of $out/serve.log:" >&2
+		tail -n 20 "$out/serve.log" >&2
+		exit 1
+	fi
+	sleep 0.2
+done
+if [ -z "$url" ]; then
+	echo "demo: blanket serve did not start within 120s; see $out/serve.log" >&2
+	exit 1
+fi
+echo "   listening on $url"
+
+echo "== fleet: simulated app instances reporting through sdk/client"
+status=0
+"$fleet" -endpoint "$url" -wait 30s "$@" || status=$?
+if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
+	echo "demo: the server exited; the end of $out/serve.log:" >&2
+	tail -n 20 "$out/serve.log" >&2
+fi
+echo "== demo finished in ${SECONDS}s with status $status"
+exit "$status"

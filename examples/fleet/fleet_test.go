@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk/plan"
+)
+
+// startServer runs the shuffler and the collector in process on one
+// loopback address, as `blanket serve` does, for plan p.
+func startServer(t testing.TB, p *plan.Plan) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	plugins := collector.NewPlugins()
+	t.Cleanup(func() { plugins.Close() })
+	mux := http.NewServeMux()
+	srv := httptest.NewUnstartedServer(nil)
+	hs := collector.NewHTTPServer(mux, nil)
+	srv.Config.Handler, srv.Config.ConnContext = hs.Handler, hs.ConnContext
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: dir + "/collector", Open: plugins.Open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{
+		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Register(mux)
+	s.Register(mux)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		s.Close()
+	})
+	return srv.URL
+}
+
+// loadPlan reads examples/plan.yaml with a smaller n_min for the test.
+func loadPlan(t testing.TB, nMin int) *plan.Plan {
+	t.Helper()
+	p, err := plan.Load("../plan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nMin > 0 {
+		p.NMin = nMin
+	}
+	return p
+}
+
+// TestFleet runs a small fleet end to end through the real shuffler and
+// collector. The plan's n_min is lowered so that a few thousand instances
+// make several batches and a top-up; the estimates must pass the fleet's
+// own check (false-failure rate about 1e-6 per metric, see check).
+func TestFleet(t *testing.T) {
+	n, nMin := 2000, 600
+	if testing.Short() {
+		n, nMin = 600, 250
+	}
+	if v := os.Getenv("BLANKET_FLEET_N"); v != "" { // for measuring: BLANKET_FLEET_N=100000
+		n, _ = strconv.Atoi(v)
+		nMin = 0
+	}
+	url := startServer(t, loadPlan(t, nMin))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	workers := 16
+	if v := os.Getenv("BLANKET_FLEET_WORKERS"); v != "" {
+		workers, _ = strconv.Atoi(v)
+	}
+	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, poll: 50 * time.Millisecond}, &out, &log)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatal("estimates off")
+	}
+	for _, want := range []string{"demo/screen", "demo/feature", "demo/sync-bytes", "central guarantee", "generic clone bound", "all reports estimated"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestBinomialAllowance(t *testing.T) {
+	// P(Binomial(20, 0.05) > 7) = 3.3e-6 and P(> 8) = 2.6e-7 (exact sums
+	// of the pmf), so 8 misses of 20 are allowed at 1e-6.
+	if got := binomialAllowance(20, 0.05, 1e-6); got != 8 {
+		t.Errorf("binomialAllowance(20, 0.05, 1e-6) = %d, want 8", got)
+	}
+	if got := binomialAllowance(1, 0.05, 1e-6); got != 1 {
+		t.Errorf("binomialAllowance(1, 0.05, 1e-6) = %d, want 1", got)
+	}
+}

@@ -1,0 +1,205 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Environment of the child process of TestCrashRestart.
+const (
+	childEnv      = "BLANKET_CLIENT_TEST_CHILD" // the number of values to record, or "forever"
+	childEndpoint = "BLANKET_CLIENT_TEST_ENDPOINT"
+	childDir      = "BLANKET_CLIENT_TEST_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(crashChild())
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild records values into the SQLite outbox in its data dir with
+// uploads on, printing "ok" after each Record returns and "recorded" after
+// the last; then it waits to be killed.
+func crashChild() int {
+	ctx := context.Background()
+	p, err := client.NewProvider(ctx, client.Config{
+		Mode:        client.ModeOn,
+		Endpoint:    os.Getenv(childEndpoint),
+		DataDir:     os.Getenv(childDir),
+		MaxEps0:     8,
+		BatchSize:   10,
+		UploadDelay: time.Millisecond,
+		RetryMin:    5 * time.Millisecond,
+		RetryMax:    20 * time.Millisecond,
+	})
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	n := -1
+	if v := os.Getenv(childEnv); v != "forever" {
+		if n, err = strconv.Atoi(v); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+	}
+	screen := p.Meter("app").Categorical("screen")
+	for i := 0; n < 0 || i < n; i++ {
+		if err := screen.Record(ctx, "home"); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("ok")
+	}
+	fmt.Println("recorded")
+	select {}
+}
+
+// TestCrashRestart kills an app with SIGKILL while it uploads and checks
+// that a restart on the same DataDir delivers every recorded report exactly
+// once after the shuffler's deduplication: nothing lost, nothing doubled.
+//
+// The server fails the first upload (503), acknowledges the next two, and
+// then stores each upload but holds its acknowledgement until the child is
+// dead, so that the child dies with stored-but-unacknowledged reports in
+// its outbox. The restarted Provider sends them again; the server counts
+// the raw deliveries (more than N: retries happened) and the distinct ids
+// (exactly N).
+func TestCrashRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	t.Run("after recording", func(t *testing.T) { crashRestart(t, 200) })
+	// Killed while still recording: the Records that returned before the
+	// kill are all delivered, plus at most the one in flight, which is
+	// committed entirely or not at all.
+	t.Run("while recording", func(t *testing.T) { crashRestart(t, -1) })
+}
+
+func crashRestart(t *testing.T, n int) {
+	f := newFakeServer(t, nil)
+	release := make(chan struct{})
+	var once sync.Once
+	held := make(chan struct{}, 100)
+	f.setHooks(func(k int, envs []report.Envelope) (int, http.Header, bool) {
+		if k == 1 {
+			return http.StatusServiceUnavailable, nil, false
+		}
+		return 0, nil, true
+	}, func(k int) {
+		if k <= 3 {
+			return
+		}
+		held <- struct{}{}
+		<-release // until the child is dead
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	count := "forever"
+	if n > 0 {
+		count = strconv.Itoa(n)
+	}
+	cmd.Env = append(os.Environ(), childEnv+"="+count, childEndpoint+"="+f.URL, childDir+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	// Count the Records that returned; kill once the child has recorded
+	// (all n, or at least 300 in "forever" mode) and an upload is held.
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	acked, done, isHeld := 0, false, false
+	deadline := time.After(60 * time.Second)
+	for !(done && isHeld) {
+		select {
+		case l, ok := <-lines:
+			switch {
+			case !ok:
+				t.Fatal("child exited early")
+			case l == "ok":
+				acked++
+				if n < 0 && acked >= 300 {
+					done = true
+				}
+			case l == "recorded":
+				done = true
+			default:
+				t.Fatalf("child: %s", l)
+			}
+		case <-held:
+			isHeld = true
+		case <-deadline:
+			t.Fatalf("timeout: %d recorded, held %v", acked, isHeld)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for range lines { // Records that returned between our read and the kill
+		acked++
+	}
+	once.Do(func() { close(release) })
+	distinctBefore, rawBefore, _ := f.counts()
+	if n > 0 && acked != n {
+		t.Fatalf("child confirmed %d Records, want %d", acked, n)
+	}
+
+	// Restart on the same data dir; the server now acknowledges at once.
+	f.setHooks(nil, nil)
+	p := newProvider(t, fastConfig(f, dir))
+	flush(t, p)
+	ledger, err := p.Ledger(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	for _, e := range ledger {
+		committed += e.Reports
+	}
+	distinct, raw, maxPerID := f.counts()
+	t.Logf("child confirmed %d Records, ledger %d; before restart the server held %d (from %d deliveries); after: %d distinct ids from %d deliveries; restarted provider %+v",
+		acked, committed, distinctBefore, rawBefore, distinct, raw, p.Stats())
+	if int64(distinct) != committed {
+		t.Errorf("server holds %d distinct reports, the ledger committed %d", distinct, committed)
+	}
+	if distinct < acked || distinct > acked+1 {
+		t.Errorf("server holds %d distinct reports; the child confirmed %d Records (at most one more may have committed)", distinct, acked)
+	}
+	if raw <= distinct || maxPerID < 2 || p.Stats().Duplicates == 0 {
+		t.Errorf("%d deliveries of %d reports, at most %d of one, %d duplicates acknowledged: the held upload was not sent again", raw, distinct, maxPerID, p.Stats().Duplicates)
+	}
+	f.checkReports(t, p.Plan())
+}

@@ -1,0 +1,42 @@
+package client
+
+import "errors"
+
+// Errors. NewProvider's refusals of a plan wrap ErrPlanRefused and one of the
+// more specific sentinels, so that both errors.Is(err, ErrPlanRefused) and,
+// say, errors.Is(err, ErrEps0AboveCeiling) hold.
+var (
+	// ErrBadConfig reports an invalid Config field; the message names it.
+	ErrBadConfig = errors.New("client: bad configuration")
+	// ErrPlanUnavailable reports that the plan could not be fetched (and no
+	// cached plan was usable).
+	ErrPlanUnavailable = errors.New("client: plan unavailable")
+	// ErrPlanRefused reports a plan this app will not report by.
+	ErrPlanRefused = errors.New("client: plan refused")
+	// ErrEps0AboveCeiling reports a plan metric whose eps0 exceeds
+	// Config.MaxEps0.
+	ErrEps0AboveCeiling = errors.New("client: eps0 above the local ceiling")
+	// ErrPluginUnavailable reports a plan metric whose randomizer this app
+	// cannot open, or whose report format version differs from the plan's.
+	ErrPluginUnavailable = errors.New("client: randomizer unavailable")
+	// ErrNotCalibrated reports a plan without eps0 for every metric.
+	ErrNotCalibrated = errors.New("client: plan is not calibrated")
+	// ErrNoCollectorKey reports a plan without a valid collector public key.
+	ErrNoCollectorKey = errors.New("client: plan has no valid collector key")
+	// ErrUnsupportedTravel reports a plan whose travel mode this client does
+	// not implement.
+	ErrUnsupportedTravel = errors.New("client: unsupported travel mode")
+	// ErrUnknownMetric reports an instrument whose metric is not in the plan.
+	ErrUnknownMetric = errors.New("client: metric not in the plan")
+	// ErrWrongKind reports an instrument of the wrong kind for its metric: a
+	// Categorical on a real-valued metric or a Sum on a categorical one.
+	ErrWrongKind = errors.New("client: instrument does not match the metric's input kind")
+	// ErrBadValue reports a value the metric's randomizer rejects (a
+	// category outside the plan's list without an "other" bucket, NaN, an
+	// infinity). It also wraps sdk.ErrBadInput.
+	ErrBadValue = errors.New("client: bad value")
+	// ErrDailyLimit reports a Record over Config.MaxReportsPerDay.
+	ErrDailyLimit = errors.New("client: daily report limit reached")
+	// ErrShutdown reports a call after Shutdown.
+	ErrShutdown = errors.New("client: provider is shut down")
+)

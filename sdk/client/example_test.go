@@ -1,0 +1,95 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+)
+
+// An app reports a screen view and the bytes it synced. The collector here
+// is a stand-in serving a plan with metrics "app/screen" (k-RR) and
+// "app/bytes" (summation), both at eps0 = 2.
+func Example() {
+	collector, err := startFake(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer collector.Close()
+	dir, err := os.MkdirTemp("", "blanket-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	p, err := client.NewProvider(ctx, client.Config{
+		Mode:     client.ModeOn, // usually client.ModeFromEnv()
+		Endpoint: collector.URL,
+		DataDir:  dir,
+		MaxEps0:  8,
+	})
+	if err != nil {
+		log.Printf("telemetry disabled: %v", err) // a nil Provider records nothing
+	}
+	defer p.Shutdown(ctx)
+
+	m := p.Meter("app")
+	if err := m.Categorical("screen").Record(ctx, "search"); err != nil {
+		log.Print(err)
+	}
+	if err := m.Sum("bytes").Record(ctx, 42); err != nil {
+		log.Print(err)
+	}
+	if err := p.Flush(ctx); err != nil { // Shutdown flushes too
+		log.Print(err)
+	}
+	ledger, _ := p.Ledger(ctx)
+	for _, e := range ledger {
+		fmt.Printf("%s: %d report, eps0 %g\n", e.Metric, e.Reports, e.Eps0)
+	}
+	fmt.Println("uploaded:", p.Stats().Uploaded)
+	// Output:
+	// app/bytes: 1 report, eps0 2
+	// app/screen: 1 report, eps0 2
+	// uploaded: 2
+}
+
+// In ModeOff nothing is fetched, stored or sent, and instruments record
+// nothing without error; the zero Config is off.
+func ExampleModeOff() {
+	p, err := client.NewProvider(context.Background(), client.Config{Mode: client.ModeOff})
+	fmt.Println(err)
+	fmt.Println(p.Meter("app").Categorical("anything").Record(context.Background(), "x"))
+	// Output:
+	// <nil>
+	// <nil>
+}
+
+// An instrument whose metric is not in the plan fails at every Record with
+// ErrUnknownMetric; Err reports it at once.
+func ExampleMeter_Categorical() {
+	collector, err := startFake(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer collector.Close()
+	ctx := context.Background()
+	p, err := client.NewProvider(ctx, client.Config{
+		Mode:     client.ModeLocal,
+		Endpoint: collector.URL,
+		Outbox:   client.NewMemoryOutbox(),
+		MaxEps0:  8,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Shutdown(ctx)
+	fmt.Println(p.Meter("app").Categorical("screen").Err())
+	fmt.Println(p.Meter("app").Categorical("colour").Err())
+	// Output:
+	// <nil>
+	// client: metric not in the plan: "app/colour" (the plan has "app/screen", "app/feature", "app/bytes")
+}

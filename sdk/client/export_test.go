@@ -1,0 +1,24 @@
+package client
+
+import "context"
+
+// Internals for the tests of package client_test.
+var (
+	Backoff         = backoff
+	ParseRetryAfter = parseRetryAfter
+)
+
+// MaxRetryAfter is maxRetryAfter.
+const MaxRetryAfter = maxRetryAfter
+
+// DecodeAndVerifyPlan runs what NewProvider runs on the bytes the collector
+// serves: decodePlan, then verifyPlan. Every error must wrap
+// ErrPlanRefused or be ctx's.
+func DecodeAndVerifyPlan(ctx context.Context, b []byte, maxEps0 float64, cache *RandomizerCache) error {
+	p, err := decodePlan(b)
+	if err != nil {
+		return err
+	}
+	_, err = verifyPlan(ctx, p, maxEps0, cache)
+	return err
+}

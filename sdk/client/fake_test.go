@@ -1,0 +1,255 @@
+package client_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// testEps0 is the local budget of every metric of the test plan; the plan
+// is "calibrated" by hand, since the tests exercise the client, not the
+// accountant.
+const testEps0 = 2
+
+// testPlan returns a calibrated plan of three metrics (k-RR, RAPPOR,
+// summation) sealed to pub.
+func testPlan(pub []byte) *plan.Plan {
+	p := &plan.Plan{
+		Version: plan.Version,
+		Target:  plan.Target{Eps: 1, Delta: 1e-6},
+		NMin:    100,
+		Travel:  "separate",
+		Metrics: []plan.Metric{
+			{Name: "app/screen", Plugin: "krr", Categories: []string{"home", "search", "settings"}, Other: "other"},
+			{Name: "app/feature", Plugin: "rappor", Categories: []string{"a", "b", "c", "d"}},
+			{Name: "app/bytes", Plugin: "summation", Lo: 0, Hi: 100, Params: map[string]string{"k": "4"}},
+		},
+		Guarantee: &plan.Guarantee{Eps: 1, Delta: 1e-6, Rule: "by hand, for tests"},
+	}
+	for i := range p.Metrics {
+		p.Metrics[i].Version, p.Metrics[i].Eps0, p.Metrics[i].Delta = "1", testEps0, 1e-6/3
+	}
+	if pub != nil {
+		p.CollectorKey = base64.StdEncoding.EncodeToString(pub)
+	}
+	return p
+}
+
+// fakeServer is a shuffler and collector in one, as far as the client can
+// tell: it serves a plan and takes uploads, deduplicating by report id like
+// the real shuffler, and opens every report with the collector's private
+// key.
+type fakeServer struct {
+	*httptest.Server
+	priv *report.PrivateKey
+
+	mu      sync.Mutex
+	plan    []byte // served at /v1/plan
+	planErr int    // when non-zero, /v1/plan answers this status
+	bind    map[string]report.Binding
+	ids     map[report.ID]int // deliveries per id, counting duplicates
+	raw     int               // envelopes delivered, duplicates included
+	posts   int               // POST requests
+	gets    int               // GET requests
+	opened  map[string][][]byte
+	openErr error
+	// respond, when set, decides the answer to POST number n (from 1)
+	// before the body is stored; store=false answers without storing.
+	respond func(n int, envs []report.Envelope) (status int, header http.Header, store bool)
+	// afterStore, when set, runs after storing, before answering 202.
+	afterStore func(n int)
+}
+
+func newFakeServer(t testing.TB, p *plan.Plan) *fakeServer {
+	t.Helper()
+	f, err := startFake(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// startFake starts a fakeServer for p (testPlan when nil); the caller
+// closes it.
+func startFake(p *plan.Plan) (*fakeServer, error) {
+	priv, pub, err := report.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	sk, err := report.ParsePrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		p = testPlan(pub)
+	}
+	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, opened: map[string][][]byte{}}
+	f.setPlan(p)
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f, nil
+}
+
+// setHooks sets respond and afterStore.
+func (f *fakeServer) setHooks(respond func(n int, envs []report.Envelope) (int, http.Header, bool), afterStore func(n int)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.respond, f.afterStore = respond, afterStore
+}
+
+// requests returns the GET and POST requests served.
+func (f *fakeServer) requests() (gets, posts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.posts
+}
+
+// setPlanErr makes /v1/plan answer status (0: serve the plan).
+func (f *fakeServer) setPlanErr(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.planErr = status
+}
+
+func (f *fakeServer) setPlan(p *plan.Plan) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plan = b
+	f.bind = map[string]report.Binding{}
+	for _, m := range p.Metrics {
+		f.bind[m.Name] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	}
+}
+
+func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/plan":
+		f.mu.Lock()
+		f.gets++
+		b, status := f.plan, f.planErr
+		f.mu.Unlock()
+		if status != 0 {
+			http.Error(w, "plan unavailable", status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/reports":
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		envs, err := report.DecodeEnvelopes(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		f.posts++
+		n := f.posts
+		respond, after := f.respond, f.afterStore
+		f.mu.Unlock()
+		if respond != nil {
+			status, h, store := respond(n, envs)
+			if !store {
+				for k, v := range h {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(status)
+				return
+			}
+		}
+		var acc, dup int
+		f.mu.Lock()
+		for _, e := range envs {
+			f.raw++
+			f.ids[e.ID]++
+			if f.ids[e.ID] > 1 {
+				dup++
+				continue
+			}
+			acc++
+			pt, err := report.Open(f.priv, f.bind[e.Metric], e.Sealed)
+			if err != nil && f.openErr == nil {
+				f.openErr = fmt.Errorf("report %s of %q: %w", e.ID, e.Metric, err)
+			}
+			f.opened[e.Metric] = append(f.opened[e.Metric], pt)
+		}
+		f.mu.Unlock()
+		if after != nil {
+			after(n)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"accepted":%d,"duplicates":%d,"rejected":0}`, acc, dup)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// counts returns the distinct ids stored, the envelopes delivered
+// (duplicates included) and the largest delivery count of one id.
+func (f *fakeServer) counts() (distinct, raw, maxPerID int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.ids {
+		maxPerID = max(maxPerID, c)
+	}
+	return len(f.ids), f.raw, maxPerID
+}
+
+// checkReports opens nothing new: it checks that every stored report
+// opened and is a valid report of its metric's randomizer (Accumulate
+// counts no malformed report), and returns the number per metric.
+func (f *fakeServer) checkReports(t *testing.T, p *plan.Plan) map[string]int {
+	t.Helper()
+	return f.checkReportsWith(t, p, client.PluginOpener(""))
+}
+
+// checkReportsWith is checkReports opening randomizers with open.
+func (f *fakeServer) checkReportsWith(t *testing.T, p *plan.Plan, open plan.Opener) map[string]int {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.openErr != nil {
+		t.Fatalf("a report did not open with the collector key: %v", f.openErr)
+	}
+	ctx := context.Background()
+	out := map[string]int{}
+	for metric, reps := range f.opened {
+		m := p.Metric(metric)
+		if m == nil {
+			t.Fatalf("report of metric %q not in the plan", metric)
+		}
+		r, err := open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.Accumulate(ctx, m.Eps0, reps)
+		if c, ok := r.(io.Closer); ok {
+			c.Close()
+		}
+		if err != nil {
+			t.Fatalf("metric %q: %v", metric, err)
+		}
+		if st.Malformed != 0 || st.N != int64(len(reps)) {
+			t.Fatalf("metric %q: %d reports, statistic has N = %d, malformed = %d", metric, len(reps), st.N, st.Malformed)
+		}
+		out[metric] = len(reps)
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blanket-dp/blanket/sdk"
+)
+
+// Meter hands out the instruments of one scope, like an OpenTelemetry
+// Meter. Its zero value and a Meter of a nil Provider record nothing.
+type Meter struct {
+	p     *Provider
+	scope string
+}
+
+// metricName returns the plan metric name of instrument name.
+func (m *Meter) metricName(name string) string {
+	if m.scope == "" {
+		return name
+	}
+	return m.scope + "/" + name
+}
+
+// instrument is what Categorical and Sum share: the resolved metric, or
+// the error every Record returns.
+type instrument struct {
+	p    *Provider
+	name string
+	ms   *metricState
+	err  error
+}
+
+func (m *Meter) instrument(name string, kind sdk.InputKind) instrument {
+	in := instrument{p: m.p, name: m.metricName(name)}
+	if m.p == nil || m.p.mode == ModeOff {
+		return in
+	}
+	ms := m.p.plan.metrics[in.name]
+	switch {
+	case ms == nil:
+		in.err = fmt.Errorf("%w: %q (the plan has %s)", ErrUnknownMetric, in.name, m.p.plan.names())
+	case ms.kind != kind:
+		in.err = fmt.Errorf("%w: metric %q takes %v values (plugin %q), the instrument records %v values", ErrWrongKind, in.name, ms.kind, ms.binding.Plugin, kind)
+	default:
+		in.ms = ms
+	}
+	return in
+}
+
+// Name returns the plan metric name the instrument reports.
+func (in *instrument) Name() string { return in.name }
+
+// Enabled reports whether Record would report anything: the Provider is
+// in ModeLocal or ModeOn and the metric is in the plan with a matching
+// kind. An app can skip computing an expensive value when it is false.
+func (in *instrument) Enabled(context.Context) bool {
+	return in.ms != nil && in.p.mode != ModeOff
+}
+
+// Err returns the error every Record of this instrument returns because
+// its metric is not in the plan or is of another kind, or nil.
+func (in *instrument) Err() error { return in.err }
+
+func (in *instrument) record(ctx context.Context, v sdk.Inputs) error {
+	if in.p == nil || in.p.mode == ModeOff {
+		return nil
+	}
+	if in.err != nil {
+		return in.err
+	}
+	return in.p.record(ctx, in.ms, v)
+}
+
+// Categorical records values of a categorical metric (plugins krr,
+// hadamard, rappor, or any with categorical input).
+type Categorical struct{ instrument }
+
+// Categorical returns the instrument of the categorical plan metric name.
+// It never fails: when the metric is not in the plan or is not categorical,
+// every Record returns an error wrapping ErrUnknownMetric or ErrWrongKind
+// (Err returns it at once). In ModeOff it records nothing and never fails.
+func (m *Meter) Categorical(name string) *Categorical {
+	return &Categorical{m.instrument(name, sdk.InputCategorical)}
+}
+
+// Record randomizes v at the plan's eps0, seals it and commits it to the
+// outbox; it returns after the commit (durable with the SQLite outbox). A
+// v outside the plan's categories goes to the metric's "other" bucket, or
+// fails with ErrBadValue when it has none.
+func (c *Categorical) Record(ctx context.Context, v string) error {
+	return c.record(ctx, sdk.Inputs{Categories: []string{v}})
+}
+
+// Sum records values of a real-valued metric summed at the collector
+// (plugin summation, or any with real input).
+type Sum struct{ instrument }
+
+// Sum returns the instrument of the real-valued plan metric name, with the
+// same error rules as Categorical.
+func (m *Meter) Sum(name string) *Sum {
+	return &Sum{m.instrument(name, sdk.InputReal)}
+}
+
+// Record randomizes v at the plan's eps0, seals it and commits it to the
+// outbox; it returns after the commit. A finite v outside the plan's
+// [lo, hi] is clamped to it; NaN and infinities fail with ErrBadValue.
+func (s *Sum) Record(ctx context.Context, v float64) error {
+	return s.record(ctx, sdk.Inputs{Reals: []float64{v}})
+}

@@ -1,0 +1,62 @@
+package client
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Mode is the user's consent mode, as in golang.org/x/telemetry.
+type Mode string
+
+// The consent modes.
+const (
+	// ModeOff records nothing: Record is a no-op, nothing is fetched,
+	// stored or uploaded. The zero Mode means ModeOff.
+	ModeOff Mode = "off"
+	// ModeLocal fetches the plan, randomizes and seals every value exactly
+	// as ModeOn does, and keeps the sealed reports on the device (for
+	// Config.LocalRetention days) without ever uploading them, not even
+	// after the user switches to ModeOn. The ledger counts them apart.
+	ModeLocal Mode = "local"
+	// ModeOn also uploads the sealed reports to the shuffler.
+	ModeOn Mode = "on"
+)
+
+// EnvMode is the environment variable ModeFromEnv reads.
+const EnvMode = "BLANKET_TELEMETRY"
+
+// ModeFromEnv returns the mode set by $BLANKET_TELEMETRY: "off", "local" or
+// "on" (case-insensitive, surrounding spaces ignored). Unset or empty means
+// ModeLocal, the default of golang.org/x/telemetry: values are processed and
+// kept on the device, and nothing is uploaded until the user opts in. Any
+// other value means ModeOff, so that a typo never turns uploading on.
+func ModeFromEnv() Mode {
+	m, err := ParseMode(os.Getenv(EnvMode))
+	if err != nil {
+		return ModeOff
+	}
+	if m == "" {
+		return ModeLocal
+	}
+	return m
+}
+
+// ParseMode parses "off", "local" or "on" (case-insensitive); "" parses to
+// the zero Mode.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "", ModeOff, ModeLocal, ModeOn:
+		return m, nil
+	default:
+		return ModeOff, fmt.Errorf("%w: mode %q, want off, local or on", ErrBadConfig, s)
+	}
+}
+
+// String returns "off", "local" or "on".
+func (m Mode) String() string {
+	if m == "" {
+		return string(ModeOff)
+	}
+	return string(m)
+}

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Outbox is the device's store of sealed reports waiting for upload and of
+// the privacy ledger. The default is the durable SQLite outbox in
+// Config.DataDir (OpenSQLiteOutbox); MemoryOutbox is the non-durable one for
+// tests and simulations. Implementations must be safe for concurrent use.
+type Outbox interface {
+	// Add stores e and charges it to the ledger (day, metric) in one atomic
+	// step: after a nil return both are durable, after an error neither
+	// happened. When maxPerDay > 0 and the ledger already counts maxPerDay
+	// reports (uploadable and local together) of e's metric on e's day, Add
+	// stores nothing and returns an error wrapping ErrDailyLimit. Adding an
+	// envelope id already stored is an error.
+	Add(ctx context.Context, e Entry, maxPerDay int) error
+	// Pending returns up to limit stored envelopes that are to be uploaded
+	// (not Local) and not yet acknowledged, oldest first.
+	Pending(ctx context.Context, limit int) ([]report.Envelope, error)
+	// Ack removes acknowledged envelopes; unknown ids are ignored.
+	Ack(ctx context.Context, ids []report.ID) error
+	// DropLocal removes local envelopes of days before day ("2006-01-02")
+	// and returns how many it removed. The ledger keeps counting them.
+	DropLocal(ctx context.Context, day string) (int, error)
+	// Ledger returns the ledger ordered by day, then metric.
+	Ledger(ctx context.Context) ([]LedgerEntry, error)
+	// Close releases the outbox.
+	Close() error
+}
+
+// Entry is one sealed report to store.
+type Entry struct {
+	// Envelope is the sealed report with its random id.
+	Envelope report.Envelope
+	// Day is the UTC day of the report, "2006-01-02".
+	Day string
+	// Eps0 is the local budget the report was randomized at.
+	Eps0 float64
+	// Local marks a report recorded in ModeLocal: kept, never uploaded.
+	Local bool
+}
+
+// LedgerEntry is the privacy spent on one metric on one day.
+type LedgerEntry struct {
+	// Day is the UTC day, "2006-01-02".
+	Day string
+	// Metric is the metric name.
+	Metric string
+	// Reports counts the reports committed for upload.
+	Reports int64
+	// Eps0 is the sum of their local budgets: the local privacy loss of the
+	// day's reports of this metric by basic composition.
+	Eps0 float64
+	// LocalReports counts the reports kept on the device (ModeLocal); they
+	// are not uploaded and not charged.
+	LocalReports int64
+}
+
+type ledgerKey struct{ day, metric string }
+
+// MemoryOutbox is an Outbox in memory. It is NOT durable: whatever it holds
+// is lost when the process exits. It exists for tests and simulations (the
+// fleet example runs 100,000 providers on it); apps use the SQLite outbox.
+type MemoryOutbox struct {
+	mu      sync.Mutex
+	envs    []memEntry // in insertion order; acknowledged ones removed lazily
+	ids     map[report.ID]int
+	ledger  map[ledgerKey]*LedgerEntry
+	removed int
+	closed  bool
+}
+
+type memEntry struct {
+	env   report.Envelope
+	day   string
+	local bool
+	gone  bool
+}
+
+var _ Outbox = (*MemoryOutbox)(nil)
+
+// NewMemoryOutbox returns an empty, non-durable outbox.
+func NewMemoryOutbox() *MemoryOutbox {
+	return &MemoryOutbox{ids: map[report.ID]int{}, ledger: map[ledgerKey]*LedgerEntry{}}
+}
+
+func (o *MemoryOutbox) check() error {
+	if o.closed {
+		return fmt.Errorf("client: memory outbox: %w", ErrShutdown)
+	}
+	return nil
+}
+
+// Add implements Outbox.
+func (o *MemoryOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return err
+	}
+	if _, dup := o.ids[e.Envelope.ID]; dup {
+		return fmt.Errorf("client: memory outbox: report id %s already stored", e.Envelope.ID)
+	}
+	k := ledgerKey{e.Day, e.Envelope.Metric}
+	l := o.ledger[k]
+	if l == nil {
+		l = &LedgerEntry{Day: e.Day, Metric: e.Envelope.Metric}
+	}
+	if maxPerDay > 0 && l.Reports+l.LocalReports >= int64(maxPerDay) {
+		return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, k.metric, l.Reports+l.LocalReports, k.day, maxPerDay)
+	}
+	if e.Local {
+		l.LocalReports++
+	} else {
+		l.Reports++
+		l.Eps0 += e.Eps0
+	}
+	o.ledger[k] = l
+	o.ids[e.Envelope.ID] = len(o.envs) + o.removed
+	o.envs = append(o.envs, memEntry{env: e.Envelope, day: e.Day, local: e.Local})
+	return nil
+}
+
+// Pending implements Outbox.
+func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelope, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	var out []report.Envelope
+	for _, m := range o.envs {
+		if len(out) >= limit {
+			break
+		}
+		if !m.gone && !m.local {
+			out = append(out, m.env)
+		}
+	}
+	return out, nil
+}
+
+// Ack implements Outbox.
+func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if i, ok := o.ids[id]; ok {
+			o.envs[i-o.removed].gone = true
+			delete(o.ids, id)
+		}
+	}
+	o.compact()
+	return nil
+}
+
+// compact drops the acknowledged prefix so memory stays bounded by what is
+// pending.
+func (o *MemoryOutbox) compact() {
+	n := 0
+	for n < len(o.envs) && o.envs[n].gone {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	o.envs = slices.Delete(o.envs, 0, n)
+	o.removed += n
+}
+
+// DropLocal implements Outbox.
+func (o *MemoryOutbox) DropLocal(ctx context.Context, day string) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range o.envs {
+		m := &o.envs[i]
+		if !m.gone && m.local && m.day < day {
+			m.gone = true
+			delete(o.ids, m.env.ID)
+			n++
+		}
+	}
+	o.compact()
+	return n, nil
+}
+
+// Ledger implements Outbox.
+func (o *MemoryOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	out := make([]LedgerEntry, 0, len(o.ledger))
+	for _, l := range o.ledger {
+		out = append(out, *l)
+	}
+	sortLedger(out)
+	return out, nil
+}
+
+// Close implements Outbox. The contents are dropped.
+func (o *MemoryOutbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	o.envs, o.ids, o.ledger = nil, nil, nil
+	return nil
+}
+
+func sortLedger(l []LedgerEntry) {
+	slices.SortFunc(l, func(a, b LedgerEntry) int {
+		return cmp.Or(cmp.Compare(a.Day, b.Day), cmp.Compare(a.Metric, b.Metric))
+	})
+}

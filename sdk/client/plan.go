@@ -1,0 +1,237 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Server paths.
+const (
+	// PlanPath is the collector's path serving the calibrated plan (JSON).
+	PlanPath = "/v1/plan"
+	// ReportsPath is the shuffler's path taking envelope uploads.
+	ReportsPath = "/v1/reports"
+)
+
+// maxPlanBytes bounds a plan response.
+const maxPlanBytes = 8 << 20
+
+// planCacheFile returns the file in DataDir holding the last verified
+// plan of the collector at base, used when it cannot be reached at start.
+// The name carries a hash of base, so that a plan (and its key) is never
+// used for another collector.
+func planCacheFile(base string) string {
+	h := sha256.Sum256([]byte(base))
+	return "plan-" + hex.EncodeToString(h[:6]) + ".json"
+}
+
+// metricState is a verified plan metric, ready to report.
+type metricState struct {
+	name    string
+	r       sdk.Randomizer
+	kind    sdk.InputKind
+	eps0    float64
+	binding report.Binding
+}
+
+// verifiedPlan is a plan that passed every check of verifyPlan.
+type verifiedPlan struct {
+	plan    *plan.Plan
+	key     *report.PublicKey
+	metrics map[string]*metricState
+}
+
+// fetchPlan gets and decodes the plan at base + PlanPath. Unknown JSON
+// fields are ignored, so that a newer collector can add fields.
+func fetchPlan(ctx context.Context, hc *http.Client, base string) (*plan.Plan, []byte, error) {
+	u, err := url.JoinPath(base, PlanPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: endpoint %q: %v", ErrBadConfig, base, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: endpoint %q: %v", ErrBadConfig, base, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: GET %s: %w", ErrPlanUnavailable, u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlanBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: GET %s: %w", ErrPlanUnavailable, u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%w: GET %s: %s: %.200s", ErrPlanUnavailable, u, resp.Status, body)
+	}
+	if len(body) > maxPlanBytes {
+		return nil, nil, fmt.Errorf("%w: GET %s: plan larger than %d bytes", ErrPlanUnavailable, u, maxPlanBytes)
+	}
+	p, err := decodePlan(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return p, body, nil
+}
+
+func decodePlan(b []byte) (*plan.Plan, error) {
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%w: %w: %v", ErrPlanRefused, plan.ErrInvalid, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPlanRefused, err)
+	}
+	return &p, nil
+}
+
+func refuse(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrPlanRefused, kind, fmt.Sprintf(format, args...))
+}
+
+// verifyPlan checks a plan against the app's limits and opens the
+// randomizer of every metric: the plan must be calibrated, carry a collector
+// key and use separate travel; every metric's eps0 must be at most maxEps0
+// and within its randomizer's range, and its randomizer must open with the
+// plan's report format version.
+func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
+	if !p.Calibrated() {
+		return nil, refuse(ErrNotCalibrated, "some metric has no eps0 or the plan has no guarantee; the collector publishes the plan after calibrating it")
+	}
+	switch accountant.Travel(p.Travel) {
+	case "", accountant.TravelSeparate:
+	default:
+		return nil, refuse(ErrUnsupportedTravel, "travel = %q; this client implements %q only", p.Travel, accountant.TravelSeparate)
+	}
+	if p.CollectorKey == "" {
+		return nil, refuse(ErrNoCollectorKey, "collector_key is empty")
+	}
+	kb, err := base64.StdEncoding.DecodeString(p.CollectorKey)
+	if err != nil {
+		return nil, refuse(ErrNoCollectorKey, "collector_key is not standard base64: %v", err)
+	}
+	key, err := report.ParsePublicKey(kb)
+	if err != nil {
+		return nil, refuse(ErrNoCollectorKey, "collector_key: %v", err)
+	}
+	v := &verifiedPlan{plan: p, key: key, metrics: make(map[string]*metricState, len(p.Metrics))}
+	for i := range p.Metrics {
+		m := &p.Metrics[i]
+		if m.Eps0 > maxEps0 {
+			return nil, refuse(ErrEps0AboveCeiling, "metric %q: eps0 = %g exceeds this app's MaxEps0 = %g", m.Name, m.Eps0, maxEps0)
+		}
+		r, d, err := cache.Open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q: %v", m.Name, m.Plugin, err)
+		}
+		if d.Version != m.Version {
+			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q has report format version %q, the plan wants %q", m.Name, m.Plugin, d.Version, m.Version)
+		}
+		if !(m.Eps0 >= d.Eps0Min && m.Eps0 <= d.Eps0Max) {
+			return nil, refuse(ErrPluginUnavailable, "metric %q: eps0 = %g outside randomizer %q's range [%g, %g]", m.Name, m.Eps0, m.Plugin, d.Eps0Min, d.Eps0Max)
+		}
+		if d.Input != sdk.InputCategorical && d.Input != sdk.InputReal {
+			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q takes %v inputs", m.Name, m.Plugin, d.Input)
+		}
+		v.metrics[m.Name] = &metricState{
+			name:    m.Name,
+			r:       r,
+			kind:    d.Input,
+			eps0:    m.Eps0,
+			binding: report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0},
+		}
+	}
+	return v, nil
+}
+
+// loadPlan fetches and verifies the plan. When the collector cannot be
+// reached it falls back to the last verified plan cached in dataDir (if
+// any), verified again; a plan the collector serves but this app refuses
+// is never replaced by the cached one.
+func loadPlan(ctx context.Context, hc *http.Client, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
+	p, raw, fetchErr := fetchPlan(ctx, hc, base)
+	if fetchErr == nil {
+		v, err := verifyPlan(ctx, p, maxEps0, cache)
+		if err != nil {
+			return nil, err
+		}
+		if dataDir != "" {
+			// Best effort: the cache only helps a later offline start.
+			_ = writeFileAtomic(filepath.Join(dataDir, planCacheFile(base)), raw)
+		}
+		return v, nil
+	}
+	if !errors.Is(fetchErr, ErrPlanUnavailable) || dataDir == "" || ctx.Err() != nil {
+		return nil, fetchErr
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, planCacheFile(base)))
+	if err != nil {
+		return nil, fetchErr
+	}
+	p, err = decodePlan(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
+	}
+	v, err := verifyPlan(ctx, p, maxEps0, cache)
+	if err != nil {
+		return nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
+	}
+	return v, nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file and
+// a rename, so that a crash leaves the old file or the new one.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// names lists the plan's metric names, for error messages.
+func (v *verifiedPlan) names() string {
+	var b []byte
+	for i, m := range v.plan.Metrics {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, "%q", m.Name)
+	}
+	return string(b)
+}

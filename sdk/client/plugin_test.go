@@ -1,0 +1,44 @@
+package client_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+)
+
+// TestPluginDir reports a metric whose randomizer is not built in: the
+// example plugin olh (examples/custom-plugin), run as a plugin binary from
+// Config.PluginDir.
+func TestPluginDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin binary")
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "blanket-olh"), "github.com/blanket-dp/blanket/examples/custom-plugin/cmd/blanket-olh")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the plugin: %v\n%s", err, out)
+	}
+	f := newFakeServer(t, nil)
+	pl := testPlan(f.priv.PublicKey().Bytes())
+	pl.Metrics[1].Plugin = "olh" // app/feature
+	f.setPlan(pl)
+
+	cfg := fastConfig(f, t.TempDir())
+	if _, err := client.NewProvider(context.Background(), cfg); err == nil {
+		t.Fatal("a plan naming olh was accepted without its plugin")
+	}
+	cfg.PluginDir = dir
+	p := newProvider(t, cfg)
+	for _, v := range []string{"a", "b", "c", "d"} {
+		if err := p.Meter("app").Categorical("feature").Record(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, p)
+	if got := f.checkReportsWith(t, p.Plan(), client.PluginOpener(dir)); got["app/feature"] != 4 {
+		t.Errorf("server holds %d olh reports, want 4", got["app/feature"])
+	}
+}

@@ -1,0 +1,457 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Defaults of Config.
+const (
+	// DefaultBatchSize is the default of Config.BatchSize.
+	DefaultBatchSize = 1000
+	// DefaultUploadDelay is the default of Config.UploadDelay.
+	DefaultUploadDelay = 5 * time.Second
+	// DefaultUploadInterval is the default of Config.UploadInterval.
+	DefaultUploadInterval = 5 * time.Minute
+	// DefaultRetryMin is the default of Config.RetryMin.
+	DefaultRetryMin = time.Second
+	// DefaultRetryMax is the default of Config.RetryMax.
+	DefaultRetryMax = 10 * time.Minute
+	// DefaultHTTPTimeout bounds each request of the default HTTP client.
+	DefaultHTTPTimeout = 30 * time.Second
+	// DefaultLocalRetention is the default of Config.LocalRetention.
+	DefaultLocalRetention = 7
+	// OutboxFile is the SQLite outbox's file name in Config.DataDir.
+	OutboxFile = "outbox.db"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// Mode is the user's consent. Defaults to ModeOff (the zero value):
+	// nothing is recorded unless the app sets it, for instance with
+	// ModeFromEnv.
+	Mode Mode
+	// Endpoint is the base URL of the Blanket server: the shuffler takes
+	// POST Endpoint/v1/reports and, unless PlanEndpoint says otherwise, the
+	// collector serves GET Endpoint/v1/plan. Required unless Mode is
+	// ModeOff.
+	Endpoint string
+	// PlanEndpoint is the base URL of the collector when it runs apart from
+	// the shuffler. Defaults to Endpoint.
+	PlanEndpoint string
+	// Plan is a plan to report by instead of fetching one from the
+	// collector; it is verified all the same. It is for simulations that
+	// run many Providers (pass the first one's Provider.Plan) and for
+	// tests. Defaults to nil: fetch the plan.
+	Plan *plan.Plan
+	// MaxEps0 is this app's local ceiling: a plan with any metric's eps0
+	// above it is refused. Required unless Mode is ModeOff: finite, > 0.
+	MaxEps0 float64
+	// DataDir holds the SQLite outbox (OutboxFile) and the last verified
+	// plan of each collector. Required in ModeLocal and ModeOn unless Outbox is set; created
+	// if missing.
+	DataDir string
+	// Outbox stores sealed reports and the ledger. Defaults to the SQLite
+	// outbox in DataDir, which the Provider closes on Shutdown; an Outbox
+	// passed here is the caller's to close.
+	Outbox Outbox
+	// Randomizers opens and shares the plan's randomizers. Defaults to a
+	// cache of the Provider's own, closed on Shutdown, opening built-ins in
+	// process and other plugins from PluginDir; a cache passed here is the
+	// caller's to close, after every Provider using it is shut down.
+	Randomizers *RandomizerCache
+	// PluginDir is where plugin binaries blanket-<name> are found for
+	// randomizers that are not built in. Defaults to $BLANKET_PLUGIN_DIR.
+	// Ignored when Randomizers is set.
+	PluginDir string
+	// HTTPClient makes every request. Defaults to a client with a
+	// DefaultHTTPTimeout timeout.
+	HTTPClient *http.Client
+	// BatchSize is the most envelopes per upload. Defaults to
+	// DefaultBatchSize.
+	BatchSize int
+	// UploadDelay is how long the uploader waits after a Record before
+	// uploading, so that a burst of Records goes in one request. Defaults
+	// to DefaultUploadDelay. Flush does not wait.
+	UploadDelay time.Duration
+	// UploadInterval is how often the uploader also looks for pending
+	// reports by itself. Defaults to DefaultUploadInterval.
+	UploadInterval time.Duration
+	// RetryMin and RetryMax bound the exponential backoff between failed
+	// uploads (jittered, see backoff); a 429 or 503 with Retry-After waits
+	// as told instead. Default to DefaultRetryMin and DefaultRetryMax.
+	RetryMin, RetryMax time.Duration
+	// MaxReportsPerDay is the most reports of one metric per UTC day;
+	// Records beyond it fail with ErrDailyLimit. The plan's central
+	// guarantee holds per report, so an app that records a metric many
+	// times a day should set it. Defaults to 0: no limit.
+	MaxReportsPerDay int
+	// LocalRetention is how many days reports recorded in ModeLocal are
+	// kept. Defaults to DefaultLocalRetention.
+	LocalRetention int
+	// Logger receives upload warnings. Defaults to discarding them.
+	Logger *slog.Logger
+	// Now is the clock of the ledger's days. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Provider records values under a verified plan and uploads them. It is the
+// entry point of the package, like an OpenTelemetry MeterProvider. It is
+// safe for concurrent use. A nil *Provider is valid and records nothing, so
+// that an app can go on after NewProvider fails.
+type Provider struct {
+	cfg    Config
+	mode   Mode
+	log    *slog.Logger
+	hc     *http.Client
+	now    func() time.Time
+	plan   *verifiedPlan
+	outbox Outbox
+	cache  *RandomizerCache
+
+	ownOutbox, ownCache bool
+
+	up       *uploader
+	upCancel context.CancelFunc
+	upDone   chan struct{}
+
+	mu       sync.RWMutex // Records hold it shared; Shutdown exclusive
+	shutdown bool
+
+	stats struct {
+		recorded, uploaded, retries, dropped atomic.Int64
+		accepted, duplicates, rejected       atomic.Int64
+	}
+}
+
+// Stats are a Provider's counters since it started.
+type Stats struct {
+	// Recorded counts Records that committed a report.
+	Recorded int64
+	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
+	Uploaded int64
+	// Accepted, Duplicates and Rejected are the shuffler's counts over
+	// those acknowledgements: reports it took, reports it already had (a
+	// retry after a lost acknowledgement), and reports it refused.
+	Accepted, Duplicates, Rejected int64
+	// Retries counts failed upload attempts.
+	Retries int64
+	// Dropped counts reports the shuffler refused on their own with 400 or
+	// 413, dropped from the outbox so as not to block it.
+	Dropped int64
+}
+
+// NewProvider returns a Provider for cfg. In ModeOff it touches neither
+// network nor disk. Otherwise it opens the outbox, fetches the plan from
+// the collector (falling back to the last verified plan in DataDir when the
+// collector cannot be reached), verifies it — refusing, with an error
+// wrapping ErrPlanRefused, a plan that is not calibrated, has no collector
+// key, uses a travel mode other than separate, sets an eps0 above
+// cfg.MaxEps0 or names a randomizer this app cannot open — and, in ModeOn,
+// starts the background uploader.
+//
+// On error the Provider is nil, and a nil Provider records nothing.
+func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = ModeOff
+	}
+	p := &Provider{cfg: cfg, mode: mode, log: cfg.Logger, hc: cfg.HTTPClient, now: cfg.Now}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if mode == ModeOff {
+		return p, nil
+	}
+	if err := p.fillDefaults(); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.closeOwned()
+		}
+	}()
+	if p.cache == nil {
+		p.cache, p.ownCache = NewRandomizerCache(PluginOpener(cfg.PluginDir)), true
+	}
+	if p.outbox == nil {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("client: data dir: %w", err)
+		}
+		o, err := OpenSQLiteOutbox(ctx, filepath.Join(cfg.DataDir, OutboxFile))
+		if err != nil {
+			return nil, err
+		}
+		p.outbox, p.ownOutbox = o, true
+	}
+	planBase := cfg.PlanEndpoint
+	if planBase == "" {
+		planBase = cfg.Endpoint
+	}
+	if cfg.Plan != nil {
+		pl := clonePlan(cfg.Plan)
+		if err := pl.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPlanRefused, err)
+		}
+		p.plan, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
+	} else {
+		p.plan, err = loadPlan(ctx, p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cutoff := p.now().UTC().AddDate(0, 0, -p.cfg.LocalRetention).Format(time.DateOnly)
+	if _, err := p.outbox.DropLocal(ctx, cutoff); err != nil {
+		return nil, err
+	}
+	if mode == ModeOn {
+		if p.up, err = newUploader(p); err != nil {
+			return nil, err
+		}
+		upCtx, cancel := context.WithCancel(context.Background())
+		p.upCancel, p.upDone = cancel, make(chan struct{})
+		go func() {
+			defer close(p.upDone)
+			p.up.run(upCtx)
+		}()
+		// Reports left by an earlier run go out without waiting.
+		p.up.notify()
+	}
+	ok = true
+	return p, nil
+}
+
+func (p *Provider) fillDefaults() error {
+	c := &p.cfg
+	if c.Endpoint == "" {
+		return fmt.Errorf("%w: Endpoint is required in mode %s", ErrBadConfig, p.mode)
+	}
+	if !finite(c.MaxEps0) || !(c.MaxEps0 > 0) {
+		return fmt.Errorf("%w: MaxEps0 = %v, must be finite and > 0", ErrBadConfig, c.MaxEps0)
+	}
+	if c.Outbox == nil && c.DataDir == "" {
+		return fmt.Errorf("%w: DataDir is required in mode %s unless Outbox is set", ErrBadConfig, p.mode)
+	}
+	if c.BatchSize < 0 || c.MaxReportsPerDay < 0 || c.LocalRetention < 0 {
+		return fmt.Errorf("%w: BatchSize = %d, MaxReportsPerDay = %d, LocalRetention = %d: must be >= 0", ErrBadConfig, c.BatchSize, c.MaxReportsPerDay, c.LocalRetention)
+	}
+	if c.UploadDelay < 0 || c.UploadInterval < 0 || c.RetryMin < 0 || c.RetryMax < 0 {
+		return fmt.Errorf("%w: durations must be >= 0", ErrBadConfig)
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	c.BatchSize = min(c.BatchSize, report.MaxBatchReports)
+	if c.UploadDelay == 0 {
+		c.UploadDelay = DefaultUploadDelay
+	}
+	if c.UploadInterval == 0 {
+		c.UploadInterval = DefaultUploadInterval
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.RetryMax < c.RetryMin {
+		return fmt.Errorf("%w: RetryMax = %v is below RetryMin = %v", ErrBadConfig, c.RetryMax, c.RetryMin)
+	}
+	if c.LocalRetention == 0 {
+		c.LocalRetention = DefaultLocalRetention
+	}
+	if p.hc == nil {
+		p.hc = &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.outbox, p.cache = c.Outbox, c.Randomizers
+	return nil
+}
+
+func (p *Provider) closeOwned() {
+	if p.ownOutbox && p.outbox != nil {
+		if err := p.outbox.Close(); err != nil {
+			p.log.Warn("blanket outbox close", "error", err)
+		}
+	}
+	if p.ownCache && p.cache != nil {
+		if err := p.cache.Close(); err != nil {
+			p.log.Warn("blanket randomizers close", "error", err)
+		}
+	}
+}
+
+// Mode returns the consent mode; ModeOff for a nil Provider.
+func (p *Provider) Mode() Mode {
+	if p == nil {
+		return ModeOff
+	}
+	return p.mode
+}
+
+// Plan returns a copy of the verified plan the Provider reports by, or nil
+// in ModeOff.
+func (p *Provider) Plan() *plan.Plan {
+	if p == nil || p.plan == nil {
+		return nil
+	}
+	return clonePlan(p.plan.plan)
+}
+
+// clonePlan copies p deeply enough that neither copy's changes reach the
+// other.
+func clonePlan(p *plan.Plan) *plan.Plan {
+	c := *p
+	c.Metrics = append([]plan.Metric(nil), c.Metrics...)
+	for i := range c.Metrics {
+		m := &c.Metrics[i]
+		m.Categories = append([]string(nil), m.Categories...)
+		if m.Params != nil {
+			m.Params = maps.Clone(m.Params)
+		}
+	}
+	if c.Guarantee != nil {
+		g := *c.Guarantee
+		c.Guarantee = &g
+	}
+	return &c
+}
+
+// Meter returns the meter of scope: its instruments report the plan
+// metric named scope + "/" + name (the owner-rooted names of
+// golang.org/x/telemetry), or name itself when scope is "".
+func (p *Provider) Meter(scope string) *Meter {
+	return &Meter{p: p, scope: scope}
+}
+
+// record randomizes, seals and commits one value of metric ms.
+func (p *Provider) record(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return ErrShutdown
+	}
+	reps, err := ms.r.Randomize(ctx, ms.eps0, in)
+	if err != nil {
+		if errors.Is(err, sdk.ErrBadInput) {
+			return fmt.Errorf("%w: metric %q: %w", ErrBadValue, ms.name, err)
+		}
+		return fmt.Errorf("client: metric %q: %w", ms.name, err)
+	}
+	if len(reps) != 1 {
+		return fmt.Errorf("client: metric %q: randomizer returned %d reports for one value", ms.name, len(reps))
+	}
+	sealed, err := report.Seal(p.plan.key, ms.binding, reps[0])
+	if err != nil {
+		return fmt.Errorf("client: metric %q: seal: %w", ms.name, err)
+	}
+	e := Entry{
+		Envelope: report.Envelope{ID: report.NewID(), Metric: ms.name, Suite: report.SuiteX25519ChaCha, Sealed: sealed},
+		Day:      p.now().UTC().Format(time.DateOnly),
+		Eps0:     ms.eps0,
+		Local:    p.mode == ModeLocal,
+	}
+	if err := p.outbox.Add(ctx, e, p.cfg.MaxReportsPerDay); err != nil {
+		return err
+	}
+	p.stats.recorded.Add(1)
+	if p.up != nil {
+		p.up.notify()
+	}
+	return nil
+}
+
+// Flush uploads every pending report, retrying with backoff, and returns
+// when the outbox holds none or ctx is done (then with ctx's error and the
+// last upload error). It returns nil at once outside ModeOn.
+func (p *Provider) Flush(ctx context.Context) error {
+	if p == nil || p.up == nil {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return ErrShutdown
+	}
+	return p.up.drain(ctx)
+}
+
+// Ledger returns the local privacy ledger: per UTC day and metric, the
+// reports committed and the sum of their eps0. It is empty in ModeOff.
+func (p *Provider) Ledger(ctx context.Context) ([]LedgerEntry, error) {
+	if p == nil || p.outbox == nil {
+		return nil, nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return nil, ErrShutdown
+	}
+	return p.outbox.Ledger(ctx)
+}
+
+// Stats returns the Provider's counters.
+func (p *Provider) Stats() Stats {
+	if p == nil {
+		return Stats{}
+	}
+	return Stats{
+		Recorded:   p.stats.recorded.Load(),
+		Uploaded:   p.stats.uploaded.Load(),
+		Accepted:   p.stats.accepted.Load(),
+		Duplicates: p.stats.duplicates.Load(),
+		Rejected:   p.stats.rejected.Load(),
+		Retries:    p.stats.retries.Load(),
+		Dropped:    p.stats.dropped.Load(),
+	}
+}
+
+// Shutdown uploads what it can until ctx is done (in ModeOn), stops the
+// uploader and closes what the Provider opened. Reports not uploaded stay
+// in a durable outbox for the next Provider on the same DataDir. It waits
+// for Records and Flushes in progress, and returns the flush error, if
+// any. Calls after the first return nil.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	var flushErr error
+	if p.up != nil {
+		flushErr = p.Flush(ctx)
+		if errors.Is(flushErr, ErrShutdown) {
+			return nil
+		}
+	}
+	p.mu.Lock()
+	if p.shutdown {
+		p.mu.Unlock()
+		return nil
+	}
+	p.shutdown = true
+	p.mu.Unlock()
+	if p.upCancel != nil {
+		p.upCancel()
+		<-p.upDone
+	}
+	p.closeOwned()
+	return flushErr
+}
