@@ -32,6 +32,19 @@ var closedForms = map[string]ClosedForm{
 
 func ptr(v float64) *float64 { return &v }
 
+// closedFormMap evaluates every closed-form baseline with f into out: the
+// value, or nil where the baseline does not apply.
+func closedFormMap(out map[string]*float64, f func(ClosedForm) (float64, bool)) map[string]*float64 {
+	for name, b := range closedForms {
+		if v, ok := f(b); ok {
+			out[name] = ptr(v)
+		} else {
+			out[name] = nil
+		}
+	}
+	return out
+}
+
 // EpsilonBaselines returns, for every baseline, the central eps it proves for
 // m at (eps0, n, delta); nil where the baseline does not apply. Baselines
 // treat the whole mechanism as a generic randomizer at its local eps, except
@@ -50,14 +63,9 @@ func EpsilonBaselines(m Mechanism, eps0 float64, n int, delta float64) (map[stri
 	out := map[string]*float64{}
 	clone := CloneDecomposition(d.LocalEps)
 	out[BaselineClone] = ptr(epsilonOf(clone, n, delta).Upper)
-	for name, b := range closedForms {
-		if v, ok := ClosedFormEpsilon(b, d.LocalEps, d.KRR, n, delta); ok {
-			out[name] = ptr(v)
-		} else {
-			out[name] = nil
-		}
-	}
-	return out, nil
+	return closedFormMap(out, func(b ClosedForm) (float64, bool) {
+		return ClosedFormEpsilon(b, d.LocalEps, d.KRR, n, delta)
+	}), nil
 }
 
 // DeltaBaselines returns, for every baseline, the delta it proves at eps; nil
@@ -77,14 +85,9 @@ func DeltaBaselines(m Mechanism, eps0 float64, n int, eps float64) (map[string]*
 	clone := CloneDecomposition(d.LocalEps)
 	b, _ := deltaBracket(clone.Upper[0], n, eps)
 	out[BaselineClone] = ptr(math.Min(b.hi, 1))
-	for name, cf := range closedForms {
-		if v, ok := ClosedFormDelta(cf, d.LocalEps, d.KRR, n, eps); ok {
-			out[name] = ptr(v)
-		} else {
-			out[name] = nil
-		}
-	}
-	return out, nil
+	return closedFormMap(out, func(cf ClosedForm) (float64, bool) {
+		return ClosedFormDelta(cf, d.LocalEps, d.KRR, n, eps)
+	}), nil
 }
 
 // CalibrateBaselines returns, for every baseline, the largest eps0 it allows
@@ -114,12 +117,7 @@ func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
 	} else {
 		out[BaselineClone] = ptr(c.Eps0)
 	}
-	for name, cf := range closedForms {
-		if v, ok := ClosedFormCalibrate(cf, krr, t.N, t.Eps, t.Delta); ok {
-			out[name] = ptr(v)
-		} else {
-			out[name] = nil
-		}
-	}
-	return out, nil
+	return closedFormMap(out, func(cf ClosedForm) (float64, bool) {
+		return ClosedFormCalibrate(cf, krr, t.N, t.Eps, t.Delta)
+	}), nil
 }
