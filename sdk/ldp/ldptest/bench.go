@@ -11,12 +11,13 @@ import (
 // BenchBatch is the number of inputs or reports in a benchmark batch.
 const BenchBatch = 4096
 
-// Sinks keep the compiler from discarding the benchmarked calls.
-var (
-	sinkReports [][]byte
-	sinkStat    *sdk.Statistic
-	sinkEst     *sdk.Estimate
-)
+// Sink receives the results of the benchmarked calls so the compiler
+// keeps them.
+var Sink struct {
+	Reports [][]byte
+	Stat    *sdk.Statistic
+	Est     *sdk.Estimate
+}
 
 // BenchRandomizeSources runs BenchRandomize in two sub-benchmarks,
 // name/src=crypto and name/src=chacha8: newR builds the randomizer with
@@ -38,7 +39,7 @@ func BenchRandomizeSources(b *testing.B, name string, newR func(b *testing.B, sr
 func BenchRandomize(b *testing.B, r sdk.Randomizer, eps0 float64, in sdk.Inputs) {
 	ctx := context.Background()
 	for b.Loop() {
-		sinkReports, _ = r.Randomize(ctx, eps0, in)
+		Sink.Reports, _ = r.Randomize(ctx, eps0, in)
 	}
 	b.ReportMetric(float64(b.N)*float64(in.Len())/b.Elapsed().Seconds(), "reports/s")
 }
@@ -48,7 +49,7 @@ func BenchRandomize(b *testing.B, r sdk.Randomizer, eps0 float64, in sdk.Inputs)
 func BenchAccumulate(b *testing.B, r sdk.Randomizer, eps0 float64, reports [][]byte) {
 	ctx := context.Background()
 	for b.Loop() {
-		sinkStat, _ = r.Accumulate(ctx, eps0, reports)
+		Sink.Stat, _ = r.Accumulate(ctx, eps0, reports)
 	}
 	b.ReportMetric(float64(b.N)*float64(len(reports))/b.Elapsed().Seconds(), "reports/s")
 }
@@ -57,6 +58,6 @@ func BenchAccumulate(b *testing.B, r sdk.Randomizer, eps0 float64, reports [][]b
 func BenchEstimate(b *testing.B, r sdk.Randomizer, stat *sdk.Statistic) {
 	ctx := context.Background()
 	for b.Loop() {
-		sinkEst, _ = r.Estimate(ctx, stat)
+		Sink.Est, _ = r.Estimate(ctx, stat)
 	}
 }
