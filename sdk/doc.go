@@ -16,6 +16,21 @@
 // plain structs with exported fields so that protobuf messages can mirror
 // them field by field.
 //
+// Hosts open randomizers by name through one interface, whether linked in or
+// a plugin binary (hashicorp/go-plugin over gRPC, mutual TLS, per-call
+// timeouts, restart after a crash):
+//
+//	r, err := builtin.Open(ctx, "rappor", cfg, sdk.WithPluginDir(dir)) // sdk/builtin adds the built-ins
+//	defer r.Close()
+//
+// A plugin binary's main only calls Serve with its factory:
+//
+//	func main() { sdk.Serve(sdk.FactoryOf(olh.FromConfig)) }
+//
+// Related packages: sdk/plugintest (the conformance kit), sdk/client (the
+// app-facing telemetry SDK), sdk/plan (privacy plans), sdk/report (the wire
+// format and HPKE sealing).
+//
 // Package sdk/ldp holds the primitives plugins share: the randomness source
 // (crypto-backed by default, injectable in tests), exact uniform integers and
 // Bernoulli draws, report encodings and the frequency estimators.
