@@ -23,4 +23,22 @@ var (
 	// randomizer (another plugin, configuration or eps0), is internally
 	// inconsistent, or cannot be estimated from (no valid reports).
 	ErrBadStatistic = errors.New("sdk: bad statistic")
+
+	// Host and protocol errors. An error of a plugin process that crashed or
+	// timed out wraps ErrPluginFailed and, where it applies, the cause (a
+	// *PluginError, context.DeadlineExceeded, plugin.ErrChecksumsDoNotMatch).
+	// ErrPluginNotFound reports a plugin name that is neither a built-in
+	// passed with WithBuiltins nor an executable blanket-<name> in the
+	// plugin directory.
+	ErrPluginNotFound = errors.New("sdk: plugin not found")
+	// ErrPluginFailed reports a plugin process that could not be started
+	// (checksum mismatch, failed handshake, start timeout), crashed again
+	// after a restart, did not answer within the call timeout, or broke the
+	// protocol (a wrong name or configuration digest, a malformed answer).
+	ErrPluginFailed = errors.New("sdk: plugin failed")
+	// ErrNotConfigured reports an RPC other than Configure sent to a plugin
+	// process before Configure.
+	ErrNotConfigured = errors.New("sdk: plugin not configured")
+	// ErrClosed reports a call on a Plugin after Close.
+	ErrClosed = errors.New("sdk: plugin closed")
 )

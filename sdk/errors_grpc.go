@@ -9,27 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Sentinel errors of the plugin host and protocol, next to those of
-// errors.go. An error of a plugin process that crashed or timed out wraps
-// ErrPluginFailed and, where it applies, the cause (a *PluginError,
-// context.DeadlineExceeded, plugin.ErrChecksumsDoNotMatch).
-var (
-	// ErrPluginNotFound reports a plugin name that is neither a built-in
-	// passed with WithBuiltins nor an executable blanket-<name> in the
-	// plugin directory.
-	ErrPluginNotFound = errors.New("sdk: plugin not found")
-	// ErrPluginFailed reports a plugin process that could not be started
-	// (checksum mismatch, failed handshake, start timeout), crashed again
-	// after a restart, did not answer within the call timeout, or broke the
-	// protocol (a wrong name or configuration digest, a malformed answer).
-	ErrPluginFailed = errors.New("sdk: plugin failed")
-	// ErrNotConfigured reports an RPC other than Configure sent to a plugin
-	// process before Configure.
-	ErrNotConfigured = errors.New("sdk: plugin not configured")
-	// ErrClosed reports a call on a Plugin after Close.
-	ErrClosed = errors.New("sdk: plugin closed")
-)
-
 // ErrorDomain is the domain of the google.rpc.ErrorInfo detail by which a
 // plugin names the sentinel error behind a gRPC status.
 const ErrorDomain = "blanket.randomizer.v1"
