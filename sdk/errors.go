@@ -27,6 +27,7 @@ var (
 	// Host and protocol errors. An error of a plugin process that crashed or
 	// timed out wraps ErrPluginFailed and, where it applies, the cause (a
 	// *PluginError, context.DeadlineExceeded, plugin.ErrChecksumsDoNotMatch).
+
 	// ErrPluginNotFound reports a plugin name that is neither a built-in
 	// passed with WithBuiltins nor an executable blanket-<name> in the
 	// plugin directory.
