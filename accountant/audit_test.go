@@ -1005,7 +1005,7 @@ func TestAuditCappedWindow(t *testing.T) {
 		p := prepare(set, tc.eps)
 		sp, _ := sparseExact(p, n)
 		b := latticeEval(p, n, tc.hRel, true)
-		t.Logf("eps=%g hRel=%g: capped %v size %d [%.10g, %.10g], sparse [%.10g, %.10g]", tc.eps, tc.hRel, b.capped, b.size, b.lo, b.hi, sp.lo, sp.hi)
+		t.Logf("eps=%g hRel=%g: capped %v [%.10g, %.10g], sparse [%.10g, %.10g]", tc.eps, tc.hRel, b.capped, b.lo, b.hi, sp.lo, sp.hi)
 		if !b.capped {
 			t.Errorf("eps=%g hRel=%g: expected the capped path", tc.eps, tc.hRel)
 		}

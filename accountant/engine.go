@@ -78,8 +78,6 @@ type bracket struct {
 	// capped is set when the lattice needed exceeds maxLattice; the bracket
 	// is then that of the coarsest feasible window and may be loose.
 	capped bool
-	// size is the FFT length used.
-	size int
 }
 
 // latticeAtom is one atom after the spread, for the lower-side correction.
@@ -136,7 +134,7 @@ type lattice struct {
 	h     float64
 	idx   []int64   // distinct lattice indices
 	logw  []float64 // log masses
-	w     []float64
+	v     []float64 // values h * idx
 	atoms []latticeAtom
 	imin  int64
 	imax  int64
@@ -163,7 +161,7 @@ func newLattice(p prepared, h float64) *lattice {
 			continue
 		}
 		l.idx = append(l.idx, i)
-		l.w = append(l.w, m)
+		l.v = append(l.v, h*float64(i))
 		l.logw = append(l.logw, math.Log(m))
 		l.imin = min(l.imin, i)
 		l.imax = max(l.imax, i)
@@ -174,17 +172,23 @@ func newLattice(p prepared, h float64) *lattice {
 // logMGF returns log E[e^{lambda h I}] and the first two derivatives of the
 // cumulant generating function in lambda (in units of h).
 func (l *lattice) logMGF(lambda float64) (k0, k1, k2 float64) {
+	return cumulants(l.logw, l.v, lambda)
+}
+
+// cumulants returns the log moment generating function at lambda of the
+// law with log masses logw at values v, and its first two derivatives
+// (the tilted mean and variance), by log-sum-exp.
+func cumulants(logw, v []float64, lambda float64) (k0, k1, k2 float64) {
 	mx := math.Inf(-1)
-	for i, lw := range l.logw {
-		mx = math.Max(mx, lw+lambda*l.h*float64(l.idx[i]))
+	for i, lw := range logw {
+		mx = math.Max(mx, lw+lambda*v[i])
 	}
 	var s0, s1, s2 float64
-	for i, lw := range l.logw {
-		v := l.h * float64(l.idx[i])
-		e := math.Exp(lw + lambda*v - mx)
+	for i, lw := range logw {
+		e := math.Exp(lw + lambda*v[i] - mx)
 		s0 += e
-		s1 += e * v
-		s2 += e * v * v
+		s1 += e * v[i]
+		s2 += e * v[i] * v[i]
 	}
 	k0 = mx + math.Log(s0)
 	k1 = s1 / s0
@@ -195,12 +199,22 @@ func (l *lattice) logMGF(lambda float64) (k0, k1, k2 float64) {
 // tilt returns theta >= 0 with K'(theta) = 0 (theta = 0 when the mean is
 // already >= 0).
 func (l *lattice) tilt() float64 {
-	if _, k1, _ := l.logMGF(0); k1 >= 0 || l.imax <= 0 {
+	if l.imax <= 0 {
 		return 0
 	}
-	lo, hi := 0.0, 1/(l.h*float64(l.imax))
-	for {
-		if _, k1, _ := l.logMGF(hi); k1 > 0 {
+	return centringTilt(func(t float64) float64 { _, k1, _ := l.logMGF(t); return k1 }, 1/(l.h*float64(l.imax)))
+}
+
+// centringTilt returns theta >= 0 with mean(theta) = 0 for the increasing
+// tilted mean of a law with some positive value (0 when mean(0) >= 0), by
+// doubling from start and then bisection to the last float.
+func centringTilt(mean func(float64) float64, start float64) float64 {
+	if mean(0) >= 0 {
+		return 0
+	}
+	lo, hi := 0.0, start
+	for range 2000 {
+		if mean(hi) > 0 {
 			break
 		}
 		lo, hi = hi, 2*hi
@@ -210,7 +224,7 @@ func (l *lattice) tilt() float64 {
 		if mid == lo || mid == hi {
 			break
 		}
-		if _, k1, _ := l.logMGF(mid); k1 > 0 {
+		if mean(mid) > 0 {
 			hi = mid
 		} else {
 			lo = mid
@@ -422,7 +436,7 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 	sdIdx := math.Sqrt(nf*k2) / h
 	fullLo, fullHi := nf*float64(l.imin), nf*float64(l.imax)
 	half := math.Ceil(windowSD*sdIdx) + 2
-	var res bracket
+	capped := false
 	doublings := 0
 	for {
 		A, B := math.Max(fullLo, -half), math.Min(fullHi, half) // tilted mean is 0 (or <= 0 when theta = 0)
@@ -438,15 +452,14 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 			// Cap the window around the region that matters (s just
 			// above 0, where the tilted mass sits); the tail and alias
 			// terms keep the bracket sound.
-			res.capped = true
+			capped = true
 			L = maxLattice
 			A = math.Max(fullLo, -float64(L)/2)
 			full = false
 		}
 		r := l.window(nf, theta, k0, int64(A), L, full, wantLo)
-		r.capped = r.capped || res.capped
-		r.size = L
-		if r.tailOK || res.capped || full || doublings >= maxDoublings {
+		r.capped = capped
+		if r.tailOK || capped || full || doublings >= maxDoublings {
 			return r.bracket
 		}
 		doublings++
@@ -465,42 +478,13 @@ func scaleBack(v, logScale, n float64) float64 {
 // tiltedSD is the standard deviation of Z under the tilt that centres it,
 // computed on the exact atoms.
 func tiltedSD(p prepared) float64 {
-	k := func(lambda float64) (float64, float64) {
-		mx := math.Inf(-1)
-		for j, z := range p.z {
-			mx = math.Max(mx, math.Log(p.w[j])+lambda*z)
-		}
-		var s0, s1, s2 float64
-		for j, z := range p.z {
-			e := math.Exp(math.Log(p.w[j]) + lambda*z - mx)
-			s0 += e
-			s1 += e * z
-			s2 += e * z * z
-		}
-		m := s1 / s0
-		return m, s2/s0 - m*m
+	logw := make([]float64, len(p.w))
+	for j, w := range p.w {
+		logw[j] = math.Log(w)
 	}
-	m0, v0 := k(0)
-	if m0 >= 0 {
-		return math.Sqrt(v0)
-	}
-	lo, hi := 0.0, 1/p.maxZ
-	for range 2000 {
-		if m, _ := k(hi); m > 0 {
-			break
-		}
-		lo, hi = hi, 2*hi
-	}
-	for range 100 {
-		mid := 0.5 * (lo + hi)
-		if m, _ := k(mid); m > 0 {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	_, v := k(lo)
-	return math.Sqrt(v)
+	theta := centringTilt(func(t float64) float64 { _, k1, _ := cumulants(logw, p.z, t); return k1 }, 1/p.maxZ)
+	_, _, k2 := cumulants(logw, p.z, theta)
+	return math.Sqrt(k2)
 }
 
 type windowResult struct {
