@@ -79,6 +79,15 @@ type metricState struct {
 	desc    *sdk.Description
 }
 
+// poolState is the one shuffler pool of a plan with pooled travel: its
+// messages carry the metrics (in plan order) inside the sealed bytes.
+type poolState struct {
+	name    string
+	travel  string
+	binding report.Binding
+	metrics []*metricState
+}
+
 type epsKey struct {
 	metric string
 	n      int64
@@ -114,6 +123,9 @@ type Collector struct {
 	epoch    string
 	st       *store
 	metrics  map[string]*metricState
+	// pool is the plan's one shuffler pool with joint or parallel travel,
+	// nil with separate travel.
+	pool *poolState
 
 	epsMu       sync.Mutex
 	epsCache    map[epsKey]epsValue
@@ -173,6 +185,10 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	}
 	db, err := openDatabase(ctx, filepath.Join(o.Dir, CollectorDB), collectorSchema)
 	if err != nil {
+		return nil, err
+	}
+	if err := migrateStore(ctx, db); err != nil {
+		db.close()
 		return nil, err
 	}
 	c := &Collector{
@@ -263,6 +279,17 @@ func (c *Collector) publish(ctx context.Context) error {
 		ms.m = m
 		ms.binding = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
 	}
+	c.pool = nil
+	if pub.Pooled() {
+		ps := &poolState{name: pub.Pool(""), travel: pub.Travel}
+		bs := make([]report.Binding, len(pub.Metrics))
+		for i, m := range pub.Metrics {
+			ps.metrics = append(ps.metrics, c.metrics[m.Name])
+			bs[i] = c.metrics[m.Name].binding
+		}
+		ps.binding = report.PoolBinding(ps.name, ps.travel, bs)
+		c.pool = ps
+	}
 	c.plan = pub
 	c.epoch = pub.Digest()[:EpochLen]
 	c.plans[c.epoch] = pub
@@ -325,6 +352,10 @@ type IngestResult struct {
 	// dropped (unopenable or undecodable). Zero for a duplicate.
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
+	// Parts counts the valid reports of each metric of a pooled batch
+	// (joint or parallel travel), where N counts messages. Absent for a
+	// batch of one metric.
+	Parts map[string]int64 `json:"parts,omitempty"`
 	// Eps and Delta are the batch's central guarantee for its N valid
 	// reports; null when none is known.
 	Eps   *float64 `json:"eps"`
@@ -376,6 +407,13 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 // Malformed and dropped; the rest of the batch is kept. Errors wrap
 // ErrBadBatch or ErrBatchRefused for the sender's mistakes; any other
 // error means nothing was stored and the batch may be retried.
+//
+// With joint or parallel travel a batch is of the plan's one pool
+// (plan.Plan.Pool): each report is a sealed message (report.EncodeMessage)
+// carrying every metric (joint) or one (parallel). A message that does not
+// carry what its travel mode says is malformed as a whole; the valid ones
+// feed every metric's statistic, and the batch's guarantee is the
+// accountant's for the plan's mechanism at the number of valid messages.
 func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, error) {
 	b, err := report.DecodeBatch(body)
 	if err != nil {
@@ -384,10 +422,11 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	}
 	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
 	ms := c.metrics[b.Metric]
+	pooled := c.pool != nil && b.Metric == c.pool.name
 	switch {
-	case ms == nil:
+	case !pooled && (ms == nil || c.pool != nil):
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: metric %q is not in the plan", ErrBatchRefused, b.Metric)
+		return res, fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, b.Metric, c.plan.Pools())
 	case b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
 		return res, fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, b.Suite)
@@ -402,25 +441,37 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		res.Duplicate = true
 		return res, nil
 	}
-	plain, unopened := c.openAll(ms, b.Sealed)
-	b.Sealed = nil
-	stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, plain)
-	if err != nil {
-		return res, fmt.Errorf("collector: metric %q: accumulating: %w", b.Metric, err)
+	var parts []metricBatch
+	if pooled {
+		parts, res.N, err = c.accumulatePool(ctx, c.pool, b.Sealed)
+		res.Malformed = int64(res.Reports) - res.N
+		res.Parts = map[string]int64{}
+		for _, p := range parts {
+			res.Parts[p.rec.metric] = p.rec.n
+		}
+	} else {
+		var stat *sdk.Statistic
+		stat, err = c.accumulateMetric(ctx, ms, b.Sealed)
+		if err == nil {
+			res.N, res.Malformed = stat.N, stat.Malformed
+			parts = []metricBatch{{rec: batchRecord{metric: b.Metric, n: stat.N, malformed: stat.Malformed, messages: stat.N}, stat: stat}}
+		}
 	}
-	if err := checkAccumulated(stat, ms, len(plain)); err != nil {
+	b.Sealed = nil
+	if err != nil {
 		return res, err
 	}
-	stat.Malformed += unopened
-	res.N, res.Malformed = stat.N, stat.Malformed
-	if g, ok := c.guarantee(ctx, ms, stat.N); ok {
+	if g, ok := c.guarantee(ctx, b.Metric, res.N); ok {
 		res.Eps, res.Delta = &g.eps, &g.delta
 	} else if err := ctx.Err(); err != nil {
 		// Not a missing guarantee: the sender is gone. Store nothing.
 		return res, err
 	}
-	rec := batchRecord{id: b.ID, metric: b.Metric, epoch: c.epoch, n: stat.N, malformed: stat.Malformed, eps: res.Eps, delta: res.Delta}
-	dup, err := c.st.commitBatch(ctx, rec, stat)
+	for i := range parts {
+		r := &parts[i].rec
+		r.id, r.epoch, r.messages, r.eps, r.delta = b.ID, c.epoch, res.N, res.Eps, res.Delta
+	}
+	dup, err := c.st.commitBatch(ctx, parts)
 	if err != nil {
 		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)
 	}
@@ -429,10 +480,92 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		return IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}, nil
 	}
 	c.c.batches.Add(1)
-	c.c.reports.Add(stat.N)
-	c.c.malformed.Add(stat.Malformed)
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", stat.N, "malformed", stat.Malformed, "eps", fmtOptional(res.Eps))
+	c.c.reports.Add(res.N)
+	c.c.malformed.Add(res.Malformed)
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps))
 	return res, nil
+}
+
+// accumulateMetric opens and accumulates a batch of one metric's reports.
+func (c *Collector) accumulateMetric(ctx context.Context, ms *metricState, sealed [][]byte) (*sdk.Statistic, error) {
+	plain, unopened := c.openAll(ms.binding, ms.desc.ReportBytes, sealed)
+	stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, plain)
+	if err != nil {
+		return nil, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
+	}
+	if err := checkAccumulated(stat, ms, len(plain)); err != nil {
+		return nil, err
+	}
+	stat.Malformed += unopened
+	return stat, nil
+}
+
+// accumulatePool opens a batch of pooled messages and accumulates their
+// parts per metric. It returns the metrics' contributions (those with at
+// least one report) and the number of valid messages: those that open,
+// decode, carry what the travel mode says, and none of whose parts a
+// plugin dropped. (A message with a dropped part still went through the
+// shuffle, so not counting it understates the batch: the guarantee can
+// only come out weaker.)
+func (c *Collector) accumulatePool(ctx context.Context, ps *poolState, sealed [][]byte) ([]metricBatch, int64, error) {
+	plain, _ := c.openAll(ps.binding, 0, sealed)
+	per := make([][][]byte, len(ps.metrics))
+	valid := int64(0)
+	for _, pt := range plain {
+		msg, err := report.DecodeMessage(pt)
+		if err != nil || !ps.valid(msg) {
+			continue
+		}
+		valid++
+		for _, p := range msg {
+			per[p.Metric] = append(per[p.Metric], p.Report)
+		}
+	}
+	var out []metricBatch
+	for i, ms := range ps.metrics {
+		if len(per[i]) == 0 {
+			continue
+		}
+		stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, per[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
+		}
+		if err := checkAccumulated(stat, ms, len(per[i])); err != nil {
+			return nil, 0, err
+		}
+		valid -= stat.Malformed
+		out = append(out, metricBatch{rec: batchRecord{metric: ms.m.Name, n: stat.N, malformed: stat.Malformed}, stat: stat})
+	}
+	return out, max(valid, 0), nil
+}
+
+// valid reports whether a decoded message carries what the pool's travel
+// mode says: every metric once, in plan order (joint), or exactly one
+// metric (parallel), each part of its plugin's report length.
+func (ps *poolState) valid(msg []report.Part) bool {
+	switch accountant.Travel(ps.travel) {
+	case accountant.TravelJoint:
+		if len(msg) != len(ps.metrics) {
+			return false
+		}
+		for i, p := range msg {
+			if p.Metric != i {
+				return false
+			}
+		}
+	case accountant.TravelParallel:
+		if len(msg) != 1 || msg[0].Metric >= len(ps.metrics) {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, p := range msg {
+		if rb := ps.metrics[p.Metric].desc.ReportBytes; rb > 0 && len(p.Report) != rb {
+			return false
+		}
+	}
+	return true
 }
 
 func fmtOptional(v *float64) any {
@@ -460,10 +593,10 @@ func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
 	return nil
 }
 
-// openAll opens the sealed reports of a batch with the metric's binding,
-// in parallel. It returns the plaintexts of those that open and have the
-// plugin's report length, and the number of the others.
-func (c *Collector) openAll(ms *metricState, sealed [][]byte) ([][]byte, int64) {
+// openAll opens the sealed reports of a batch with binding, in parallel.
+// It returns the plaintexts of those that open and, when reportBytes > 0,
+// have that length, and the number of the others.
+func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) ([][]byte, int64) {
 	out := make([][]byte, len(sealed))
 	workers := max(1, min(c.o.Workers, len(sealed)/64))
 	var bad atomic.Int64
@@ -477,8 +610,8 @@ func (c *Collector) openAll(ms *metricState, sealed [][]byte) ([][]byte, int64) 
 		wg.Go(func() {
 			var nbad int64
 			for i := lo; i < hi; i++ {
-				pt, err := report.Open(c.key, ms.binding, sealed[i])
-				if err != nil || (ms.desc.ReportBytes > 0 && len(pt) != ms.desc.ReportBytes) {
+				pt, err := report.Open(c.key, binding, sealed[i])
+				if err != nil || (reportBytes > 0 && len(pt) != reportBytes) {
 					nbad++
 					continue
 				}
@@ -499,13 +632,13 @@ func (c *Collector) openAll(ms *metricState, sealed [][]byte) ([][]byte, int64) 
 }
 
 // guarantee returns the central (eps, delta) of a batch of n valid
-// reports of metric ms under the current plan, from the accountant, cached
-// by n.
-func (c *Collector) guarantee(ctx context.Context, ms *metricState, n int64) (epsValue, bool) {
+// reports of pool (a metric, with separate travel) under the current plan,
+// from the accountant, cached by n.
+func (c *Collector) guarantee(ctx context.Context, pool string, n int64) (epsValue, bool) {
 	if n < 1 {
 		return epsValue{}, false
 	}
-	k := epsKey{ms.m.Name, n}
+	k := epsKey{pool, n}
 	c.epsMu.Lock()
 	if v, ok := c.epsCache[k]; ok {
 		c.epsMu.Unlock()
@@ -520,7 +653,7 @@ func (c *Collector) guarantee(ctx context.Context, ms *metricState, n int64) (ep
 			}
 			// The other computation failed, perhaps for its own
 			// context: try once more with ours.
-			return c.computeGuarantee(ctx, ms, n)
+			return c.computeGuarantee(ctx, pool, n)
 		case <-ctx.Done():
 			return epsValue{}, false
 		}
@@ -529,7 +662,7 @@ func (c *Collector) guarantee(ctx context.Context, ms *metricState, n int64) (ep
 	c.epsInFlight[k] = call
 	c.epsMu.Unlock()
 
-	call.v, call.ok = c.computeGuarantee(ctx, ms, n)
+	call.v, call.ok = c.computeGuarantee(ctx, pool, n)
 	c.epsMu.Lock()
 	if call.ok {
 		c.epsCache[k] = call.v
@@ -540,15 +673,15 @@ func (c *Collector) guarantee(ctx context.Context, ms *metricState, n int64) (ep
 	return call.v, call.ok
 }
 
-func (c *Collector) computeGuarantee(ctx context.Context, ms *metricState, n int64) (epsValue, bool) {
-	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, c.o.Open, ms.m.Name)
+func (c *Collector) computeGuarantee(ctx context.Context, pool string, n int64) (epsValue, bool) {
+	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, c.o.Open, pool)
 	if err != nil {
-		c.log.Error("batch guarantee", "metric", ms.m.Name, "error", err)
+		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false
 	}
 	r, err := c.o.Epsilon(mech, eps0, int(n), delta)
 	if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
-		c.log.Error("batch guarantee", "metric", ms.m.Name, "n", n, "error", err, "eps", r.Upper)
+		c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
 		return epsValue{}, false
 	}
 	return epsValue{eps: r.Upper, delta: delta}, true
@@ -717,8 +850,13 @@ type BatchGuarantee struct {
 	// Eps and Delta: the batch's reports are (Eps, Delta)-DP.
 	Eps   float64 `json:"eps"`
 	Delta float64 `json:"delta"`
-	// N is the batch's number of valid reports.
+	// N is the batch's number of valid reports of the metric.
 	N int64 `json:"n"`
+	// Messages is the number of shuffled messages the guarantee is
+	// computed for: N with separate travel; with joint or parallel travel
+	// the valid messages of the batch, which carry every metric (joint) or
+	// one each (parallel).
+	Messages int64 `json:"messages"`
 	// Batch is the batch id.
 	Batch string `json:"batch"`
 }
@@ -727,9 +865,12 @@ type BatchGuarantee struct {
 type BatchInfo struct {
 	// ID is the batch id (hex).
 	ID string `json:"id"`
-	// N and Malformed count valid and dropped reports.
+	// N and Malformed count the metric's valid and dropped reports.
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
+	// Messages is the number of shuffled messages its guarantee is for
+	// (see BatchGuarantee).
+	Messages int64 `json:"messages"`
 	// Eps and Delta are its central guarantee; null when unknown.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
@@ -803,9 +944,9 @@ func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstima
 		return e, err
 	}
 	for _, b := range batches {
-		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Eps: b.eps, Delta: b.delta})
+		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta})
 		if b.eps != nil && b.delta != nil && (e.Guarantee == nil || *b.eps > e.Guarantee.Eps) {
-			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Batch: hex.EncodeToString(b.id[:])}
+			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
 		}
 	}
 	return e, nil

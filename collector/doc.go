@@ -16,6 +16,19 @@
 //	srv := collector.NewHTTPServer(mux, logger)
 //	go s.Run(ctx) // release and forward batches
 //
+// # Pools and travel
+//
+// The shuffler pools what the plan's travel mode says the accountant
+// assumes (plan.Plan.Pools). With separate travel each metric is a pool and
+// a batch holds one metric's reports. With joint or parallel travel the
+// plan has one pool, "@joint" or "@parallel": every envelope is a sealed
+// message (report.EncodeMessage under report.PoolBinding) carrying every
+// metric (joint) or one metric chosen at random (parallel), so a batch
+// mixes the metrics exactly as the joint and parallel compositions model.
+// The collector splits each valid message into its metrics' statistics and
+// records, on each metric's row of the batch, the guarantee of the plan's
+// mechanism at the batch's number of valid messages.
+//
 // # HTTP API
 //
 // Shuffler:
@@ -35,8 +48,8 @@
 //
 //	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
-//	  200 IngestResult: {"batch", "metric", "epoch", "duplicate", "reports", "n", "malformed", "eps", "delta"}
-//	  400 undecodable, 401 token, 413 too large, 422 refused (metric not in
+//	  200 IngestResult: {"batch", "metric", "epoch", "duplicate", "reports", "n", "malformed", "parts", "eps", "delta"}
+//	  400 undecodable, 401 token, 413 too large, 422 refused (not a pool of
 //	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
 //	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches"}], "ingest": {...}}
 //	GET  /v1/metrics/{name}   MetricDetail: per epoch the estimates (value, variance, CI,
@@ -65,15 +78,15 @@
 // collector.db:
 //
 //	epochs(epoch PK, source, key, plan)   every published plan
-//	batches(id BLOB PK, metric, epoch, n, malformed, eps, delta)
+//	batches(id, metric, epoch, n, malformed, messages, eps, delta; PK (id, metric))
 //	statistics(metric, epoch, stat, batches; PK (metric, epoch))
 //
 // Every acknowledgement follows a committed transaction (WAL,
 // synchronous=FULL). Accepting an upload inserts its ids into seen and its
 // reports into pool in one transaction (concurrent uploads share it: group
 // commit). Releasing moves reports from pool to outgoing in one
-// transaction. Ingesting inserts the batch row and merges the statistic in
-// one transaction, and a batch id already present is acknowledged without
+// transaction. Ingesting inserts the batch's rows and merges its
+// statistics in one transaction, and a batch id already present is acknowledged without
 // counting, so a batch is counted once however often it is delivered and
 // wherever the collector dies.
 //

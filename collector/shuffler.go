@@ -143,14 +143,19 @@ type shufflerCounters struct {
 }
 
 // Shuffler is the shuffler role: it takes sealed reports from apps (POST
-// /v1/reports), keeps nothing about their senders, pools them per metric
-// in SQLite, and releases batches of at least NMin reports of one metric in
+// /v1/reports), keeps nothing about their senders, pools them in SQLite,
+// and releases batches of at least NMin reports of one pool in
 // a uniformly random order to the collector, retrying until acknowledged.
 //
 // It never holds a client's address, headers or arrival time: the pool
 // rows are (row number, metric, suite, sealed bytes), and released batches
 // carry only sealed bytes. Report ids are kept, keyed-hashed, only to drop
 // duplicates.
+//
+// Pools are the plan's (plan.Plan.Pools): one per metric with separate
+// travel, and one for the whole plan with joint or parallel travel, whose
+// messages carry the metrics inside the sealed bytes. A batch thus holds
+// what the accountant's mechanism for that travel mode assumes.
 //
 // Release policy: when a metric's pool holds at least NMin reports, all of
 // them (up to MaxBatch per batch, and never a batch below NMin) go out as
@@ -292,8 +297,8 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	for _, m := range o.Plan.Metrics {
-		s.metrics[m.Name] = true
+	for _, pool := range o.Plan.Pools() {
+		s.metrics[pool] = true
 	}
 	if err := s.loadMeta(ctx); err != nil {
 		db.close()

@@ -23,16 +23,21 @@ var collectorSchema = []string{
 		plan BLOB NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS epochs_source ON epochs (source, key)`,
-	// batches has one row per ingested batch: what makes ingestion
-	// idempotent, and the central guarantee of each batch.
+	// batches has one row per ingested batch and metric (a batch of
+	// pooled travel carries several metrics): what makes ingestion
+	// idempotent, and the central guarantee of each batch. messages is
+	// the number of shuffled messages the guarantee is computed for; n
+	// and malformed count the metric's reports.
 	`CREATE TABLE IF NOT EXISTS batches (
-		id BLOB PRIMARY KEY,
+		id BLOB NOT NULL,
 		metric TEXT NOT NULL,
 		epoch TEXT NOT NULL,
 		n INTEGER NOT NULL,
 		malformed INTEGER NOT NULL,
+		messages INTEGER NOT NULL,
 		eps REAL,
-		delta REAL
+		delta REAL,
+		PRIMARY KEY (id, metric)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
 	// statistics holds the merged sufficient statistic of every batch of
@@ -68,6 +73,38 @@ func decodeStat(b []byte) (*sdk.Statistic, error) {
 	return &sdk.Statistic{Plugin: r.Plugin, Digest: r.Digest, Eps0: r.Eps0, N: r.N, Malformed: r.Malformed, Counts: r.Counts}, nil
 }
 
+// migrateStore brings a database written by an earlier build up to the
+// current schema: the first batches table had one row per batch (id alone
+// as its key) and no messages column.
+func migrateStore(ctx context.Context, db *database) error {
+	var has int
+	if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('batches') WHERE name = 'messages'`).Scan(&has); err != nil {
+		return fmt.Errorf("collector: schema: %w", err)
+	}
+	if has > 0 {
+		return nil
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range []string{
+		`ALTER TABLE batches RENAME TO batches_v1`,
+		`DROP INDEX IF EXISTS batches_metric`,
+		collectorSchema[2],
+		collectorSchema[3],
+		`INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta)
+			SELECT id, metric, epoch, n, malformed, n + malformed, eps, delta FROM batches_v1 ORDER BY rowid`,
+		`DROP TABLE batches_v1`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("collector: migrating the batches table: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
 // batchRecord is one row of the batches table.
 type batchRecord struct {
 	id        report.ID
@@ -75,8 +112,16 @@ type batchRecord struct {
 	epoch     string
 	n         int64
 	malformed int64
+	messages  int64
 	eps       *float64
 	delta     *float64
+}
+
+// metricBatch is what one batch adds to one metric: its row of the
+// batches table and the statistic to merge.
+type metricBatch struct {
+	rec  batchRecord
+	stat *sdk.Statistic
 }
 
 // store is the collector's SQLite database.
@@ -97,54 +142,66 @@ func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 	return err == nil, err
 }
 
-// commitBatch records batch b and merges stat into its metric's statistic
-// in one transaction. It reports duplicate = true, changing nothing, when
-// the batch id is already recorded.
-func (st *store) commitBatch(ctx context.Context, b batchRecord, stat *sdk.Statistic) (duplicate bool, err error) {
+// commitBatch records a batch and merges its statistics, one per metric it
+// carries, in one transaction. It reports duplicate = true, changing
+// nothing, when the batch id is already recorded.
+func (st *store) commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error) {
 	tx, err := st.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO batches (id, metric, epoch, n, malformed, eps, delta) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.eps, b.delta)
-	if err != nil {
-		return false, err
+	if len(parts) == 0 {
+		return false, errors.New("collector: a batch with no metric")
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, err
-	} else if n == 0 {
+	var one int
+	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, parts[0].rec.id[:]).Scan(&one); {
+	case err == nil:
 		return true, nil
-	}
-	var old []byte
-	err = tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ?`, b.metric, b.epoch).Scan(&old)
-	merged := stat
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	case !errors.Is(err, sql.ErrNoRows):
 		return false, err
-	default:
-		prev, err := decodeStat(old)
-		if err != nil {
+	}
+	for _, p := range parts {
+		if err := mergeBatch(ctx, tx, p.rec, p.stat); err != nil {
 			return false, err
 		}
-		if err := prev.Merge(stat); err != nil {
-			return false, fmt.Errorf("collector: merging batch %s into %s/%s: %w", b.id, b.metric, b.epoch, err)
-		}
-		merged = prev
-	}
-	enc, err := encodeStat(merged)
-	if err != nil {
-		return false, err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, stat, batches) VALUES (?, ?, ?, 1)
-		ON CONFLICT (metric, epoch) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, enc); err != nil {
-		return false, err
 	}
 	if st.beforeCommit != nil {
 		st.beforeCommit()
 	}
 	return false, tx.Commit()
+}
+
+// mergeBatch inserts b's row and merges stat into its metric's statistic.
+func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statistic) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta); err != nil {
+		return err
+	}
+	var old []byte
+	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ?`, b.metric, b.epoch).Scan(&old)
+	merged := stat
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	default:
+		prev, err := decodeStat(old)
+		if err != nil {
+			return err
+		}
+		if err := prev.Merge(stat); err != nil {
+			return fmt.Errorf("collector: merging batch %s into %s/%s: %w", b.id, b.metric, b.epoch, err)
+		}
+		merged = prev
+	}
+	enc, err := encodeStat(merged)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, stat, batches) VALUES (?, ?, ?, 1)
+		ON CONFLICT (metric, epoch) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, enc)
+	return err
 }
 
 // epochPlan returns the published plan JSON of epoch, or nil.
@@ -196,7 +253,7 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 
 // batchList returns the batches of metric in epoch, in ingestion order.
 func (st *store) batchList(ctx context.Context, metric, epoch string) ([]batchRecord, error) {
-	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, eps, delta FROM batches WHERE metric = ? AND epoch = ? ORDER BY rowid`, metric, epoch)
+	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? ORDER BY rowid`, metric, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +263,7 @@ func (st *store) batchList(ctx context.Context, metric, epoch string) ([]batchRe
 		b := batchRecord{metric: metric, epoch: epoch}
 		var id []byte
 		var eps, delta sql.NullFloat64
-		if err := rows.Scan(&id, &b.n, &b.malformed, &eps, &delta); err != nil {
+		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta); err != nil {
 			return nil, err
 		}
 		copy(b.id[:], id)

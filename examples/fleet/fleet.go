@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,7 @@ type fleet struct {
 	mu    sync.Mutex
 	truth [numRoles]*truth // guarded by mu
 
-	instances, retries, duplicates atomic.Int64
+	instances, retries, duplicates, messages atomic.Int64
 }
 
 // instance is one simulated app instance: the value of each metric it
@@ -102,8 +103,8 @@ func run(ctx context.Context, cfg config, out, log io.Writer) (ok bool, err erro
 		return false, err
 	}
 	el := time.Since(start)
-	fmt.Fprintf(out, "simulated %d instances in %.1fs (%.0f/s): %d reports sealed and acknowledged; %d upload retries, %d duplicates dropped by the shuffler\n",
-		cfg.n, el.Seconds(), float64(cfg.n)/el.Seconds(), 3*cfg.n, f.retries.Load(), f.duplicates.Load())
+	fmt.Fprintf(out, "simulated %d instances in %.1fs (%.0f/s): %d messages sealed and acknowledged; %d upload retries, %d duplicates dropped by the shuffler\n",
+		cfg.n, el.Seconds(), float64(cfg.n)/el.Seconds(), f.messages.Load(), f.retries.Load(), f.duplicates.Load())
 	if err := f.awaitBatches(ctx); err != nil {
 		return false, err
 	}
@@ -258,14 +259,28 @@ func (f *fleet) runInstance(ctx context.Context, in *instance) error {
 	}
 	defer p.Shutdown(ctx)
 	m := p.Meter("")
+	// With parallel travel the round's metric is the only one Enabled;
+	// the others would report nothing, so they are not recorded (nor
+	// counted in the truth). Recording it ends the round, and an instance
+	// simulates one round: it stops there.
+	var sent [numRoles]bool
 	for r, mm := range f.metrics {
 		if !in.has[r] {
 			continue
 		}
+		if f.plan.Travel == "parallel" && slices.Contains(sent[:], true) {
+			break
+		}
 		if r == roleSum {
-			err = m.Sum(mm.Name).Record(ctx, in.amount)
+			sum := m.Sum(mm.Name)
+			if sent[r] = sum.Enabled(ctx); sent[r] {
+				err = sum.Record(ctx, in.amount)
+			}
 		} else {
-			err = m.Categorical(mm.Name).Record(ctx, in.cat[r])
+			cat := m.Categorical(mm.Name)
+			if sent[r] = cat.Enabled(ctx); sent[r] {
+				err = cat.Record(ctx, in.cat[r])
+			}
 		}
 		if err != nil {
 			return err
@@ -278,11 +293,17 @@ func (f *fleet) runInstance(ctx context.Context, in *instance) error {
 	if st.Rejected != 0 || st.Dropped != 0 {
 		return fmt.Errorf("the shuffler refused %d reports", st.Rejected+st.Dropped)
 	}
+	if st.Uploaded != st.Messages {
+		// Joint travel: an instance that records only some metrics leaves
+		// them staged (the fleet's top-ups record every metric).
+		return fmt.Errorf("%d of %d messages uploaded", st.Uploaded, st.Messages)
+	}
 	f.retries.Add(st.Retries)
 	f.duplicates.Add(st.Duplicates)
+	f.messages.Add(st.Messages)
 	f.mu.Lock()
 	for r := range f.metrics {
-		if in.has[r] {
+		if sent[r] {
 			f.truth[r].add(in, r)
 		}
 	}
@@ -292,10 +313,12 @@ func (f *fleet) runInstance(ctx context.Context, in *instance) error {
 
 // awaitBatches polls the collector until it has estimated every report the
 // fleet sent. The shuffler never releases a batch below n_min, so when fewer
-// than n_min reports of a metric are missing they all wait in its pool (any
-// batch in flight holds at least n_min): the fleet then sends just enough
-// fresh instances recording that metric to release them, one instance
-// covering every metric that needs topping up.
+// than n_min reports of a pool are missing they all wait in it (any batch in
+// flight holds at least n_min): the fleet then sends just enough fresh
+// instances to release them. With separate travel each metric is its own
+// pool and one instance covers every metric that needs topping up; with
+// joint or parallel travel the plan's messages share one pool, each
+// instance sends one message and records every metric.
 func (f *fleet) awaitBatches(ctx context.Context) error {
 	last := time.Now()
 	lastTotal := int64(-1)
@@ -303,6 +326,7 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 		done := true
 		var total int64
 		var need [numRoles]int64
+		var missingMessages int64
 		for r, m := range f.metrics {
 			d, err := f.detail(ctx, m.Name)
 			if err != nil {
@@ -313,7 +337,17 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 			f.mu.Lock()
 			sent := f.truth[r].n
 			f.mu.Unlock()
-			switch missing := sent - got; {
+			missing := sent - got
+			if f.plan.Pooled() && missing > 0 {
+				done = false
+				if f.plan.Travel == "joint" {
+					missingMessages = max(missingMessages, missing) // every message carries every metric
+				} else {
+					missingMessages += missing // a message carries one metric
+				}
+				continue
+			}
+			switch {
 			case missing < 0:
 				return fmt.Errorf("metric %q: the collector holds %d reports, the fleet sent %d", m.Name, got, sent)
 			case missing == 0:
@@ -327,6 +361,13 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 		}
 		if done {
 			return nil
+		}
+		if missingMessages > 0 && missingMessages < int64(f.plan.NMin) {
+			top := int64(f.plan.NMin) - missingMessages
+			fmt.Fprintf(f.out, "%s: %d messages wait in the shuffler's pool (below n_min = %d); topping up with %d messages\n", f.plan.Pool(""), missingMessages, f.plan.NMin, top)
+			for r := range need {
+				need[r] = top
+			}
 		}
 		var top int64
 		for _, n := range need {
@@ -380,9 +421,10 @@ type metricDetail struct {
 			Hi       float64 `json:"hi"`
 		} `json:"estimates"`
 		Guarantee *struct {
-			Eps   float64 `json:"eps"`
-			Delta float64 `json:"delta"`
-			N     int64   `json:"n"`
+			Eps      float64 `json:"eps"`
+			Delta    float64 `json:"delta"`
+			N        int64   `json:"n"`
+			Messages int64   `json:"messages"`
 		} `json:"guarantee"`
 	} `json:"epochs"`
 }

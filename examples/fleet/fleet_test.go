@@ -115,3 +115,37 @@ func TestBinomialAllowance(t *testing.T) {
 		t.Errorf("binomialAllowance(1, 0.05, 1e-6) = %d, want 1", got)
 	}
 }
+
+// TestFleetPooled runs a small fleet under joint and parallel travel: one
+// shuffler pool for the plan's messages, calibrated by the collector for
+// the joint or parallel mechanism; the estimates must pass the fleet's own
+// check.
+func TestFleetPooled(t *testing.T) {
+	for _, travel := range []string{"joint", "parallel"} {
+		t.Run(travel, func(t *testing.T) {
+			n, nMin := 1500, 500
+			if testing.Short() {
+				n, nMin = 600, 250
+			}
+			p := loadPlan(t, nMin)
+			p.Travel = travel
+			url := startServer(t, p)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			var out, log bytes.Buffer
+			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, poll: 50 * time.Millisecond}, &out, &log)
+			t.Log("\n" + out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				t.Fatal("estimates off")
+			}
+			for _, want := range []string{travel + " travel", "central guarantee", "generic clone bound", "all reports estimated"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+		})
+	}
+}

@@ -68,7 +68,11 @@ func (f *fleet) report(ctx context.Context) (ok bool, err error) {
 			fmt.Fprintf(f.out, "%s (%s, %d categories, eps0 = %.4f): n = %d in %d batches\n", m.Name, m.Plugin, len(t.labels), e.Eps0, e.N, e.Batches)
 		}
 		if g := e.Guarantee; g != nil {
-			fmt.Fprintf(f.out, "  central guarantee of its smallest batch (n = %d): (eps, delta) = (%.4g, %.3g)\n", g.N, g.Eps, g.Delta)
+			if f.plan.Pooled() {
+				fmt.Fprintf(f.out, "  central guarantee of its weakest batch (%d %s messages, %d of this metric): (eps, delta) = (%.4g, %.3g)\n", g.Messages, f.plan.Travel, g.N, g.Eps, g.Delta)
+			} else {
+				fmt.Fprintf(f.out, "  central guarantee of its smallest batch (n = %d): (eps, delta) = (%.4g, %.3g)\n", g.N, g.Eps, g.Delta)
+			}
 		} else {
 			fmt.Fprintln(f.out, "  central guarantee: unknown")
 			ok = false
@@ -185,10 +189,40 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	if w == 0 {
 		w = 1
 	}
+	// The same target under the generic clone bound, and with local DP
+	// alone: separate travel gives the metric its share of the target;
+	// joint travel gives it its share of the total local budget; parallel
+	// travel gives every metric the whole budget.
 	share := f.plan.Target.Eps * w / wsum
-	gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin})
-	if err != nil {
-		return fmt.Errorf("generic calibration: %w", err)
+	var genEps0 float64
+	switch f.plan.Travel {
+	case "joint", "parallel":
+		k := len(f.plan.Metrics)
+		parts := make([]accountant.Mechanism, k)
+		for i := range parts {
+			parts[i] = accountant.Generic()
+		}
+		ws := f.plan.Weights()
+		var mech accountant.Mechanism = accountant.ParallelMech{Weights: ws, Parts: parts}
+		if f.plan.Travel == "joint" {
+			mech = accountant.JointMech{Parts: parts, Weights: ws}
+		} else {
+			share = f.plan.Target.Eps
+		}
+		gen, err := accountant.Calibrate(mech, accountant.Target{Eps: f.plan.Target.Eps, Delta: f.plan.Target.Delta, N: f.plan.NMin})
+		if err != nil {
+			return fmt.Errorf("generic calibration: %w", err)
+		}
+		genEps0 = gen.Eps0
+		if f.plan.Travel == "joint" {
+			genEps0 *= w / wsum
+		}
+	default:
+		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin})
+		if err != nil {
+			return fmt.Errorf("generic calibration: %w", err)
+		}
+		genEps0 = gen.Eps0
 	}
 	values := make([]string, 0, t.n)
 	for i, c := range t.counts {
@@ -209,7 +243,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		name string
 		eps0 float64
 	}{
-		{"generic clone bound, same (eps, delta, n_min)", gen.Eps0},
+		{"generic clone bound, same (eps, delta, n_min)", genEps0},
 		{"local DP alone, no shuffling", share},
 	} {
 		items, err := simulateEstimate(ctx, r, c.eps0, values, t)

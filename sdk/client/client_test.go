@@ -136,8 +136,7 @@ func TestPlanRefusals(t *testing.T) {
 		"missing key":        {edit: func(p *plan.Plan) { p.CollectorKey = "" }, want: client.ErrNoCollectorKey},
 		"key not base64":     {edit: func(p *plan.Plan) { p.CollectorKey = "not base64!" }, want: client.ErrNoCollectorKey},
 		"key wrong length":   {edit: func(p *plan.Plan) { p.CollectorKey = "AAAA" }, want: client.ErrNoCollectorKey},
-		"parallel travel":    {edit: func(p *plan.Plan) { p.Travel = "parallel" }, want: client.ErrUnsupportedTravel},
-		"joint travel":       {edit: func(p *plan.Plan) { p.Travel = "joint" }, want: client.ErrUnsupportedTravel},
+		"unknown travel":     {edit: func(p *plan.Plan) { p.Travel = "broadcast" }, want: plan.ErrInvalid},
 		"invalid plan":       {edit: func(p *plan.Plan) { p.NMin = 1 }, want: plan.ErrInvalid},
 	}
 	for name, c := range cases {

@@ -27,7 +27,7 @@
 //
 // NewProvider fetches the calibrated plan from the collector (GET /v1/plan)
 // and verifies it before reporting anything: it must be calibrated, carry
-// the collector's key, use separate travel, ask no metric for an eps0 above
+// the collector's key, ask no metric for an eps0 above
 // the app's ceiling Config.MaxEps0, and name only randomizers the app can
 // open (Blanket's built-ins in process, others as plugin binaries from
 // Config.PluginDir) at the plan's report format version. Otherwise
@@ -35,9 +35,30 @@
 // is cached in Config.DataDir, so that an app starting offline reports by
 // the last plan it accepted.
 //
-// Parallel and joint travel are refused (ErrUnsupportedTravel): they need
-// every user to send one message per reporting round, which this package
-// does not schedule yet.
+// # Travel
+//
+// The plan says how a user's values travel, and the accountant's guarantee
+// assumes exactly that; the Provider follows it without the app changing a
+// line:
+//
+//   - separate: every Record sends one report of its metric, shuffled with
+//     that metric's reports.
+//   - joint: a Record randomizes its value and stages it; once every metric
+//     of the plan has a staged value, one message carrying all of them (in
+//     plan order) is sealed and committed, and a new round starts. A metric
+//     recorded again within a round replaces its staged value, so a user
+//     sends at most one message per round. The shuffler pools the plan's
+//     messages together.
+//   - parallel: each round draws one metric, with the plan's weights, from
+//     crypto randomness; the round's first Record of that metric sends a
+//     message carrying it alone and ends the round. Records of the other
+//     metrics send nothing (Stats.Skipped), and their instruments' Enabled
+//     is false, so an app can skip computing them.
+//
+// Staged values and a round's draw live in the outbox, durable like
+// reports: a restart loses no staged value and does not draw again (which
+// would let a user pick the metric). Staged values are randomized already;
+// nothing in clear is stored.
 //
 // # Instruments
 //

@@ -23,9 +23,6 @@ var (
 	ErrNotCalibrated = errors.New("client: plan is not calibrated")
 	// ErrNoCollectorKey reports a plan without a valid collector public key.
 	ErrNoCollectorKey = errors.New("client: plan has no valid collector key")
-	// ErrUnsupportedTravel reports a plan whose travel mode this client does
-	// not implement.
-	ErrUnsupportedTravel = errors.New("client: unsupported travel mode")
 	// ErrUnknownMetric reports an instrument whose metric is not in the plan.
 	ErrUnknownMetric = errors.New("client: metric not in the plan")
 	// ErrWrongKind reports an instrument of the wrong kind for its metric: a

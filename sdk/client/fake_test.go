@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,6 +64,11 @@ type fakeServer struct {
 	gets    int               // GET requests
 	opened  map[string][][]byte
 	openErr error
+	// names are the plan's metrics in order; messages the decoded
+	// messages of pooled travel, in arrival order.
+	names          []string
+	messages       [][]report.Part
+	sealedMessages [][]byte
 	// respond, when set, decides the answer to POST number n (from 1)
 	// before the body is stored; store=false answers without storing.
 	respond func(n int, envs []report.Envelope) (status int, header http.Header, store bool)
@@ -130,8 +136,15 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	defer f.mu.Unlock()
 	f.plan = b
 	f.bind = map[string]report.Binding{}
+	f.names = nil
+	var bs []report.Binding
 	for _, m := range p.Metrics {
 		f.bind[m.Name] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+		bs = append(bs, f.bind[m.Name])
+		f.names = append(f.names, m.Name)
+	}
+	if p.Pooled() {
+		f.bind[p.Pool("")] = report.PoolBinding(p.Pool(""), p.Travel, bs)
 	}
 }
 
@@ -187,7 +200,23 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			if err != nil && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: %w", e.ID, e.Metric, err)
 			}
-			f.opened[e.Metric] = append(f.opened[e.Metric], pt)
+			if !strings.HasPrefix(e.Metric, plan.PoolPrefix) || err != nil {
+				f.opened[e.Metric] = append(f.opened[e.Metric], pt)
+				continue
+			}
+			parts, err := report.DecodeMessage(pt)
+			if err != nil && f.openErr == nil {
+				f.openErr = fmt.Errorf("message %s of %q: %w", e.ID, e.Metric, err)
+			}
+			f.messages = append(f.messages, parts)
+			f.sealedMessages = append(f.sealedMessages, e.Sealed)
+			for _, p := range parts {
+				if p.Metric >= len(f.names) {
+					f.openErr = fmt.Errorf("message %s of %q: part of metric %d", e.ID, e.Metric, p.Metric)
+					continue
+				}
+				f.opened[f.names[p.Metric]] = append(f.opened[f.names[p.Metric]], p.Report)
+			}
 		}
 		f.mu.Unlock()
 		if after != nil {

@@ -52,10 +52,11 @@ func (m *Meter) instrument(name string, kind sdk.InputKind) instrument {
 func (in *instrument) Name() string { return in.name }
 
 // Enabled reports whether Record would report anything: the Provider is
-// in ModeLocal or ModeOn and the metric is in the plan with a matching
-// kind. An app can skip computing an expensive value when it is false.
-func (in *instrument) Enabled(context.Context) bool {
-	return in.ms != nil && in.p.mode != ModeOff
+// in ModeLocal or ModeOn, the metric is in the plan with a matching kind,
+// and, with parallel travel, the current round chose this metric. An app
+// can skip computing an expensive value when it is false.
+func (in *instrument) Enabled(ctx context.Context) bool {
+	return in.ms != nil && in.p.mode != ModeOff && in.p.enabled(ctx, in.ms)
 }
 
 // Err returns the error every Record of this instrument returns because

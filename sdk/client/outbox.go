@@ -32,6 +32,14 @@ type Outbox interface {
 	DropLocal(ctx context.Context, day string) (int, error)
 	// Ledger returns the ledger ordered by day, then metric.
 	Ledger(ctx context.Context) ([]LedgerEntry, error)
+	// Stage keeps s until an Add with Unstage set, replacing any staged
+	// entry of the same metric; after a nil return it is as durable as an
+	// Add. It holds the state of a pooled travel mode's round: a metric's
+	// randomized report waiting for the others (joint travel), or the
+	// metric a round chose (parallel travel, Report nil).
+	Stage(ctx context.Context, s Staged) error
+	// Staged returns the staged entries ordered by metric.
+	Staged(ctx context.Context) ([]Staged, error)
 	// Close releases the outbox.
 	Close() error
 }
@@ -46,6 +54,43 @@ type Entry struct {
 	Eps0 float64
 	// Local marks a report recorded in ModeLocal: kept, never uploaded.
 	Local bool
+	// Charges are the ledger entries of a message carrying several
+	// metrics (joint travel) or a metric other than its envelope's
+	// (parallel travel): each metric is charged one report at its eps0,
+	// and MaxReportsPerDay applies to each. When empty, the envelope's
+	// metric is charged Eps0.
+	Charges []Charge
+	// Unstage removes every staged entry (Outbox.Stage) in the same
+	// atomic step: the round the message completes is over.
+	Unstage bool
+}
+
+// Charge is one metric's share of a report in the ledger.
+type Charge struct {
+	// Metric is the metric name.
+	Metric string
+	// Eps0 is the local budget the metric's part was randomized at.
+	Eps0 float64
+}
+
+// charges returns what e charges to the ledger.
+func (e *Entry) charges() []Charge {
+	if len(e.Charges) > 0 {
+		return e.Charges
+	}
+	return []Charge{{Metric: e.Envelope.Metric, Eps0: e.Eps0}}
+}
+
+// Staged is an entry of the round being assembled (see Outbox.Stage).
+type Staged struct {
+	// Metric is the metric name.
+	Metric string
+	// Plan is the digest of the plan it was staged under; a staged entry
+	// of another plan is stale.
+	Plan string
+	// Report is the metric's randomized (unsealed) report, or nil for the
+	// metric a parallel round chose.
+	Report []byte
 }
 
 // LedgerEntry is the privacy spent on one metric on one day.
@@ -75,6 +120,7 @@ type MemoryOutbox struct {
 	ids     map[report.ID]int
 	ledger  map[ledgerKey]*LedgerEntry
 	removed int
+	staged  map[string]Staged
 	closed  bool
 }
 
@@ -89,7 +135,7 @@ var _ Outbox = (*MemoryOutbox)(nil)
 
 // NewMemoryOutbox returns an empty, non-durable outbox.
 func NewMemoryOutbox() *MemoryOutbox {
-	return &MemoryOutbox{ids: map[report.ID]int{}, ledger: map[ledgerKey]*LedgerEntry{}}
+	return &MemoryOutbox{ids: map[report.ID]int{}, ledger: map[ledgerKey]*LedgerEntry{}, staged: map[string]Staged{}}
 }
 
 func (o *MemoryOutbox) check() error {
@@ -112,21 +158,30 @@ func (o *MemoryOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
 	if _, dup := o.ids[e.Envelope.ID]; dup {
 		return fmt.Errorf("client: memory outbox: report id %s already stored", e.Envelope.ID)
 	}
-	k := ledgerKey{e.Day, e.Envelope.Metric}
-	l := o.ledger[k]
-	if l == nil {
-		l = &LedgerEntry{Day: e.Day, Metric: e.Envelope.Metric}
+	charges := e.charges()
+	for _, c := range charges {
+		l := o.ledger[ledgerKey{e.Day, c.Metric}]
+		if maxPerDay > 0 && l != nil && l.Reports+l.LocalReports >= int64(maxPerDay) {
+			return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, c.Metric, l.Reports+l.LocalReports, e.Day, maxPerDay)
+		}
 	}
-	if maxPerDay > 0 && l.Reports+l.LocalReports >= int64(maxPerDay) {
-		return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, k.metric, l.Reports+l.LocalReports, k.day, maxPerDay)
+	for _, c := range charges {
+		k := ledgerKey{e.Day, c.Metric}
+		l := o.ledger[k]
+		if l == nil {
+			l = &LedgerEntry{Day: e.Day, Metric: c.Metric}
+			o.ledger[k] = l
+		}
+		if e.Local {
+			l.LocalReports++
+		} else {
+			l.Reports++
+			l.Eps0 += c.Eps0
+		}
 	}
-	if e.Local {
-		l.LocalReports++
-	} else {
-		l.Reports++
-		l.Eps0 += e.Eps0
+	if e.Unstage {
+		clear(o.staged)
 	}
-	o.ledger[k] = l
 	o.ids[e.Envelope.ID] = len(o.envs) + o.removed
 	o.envs = append(o.envs, memEntry{env: e.Envelope, day: e.Day, local: e.Local})
 	return nil
@@ -217,12 +272,43 @@ func (o *MemoryOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	return out, nil
 }
 
+// Stage implements Outbox.
+func (o *MemoryOutbox) Stage(ctx context.Context, st Staged) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return err
+	}
+	st.Report = slices.Clone(st.Report)
+	o.staged[st.Metric] = st
+	return nil
+}
+
+// Staged implements Outbox.
+func (o *MemoryOutbox) Staged(ctx context.Context) ([]Staged, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	out := make([]Staged, 0, len(o.staged))
+	for _, st := range o.staged {
+		st.Report = slices.Clone(st.Report)
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b Staged) int { return cmp.Compare(a.Metric, b.Metric) })
+	return out, nil
+}
+
 // Close implements Outbox. The contents are dropped.
 func (o *MemoryOutbox) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.closed = true
-	o.envs, o.ids, o.ledger = nil, nil, nil
+	o.envs, o.ids, o.ledger, o.staged = nil, nil, nil, nil
 	return nil
 }
 

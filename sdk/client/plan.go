@@ -44,6 +44,7 @@ func planCacheFile(base string) string {
 // metricState is a verified plan metric, ready to report.
 type metricState struct {
 	name    string
+	index   int // in the plan's metric list
 	r       sdk.Randomizer
 	kind    sdk.InputKind
 	eps0    float64
@@ -53,8 +54,20 @@ type metricState struct {
 // verifiedPlan is a plan that passed every check of verifyPlan.
 type verifiedPlan struct {
 	plan    *plan.Plan
+	digest  string
 	key     *report.PublicKey
 	metrics map[string]*metricState
+	// travel is the plan's travel mode, never "".
+	travel accountant.Travel
+	// order lists the metrics in plan order.
+	order []*metricState
+	// pool and poolBinding are the shuffler pool of pooled travel and the
+	// binding its messages are sealed under.
+	pool        string
+	poolBinding report.Binding
+	// cumWeights are the cumulative selection probabilities of parallel
+	// travel, in plan order; the last is 1.
+	cumWeights []float64
 }
 
 // fetchPlan gets and decodes the plan at base + PlanPath. Unknown JSON
@@ -108,17 +121,17 @@ func refuse(kind error, format string, args ...any) error {
 
 // verifyPlan checks a plan against the app's limits and opens the
 // randomizer of every metric: the plan must be calibrated, carry a collector
-// key and use separate travel; every metric's eps0 must be at most maxEps0
+// key and use a known travel mode; every metric's eps0 must be at most maxEps0
 // and within its randomizer's range, and its randomizer must open with the
 // plan's report format version.
 func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
 	if !p.Calibrated() {
 		return nil, refuse(ErrNotCalibrated, "some metric has no eps0 or the plan has no guarantee; the collector publishes the plan after calibrating it")
 	}
-	switch accountant.Travel(p.Travel) {
-	case "", accountant.TravelSeparate:
-	default:
-		return nil, refuse(ErrUnsupportedTravel, "travel = %q; this client implements %q only", p.Travel, accountant.TravelSeparate)
+	// p.Validate (every caller's) allows the three travel modes only.
+	travel := accountant.Travel(p.Travel)
+	if travel == "" {
+		travel = accountant.TravelSeparate
 	}
 	if p.CollectorKey == "" {
 		return nil, refuse(ErrNoCollectorKey, "collector_key is empty")
@@ -131,7 +144,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 	if err != nil {
 		return nil, refuse(ErrNoCollectorKey, "collector_key: %v", err)
 	}
-	v := &verifiedPlan{plan: p, key: key, metrics: make(map[string]*metricState, len(p.Metrics))}
+	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
 		if m.Eps0 > maxEps0 {
@@ -153,13 +166,30 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		if d.Input != sdk.InputCategorical && d.Input != sdk.InputReal {
 			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q takes %v inputs", m.Name, m.Plugin, d.Input)
 		}
-		v.metrics[m.Name] = &metricState{
+		ms := &metricState{
 			name:    m.Name,
+			index:   i,
 			r:       r,
 			kind:    d.Input,
 			eps0:    m.Eps0,
 			binding: report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0},
 		}
+		v.metrics[m.Name] = ms
+		v.order = append(v.order, ms)
+	}
+	if p.Pooled() {
+		bs := make([]report.Binding, len(v.order))
+		for i, ms := range v.order {
+			bs[i] = ms.binding
+		}
+		v.pool = p.Pool("")
+		v.poolBinding = report.PoolBinding(v.pool, p.Travel, bs)
+		var cum float64
+		for _, w := range p.Weights() {
+			cum += w
+			v.cumWeights = append(v.cumWeights, cum)
+		}
+		v.cumWeights[len(v.cumWeights)-1] = 1
 	}
 	return v, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -130,17 +131,27 @@ type Provider struct {
 
 	mu       sync.RWMutex // Records hold it shared; Shutdown exclusive
 	shutdown bool
+	// roundMu serializes the rounds of joint and parallel travel.
+	roundMu sync.Mutex
 
 	stats struct {
-		recorded, uploaded, retries, dropped atomic.Int64
-		accepted, duplicates, rejected       atomic.Int64
+		recorded, skipped, messages    atomic.Int64
+		uploaded, retries, dropped     atomic.Int64
+		accepted, duplicates, rejected atomic.Int64
 	}
 }
 
 // Stats are a Provider's counters since it started.
 type Stats struct {
-	// Recorded counts Records that committed a report.
+	// Recorded counts Records that took their value: committed a report,
+	// or staged it toward a joint message.
 	Recorded int64
+	// Skipped counts Records of parallel travel for a metric the round
+	// did not choose: they report nothing.
+	Skipped int64
+	// Messages counts envelopes committed to the outbox: one per Record
+	// with separate travel, one per round with joint or parallel travel.
+	Messages int64
 	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
 	Uploaded int64
 	// Accepted, Duplicates and Rejected are the shuffler's counts over
@@ -159,7 +170,7 @@ type Stats struct {
 // the collector (falling back to the last verified plan in DataDir when the
 // collector cannot be reached), verifies it — refusing, with an error
 // wrapping ErrPlanRefused, a plan that is not calibrated, has no collector
-// key, uses a travel mode other than separate, sets an eps0 above
+// key, uses an unknown travel mode, sets an eps0 above
 // cfg.MaxEps0 or names a randomizer this app cannot open — and, in ModeOn,
 // starts the background uploader.
 //
@@ -343,41 +354,22 @@ func (p *Provider) Meter(scope string) *Meter {
 	return &Meter{p: p, scope: scope}
 }
 
-// record randomizes, seals and commits one value of metric ms.
+// record reports one value of metric ms as the plan's travel mode says
+// (travel.go).
 func (p *Provider) record(ctx context.Context, ms *metricState, in sdk.Inputs) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.shutdown {
 		return ErrShutdown
 	}
-	reps, err := ms.r.Randomize(ctx, ms.eps0, in)
-	if err != nil {
-		if errors.Is(err, sdk.ErrBadInput) {
-			return fmt.Errorf("%w: metric %q: %w", ErrBadValue, ms.name, err)
-		}
-		return fmt.Errorf("client: metric %q: %w", ms.name, err)
+	switch p.plan.travel {
+	case accountant.TravelJoint:
+		return p.recordJoint(ctx, ms, in)
+	case accountant.TravelParallel:
+		return p.recordParallel(ctx, ms, in)
+	default:
+		return p.recordSeparate(ctx, ms, in)
 	}
-	if len(reps) != 1 {
-		return fmt.Errorf("client: metric %q: randomizer returned %d reports for one value", ms.name, len(reps))
-	}
-	sealed, err := report.Seal(p.plan.key, ms.binding, reps[0])
-	if err != nil {
-		return fmt.Errorf("client: metric %q: seal: %w", ms.name, err)
-	}
-	e := Entry{
-		Envelope: report.Envelope{ID: report.NewID(), Metric: ms.name, Suite: report.SuiteX25519ChaCha, Sealed: sealed},
-		Day:      p.now().UTC().Format(time.DateOnly),
-		Eps0:     ms.eps0,
-		Local:    p.mode == ModeLocal,
-	}
-	if err := p.outbox.Add(ctx, e, p.cfg.MaxReportsPerDay); err != nil {
-		return err
-	}
-	p.stats.recorded.Add(1)
-	if p.up != nil {
-		p.up.notify()
-	}
-	return nil
 }
 
 // Flush uploads every pending report, retrying with backoff, and returns
@@ -416,6 +408,8 @@ func (p *Provider) Stats() Stats {
 	}
 	return Stats{
 		Recorded:   p.stats.recorded.Load(),
+		Skipped:    p.stats.skipped.Load(),
+		Messages:   p.stats.messages.Load(),
 		Uploaded:   p.stats.uploaded.Load(),
 		Accepted:   p.stats.accepted.Load(),
 		Duplicates: p.stats.duplicates.Load(),

@@ -14,7 +14,7 @@ import (
 )
 
 // outboxSchemaVersion is stored in PRAGMA user_version.
-const outboxSchemaVersion = 1
+const outboxSchemaVersion = 2
 
 // outboxSchema is the SQLite outbox. A row of outbox is one sealed report,
 // deleted once the shuffler acknowledged it (HTTP 202); ledger has one row
@@ -38,6 +38,11 @@ CREATE TABLE IF NOT EXISTS ledger (
 	eps0          REAL    NOT NULL DEFAULT 0,
 	local_reports INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (day, metric)
+);
+CREATE TABLE IF NOT EXISTS staged (                -- schema version 2
+	metric TEXT PRIMARY KEY,
+	plan   TEXT NOT NULL,                          -- plan digest
+	report BLOB                                    -- randomized, unsealed; NULL: parallel choice
 );
 `
 
@@ -120,29 +125,43 @@ func (o *SQLiteOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
 		return o.errf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	charges := e.charges()
 	if maxPerDay > 0 {
-		var n int64
-		err := tx.QueryRowContext(ctx, "SELECT reports + local_reports FROM ledger WHERE day = ? AND metric = ?", e.Day, e.Envelope.Metric).Scan(&n)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return o.errf("ledger: %w", err)
-		}
-		if n >= int64(maxPerDay) {
-			return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, e.Envelope.Metric, n, e.Day, maxPerDay)
+		for _, c := range charges {
+			var n int64
+			err := tx.QueryRowContext(ctx, "SELECT reports + local_reports FROM ledger WHERE day = ? AND metric = ?", e.Day, c.Metric).Scan(&n)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return o.errf("ledger: %w", err)
+			}
+			if n >= int64(maxPerDay) {
+				return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, c.Metric, n, e.Day, maxPerDay)
+			}
 		}
 	}
-	local, reports, eps0 := 0, 1, e.Eps0
+	local := 0
 	if e.Local {
-		local, reports, eps0 = 1, 0, 0
+		local = 1
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (id, metric, suite, sealed, day, local) VALUES (?, ?, ?, ?, ?, ?)",
 		e.Envelope.ID[:], e.Envelope.Metric, int(e.Envelope.Suite), e.Envelope.Sealed, e.Day, local); err != nil {
 		return o.errf("insert report %s: %w", e.Envelope.ID, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO ledger (day, metric, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (day, metric) DO UPDATE SET reports = reports + excluded.reports, eps0 = eps0 + excluded.eps0,
-		local_reports = local_reports + excluded.local_reports`,
-		e.Day, e.Envelope.Metric, reports, eps0, local); err != nil {
-		return o.errf("ledger: %w", err)
+	for _, c := range charges {
+		reports, eps0 := 1, c.Eps0
+		if e.Local {
+			reports, eps0 = 0, 0
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger (day, metric, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (day, metric) DO UPDATE SET reports = reports + excluded.reports, eps0 = eps0 + excluded.eps0,
+			local_reports = local_reports + excluded.local_reports`,
+			e.Day, c.Metric, reports, eps0, local); err != nil {
+			return o.errf("ledger: %w", err)
+		}
+	}
+	if e.Unstage {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM staged"); err != nil {
+			return o.errf("unstage: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return o.errf("commit: %w", err)
@@ -235,6 +254,36 @@ func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, o.errf("ledger: %w", err)
+	}
+	return out, nil
+}
+
+// Stage implements Outbox.
+func (o *SQLiteOutbox) Stage(ctx context.Context, st Staged) error {
+	if _, err := o.db.ExecContext(ctx, `INSERT INTO staged (metric, plan, report) VALUES (?, ?, ?)
+		ON CONFLICT (metric) DO UPDATE SET plan = excluded.plan, report = excluded.report`, st.Metric, st.Plan, st.Report); err != nil {
+		return o.errf("stage: %w", err)
+	}
+	return nil
+}
+
+// Staged implements Outbox.
+func (o *SQLiteOutbox) Staged(ctx context.Context) ([]Staged, error) {
+	rows, err := o.db.QueryContext(ctx, "SELECT metric, plan, report FROM staged ORDER BY metric")
+	if err != nil {
+		return nil, o.errf("staged: %w", err)
+	}
+	defer rows.Close()
+	var out []Staged
+	for rows.Next() {
+		var st Staged
+		if err := rows.Scan(&st.Metric, &st.Plan, &st.Report); err != nil {
+			return nil, o.errf("staged: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, o.errf("staged: %w", err)
 	}
 	return out, nil
 }

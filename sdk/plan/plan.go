@@ -259,6 +259,71 @@ func (p *Plan) Metric(name string) *Metric {
 	return nil
 }
 
+// PoolPrefix starts the name of a pooled travel mode's shuffler pool. It
+// cannot start a metric name, so a pool never collides with a metric.
+const PoolPrefix = "@"
+
+// Pooled reports whether the plan's metrics travel together in one
+// shuffler pool: joint travel (a message carries every metric) and
+// parallel travel (a message carries one metric chosen at random). Their
+// batches mix the plan's metrics, as the accountant's joint and parallel
+// compositions assume; separate travel pools each metric on its own.
+func (p *Plan) Pooled() bool {
+	t := accountant.Travel(p.Travel)
+	return t == accountant.TravelJoint || t == accountant.TravelParallel
+}
+
+// Pool returns the shuffler pool that reports of metric name go to: the
+// metric itself with separate travel, PoolPrefix + travel ("@joint",
+// "@parallel") with pooled travel.
+func (p *Plan) Pool(name string) string {
+	if p.Pooled() {
+		return PoolPrefix + p.Travel
+	}
+	return name
+}
+
+// Pools returns the plan's shuffler pools: one per metric with separate
+// travel, one in all with pooled travel.
+func (p *Plan) Pools() []string {
+	if p.Pooled() {
+		return []string{p.Pool("")}
+	}
+	out := make([]string, len(p.Metrics))
+	for i, m := range p.Metrics {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// MetricIndex returns the index of metric name in p.Metrics, or -1.
+func (p *Plan) MetricIndex(name string) int {
+	for i := range p.Metrics {
+		if p.Metrics[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Weights returns the metrics' selection probabilities of parallel travel:
+// their weights (0 meaning 1) normalised to sum to 1.
+func (p *Plan) Weights() []float64 {
+	ws := make([]float64, len(p.Metrics))
+	var sum float64
+	for i, m := range p.Metrics {
+		ws[i] = m.Weight
+		if ws[i] == 0 {
+			ws[i] = 1
+		}
+		sum += ws[i]
+	}
+	for i := range ws {
+		ws[i] /= sum
+	}
+	return ws
+}
+
 // YAML returns the plan as YAML.
 func (p *Plan) YAML() ([]byte, error) { return yaml.Marshal(p) }
 

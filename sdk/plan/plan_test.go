@@ -113,3 +113,31 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestPools(t *testing.T) {
+	p, err := plan.Parse([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Pooled() || p.Pool("ui/screen") != "ui/screen" || strings.Join(p.Pools(), ",") != "ui/screen,ui/features,sync/bytes" {
+		t.Fatalf("separate: pooled %v, pools %v", p.Pooled(), p.Pools())
+	}
+	for _, travel := range []string{"joint", "parallel"} {
+		p.Travel = travel
+		if !p.Pooled() || p.Pool("ui/screen") != "@"+travel || len(p.Pools()) != 1 || p.Pools()[0] != "@"+travel {
+			t.Fatalf("%s: pooled %v, pool %q, pools %v", travel, p.Pooled(), p.Pool("ui/screen"), p.Pools())
+		}
+	}
+	// A pool name is never a valid metric name.
+	p.Metrics[0].Name = p.Pool("")
+	if err := p.Validate(); !errors.Is(err, plan.ErrInvalid) {
+		t.Fatalf("metric named %q: %v", p.Metrics[0].Name, err)
+	}
+	// Weights 2, 1 (default), 1 (default) normalise to 1/2, 1/4, 1/4.
+	if w := p.Weights(); len(w) != 3 || w[0] != 0.5 || w[1] != 0.25 || w[2] != 0.25 {
+		t.Fatalf("weights %v", w)
+	}
+	if p.MetricIndex("sync/bytes") != 2 || p.MetricIndex("nope") != -1 {
+		t.Fatal("MetricIndex")
+	}
+}

@@ -18,7 +18,9 @@ import (
 	"crypto/ecdh"
 	"crypto/hpke"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -369,4 +371,84 @@ func Open(sk *PrivateKey, b Binding, sealed []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrOpen, err)
 	}
 	return pt, nil
+}
+
+// Part is one metric's report inside a pooled message.
+type Part struct {
+	// Metric is the metric's index in the plan's metric list.
+	Metric int
+	// Report is the randomized report.
+	Report []byte
+}
+
+// messageVersion is the first byte of an encoded message.
+const messageVersion = 1
+
+// MaxParts bounds the parts of one message.
+const MaxParts = 1 << 12
+
+// EncodeMessage returns the plaintext of a pooled message: the reports
+// that travel together under joint travel (one part per metric) or the one
+// report of parallel travel. It is sealed like a report, under a
+// PoolBinding.
+func EncodeMessage(parts []Part) []byte {
+	n := 1 + 2
+	for _, p := range parts {
+		n += 2 + 4 + len(p.Report)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, messageVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(parts)))
+	for _, p := range parts {
+		b = binary.BigEndian.AppendUint16(b, uint16(p.Metric))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.Report)))
+		b = append(b, p.Report...)
+	}
+	return b
+}
+
+// DecodeMessage decodes a pooled message. The parts' reports alias b.
+func DecodeMessage(b []byte) ([]Part, error) {
+	r := &reader{b: b}
+	if v := r.take(1, "message version"); v != nil && v[0] != messageVersion {
+		r.fail("message version %d, want %d", v[0], messageVersion)
+	}
+	n := int(r.u16("part count"))
+	if r.err == nil && (n == 0 || n > MaxParts) {
+		r.fail("part count %d outside [1,%d]", n, MaxParts)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	parts := make([]Part, 0, min(n, len(b)/6))
+	for range n {
+		m := int(r.u16("part metric"))
+		l := int(r.u32("part length"))
+		if r.err == nil && l > MaxSealedLen {
+			r.fail("part length %d above %d", l, MaxSealedLen)
+		}
+		rep := r.take(l, "part report")
+		if r.err != nil {
+			return nil, r.err
+		}
+		parts = append(parts, Part{Metric: m, Report: rep})
+	}
+	if r.off != len(b) {
+		return nil, fmt.Errorf("%w: %d trailing bytes after %d parts", ErrMalformed, len(b)-r.off, n)
+	}
+	return parts, nil
+}
+
+// PoolBinding returns the binding of the messages of a pooled travel mode:
+// its pool name, the travel mode, and every metric's binding, in plan
+// order. A message sealed under one plan does not open under a plan that
+// differs in any metric, plugin, version or eps0, or in their order.
+func PoolBinding(pool, travel string, metrics []Binding) Binding {
+	h := sha256.New()
+	for _, m := range metrics {
+		info := m.info()
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(info))))
+		h.Write(info)
+	}
+	return Binding{Metric: pool, Plugin: travel, Version: hex.EncodeToString(h.Sum(nil))}
 }

@@ -131,3 +131,74 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+func TestMessageRoundTrip(t *testing.T) {
+	parts := []Part{{Metric: 0, Report: []byte{7}}, {Metric: 1, Report: bytes.Repeat([]byte{1}, 300)}, {Metric: 65535, Report: nil}}
+	enc := EncodeMessage(parts)
+	// version, count, then (index, length, bytes) per part.
+	if want := 1 + 2 + 3*6 + 1 + 300; len(enc) != want {
+		t.Fatalf("encoded %d bytes, want %d", len(enc), want)
+	}
+	got, err := DecodeMessage(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(parts) {
+		t.Fatalf("got %d parts, want %d", len(got), len(parts))
+	}
+	for i := range parts {
+		if got[i].Metric != parts[i].Metric || !bytes.Equal(got[i].Report, parts[i].Report) {
+			t.Errorf("part %d: got %+v, want %+v", i, got[i], parts[i])
+		}
+	}
+	for name, b := range map[string][]byte{
+		"empty":       nil,
+		"version 2":   append([]byte{2}, enc[1:]...),
+		"no parts":    {1, 0, 0},
+		"truncated":   enc[:len(enc)-1],
+		"trailing":    append(append([]byte{}, enc...), 0),
+		"long length": {1, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff},
+	} {
+		if _, err := DecodeMessage(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func TestPoolBinding(t *testing.T) {
+	ms := []Binding{{Metric: "a", Plugin: "krr", Version: "1", Eps0: 1}, {Metric: "b", Plugin: "rappor", Version: "1", Eps0: 2}}
+	base := PoolBinding("@joint", "joint", ms)
+	if base.Metric != "@joint" || base.Plugin != "joint" || len(base.Version) != 64 {
+		t.Fatalf("binding = %+v", base)
+	}
+	if again := PoolBinding("@joint", "joint", []Binding{ms[0], ms[1]}); again != base {
+		t.Fatalf("not deterministic: %+v vs %+v", again, base)
+	}
+	// Any change to a metric's binding, or their order, changes the
+	// pool binding.
+	for name, other := range map[string][]Binding{
+		"eps0":     {ms[0], {Metric: "b", Plugin: "rappor", Version: "1", Eps0: 2.0000001}},
+		"version":  {ms[0], {Metric: "b", Plugin: "rappor", Version: "2", Eps0: 2}},
+		"order":    {ms[1], ms[0]},
+		"dropped":  {ms[0]},
+		"boundary": {{Metric: "a", Plugin: "krr", Version: "1", Eps0: 1}, {Metric: "b", Plugin: "rappor", Version: "1\x00", Eps0: 2}},
+	} {
+		if PoolBinding("@joint", "joint", other) == base {
+			t.Errorf("%s: same binding", name)
+		}
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add(EncodeMessage([]Part{{Metric: 0, Report: []byte{1}}, {Metric: 1, Report: []byte{2, 3}}}))
+	f.Add([]byte{1, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parts, err := DecodeMessage(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(EncodeMessage(parts), b) {
+			t.Fatalf("re-encoding differs")
+		}
+	})
+}

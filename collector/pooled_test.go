@@ -1,0 +1,262 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/summation"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// pooledFixture is a collector for the test plan under joint or parallel
+// travel, and seeded randomizers of its two metrics (k-RR, summation).
+type pooledFixture struct {
+	*collectorFixture
+	pub     *plan.Plan
+	binding report.Binding
+	krr     sdk.Randomizer
+	sum     sdk.Randomizer
+}
+
+func newPooledFixture(t *testing.T, travel string, nMin int) *pooledFixture {
+	t.Helper()
+	p := testPlan(t, nMin)
+	p.Travel = travel
+	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
+	f.pub = f.c.Plan()
+	var bs []report.Binding
+	for _, m := range f.pub.Metrics {
+		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
+	}
+	f.binding = report.PoolBinding(f.pub.Pool(""), travel, bs)
+	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
+	var err error
+	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other, Rand: rand.NewChaCha8([32]byte{1})}); err != nil {
+		t.Fatal(err)
+	}
+	if f.sum, err = summation.New(summation.Options{Lo: m1.Lo, Hi: m1.Hi, K: 10, Rand: rand.NewChaCha8([32]byte{2})}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// seal seals a message of the given parts under the pool's binding.
+func (f *pooledFixture) seal(t *testing.T, parts []report.Part) []byte {
+	t.Helper()
+	s, err := report.Seal(f.c.PublicKey(), f.binding, report.EncodeMessage(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// randomize returns one report of each metric for a screen and a latency.
+func (f *pooledFixture) randomize(t *testing.T, screen string, latency float64) (krrRep, sumRep []byte) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := f.krr.Randomize(ctx, f.pub.Metrics[0].Eps0, sdk.Inputs{Categories: []string{screen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.sum.Randomize(ctx, f.pub.Metrics[1].Eps0, sdk.Inputs{Reals: []float64{latency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a[0], b[0]
+}
+
+// checkGuarantee checks a batch guarantee against the accountant's for the
+// plan's pooled mechanism at the batch's messages.
+func (f *pooledFixture) checkGuarantee(t *testing.T, eps *float64, delta *float64, messages int64) {
+	t.Helper()
+	mech, eps0, d, err := f.c.plan.BatchMechanism(context.Background(), openBuiltin, f.pub.Pool(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := accountant.Epsilon(mech, eps0, int(messages), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps == nil || delta == nil || math.Abs(*eps-ref.Upper) > 1e-9*ref.Upper || *delta != d {
+		t.Fatalf("guarantee (%v, %v), accountant (%g, %g) at %d messages", eps, delta, ref.Upper, d, messages)
+	}
+}
+
+// TestCollectorJointBatch ingests a joint batch: every valid message feeds
+// both metrics; messages that do not carry both metrics in plan order, or
+// are sealed under a metric's own binding, are malformed as a whole; the
+// guarantee is the accountant's for the joint mechanism at the number of
+// valid messages.
+func TestCollectorJointBatch(t *testing.T) {
+	f := newPooledFixture(t, "joint", 50)
+	screens := krrValues(400, 3)
+	var sealed [][]byte
+	var latencySum float64
+	for i, s := range screens {
+		lat := float64(i % 1000)
+		latencySum += lat
+		a, b := f.randomize(t, s, lat)
+		sealed = append(sealed, f.seal(t, []report.Part{{Metric: 0, Report: a}, {Metric: 1, Report: b}}))
+	}
+	a, b := f.randomize(t, "home", 1)
+	m0 := f.pub.Metrics[0]
+	own, err := report.Seal(f.c.PublicKey(), report.Binding{Metric: m0.Name, Plugin: m0.Plugin, Version: m0.Version, Eps0: m0.Eps0}, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := [][]byte{
+		f.seal(t, []report.Part{{Metric: 1, Report: b}, {Metric: 0, Report: a}}),                         // wrong order
+		f.seal(t, []report.Part{{Metric: 0, Report: a}}),                                                 // a metric missing
+		f.seal(t, []report.Part{{Metric: 0, Report: a}, {Metric: 1, Report: b}, {Metric: 1, Report: b}}), // one too many
+		f.seal(t, []report.Part{{Metric: 0, Report: append(a, 0)}, {Metric: 1, Report: b}}),              // wrong length
+		f.seal(t, []report.Part{{Metric: 0, Report: []byte{200}}, {Metric: 1, Report: b}}),               // plugin rejects
+		mustSeal(t, f.c.PublicKey(), f.binding, []byte("not a message")),                                 // undecodable
+		own, // a separate report
+	}
+	// The message whose k-RR part the plugin rejects still has a valid
+	// latency part, which counts; the message does not count toward the
+	// batch's messages.
+	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), append(sealed, bad...)))
+	if code != http.StatusOK || res.N != 400 || res.Malformed != int64(len(bad)) || res.Parts[m0.Name] != 400 || res.Parts["net/latency_ms"] != 401 {
+		t.Fatalf("status %d, result %+v; want 400 messages, %d malformed, 400 and 401 reports", code, res, len(bad))
+	}
+	f.checkGuarantee(t, res.Eps, res.Delta, 400)
+
+	d := f.metric(t, m0.Name)
+	e := d.Epochs[0]
+	// The k-RR part of the message the plugin rejects counts as malformed
+	// for its metric; the other bad messages never reach a plugin.
+	if e.N != 400 || e.Malformed != 1 || e.Guarantee == nil || e.Guarantee.Messages != 400 || e.BatchList[0].Messages != 400 {
+		t.Fatalf("metric %s: %+v", m0.Name, e)
+	}
+	z := distuv.UnitNormal.Quantile(1 - 1e-6/(2*6))
+	want := truth(screens)
+	for _, it := range e.Estimates {
+		if dev := math.Abs(it.Value - float64(want[it.Label])); dev > z*math.Sqrt(it.Variance) {
+			t.Errorf("%s: estimate %.1f, truth %d, sd %.1f", it.Label, it.Value, want[it.Label], math.Sqrt(it.Variance))
+		}
+	}
+	lat := f.metric(t, "net/latency_ms").Epochs[0]
+	latencySum++ // the latency part of the message with the rejected k-RR part
+	if lat.N != 401 || lat.Estimates[0].Label != "sum" {
+		t.Fatalf("latency: %+v", lat)
+	}
+	if s := lat.Estimates[0]; math.Abs(s.Value-latencySum) > z*math.Sqrt(s.Variance) {
+		t.Errorf("latency sum %.0f, truth %.0f, sd %.0f", s.Value, latencySum, math.Sqrt(s.Variance))
+	}
+	// Idempotent by batch id across both metrics; a batch named after one
+	// metric is refused under pooled travel.
+	body := batchBody(f.pub.Pool(""), sealed[:60])
+	if code, res := f.postBatch(t, body); code != http.StatusOK || res.Duplicate {
+		t.Fatalf("second batch: %d %+v", code, res)
+	}
+	if code, res := f.postBatch(t, body); code != http.StatusOK || !res.Duplicate {
+		t.Fatalf("repeated batch: %d %+v", code, res)
+	}
+	if code, _ := f.postBatch(t, batchBody(m0.Name, sealed[:60])); code != http.StatusUnprocessableEntity {
+		t.Fatalf("a metric's batch under joint travel: status %d, want 422", code)
+	}
+	if e := f.metric(t, m0.Name).Epochs[0]; e.N != 460 || e.Batches != 2 {
+		t.Fatalf("after the second batch: %+v", e)
+	}
+}
+
+func mustSeal(t *testing.T, pk *report.PublicKey, b report.Binding, pt []byte) []byte {
+	t.Helper()
+	s, err := report.Seal(pk, b, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCollectorParallelBatch ingests a parallel batch: each message
+// carries one metric; each metric's statistic counts its own, and the
+// guarantee is the accountant's for the parallel mechanism at the number
+// of messages.
+func TestCollectorParallelBatch(t *testing.T) {
+	f := newPooledFixture(t, "parallel", 50)
+	var sealed [][]byte
+	screens := krrValues(300, 4)
+	for i, s := range screens {
+		a, b := f.randomize(t, s, float64(i))
+		if i%3 == 0 {
+			sealed = append(sealed, f.seal(t, []report.Part{{Metric: 1, Report: b}}))
+		} else {
+			sealed = append(sealed, f.seal(t, []report.Part{{Metric: 0, Report: a}}))
+		}
+	}
+	a, b := f.randomize(t, "home", 1)
+	bad := [][]byte{
+		f.seal(t, []report.Part{{Metric: 0, Report: a}, {Metric: 1, Report: b}}), // two metrics
+		f.seal(t, []report.Part{{Metric: 2, Report: a}}),                         // no such metric
+	}
+	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), append(sealed, bad...)))
+	if code != http.StatusOK || res.N != 300 || res.Malformed != 2 || res.Parts["ui/screen"] != 200 || res.Parts["net/latency_ms"] != 100 {
+		t.Fatalf("status %d, result %+v", code, res)
+	}
+	f.checkGuarantee(t, res.Eps, res.Delta, 300)
+	if e := f.metric(t, "ui/screen").Epochs[0]; e.N != 200 || e.Guarantee == nil || e.Guarantee.Messages != 300 || e.Guarantee.N != 200 {
+		t.Fatalf("ui/screen: %+v", e)
+	}
+}
+
+// TestShufflerPoolsPerPlan checks that under pooled travel the shuffler
+// takes envelopes of the plan's pool only and releases them as one batch.
+func TestShufflerPoolsPerPlan(t *testing.T) {
+	p := testPlan(t, 100)
+	p.Travel = "joint"
+	sink := &sink{}
+	srv := newServer(t, sink)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL})
+	var res UploadResult
+	envs := append(envelopes("@joint", fakeSealed(100)), envelopes("ui/screen", fakeSealed(1))...)
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 100 || res.Rejected != 1 {
+		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
+	}
+	f.run(t)
+	waitFor(t, "one batch", func() bool { return len(sink.got()) == 1 })
+	if b := sink.got()[0]; b.Metric != "@joint" || len(b.Sealed) != 100 {
+		t.Fatalf("batch of %q with %d reports", b.Metric, len(b.Sealed))
+	}
+}
+
+// TestCollectorMigratesBatches opens a collector on a database whose
+// batches table has the first schema (id alone as key, no messages) and
+// checks the rows are kept with messages = n + malformed.
+func TestCollectorMigratesBatches(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(dir, CollectorDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE batches (id BLOB PRIMARY KEY, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, eps REAL, delta REAL)`,
+		`CREATE INDEX batches_metric ON batches (metric, epoch)`,
+		`INSERT INTO batches VALUES (x'00112233445566778899aabbccddeeff', 'ui/screen', 'e1', 1000, 3, 0.5, 1e-6)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	c := openCollector(t, dir, testPlan(t, 10))
+	defer c.Close()
+	rows, err := c.st.batchList(context.Background(), "ui/screen", "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1003 || *rows[0].eps != 0.5 {
+		t.Fatalf("migrated rows %+v", rows)
+	}
+}

@@ -1,0 +1,190 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// How values travel under each mode of the plan (see the package doc):
+//
+//   - separate: every Record randomizes, seals and commits one report of
+//     its metric, pooled by the shuffler with that metric's reports.
+//   - joint: a Record randomizes its value and stages the report; when
+//     every metric of the plan has a staged report, they are sealed
+//     together as one message (report.EncodeMessage, plan order) and
+//     committed, and the round starts over. A metric recorded again before
+//     the round completes replaces its staged report.
+//   - parallel: each round chooses one metric at random, with the plan's
+//     weights, from crypto randomness, and stages the choice; the first
+//     Record of that metric is sealed as a one-part message and committed,
+//     which ends the round. Records of other metrics report nothing
+//     (Stats.Skipped counts them; Enabled tells an app ahead of time).
+//
+// Staged reports and choices are in the outbox, so a restart neither loses
+// a staged report nor draws a round's metric again.
+
+// randomize randomizes one value of ms at the plan's eps0.
+func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs) ([]byte, error) {
+	reps, err := ms.r.Randomize(ctx, ms.eps0, in)
+	if err != nil {
+		if errors.Is(err, sdk.ErrBadInput) {
+			return nil, fmt.Errorf("%w: metric %q: %w", ErrBadValue, ms.name, err)
+		}
+		return nil, fmt.Errorf("client: metric %q: %w", ms.name, err)
+	}
+	if len(reps) != 1 {
+		return nil, fmt.Errorf("client: metric %q: randomizer returned %d reports for one value", ms.name, len(reps))
+	}
+	return reps[0], nil
+}
+
+// commit seals plaintext under binding and commits it to pool's envelope.
+func (p *Provider) commit(ctx context.Context, pool string, binding report.Binding, plaintext []byte, e Entry) error {
+	sealed, err := report.Seal(p.plan.key, binding, plaintext)
+	if err != nil {
+		return fmt.Errorf("client: %s: seal: %w", pool, err)
+	}
+	e.Envelope = report.Envelope{ID: report.NewID(), Metric: pool, Suite: report.SuiteX25519ChaCha, Sealed: sealed}
+	e.Day = p.now().UTC().Format(time.DateOnly)
+	e.Local = p.mode == ModeLocal
+	if err := p.outbox.Add(ctx, e, p.cfg.MaxReportsPerDay); err != nil {
+		return err
+	}
+	p.stats.messages.Add(1)
+	if p.up != nil {
+		p.up.notify()
+	}
+	return nil
+}
+
+// recordSeparate reports one value of ms on its own.
+func (p *Provider) recordSeparate(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+	rep, err := p.randomize(ctx, ms, in)
+	if err != nil {
+		return err
+	}
+	if err := p.commit(ctx, ms.name, ms.binding, rep, Entry{Eps0: ms.eps0}); err != nil {
+		return err
+	}
+	p.stats.recorded.Add(1)
+	return nil
+}
+
+// recordJoint stages one value of ms and commits the round's message when
+// every metric has one.
+func (p *Provider) recordJoint(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+	rep, err := p.randomize(ctx, ms, in)
+	if err != nil {
+		return err
+	}
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	v := p.plan
+	if err := p.outbox.Stage(ctx, Staged{Metric: ms.name, Plan: v.digest, Report: rep}); err != nil {
+		return err
+	}
+	p.stats.recorded.Add(1)
+	staged, err := p.outbox.Staged(ctx)
+	if err != nil {
+		return err
+	}
+	reps := make([][]byte, len(v.order))
+	have := 0
+	for _, st := range staged {
+		if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) > 0 && reps[m.index] == nil {
+			reps[m.index] = st.Report
+			have++
+		}
+	}
+	if have < len(v.order) {
+		return nil
+	}
+	parts := make([]report.Part, len(v.order))
+	charges := make([]Charge, len(v.order))
+	for i, m := range v.order {
+		parts[i] = report.Part{Metric: i, Report: reps[i]}
+		charges[i] = Charge{Metric: m.name, Eps0: m.eps0}
+	}
+	return p.commit(ctx, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: true})
+}
+
+// recordParallel reports one value of ms if the round chose ms.
+func (p *Provider) recordParallel(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	chosen, err := p.parallelChoice(ctx)
+	if err != nil {
+		return err
+	}
+	if chosen != ms {
+		p.stats.skipped.Add(1)
+		return nil
+	}
+	rep, err := p.randomize(ctx, ms, in)
+	if err != nil {
+		return err
+	}
+	msg := report.EncodeMessage([]report.Part{{Metric: ms.index, Report: rep}})
+	e := Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}, Unstage: true}
+	if err := p.commit(ctx, p.plan.pool, p.plan.poolBinding, msg, e); err != nil {
+		return err
+	}
+	p.stats.recorded.Add(1)
+	return nil
+}
+
+// parallelChoice returns the metric the current parallel round chose,
+// drawing and staging one if the round has none. The caller holds roundMu.
+func (p *Provider) parallelChoice(ctx context.Context) (*metricState, error) {
+	v := p.plan
+	staged, err := p.outbox.Staged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range staged {
+		if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) == 0 {
+			return m, nil
+		}
+	}
+	m := v.order[pickIndex(v.cumWeights, ldp.NewCryptoSource())]
+	if err := p.outbox.Stage(ctx, Staged{Metric: m.name, Plan: v.digest}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// pickIndex returns i with probability cum[i] - cum[i-1], for cumulative
+// probabilities cum ending in 1, from 53 uniform bits of src.
+func pickIndex(cum []float64, src ldp.Source) int {
+	u := float64(src.Uint64()>>11) / (1 << 53)
+	for i, c := range cum {
+		if u < c {
+			return i
+		}
+	}
+	return len(cum) - 1
+}
+
+// enabled reports whether a Record of ms would report: always, except
+// with parallel travel for a metric the current round did not choose.
+func (p *Provider) enabled(ctx context.Context, ms *metricState) bool {
+	if p.plan.travel != accountant.TravelParallel {
+		return true
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return false
+	}
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	chosen, err := p.parallelChoice(ctx)
+	return err != nil || chosen == ms
+}

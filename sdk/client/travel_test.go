@@ -1,0 +1,380 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// newPooledServer starts a fake server whose plan is the test plan with
+// the given travel (and weights 1, 1, 2 for parallel travel).
+func newPooledServer(t *testing.T, travel string) *fakeServer {
+	t.Helper()
+	f := newFakeServer(t, nil)
+	pl := testPlan(nil)
+	pl.CollectorKey = fakeKey(t, f)
+	pl.Travel = travel
+	if travel == "parallel" {
+		pl.Metrics[2].Weight = 2
+	}
+	f.setPlan(pl)
+	return f
+}
+
+// fakeKey returns the collector key f's plan was served with.
+func fakeKey(t *testing.T, f *fakeServer) string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, err := plan.Parse(f.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.CollectorKey
+}
+
+// TestJointTravel records the test plan's three metrics under joint
+// travel: nothing is sent until every metric has a value, then one message
+// carries all three in plan order under the pool's binding; a metric
+// recorded twice in a round keeps its last value; staged values survive a
+// restart of the Provider; the ledger charges each metric.
+func TestJointTravel(t *testing.T) {
+	f := newPooledServer(t, "joint")
+	dir := t.TempDir()
+	cfg := fastConfig(f, dir)
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	m := p.Meter("app")
+	if err := m.Categorical("screen").Record(ctx, "home"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Categorical("feature").Record(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Categorical("feature").Record(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p)
+	if st := p.Stats(); st.Recorded != 3 || st.Messages != 0 || st.Uploaded != 0 {
+		t.Fatalf("before the round completes: stats %+v, want 3 recorded, no message", st)
+	}
+	if _, raw, _ := f.counts(); raw != 0 {
+		t.Fatalf("the server got %d envelopes before the round completed", raw)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new Provider on the same DataDir completes the round with the
+	// staged reports.
+	p = newProvider(t, cfg)
+	m = p.Meter("app")
+	if err := m.Sum("bytes").Record(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		for _, rec := range []func() error{
+			func() error { return m.Categorical("screen").Record(ctx, "search") },
+			func() error { return m.Categorical("feature").Record(ctx, "d") },
+			func() error { return m.Sum("bytes").Record(ctx, float64(i)) },
+		} {
+			if err := rec(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush(t, p)
+	if st := p.Stats(); st.Messages != 5 || st.Uploaded != 5 {
+		t.Fatalf("stats %+v, want 5 messages uploaded", st)
+	}
+	f.mu.Lock()
+	msgs := f.messages
+	f.mu.Unlock()
+	if len(msgs) != 5 {
+		t.Fatalf("server decoded %d messages, want 5", len(msgs))
+	}
+	for i, msg := range msgs {
+		if len(msg) != 3 {
+			t.Fatalf("message %d has %d parts, want 3", i, len(msg))
+		}
+		for j, part := range msg {
+			if part.Metric != j {
+				t.Errorf("message %d part %d is of metric %d", i, j, part.Metric)
+			}
+		}
+	}
+	// Every part is a valid report of its metric's randomizer.
+	got := f.checkReports(t, p.Plan())
+	for _, name := range []string{"app/screen", "app/feature", "app/bytes"} {
+		if got[name] != 5 {
+			t.Errorf("metric %q: %d reports, want 5", name, got[name])
+		}
+	}
+	ledger, err := p.Ledger(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ledger) != 3 {
+		t.Fatalf("ledger %+v, want one entry per metric", ledger)
+	}
+	for _, l := range ledger {
+		if l.Reports != 5 || l.Eps0 != 5*testEps0 {
+			t.Errorf("ledger %+v, want 5 reports at eps0 %v", l, testEps0)
+		}
+	}
+	// The pool's binding covers every metric's: a message does not open
+	// under a plan with another eps0.
+	pl := p.Plan()
+	pl.Metrics[1].Eps0++
+	var bs []report.Binding
+	for _, m := range pl.Metrics {
+		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
+	}
+	f.mu.Lock()
+	sealed := f.sealedMessages[0]
+	f.mu.Unlock()
+	if _, err := report.Open(f.priv, report.PoolBinding("@joint", "joint", bs), sealed); !errors.Is(err, report.ErrOpen) {
+		t.Errorf("opening under another eps0: %v, want ErrOpen", err)
+	}
+}
+
+// TestJointDailyLimit checks that MaxReportsPerDay applies to every
+// metric of a joint message, and that a refused round keeps its staged
+// reports.
+func TestJointDailyLimit(t *testing.T) {
+	f := newPooledServer(t, "joint")
+	cfg := fastConfig(f, t.TempDir())
+	cfg.MaxReportsPerDay = 1
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	m := p.Meter("app")
+	round := func() error {
+		for _, rec := range []func() error{
+			func() error { return m.Categorical("screen").Record(ctx, "home") },
+			func() error { return m.Categorical("feature").Record(ctx, "a") },
+			func() error { return m.Sum("bytes").Record(ctx, 1) },
+		} {
+			if err := rec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := round(); err != nil {
+		t.Fatal(err)
+	}
+	if err := round(); !errors.Is(err, client.ErrDailyLimit) {
+		t.Fatalf("second round of the day: %v, want ErrDailyLimit", err)
+	}
+	if st := p.Stats(); st.Messages != 1 {
+		t.Fatalf("stats %+v, want 1 message", st)
+	}
+}
+
+// TestParallelChoice checks parallel travel over many instances: each
+// round chooses exactly one metric (Enabled is true for it alone), with
+// the plan's weights (chi-square test, false-failure rate 1e-6); a Record
+// of the chosen metric sends a one-part message and starts a new round,
+// Records of the others send nothing.
+func TestParallelChoice(t *testing.T) {
+	f := newPooledServer(t, "parallel")
+	ctx := context.Background()
+	first := newProvider(t, fastConfig(f, t.TempDir()))
+	pl := first.Plan()
+	cache := client.NewRandomizerCache(nil)
+	defer cache.Close()
+	names := []string{"screen", "feature", "bytes"}
+	const n = 3000
+	var chosen [3]int
+	for range n {
+		cfg := fastConfig(f, "")
+		cfg.Mode, cfg.Plan, cfg.Outbox, cfg.Randomizers = client.ModeLocal, pl, client.NewMemoryOutbox(), cache
+		p, err := client.NewProvider(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := p.Meter("app")
+		which := -1
+		for i, name := range names {
+			var on bool
+			if i == 2 {
+				on = m.Sum(name).Enabled(ctx)
+			} else {
+				on = m.Categorical(name).Enabled(ctx)
+			}
+			if on {
+				if which >= 0 {
+					t.Fatalf("metrics %d and %d both enabled", which, i)
+				}
+				which = i
+			}
+		}
+		if which < 0 {
+			t.Fatal("no metric enabled")
+		}
+		chosen[which]++
+		// Record the others first: they send nothing; then the chosen one.
+		for i := range 3 {
+			j := (which + 1 + i) % 3
+			var err error
+			if j == 2 {
+				err = m.Sum(names[j]).Record(ctx, 5)
+			} else {
+				err = m.Categorical(names[j]).Record(ctx, "a")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := p.Stats()
+		if st.Messages != 1 || st.Recorded != 1 || st.Skipped != 2 {
+			t.Fatalf("stats %+v, want 1 message, 1 recorded, 2 skipped", st)
+		}
+		p.Shutdown(ctx)
+	}
+	w := pl.Weights()
+	var chi2 float64
+	for i := range chosen {
+		e := n * w[i]
+		chi2 += (float64(chosen[i]) - e) * (float64(chosen[i]) - e) / e
+	}
+	crit := distuv.ChiSquared{K: 2}.Quantile(1 - 1e-6)
+	if chi2 > crit {
+		t.Errorf("choices %v for weights %v: chi-square %.1f above %.1f", chosen, w, chi2, crit)
+	}
+	t.Logf("choices %v for weights %v: chi-square %.2f", chosen, w, chi2)
+}
+
+// TestParallelRoundSurvivesRestart checks that a round's choice is kept in
+// the outbox (a restart does not draw again) and that the message reaches
+// the server as one part of the chosen metric under the pool's binding.
+func TestParallelRoundSurvivesRestart(t *testing.T) {
+	f := newPooledServer(t, "parallel")
+	cfg := fastConfig(f, t.TempDir())
+	ctx := context.Background()
+	names := []string{"screen", "feature", "bytes"}
+	enabled := func(p *client.Provider) int {
+		m := p.Meter("app")
+		for i, name := range names {
+			if (i == 2 && m.Sum(name).Enabled(ctx)) || (i < 2 && m.Categorical(name).Enabled(ctx)) {
+				return i
+			}
+		}
+		return -1
+	}
+	for round := range 5 {
+		p := newProvider(t, cfg)
+		which := enabled(p)
+		for range 3 {
+			p.Shutdown(ctx)
+			p = newProvider(t, cfg)
+			if again := enabled(p); again != which {
+				t.Fatalf("round %d: metric %d chosen, %d after a restart", round, which, again)
+			}
+		}
+		m := p.Meter("app")
+		var err error
+		if which == 2 {
+			err = m.Sum(names[which]).Record(ctx, 7)
+		} else {
+			err = m.Categorical(names[which]).Record(ctx, "a")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		flush(t, p)
+		p.Shutdown(ctx)
+		f.mu.Lock()
+		msgs := f.messages
+		f.mu.Unlock()
+		if len(msgs) != round+1 || len(msgs[round]) != 1 || msgs[round][0].Metric != which {
+			t.Fatalf("round %d: messages %v, want one more with one part of metric %d", round, msgs, which)
+		}
+	}
+	pl := testPlan(nil)
+	pl.Travel = "parallel"
+	got := f.checkReports(t, pl)
+	total := 0
+	for _, c := range got {
+		total += c
+	}
+	if total != 5 {
+		t.Errorf("%d valid reports, want 5", total)
+	}
+}
+
+// TestOutboxStaging checks Stage and Staged on every outbox, and that an
+// Add with Unstage clears them atomically with the report, durably for
+// SQLite.
+func TestOutboxStaging(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range outboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			o := open()
+			defer o.Close()
+			for _, st := range []client.Staged{
+				{Metric: "b", Plan: "p1", Report: []byte{1}},
+				{Metric: "a", Plan: "p1", Report: []byte{2}},
+				{Metric: "b", Plan: "p2", Report: []byte{3}}, // replaces b
+				{Metric: "c", Plan: "p2"},                    // a parallel choice
+			} {
+				if err := o.Stage(ctx, st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := o.Staged(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []client.Staged{{Metric: "a", Plan: "p1", Report: []byte{2}}, {Metric: "b", Plan: "p2", Report: []byte{3}}, {Metric: "c", Plan: "p2"}}
+			if len(got) != len(want) {
+				t.Fatalf("staged %+v, want %+v", got, want)
+			}
+			for i := range want {
+				if got[i].Metric != want[i].Metric || got[i].Plan != want[i].Plan || !bytes.Equal(got[i].Report, want[i].Report) {
+					t.Errorf("staged[%d] = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			e := entry("@joint", "2026-01-01", false)
+			e.Charges = []client.Charge{{Metric: "a", Eps0: 0.5}, {Metric: "b", Eps0: 0.25}}
+			e.Unstage = true
+			if err := o.Add(ctx, e, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := o.Staged(ctx); err != nil || len(got) != 0 {
+				t.Fatalf("after Unstage: staged %+v, %v", got, err)
+			}
+			l, err := o.Ledger(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l) != 2 || l[0].Metric != "a" || l[0].Eps0 != 0.5 || l[1].Metric != "b" || l[1].Eps0 != 0.25 || l[0].Reports != 1 {
+				t.Fatalf("ledger %+v, want a and b charged once", l)
+			}
+		})
+	}
+	// Durable: staged entries survive closing and reopening the file.
+	path := filepath.Join(t.TempDir(), "outbox.db")
+	o, err := client.OpenSQLiteOutbox(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Stage(ctx, client.Staged{Metric: "m", Plan: "p", Report: []byte("r")}); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if o, err = client.OpenSQLiteOutbox(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if got, err := o.Staged(ctx); err != nil || len(got) != 1 || string(got[0].Report) != "r" {
+		t.Fatalf("after reopening: %+v, %v", got, err)
+	}
+}
