@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -79,6 +80,68 @@ type metricState struct {
 	desc    *sdk.Description
 }
 
+// MaxOlderEpochs is how many earlier epochs (under the same collector key)
+// the collector keeps open for reports sealed before an app fetched the
+// current plan.
+const MaxOlderEpochs = 8
+
+// epochState is a published plan, ready to ingest: its metrics with their
+// randomizers and bindings, and its pool with pooled travel.
+type epochState struct {
+	epoch   string
+	plan    *plan.Plan
+	metrics map[string]*metricState
+	// pool is the plan's one shuffler pool with joint or parallel travel,
+	// nil with separate travel.
+	pool *poolState
+}
+
+// binding returns the binding reports of pool are sealed under in this
+// epoch, the report length to expect (0: any), and whether the epoch has
+// that pool at all.
+func (e *epochState) binding(pool string) (report.Binding, int, bool) {
+	if e.pool != nil {
+		return e.pool.binding, 0, pool == e.pool.name
+	}
+	if ms := e.metrics[pool]; ms != nil {
+		return ms.binding, ms.desc.ReportBytes, true
+	}
+	return report.Binding{}, 0, false
+}
+
+// openEpoch opens the randomizers of a calibrated plan and computes its
+// bindings. The plan's metric versions must match the plugins'.
+func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState, error) {
+	e := &epochState{epoch: pub.Digest()[:EpochLen], plan: pub, metrics: map[string]*metricState{}}
+	bs := make([]report.Binding, len(pub.Metrics))
+	for i, m := range pub.Metrics {
+		r, err := c.o.Open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return nil, fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		d, err := r.Describe(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		if m.Version != d.Version {
+			return nil, fmt.Errorf("collector: metric %q: the plan is for %s version %q, the plugin is version %q", m.Name, m.Plugin, m.Version, d.Version)
+		}
+		if m.Eps0 < d.Eps0Min || m.Eps0 > d.Eps0Max {
+			return nil, fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, d.Eps0Min, d.Eps0Max)
+		}
+		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+		e.metrics[m.Name] = &metricState{m: m, binding: bs[i], r: r, desc: d}
+	}
+	if pub.Pooled() {
+		ps := &poolState{name: pub.Pool(""), travel: pub.Travel, binding: report.PoolBinding(pub.Pool(""), pub.Travel, bs)}
+		for _, m := range pub.Metrics {
+			ps.metrics = append(ps.metrics, e.metrics[m.Name])
+		}
+		e.pool = ps
+	}
+	return e, nil
+}
+
 // poolState is the one shuffler pool of a plan with pooled travel: its
 // messages carry the metrics (in plan order) inside the sealed bytes.
 type poolState struct {
@@ -89,8 +152,8 @@ type poolState struct {
 }
 
 type epsKey struct {
-	metric string
-	n      int64
+	epoch, pool string
+	n           int64
 }
 
 type epsValue struct{ eps, delta float64 }
@@ -122,10 +185,11 @@ type Collector struct {
 	planJSON []byte
 	epoch    string
 	st       *store
-	metrics  map[string]*metricState
-	// pool is the plan's one shuffler pool with joint or parallel travel,
-	// nil with separate travel.
-	pool *poolState
+	// cur is the current epoch; older are earlier epochs under the same
+	// key, newest first, whose reports may still arrive from apps that
+	// have not fetched the current plan yet.
+	cur   *epochState
+	older []*epochState
 
 	epsMu       sync.Mutex
 	epsCache    map[epsKey]epsValue
@@ -196,7 +260,6 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 		log:      o.Logger,
 		key:      key,
 		st:       &store{db: db},
-		metrics:  map[string]*metricState{},
 		epsCache: map[epsKey]epsValue{},
 
 		epsInFlight: map[epsKey]*epsCall{},
@@ -233,7 +296,7 @@ func (c *Collector) publish(ctx context.Context) error {
 	} else {
 		pub = src
 	}
-	// Open every metric's randomizer and check the plan against it.
+	// Check the plan against every metric's plugin before calibrating.
 	for i := range pub.Metrics {
 		m := &pub.Metrics[i]
 		r, err := c.o.Open(ctx, m.Plugin, m.Config())
@@ -250,7 +313,6 @@ func (c *Collector) publish(ctx context.Context) error {
 		if m.Version != "" && m.Version != d.Version {
 			return fmt.Errorf("collector: metric %q: the plan is for %s version %q, the plugin is version %q", m.Name, m.Plugin, m.Version, d.Version)
 		}
-		c.metrics[m.Name] = &metricState{r: r, desc: d}
 	}
 	if stored == nil {
 		if !pub.Calibrated() {
@@ -270,31 +332,57 @@ func (c *Collector) publish(ctx context.Context) error {
 		}
 		c.log.Info("published a new plan epoch", "epoch", epoch)
 	}
-	for i := range pub.Metrics {
-		m := pub.Metrics[i]
-		ms := c.metrics[m.Name]
-		if m.Eps0 < ms.desc.Eps0Min || m.Eps0 > ms.desc.Eps0Max {
-			return fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, ms.desc.Eps0Min, ms.desc.Eps0Max)
-		}
-		ms.m = m
-		ms.binding = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
-	}
-	c.pool = nil
-	if pub.Pooled() {
-		ps := &poolState{name: pub.Pool(""), travel: pub.Travel}
-		bs := make([]report.Binding, len(pub.Metrics))
-		for i, m := range pub.Metrics {
-			ps.metrics = append(ps.metrics, c.metrics[m.Name])
-			bs[i] = c.metrics[m.Name].binding
-		}
-		ps.binding = report.PoolBinding(ps.name, ps.travel, bs)
-		c.pool = ps
+	if c.cur, err = c.openEpoch(ctx, pub); err != nil {
+		return err
 	}
 	c.plan = pub
-	c.epoch = pub.Digest()[:EpochLen]
+	c.epoch = c.cur.epoch
 	c.plans[c.epoch] = pub
-	c.planJSON, err = pub.JSON()
-	return err
+	if c.planJSON, err = pub.JSON(); err != nil {
+		return err
+	}
+	return c.openOlder(ctx, pubKey)
+}
+
+// openOlder opens up to MaxOlderEpochs earlier epochs under key, newest
+// first. An epoch that no longer opens (a plugin gone or of another
+// version) is skipped with a warning: its late reports are malformed.
+func (c *Collector) openOlder(ctx context.Context, key string) error {
+	rows, err := c.st.db.r.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, c.epoch, MaxOlderEpochs)
+	if err != nil {
+		return fmt.Errorf("collector: earlier epochs: %w", err)
+	}
+	type stored struct {
+		epoch string
+		plan  []byte
+	}
+	var all []stored
+	for rows.Next() {
+		var st stored
+		if err := rows.Scan(&st.epoch, &st.plan); err != nil {
+			rows.Close()
+			return fmt.Errorf("collector: earlier epochs: %w", err)
+		}
+		all = append(all, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("collector: earlier epochs: %w", err)
+	}
+	c.older = nil
+	for _, st := range all {
+		p, err := plan.Parse(st.plan)
+		if err == nil {
+			var e *epochState
+			if e, err = c.openEpoch(ctx, p); err == nil {
+				c.older = append(c.older, e)
+				c.plans[e.epoch] = p
+				continue
+			}
+		}
+		c.log.Warn("an earlier epoch cannot be opened; its late reports will count as malformed", "epoch", st.epoch, "error", err)
+	}
+	return nil
 }
 
 // Plan returns a copy of the published plan (calibrated, with the
@@ -329,10 +417,27 @@ func (c *Collector) Register(mux *http.ServeMux) {
 }
 
 func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("ETag", `"`+c.plan.Digest()+`"`)
+	etag := `"` + c.plan.Digest() + `"`
+	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	w.Write(c.planJSON)
+}
+
+// etagMatch reports whether an If-None-Match header value matches etag
+// (RFC 9110 13.1.2, weak comparison).
+func etagMatch(header, etag string) bool {
+	for _, v := range strings.Split(header, ",") {
+		v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
+		if v == "*" || v == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // IngestResult is the JSON body of a 200 answer to POST /v1/batches.
@@ -356,8 +461,12 @@ type IngestResult struct {
 	// (joint or parallel travel), where N counts messages. Absent for a
 	// batch of one metric.
 	Parts map[string]int64 `json:"parts,omitempty"`
-	// Eps and Delta are the batch's central guarantee for its N valid
-	// reports; null when none is known.
+	// Earlier counts, per earlier epoch, the valid reports (or messages)
+	// of the batch sealed under that epoch's plan by apps that had not
+	// fetched the current one: they count in that epoch. N includes them.
+	Earlier map[string]int64 `json:"earlier,omitempty"`
+	// Eps and Delta are the central guarantee of the batch's valid
+	// reports of the current epoch; null when none is known.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
 }
@@ -421,10 +530,8 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		return IngestResult{}, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
 	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
-	ms := c.metrics[b.Metric]
-	pooled := c.pool != nil && b.Metric == c.pool.name
-	switch {
-	case !pooled && (ms == nil || c.pool != nil):
+	switch _, _, ok := c.cur.binding(b.Metric); {
+	case !ok:
 		c.c.refused.Add(1)
 		return res, fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, b.Metric, c.plan.Pools())
 	case b.Suite != report.SuiteX25519ChaCha:
@@ -441,35 +548,83 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		res.Duplicate = true
 		return res, nil
 	}
-	var parts []metricBatch
-	if pooled {
-		parts, res.N, err = c.accumulatePool(ctx, c.pool, b.Sealed)
-		res.Malformed = int64(res.Reports) - res.N
-		res.Parts = map[string]int64{}
-		for _, p := range parts {
-			res.Parts[p.rec.metric] = p.rec.n
-		}
-	} else {
-		var stat *sdk.Statistic
-		stat, err = c.accumulateMetric(ctx, ms, b.Sealed)
-		if err == nil {
-			res.N, res.Malformed = stat.N, stat.Malformed
-			parts = []metricBatch{{rec: batchRecord{metric: b.Metric, n: stat.N, malformed: stat.Malformed, messages: stat.N}, stat: stat}}
-		}
-	}
+	// Open every report under the current epoch's binding, and those
+	// that do not open under the earlier epochs' in turn (apps that have
+	// not fetched the current plan yet). Each epoch's reports count in
+	// that epoch, with the guarantee of that epoch's plan at their own
+	// number: the other reports of the batch are independent of them, so
+	// leaving them out of the count is sound.
+	rest := b.Sealed
 	b.Sealed = nil
-	if err != nil {
-		return res, err
+	var parts []metricBatch
+	for _, e := range append([]*epochState{c.cur}, c.older...) {
+		binding, reportBytes, ok := e.binding(b.Metric)
+		if !ok || (len(rest) == 0 && e != c.cur) {
+			continue
+		}
+		var plain [][]byte
+		plain, rest = c.openAll(binding, reportBytes, rest)
+		if len(plain) == 0 && e != c.cur {
+			continue
+		}
+		eParts, n, err := c.accumulate(ctx, e, b.Metric, plain)
+		if err != nil {
+			return res, err
+		}
+		g, ok := c.guarantee(ctx, e, b.Metric, n)
+		if !ok {
+			if err := ctx.Err(); err != nil {
+				// Not a missing guarantee: the sender is gone. Store nothing.
+				return res, err
+			}
+		}
+		for i := range eParts {
+			r := &eParts[i].rec
+			r.id, r.epoch, r.messages = b.ID, e.epoch, n
+			if ok {
+				r.eps, r.delta = &g.eps, &g.delta
+			}
+		}
+		parts = append(parts, eParts...)
+		res.N += n
+		if e == c.cur {
+			if ok {
+				res.Eps, res.Delta = &g.eps, &g.delta
+			}
+		} else {
+			if res.Earlier == nil {
+				res.Earlier = map[string]int64{}
+			}
+			res.Earlier[e.epoch] = n
+		}
+		if e.pool != nil {
+			if res.Parts == nil {
+				res.Parts = map[string]int64{}
+			}
+			for _, p := range eParts {
+				res.Parts[p.rec.metric] += p.rec.n
+			}
+		}
 	}
-	if g, ok := c.guarantee(ctx, b.Metric, res.N); ok {
-		res.Eps, res.Delta = &g.eps, &g.delta
-	} else if err := ctx.Err(); err != nil {
-		// Not a missing guarantee: the sender is gone. Store nothing.
-		return res, err
+	res.Malformed = int64(res.Reports) - res.N
+	if len(parts) == 0 || parts[0].rec.epoch != c.epoch {
+		// No valid report in the current epoch: a row of the pool keeps
+		// the batch from being ingested twice.
+		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: b.Metric, epoch: c.epoch}}}, parts...)
 	}
-	for i := range parts {
-		r := &parts[i].rec
-		r.id, r.epoch, r.messages, r.eps, r.delta = b.ID, c.epoch, res.N, res.Eps, res.Delta
+	if c.cur.pool == nil {
+		// The metric's current row (and statistic) count as malformed
+		// every report no epoch counted: unopenable, of the wrong length,
+		// or refused by the plugin.
+		elsewhere := int64(0)
+		for _, p := range parts[1:] {
+			elsewhere += p.rec.n + p.rec.malformed
+		}
+		cur := &parts[0]
+		cur.rec.malformed = int64(res.Reports) - cur.rec.n - elsewhere
+		if cur.stat != nil {
+			cur.stat.Malformed = cur.rec.malformed
+		}
 	}
 	dup, err := c.st.commitBatch(ctx, parts)
 	if err != nil {
@@ -482,33 +637,36 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	c.c.batches.Add(1)
 	c.c.reports.Add(res.N)
 	c.c.malformed.Add(res.Malformed)
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps))
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
 	return res, nil
 }
 
-// accumulateMetric opens and accumulates a batch of one metric's reports.
-func (c *Collector) accumulateMetric(ctx context.Context, ms *metricState, sealed [][]byte) (*sdk.Statistic, error) {
-	plain, unopened := c.openAll(ms.binding, ms.desc.ReportBytes, sealed)
+// accumulate accumulates the opened reports of pool in epoch e: a
+// metric's reports, or pooled messages. It returns the metrics' rows and
+// statistics, and the number of valid reports or messages.
+func (c *Collector) accumulate(ctx context.Context, e *epochState, pool string, plain [][]byte) ([]metricBatch, int64, error) {
+	if e.pool != nil {
+		return c.accumulatePool(ctx, e.pool, plain)
+	}
+	ms := e.metrics[pool]
 	stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, plain)
 	if err != nil {
-		return nil, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
+		return nil, 0, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
 	}
 	if err := checkAccumulated(stat, ms, len(plain)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	stat.Malformed += unopened
-	return stat, nil
+	return []metricBatch{{rec: batchRecord{metric: pool, n: stat.N, malformed: stat.Malformed}, stat: stat}}, stat.N, nil
 }
 
-// accumulatePool opens a batch of pooled messages and accumulates their
-// parts per metric. It returns the metrics' contributions (those with at
-// least one report) and the number of valid messages: those that open,
-// decode, carry what the travel mode says, and none of whose parts a
-// plugin dropped. (A message with a dropped part still went through the
+// accumulatePool splits pooled messages into their parts and accumulates
+// them per metric. It returns the metrics' contributions (those with at
+// least one report) and the number of valid messages: those that decode,
+// carry what the travel mode says, and none of whose parts a plugin
+// dropped. (A message with a dropped part still went through the
 // shuffle, so not counting it understates the batch: the guarantee can
 // only come out weaker.)
-func (c *Collector) accumulatePool(ctx context.Context, ps *poolState, sealed [][]byte) ([]metricBatch, int64, error) {
-	plain, _ := c.openAll(ps.binding, 0, sealed)
+func (c *Collector) accumulatePool(ctx context.Context, ps *poolState, plain [][]byte) ([]metricBatch, int64, error) {
 	per := make([][][]byte, len(ps.metrics))
 	valid := int64(0)
 	for _, pt := range plain {
@@ -595,11 +753,12 @@ func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
 
 // openAll opens the sealed reports of a batch with binding, in parallel.
 // It returns the plaintexts of those that open and, when reportBytes > 0,
-// have that length, and the number of the others.
-func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) ([][]byte, int64) {
+// have that length, and the sealed reports that do not open. Those that
+// open with a wrong length are in neither.
+func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) (plain, unopened [][]byte) {
 	out := make([][]byte, len(sealed))
+	failed := make([]bool, len(sealed))
 	workers := max(1, min(c.o.Workers, len(sealed)/64))
-	var bad atomic.Int64
 	var wg sync.WaitGroup
 	chunk := (len(sealed) + workers - 1) / workers
 	for w := range workers {
@@ -608,37 +767,38 @@ func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]
 			break
 		}
 		wg.Go(func() {
-			var nbad int64
 			for i := lo; i < hi; i++ {
 				pt, err := report.Open(c.key, binding, sealed[i])
-				if err != nil || (reportBytes > 0 && len(pt) != reportBytes) {
-					nbad++
-					continue
+				switch {
+				case err != nil:
+					failed[i] = true
+				case reportBytes > 0 && len(pt) != reportBytes:
+				default:
+					out[i] = pt
 				}
-				out[i] = pt
-				sealed[i] = nil
 			}
-			bad.Add(nbad)
 		})
 	}
 	wg.Wait()
-	plain := out[:0]
-	for _, pt := range out {
+	plain = out[:0]
+	for i, pt := range out {
 		if pt != nil {
 			plain = append(plain, pt)
+		} else if failed[i] {
+			unopened = append(unopened, sealed[i])
 		}
 	}
-	return plain, bad.Load()
+	return plain, unopened
 }
 
 // guarantee returns the central (eps, delta) of a batch of n valid
-// reports of pool (a metric, with separate travel) under the current plan,
+// reports of pool (a metric, with separate travel) under epoch e's plan,
 // from the accountant, cached by n.
-func (c *Collector) guarantee(ctx context.Context, pool string, n int64) (epsValue, bool) {
+func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64) (epsValue, bool) {
 	if n < 1 {
 		return epsValue{}, false
 	}
-	k := epsKey{pool, n}
+	k := epsKey{e.epoch, pool, n}
 	c.epsMu.Lock()
 	if v, ok := c.epsCache[k]; ok {
 		c.epsMu.Unlock()
@@ -653,7 +813,7 @@ func (c *Collector) guarantee(ctx context.Context, pool string, n int64) (epsVal
 			}
 			// The other computation failed, perhaps for its own
 			// context: try once more with ours.
-			return c.computeGuarantee(ctx, pool, n)
+			return c.computeGuarantee(ctx, e, pool, n)
 		case <-ctx.Done():
 			return epsValue{}, false
 		}
@@ -662,7 +822,7 @@ func (c *Collector) guarantee(ctx context.Context, pool string, n int64) (epsVal
 	c.epsInFlight[k] = call
 	c.epsMu.Unlock()
 
-	call.v, call.ok = c.computeGuarantee(ctx, pool, n)
+	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n)
 	c.epsMu.Lock()
 	if call.ok {
 		c.epsCache[k] = call.v
@@ -673,8 +833,8 @@ func (c *Collector) guarantee(ctx context.Context, pool string, n int64) (epsVal
 	return call.v, call.ok
 }
 
-func (c *Collector) computeGuarantee(ctx context.Context, pool string, n int64) (epsValue, bool) {
-	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, c.o.Open, pool)
+func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64) (epsValue, bool) {
+	mech, eps0, delta, err := e.plan.BatchMechanism(ctx, c.o.Open, pool)
 	if err != nil {
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false

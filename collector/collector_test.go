@@ -518,6 +518,74 @@ func TestCollectorEpochs(t *testing.T) {
 	if len(list.Metrics) != 2 || list.Metrics[1].Name != metric || list.Metrics[1].N != 120 || len(list.Metrics[1].Epochs) != 2 {
 		t.Fatalf("list %+v", list)
 	}
+
+	// Late reports: a batch mixing reports sealed under the earlier plan
+	// (apps that have not fetched the new one) with current ones. Each
+	// counts in its own epoch, with its own epoch's guarantee at its own
+	// number.
+	oldPlan, err := f.c.epochPlan(context.Background(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(30, 9), 9)
+	now := sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(40, 10), 10)
+	code, res := f.postBatch(t, batchBody(metric, append(append(late, now...), []byte("garbage"))))
+	if code != http.StatusOK || res.N != 70 || res.Malformed != 1 || res.Earlier[old] != 30 {
+		t.Fatalf("mixed batch: %d %+v", code, res)
+	}
+	d = f.metric(t, metric)
+	e0, e1 := d.Epochs[0], d.Epochs[1]
+	if e0.N != 80 || e0.Batches != 2 || e0.Malformed != 0 || e1.N != 110 || e1.Malformed != 1 || e1.Batches != 2 {
+		t.Fatalf("after the mixed batch: %+v", d.Epochs)
+	}
+	for _, c := range []struct {
+		e    EpochEstimate
+		plan *plan.Plan
+		n    int
+	}{{e0, oldPlan, 30}, {e1, f.c.Plan(), 40}} {
+		b := c.e.BatchList[1]
+		mech, eps0, delta, err := c.plan.BatchMechanism(context.Background(), openBuiltin, metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := accountant.Epsilon(mech, eps0, c.n, delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.N != int64(c.n) || b.Eps == nil || math.Abs(*b.Eps-ref.Upper) > 1e-9*ref.Upper {
+			t.Errorf("epoch %s: batch %+v, want n %d and eps %g", c.e.Epoch, b, c.n, ref.Upper)
+		}
+	}
+}
+
+// TestCollectorPlanETag checks that GET /v1/plan answers 304 to a
+// matching If-None-Match, so that apps can poll for a new plan cheaply.
+func TestCollectorPlanETag(t *testing.T) {
+	f := newCollectorFixture(t, testPlan(t, 10))
+	resp, err := http.Get(f.srv.URL + "/v1/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != http.StatusOK || etag == "" {
+		t.Fatalf("GET /v1/plan: %s, ETag %q", resp.Status, etag)
+	}
+	for _, c := range []struct {
+		inm  string
+		want int
+	}{{etag, http.StatusNotModified}, {`"other", ` + etag, http.StatusNotModified}, {`"other"`, http.StatusOK}, {"*", http.StatusNotModified}} {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/plan", nil)
+		req.Header.Set("If-None-Match", c.inm)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("If-None-Match %s: %s, want %d", c.inm, resp.Status, c.want)
+		}
+	}
 }
 
 func TestCollectorPlanAndNotFound(t *testing.T) {

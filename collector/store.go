@@ -37,7 +37,7 @@ var collectorSchema = []string{
 		messages INTEGER NOT NULL,
 		eps REAL,
 		delta REAL,
-		PRIMARY KEY (id, metric)
+		PRIMARY KEY (id, metric, epoch)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
 	// statistics holds the merged sufficient statistic of every batch of
@@ -117,8 +117,8 @@ type batchRecord struct {
 	delta     *float64
 }
 
-// metricBatch is what one batch adds to one metric: its row of the
-// batches table and the statistic to merge.
+// metricBatch is what one batch adds to one metric in one epoch: its row
+// of the batches table and the statistic to merge (nil: none).
 type metricBatch struct {
 	rec  batchRecord
 	stat *sdk.Statistic
@@ -177,6 +177,9 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta); err != nil {
 		return err
+	}
+	if stat == nil {
+		return nil
 	}
 	var old []byte
 	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ?`, b.metric, b.epoch).Scan(&old)

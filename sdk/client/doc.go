@@ -35,6 +35,14 @@
 // is cached in Config.DataDir, so that an app starting offline reports by
 // the last plan it accepted.
 //
+// When the collector publishes a new plan (a new epoch: another target, a
+// recalibration, a new metric), a Provider in ModeOn picks it up within
+// Config.PlanRefresh (Provider.RefreshPlan; a conditional GET answered 304
+// while nothing changed), verifies it the same way and reports by it from
+// then on. A refused plan leaves the Provider on the plan it has. Reports
+// sealed under the earlier plan still count: the collector opens them
+// under that plan's epoch.
+//
 // # Travel
 //
 // The plan says how a user's values travel, and the accountant's guarantee

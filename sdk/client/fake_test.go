@@ -56,14 +56,17 @@ type fakeServer struct {
 
 	mu      sync.Mutex
 	plan    []byte // served at /v1/plan
+	etag    string // the plan's ETag: its digest, quoted
 	planErr int    // when non-zero, /v1/plan answers this status
-	bind    map[string]report.Binding
-	ids     map[report.ID]int // deliveries per id, counting duplicates
-	raw     int               // envelopes delivered, duplicates included
-	posts   int               // POST requests
-	gets    int               // GET requests
-	opened  map[string][][]byte
-	openErr error
+	// notModified counts plan requests answered 304.
+	notModified int
+	bind        map[string]report.Binding
+	ids         map[report.ID]int // deliveries per id, counting duplicates
+	raw         int               // envelopes delivered, duplicates included
+	posts       int               // POST requests
+	gets        int               // GET requests
+	opened      map[string][][]byte
+	openErr     error
 	// names are the plan's metrics in order; messages the decoded
 	// messages of pooled travel, in arrival order.
 	names          []string
@@ -135,6 +138,7 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.plan = b
+	f.etag = `"` + p.Digest() + `"`
 	f.bind = map[string]report.Binding{}
 	f.names = nil
 	var bs []report.Binding
@@ -153,10 +157,19 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/plan":
 		f.mu.Lock()
 		f.gets++
-		b, status := f.plan, f.planErr
+		b, status, etag := f.plan, f.planErr, f.etag
+		same := r.Header.Get("If-None-Match") == etag
+		if same && status == 0 {
+			f.notModified++
+		}
 		f.mu.Unlock()
 		if status != 0 {
 			http.Error(w, "plan unavailable", status)
+			return
+		}
+		w.Header().Set("ETag", etag)
+		if same {
+			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

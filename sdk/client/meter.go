@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/blanket-dp/blanket/sdk"
 )
@@ -22,55 +21,50 @@ func (m *Meter) metricName(name string) string {
 	return m.scope + "/" + name
 }
 
-// instrument is what Categorical and Sum share: the resolved metric, or
-// the error every Record returns.
+// instrument is what Categorical and Sum share: the metric name and the
+// kind of values it records. The metric is looked up in the Provider's
+// current plan at every Record, so that an instrument follows a new plan
+// (Provider.RefreshPlan).
 type instrument struct {
 	p    *Provider
 	name string
-	ms   *metricState
-	err  error
+	kind sdk.InputKind
 }
 
 func (m *Meter) instrument(name string, kind sdk.InputKind) instrument {
-	in := instrument{p: m.p, name: m.metricName(name)}
-	if m.p == nil || m.p.mode == ModeOff {
-		return in
-	}
-	ms := m.p.plan.metrics[in.name]
-	switch {
-	case ms == nil:
-		in.err = fmt.Errorf("%w: %q (the plan has %s)", ErrUnknownMetric, in.name, m.p.plan.names())
-	case ms.kind != kind:
-		in.err = fmt.Errorf("%w: metric %q takes %v values (plugin %q), the instrument records %v values", ErrWrongKind, in.name, ms.kind, ms.binding.Plugin, kind)
-	default:
-		in.ms = ms
-	}
-	return in
+	return instrument{p: m.p, name: m.metricName(name), kind: kind}
 }
 
 // Name returns the plan metric name the instrument reports.
 func (in *instrument) Name() string { return in.name }
+
+// off reports whether the instrument records nothing: a nil or ModeOff
+// Provider.
+func (in *instrument) off() bool { return in.p == nil || in.p.mode == ModeOff }
 
 // Enabled reports whether Record would report anything: the Provider is
 // in ModeLocal or ModeOn, the metric is in the plan with a matching kind,
 // and, with parallel travel, the current round chose this metric. An app
 // can skip computing an expensive value when it is false.
 func (in *instrument) Enabled(ctx context.Context) bool {
-	return in.ms != nil && in.p.mode != ModeOff && in.p.enabled(ctx, in.ms)
+	return !in.off() && in.p.enabled(ctx, in.name, in.kind)
 }
 
 // Err returns the error every Record of this instrument returns because
-// its metric is not in the plan or is of another kind, or nil.
-func (in *instrument) Err() error { return in.err }
-
-func (in *instrument) record(ctx context.Context, v sdk.Inputs) error {
-	if in.p == nil || in.p.mode == ModeOff {
+// its metric is not in the (current) plan or is of another kind, or nil.
+func (in *instrument) Err() error {
+	if in.off() {
 		return nil
 	}
-	if in.err != nil {
-		return in.err
+	_, err := in.p.currentPlan().resolve(in.name, in.kind)
+	return err
+}
+
+func (in *instrument) record(ctx context.Context, v sdk.Inputs) error {
+	if in.off() {
+		return nil
 	}
-	return in.p.record(ctx, in.ms, v)
+	return in.p.record(ctx, in.name, in.kind, v)
 }
 
 // Categorical records values of a categorical metric (plugins krr,

@@ -73,6 +73,13 @@ type verifiedPlan struct {
 // fetchPlan gets and decodes the plan at base + PlanPath. Unknown JSON
 // fields are ignored, so that a newer collector can add fields.
 func fetchPlan(ctx context.Context, hc *http.Client, base string) (*plan.Plan, []byte, error) {
+	return fetchPlanIfChanged(ctx, hc, base, "")
+}
+
+// fetchPlanIfChanged is fetchPlan sending If-None-Match with the digest
+// of the plan the app has, when not ""; it returns a nil plan and no error
+// when the collector answers 304 Not Modified.
+func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest string) (*plan.Plan, []byte, error) {
 	u, err := url.JoinPath(base, PlanPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: endpoint %q: %v", ErrBadConfig, base, err)
@@ -82,11 +89,17 @@ func fetchPlan(ctx context.Context, hc *http.Client, base string) (*plan.Plan, [
 		return nil, nil, fmt.Errorf("%w: endpoint %q: %v", ErrBadConfig, base, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if digest != "" {
+		req.Header.Set("If-None-Match", `"`+digest+`"`)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: GET %s: %w", ErrPlanUnavailable, u, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && digest != "" {
+		return nil, nil, nil
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlanBytes+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: GET %s: %w", ErrPlanUnavailable, u, err)
@@ -253,6 +266,19 @@ func writeFileAtomic(path string, data []byte) error {
 
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// resolve returns the metric name of kind kind, or an error wrapping
+// ErrUnknownMetric or ErrWrongKind.
+func (v *verifiedPlan) resolve(name string, kind sdk.InputKind) (*metricState, error) {
+	ms := v.metrics[name]
+	switch {
+	case ms == nil:
+		return nil, fmt.Errorf("%w: %q (the plan has %s)", ErrUnknownMetric, name, v.names())
+	case ms.kind != kind:
+		return nil, fmt.Errorf("%w: metric %q takes %v values (plugin %q), the instrument records %v values", ErrWrongKind, name, ms.kind, ms.binding.Plugin, kind)
+	}
+	return ms, nil
+}
 
 // names lists the plan's metric names, for error messages.
 func (v *verifiedPlan) names() string {

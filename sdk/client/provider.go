@@ -33,6 +33,8 @@ const (
 	DefaultRetryMax = 10 * time.Minute
 	// DefaultHTTPTimeout bounds each request of the default HTTP client.
 	DefaultHTTPTimeout = 30 * time.Second
+	// DefaultPlanRefresh is the default of Config.PlanRefresh.
+	DefaultPlanRefresh = time.Hour
 	// DefaultLocalRetention is the default of Config.LocalRetention.
 	DefaultLocalRetention = 7
 	// OutboxFile is the SQLite outbox's file name in Config.DataDir.
@@ -91,6 +93,12 @@ type Config struct {
 	// UploadInterval is how often the uploader also looks for pending
 	// reports by itself. Defaults to DefaultUploadInterval.
 	UploadInterval time.Duration
+	// PlanRefresh is how often, in ModeOn, the Provider asks the collector
+	// whether its plan changed (a conditional GET: a 304 costs nothing)
+	// and, when it did, verifies the new plan and reports by it from then
+	// on (see Provider.RefreshPlan). Defaults to DefaultPlanRefresh.
+	// Negative disables it. A Provider given Config.Plan never refreshes.
+	PlanRefresh time.Duration
 	// RetryMin and RetryMax bound the exponential backoff between failed
 	// uploads (jittered, see backoff); a 429 or 503 with Retry-After waits
 	// as told instead. Default to DefaultRetryMin and DefaultRetryMax.
@@ -114,14 +122,17 @@ type Config struct {
 // safe for concurrent use. A nil *Provider is valid and records nothing, so
 // that an app can go on after NewProvider fails.
 type Provider struct {
-	cfg    Config
-	mode   Mode
-	log    *slog.Logger
-	hc     *http.Client
-	now    func() time.Time
-	plan   *verifiedPlan
-	outbox Outbox
-	cache  *RandomizerCache
+	cfg  Config
+	mode Mode
+	log  *slog.Logger
+	hc   *http.Client
+	now  func() time.Time
+	// plan is the verified plan. A Record loads it once and uses that
+	// plan throughout; RefreshPlan swaps it without waiting for anyone.
+	plan     atomic.Pointer[verifiedPlan]
+	planBase string
+	outbox   Outbox
+	cache    *RandomizerCache
 
 	ownOutbox, ownCache bool
 
@@ -216,18 +227,21 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 	if planBase == "" {
 		planBase = cfg.Endpoint
 	}
+	p.planBase = planBase
+	var v *verifiedPlan
 	if cfg.Plan != nil {
 		pl := clonePlan(cfg.Plan)
 		if err := pl.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrPlanRefused, err)
 		}
-		p.plan, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
+		v, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
 	} else {
-		p.plan, err = loadPlan(ctx, p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+		v, err = loadPlan(ctx, p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
 	}
 	if err != nil {
 		return nil, err
 	}
+	p.plan.Store(v)
 	cutoff := p.now().UTC().AddDate(0, 0, -p.cfg.LocalRetention).Format(time.DateOnly)
 	if _, err := p.outbox.DropLocal(ctx, cutoff); err != nil {
 		return nil, err
@@ -288,6 +302,9 @@ func (p *Provider) fillDefaults() error {
 	if c.LocalRetention == 0 {
 		c.LocalRetention = DefaultLocalRetention
 	}
+	if c.PlanRefresh == 0 {
+		c.PlanRefresh = DefaultPlanRefresh
+	}
 	if p.hc == nil {
 		p.hc = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
@@ -322,10 +339,46 @@ func (p *Provider) Mode() Mode {
 // Plan returns a copy of the verified plan the Provider reports by, or nil
 // in ModeOff.
 func (p *Provider) Plan() *plan.Plan {
-	if p == nil || p.plan == nil {
+	if p == nil || p.mode == ModeOff {
 		return nil
 	}
-	return clonePlan(p.plan.plan)
+	return clonePlan(p.currentPlan().plan)
+}
+
+// currentPlan returns the verified plan.
+func (p *Provider) currentPlan() *verifiedPlan { return p.plan.Load() }
+
+// RefreshPlan asks the collector whether its plan changed since the one
+// the Provider reports by and, when it did, verifies the new plan as
+// NewProvider does and reports by it from then on: a Record in progress
+// finishes under the plan it started with, reports already in the outbox
+// keep the plan they were sealed
+// under (the collector counts them in that plan's epoch), and a joint or
+// parallel round starts over. It reports whether the plan changed. When
+// the new plan is refused (an error wrapping ErrPlanRefused) or cannot be
+// fetched, the Provider goes on with the plan it has. The uploader calls
+// it every Config.PlanRefresh in ModeOn; an app may call it at any time.
+// It does nothing outside ModeOn or for a Provider given Config.Plan.
+func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
+	if p == nil || p.mode != ModeOn || p.cfg.Plan != nil {
+		return false, nil
+	}
+	cur := p.currentPlan()
+	pl, raw, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.digest)
+	if err != nil || pl == nil || pl.Digest() == cur.digest {
+		return false, err
+	}
+	v, err := verifyPlan(ctx, pl, p.cfg.MaxEps0, p.cache)
+	if err != nil {
+		return false, err
+	}
+	p.plan.Store(v)
+	if p.cfg.DataDir != "" {
+		// Best effort, as in loadPlan.
+		_ = writeFileAtomic(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)), raw)
+	}
+	p.log.Info("blanket plan changed", "digest", v.digest)
+	return true, nil
 }
 
 // clonePlan copies p deeply enough that neither copy's changes reach the
@@ -354,21 +407,26 @@ func (p *Provider) Meter(scope string) *Meter {
 	return &Meter{p: p, scope: scope}
 }
 
-// record reports one value of metric ms as the plan's travel mode says
+// record reports one value of metric name as the plan's travel mode says
 // (travel.go).
-func (p *Provider) record(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+func (p *Provider) record(ctx context.Context, name string, kind sdk.InputKind, in sdk.Inputs) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.shutdown {
 		return ErrShutdown
 	}
-	switch p.plan.travel {
+	v := p.plan.Load()
+	ms, err := v.resolve(name, kind)
+	if err != nil {
+		return err
+	}
+	switch v.travel {
 	case accountant.TravelJoint:
-		return p.recordJoint(ctx, ms, in)
+		return p.recordJoint(ctx, v, ms, in)
 	case accountant.TravelParallel:
-		return p.recordParallel(ctx, ms, in)
+		return p.recordParallel(ctx, v, ms, in)
 	default:
-		return p.recordSeparate(ctx, ms, in)
+		return p.recordSeparate(ctx, v, ms, in)
 	}
 }
 

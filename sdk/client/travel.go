@@ -45,9 +45,10 @@ func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs
 	return reps[0], nil
 }
 
-// commit seals plaintext under binding and commits it to pool's envelope.
-func (p *Provider) commit(ctx context.Context, pool string, binding report.Binding, plaintext []byte, e Entry) error {
-	sealed, err := report.Seal(p.plan.key, binding, plaintext)
+// commit seals plaintext to plan v's key under binding and commits it to
+// pool's envelope.
+func (p *Provider) commit(ctx context.Context, v *verifiedPlan, pool string, binding report.Binding, plaintext []byte, e Entry) error {
+	sealed, err := report.Seal(v.key, binding, plaintext)
 	if err != nil {
 		return fmt.Errorf("client: %s: seal: %w", pool, err)
 	}
@@ -65,12 +66,12 @@ func (p *Provider) commit(ctx context.Context, pool string, binding report.Bindi
 }
 
 // recordSeparate reports one value of ms on its own.
-func (p *Provider) recordSeparate(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+func (p *Provider) recordSeparate(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
 	rep, err := p.randomize(ctx, ms, in)
 	if err != nil {
 		return err
 	}
-	if err := p.commit(ctx, ms.name, ms.binding, rep, Entry{Eps0: ms.eps0}); err != nil {
+	if err := p.commit(ctx, v, ms.name, ms.binding, rep, Entry{Eps0: ms.eps0}); err != nil {
 		return err
 	}
 	p.stats.recorded.Add(1)
@@ -79,14 +80,13 @@ func (p *Provider) recordSeparate(ctx context.Context, ms *metricState, in sdk.I
 
 // recordJoint stages one value of ms and commits the round's message when
 // every metric has one.
-func (p *Provider) recordJoint(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+func (p *Provider) recordJoint(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
 	rep, err := p.randomize(ctx, ms, in)
 	if err != nil {
 		return err
 	}
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
-	v := p.plan
 	if err := p.outbox.Stage(ctx, Staged{Metric: ms.name, Plan: v.digest, Report: rep}); err != nil {
 		return err
 	}
@@ -112,14 +112,14 @@ func (p *Provider) recordJoint(ctx context.Context, ms *metricState, in sdk.Inpu
 		parts[i] = report.Part{Metric: i, Report: reps[i]}
 		charges[i] = Charge{Metric: m.name, Eps0: m.eps0}
 	}
-	return p.commit(ctx, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: true})
+	return p.commit(ctx, v, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: true})
 }
 
 // recordParallel reports one value of ms if the round chose ms.
-func (p *Provider) recordParallel(ctx context.Context, ms *metricState, in sdk.Inputs) error {
+func (p *Provider) recordParallel(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
-	chosen, err := p.parallelChoice(ctx)
+	chosen, err := p.parallelChoice(ctx, v)
 	if err != nil {
 		return err
 	}
@@ -133,17 +133,17 @@ func (p *Provider) recordParallel(ctx context.Context, ms *metricState, in sdk.I
 	}
 	msg := report.EncodeMessage([]report.Part{{Metric: ms.index, Report: rep}})
 	e := Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}, Unstage: true}
-	if err := p.commit(ctx, p.plan.pool, p.plan.poolBinding, msg, e); err != nil {
+	if err := p.commit(ctx, v, v.pool, v.poolBinding, msg, e); err != nil {
 		return err
 	}
 	p.stats.recorded.Add(1)
 	return nil
 }
 
-// parallelChoice returns the metric the current parallel round chose,
-// drawing and staging one if the round has none. The caller holds roundMu.
-func (p *Provider) parallelChoice(ctx context.Context) (*metricState, error) {
-	v := p.plan
+// parallelChoice returns the metric the current parallel round of plan v
+// chose, drawing and staging one if the round has none. The caller holds
+// roundMu.
+func (p *Provider) parallelChoice(ctx context.Context, v *verifiedPlan) (*metricState, error) {
 	staged, err := p.outbox.Staged(ctx)
 	if err != nil {
 		return nil, err
@@ -172,19 +172,25 @@ func pickIndex(cum []float64, src ldp.Source) int {
 	return len(cum) - 1
 }
 
-// enabled reports whether a Record of ms would report: always, except
-// with parallel travel for a metric the current round did not choose.
-func (p *Provider) enabled(ctx context.Context, ms *metricState) bool {
-	if p.plan.travel != accountant.TravelParallel {
-		return true
-	}
+// enabled reports whether a Record of metric name of kind kind would
+// report: when the plan has it, always, except with parallel travel for a
+// metric the current round did not choose.
+func (p *Provider) enabled(ctx context.Context, name string, kind sdk.InputKind) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.shutdown {
 		return false
 	}
+	v := p.plan.Load()
+	ms, err := v.resolve(name, kind)
+	if err != nil {
+		return false
+	}
+	if v.travel != accountant.TravelParallel {
+		return true
+	}
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
-	chosen, err := p.parallelChoice(ctx)
+	chosen, err := p.parallelChoice(ctx, v)
 	return err != nil || chosen == ms
 }

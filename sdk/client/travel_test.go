@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -376,5 +378,101 @@ func TestOutboxStaging(t *testing.T) {
 	defer o.Close()
 	if got, err := o.Staged(ctx); err != nil || len(got) != 1 || string(got[0].Report) != "r" {
 		t.Fatalf("after reopening: %+v, %v", got, err)
+	}
+}
+
+// TestPlanRefresh checks that a Provider picks up a new plan: a
+// conditional GET that costs a 304 while the plan is the same, a switch to
+// a changed plan (reports sealed under it from then on, the cache file
+// updated for an offline start), a refused plan leaving the old one in
+// use, and the background refresh of Config.PlanRefresh.
+func TestPlanRefresh(t *testing.T) {
+	f := newFakeServer(t, nil)
+	dir := t.TempDir()
+	cfg := fastConfig(f, dir)
+	cfg.PlanRefresh = -1 // by hand first
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	screen := p.Meter("app").Categorical("screen")
+	if err := screen.Record(ctx, "home"); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p)
+	if changed, err := p.RefreshPlan(ctx); changed || err != nil {
+		t.Fatalf("same plan: changed %v, %v", changed, err)
+	}
+	f.mu.Lock()
+	nm := f.notModified
+	f.mu.Unlock()
+	if nm != 1 {
+		t.Fatalf("%d answers 304, want 1", nm)
+	}
+
+	// A recalibrated plan: every eps0 2.5.
+	next := p.Plan()
+	for i := range next.Metrics {
+		next.Metrics[i].Eps0 = 2.5
+	}
+	f.setPlan(next)
+	if changed, err := p.RefreshPlan(ctx); !changed || err != nil {
+		t.Fatalf("new plan: changed %v, %v", changed, err)
+	}
+	if got := p.Plan().Metrics[0].Eps0; got != 2.5 {
+		t.Fatalf("after the refresh eps0 = %v, want 2.5", got)
+	}
+	if err := screen.Record(ctx, "search"); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p)
+	// The fake server opens under the plan it serves: the report after
+	// the switch opened (checkReports fails on any report that did not).
+	if got := f.checkReports(t, next); got["app/screen"] != 2 {
+		t.Fatalf("reports %v, want 2 of app/screen", got)
+	}
+	ledger, _ := p.Ledger(ctx)
+	if len(ledger) != 1 || ledger[0].Eps0 != testEps0+2.5 {
+		t.Fatalf("ledger %+v, want eps0 %v + 2.5", ledger, testEps0)
+	}
+
+	// A plan above the ceiling is refused; the Provider keeps reporting
+	// by the one it has.
+	greedy := p.Plan()
+	greedy.Metrics[0].Eps0 = 9
+	f.setPlan(greedy)
+	if changed, err := p.RefreshPlan(ctx); changed || !errors.Is(err, client.ErrEps0AboveCeiling) {
+		t.Fatalf("greedy plan: changed %v, %v; want ErrEps0AboveCeiling", changed, err)
+	}
+	if got := p.Plan().Metrics[0].Eps0; got != 2.5 {
+		t.Fatalf("after the refused plan eps0 = %v, want 2.5", got)
+	}
+	if err := screen.Record(ctx, "home"); err != nil {
+		t.Fatal(err)
+	}
+	p.Shutdown(ctx)
+
+	// An offline start uses the last plan accepted.
+	f.setPlanErr(http.StatusServiceUnavailable)
+	off := newProvider(t, cfg)
+	if got := off.Plan().Metrics[0].Eps0; got != 2.5 {
+		t.Fatalf("offline start: eps0 = %v, want the refreshed 2.5", got)
+	}
+	off.Shutdown(ctx)
+
+	// In the background.
+	f.setPlanErr(0)
+	f.setPlan(next)
+	cfg.PlanRefresh = 10 * time.Millisecond
+	bg := newProvider(t, cfg)
+	again := bg.Plan()
+	for i := range again.Metrics {
+		again.Metrics[i].Eps0 = 1.5
+	}
+	f.setPlan(again)
+	deadline := time.Now().Add(10 * time.Second)
+	for bg.Plan().Metrics[0].Eps0 != 1.5 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background refresh did not pick up the new plan")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
