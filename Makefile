@@ -63,11 +63,13 @@ check-generate: ## fail if the committed generated code is stale (skipped withou
 # loopback port, a fresh data dir, examples/plan.yaml calibrated at start)
 # and examples/fleet, 100,000 simulated app instances reporting through the
 # SDK (sdk/client); it prints every estimate next to the truth and exits
-# with the fleet's status. FLEET_FLAGS passes flags on (e.g. -n 20000).
+# with the fleet's status. FLEET_FLAGS passes flags on (e.g. -n 20000);
+# TRAVEL=joint or TRAVEL=parallel runs the same plan with that travel mode.
 FLEET_FLAGS ?=
+TRAVEL ?=
 demo: build
 	$(GO) build -o $(BIN)/fleet ./examples/fleet
-	@bash examples/fleet/demo.sh $(BIN)/blanket $(BIN)/fleet examples/plan.yaml $(OUT) $(FLEET_FLAGS)
+	@TRAVEL=$(TRAVEL) bash examples/fleet/demo.sh $(BIN)/blanket $(BIN)/fleet examples/plan.yaml $(OUT) $(FLEET_FLAGS)
 
 clean:
 	rm -rf $(BIN) $(OUT)

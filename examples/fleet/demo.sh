@@ -4,12 +4,21 @@
 # calibrated at start), waits until it serves, runs the simulated fleet
 # against it, stops the server and exits with the fleet's status.
 #
-# usage: demo.sh BLANKET FLEET PLAN OUTDIR [fleet flags...]
+# usage: [TRAVEL=joint|parallel] demo.sh BLANKET FLEET PLAN OUTDIR [fleet flags...]
 set -euo pipefail
 
 blanket=$1 fleet=$2 plan=$3 out=$4
 shift 4
 mkdir -p "$out"
+# TRAVEL=joint|parallel|separate overrides the plan's travel mode.
+if [ -n "${TRAVEL:-}" ]; then
+	case $TRAVEL in
+	joint | parallel | separate) ;;
+	*) echo "demo: TRAVEL=$TRAVEL: must be joint, parallel or separate" >&2; exit 2 ;;
+	esac
+	sed "s/^travel: .*/travel: $TRAVEL/" "$plan" >"$out/plan-$TRAVEL.yaml"
+	plan=$out/plan-$TRAVEL.yaml
+fi
 data=$(mktemp -d "${TMPDIR:-/tmp}/blanket-demo.XXXXXX")
 server=
 
