@@ -24,12 +24,15 @@ func newShufflerCmd(e *env) *cobra.Command {
 		Short: "Run the shuffler role alone",
 		Long: `Run the shuffler: apps POST sealed reports to /v1/reports; the shuffler keeps no
 address, header or arrival time, drops retried uploads by report id, pools the
-reports per metric in DIR/shuffler.db and releases each pool of at least n_min
-reports as one batch in a uniformly random order to the collector's POST
-/v1/batches, retrying with backoff until acknowledged (also across restarts).
+reports in DIR/shuffler.db (per metric with separate travel, one pool "@joint"
+or "@parallel" for the plan's messages otherwise) and releases each pool of at
+least n_min reports as one batch in a uniformly random order to the
+collector's POST /v1/batches, retrying with backoff until acknowledged (also
+across restarts).
 
-It reads the plan only for its metric names and n_min (it need not be
-calibrated), and relays the collector's GET /v1/plan so apps need one address.
+It reads the plan only for its pools (metric names and travel) and n_min (it
+need not be calibrated): give it the plan file the collector runs with. It
+relays the collector's GET /v1/plan so apps need one address.
 It presents the bearer token in --token-file (default DIR/batch.token): copy
 the collector's token file there (mode 0600).`,
 		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081`,
