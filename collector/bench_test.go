@@ -208,3 +208,38 @@ func BenchmarkIngest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestJoint measures the collector alone on one joint batch of
+// n messages, each carrying a k-RR and a summation report: one HPKE open
+// per message, then both plugins' Accumulate.
+func BenchmarkIngestJoint(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			f := newPooledFixture(b, "joint", 1000)
+			pool := make([][]byte, sealedPool)
+			screens := krrValues(sealedPool, 3)
+			for i := range pool {
+				a, s := f.randomize(b, screens[i], float64(i%1000))
+				pool[i] = f.seal(b, []report.Part{{Metric: 0, Report: a}, {Metric: 1, Report: s}})
+			}
+			sealed := make([][]byte, n)
+			for i := range sealed {
+				sealed[i] = pool[i%sealedPool]
+			}
+			bodies := make([][]byte, b.N)
+			for i := range bodies {
+				bodies[i] = batchBody(f.pub.Pool(""), sealed)
+			}
+			if _, err := f.c.Ingest(context.Background(), batchBody(f.pub.Pool(""), sealed)); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := f.c.Ingest(context.Background(), bodies[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "messages/s")
+		})
+	}
+}

@@ -28,7 +28,7 @@ type pooledFixture struct {
 	sum     sdk.Randomizer
 }
 
-func newPooledFixture(t *testing.T, travel string, nMin int) *pooledFixture {
+func newPooledFixture(t testing.TB, travel string, nMin int) *pooledFixture {
 	t.Helper()
 	p := testPlan(t, nMin)
 	p.Travel = travel
@@ -51,7 +51,7 @@ func newPooledFixture(t *testing.T, travel string, nMin int) *pooledFixture {
 }
 
 // seal seals a message of the given parts under the pool's binding.
-func (f *pooledFixture) seal(t *testing.T, parts []report.Part) []byte {
+func (f *pooledFixture) seal(t testing.TB, parts []report.Part) []byte {
 	t.Helper()
 	s, err := report.Seal(f.c.PublicKey(), f.binding, report.EncodeMessage(parts))
 	if err != nil {
@@ -61,7 +61,7 @@ func (f *pooledFixture) seal(t *testing.T, parts []report.Part) []byte {
 }
 
 // randomize returns one report of each metric for a screen and a latency.
-func (f *pooledFixture) randomize(t *testing.T, screen string, latency float64) (krrRep, sumRep []byte) {
+func (f *pooledFixture) randomize(t testing.TB, screen string, latency float64) (krrRep, sumRep []byte) {
 	t.Helper()
 	ctx := context.Background()
 	a, err := f.krr.Randomize(ctx, f.pub.Metrics[0].Eps0, sdk.Inputs{Categories: []string{screen}})
