@@ -32,7 +32,7 @@ func (c *GRPCClient) Configure(ctx context.Context, cfg Config) (*Description, e
 	if err := checkUTF8(cfg); err != nil {
 		return nil, err
 	}
-	resp, err := c.rpc.Configure(ctx, &randomizerv1.ConfigureRequest{Config: configToProto(cfg)})
+	resp, err := c.rpc.Configure(ctx, &randomizerv1.ConfigureRequest{Config: configToProto(cfg)}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -44,7 +44,7 @@ func (c *GRPCClient) Configure(ctx context.Context, cfg Config) (*Description, e
 
 // Describe implements Randomizer.
 func (c *GRPCClient) Describe(ctx context.Context) (*Description, error) {
-	resp, err := c.rpc.Describe(ctx, &randomizerv1.DescribeRequest{})
+	resp, err := c.rpc.Describe(ctx, &randomizerv1.DescribeRequest{}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -57,7 +57,7 @@ func (c *GRPCClient) Describe(ctx context.Context) (*Description, error) {
 // Declare implements Randomizer. The declaration is decoded with
 // accountant.DecodeDeclaration but not validated.
 func (c *GRPCClient) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
-	resp, err := c.rpc.Declare(ctx, &randomizerv1.DeclareRequest{Eps0: eps0})
+	resp, err := c.rpc.Declare(ctx, &randomizerv1.DeclareRequest{Eps0: eps0}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -70,7 +70,7 @@ func (c *GRPCClient) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 
 // Randomize implements Randomizer.
 func (c *GRPCClient) Randomize(ctx context.Context, eps0 float64, in Inputs) ([][]byte, error) {
-	resp, err := c.rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: eps0, Inputs: encodeInputs(in)})
+	resp, err := c.rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: eps0, Inputs: encodeInputs(in)}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -90,7 +90,7 @@ func (c *GRPCClient) Accumulate(ctx context.Context, eps0 float64, reports [][]b
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadReport, err)
 	}
-	resp, err := c.rpc.Accumulate(ctx, &randomizerv1.AccumulateRequest{Eps0: eps0, Reports: packed})
+	resp, err := c.rpc.Accumulate(ctx, &randomizerv1.AccumulateRequest{Eps0: eps0, Reports: packed}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -102,7 +102,7 @@ func (c *GRPCClient) Accumulate(ctx context.Context, eps0 float64, reports [][]b
 
 // Estimate implements Randomizer.
 func (c *GRPCClient) Estimate(ctx context.Context, stat *Statistic) (*Estimate, error) {
-	resp, err := c.rpc.Estimate(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)})
+	resp, err := c.rpc.Estimate(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}

@@ -296,6 +296,42 @@ func decodeInputs(p *randomizerv1.Inputs) (Inputs, error) {
 	return in, nil
 }
 
+// packedInputs returns the inputs of p as PackedInputs, sharing its slices.
+// It fails on an index outside the labels.
+func packedInputs(p *randomizerv1.Inputs) (PackedInputs, error) {
+	in := PackedInputs{Index: p.GetCategories(), Reals: p.GetReals()}
+	raw := p.GetLabels()
+	if len(in.Index) == 0 {
+		return in, nil
+	}
+	if i := badIndex(in.Index, len(raw)); i >= 0 {
+		return PackedInputs{}, fmt.Errorf("input %d has label index %d, there are %d labels", i, in.Index[i], len(raw))
+	}
+	in.Labels = make([]string, len(raw))
+	for i, l := range raw {
+		in.Labels[i] = string(l)
+	}
+	return in, nil
+}
+
+// badIndex returns the position of the first index that is not less than
+// n, or -1.
+func badIndex(idx []uint32, n int) int {
+	var m uint32
+	for _, j := range idx {
+		m = max(m, j)
+	}
+	if uint64(m) < uint64(n) {
+		return -1
+	}
+	for i, j := range idx {
+		if uint64(j) >= uint64(n) {
+			return i
+		}
+	}
+	return -1
+}
+
 // checkUTF8 returns an error naming the first string of cfg that is not
 // valid UTF-8: protobuf string fields cannot carry it.
 func checkUTF8(cfg Config) error {

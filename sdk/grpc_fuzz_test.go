@@ -62,19 +62,34 @@ func FuzzUnpackReports(f *testing.F) {
 }
 
 // FuzzDecodeInputs checks that any dictionary-encoded batch either fails
-// or decodes to inputs that encode back to the same categories.
+// or decodes to inputs that encode back to the same categories, and that
+// packedInputs (the form PackedRandomizer takes) accepts exactly the same
+// batches with the same categories.
 func FuzzDecodeInputs(f *testing.F) {
 	f.Add([]byte("a\x00b\x00\xff"), []byte{0, 1, 2, 1})
 	f.Add([]byte(""), []byte{0})
 	f.Add([]byte("x"), []byte{1})
+	f.Add([]byte("a\x00b"), []byte{1, 0, 255})
 	f.Fuzz(func(t *testing.T, labels, idx []byte) {
 		p := &randomizerv1.Inputs{Labels: bytes.Split(labels, []byte{0})}
 		for _, b := range idx {
 			p.Categories = append(p.Categories, uint32(b))
 		}
 		in, err := decodeInputs(p)
+		packed, perr := packedInputs(p)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("decodeInputs error %v, packedInputs error %v", err, perr)
+		}
 		if err != nil {
 			return
+		}
+		if packed.Len() != len(in.Categories) {
+			t.Fatalf("%d packed inputs for %d categories", packed.Len(), len(in.Categories))
+		}
+		for i, j := range packed.Index {
+			if packed.Labels[j] != in.Categories[i] {
+				t.Fatalf("packed input %d = %q, want %q", i, packed.Labels[j], in.Categories[i])
+			}
 		}
 		if len(in.Categories) != len(idx) {
 			t.Fatalf("%d categories for %d indices", len(in.Categories), len(idx))

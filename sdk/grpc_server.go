@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -28,7 +29,46 @@ type GRPCServer struct {
 	r       atomic.Pointer[served]
 }
 
-type served struct{ r Randomizer }
+type served struct {
+	r           Randomizer
+	reportBytes int // of r's description
+}
+
+// PackedRandomizer is an optional interface of a Randomizer whose reports
+// all have Description.ReportBytes bytes. GRPCServer calls it instead of
+// Randomize, with the batch in the form it travels in: categorical inputs
+// dictionary-encoded and reports concatenated, so that a batch costs
+// neither a string per input nor a slice per report, and a categorical
+// randomizer looks up each distinct label once rather than once per input.
+//
+// A type that embeds a PackedRandomizer to change its Randomize must change
+// RandomizePacked too: the server would call the embedded one.
+type PackedRandomizer interface {
+	Randomizer
+	// RandomizePacked is Randomize on the inputs in, returning the reports
+	// concatenated in input order: in.Len() reports of ReportBytes each.
+	// It fails as Randomize does on the same inputs, with the same errors.
+	RandomizePacked(ctx context.Context, eps0 float64, in PackedInputs) ([]byte, error)
+}
+
+// PackedInputs is a batch of inputs of one kind in the form they travel to
+// a plugin: categorical inputs as a dictionary, Labels holding each
+// distinct value once and Index one index into Labels per input, or real
+// ones in Reals. Every index is less than len(Labels) (GRPCServer rejects
+// other batches before they reach a PackedRandomizer). Input i of the
+// batch is the category Labels[Index[i]].
+type PackedInputs struct {
+	// Labels are the distinct category labels of the batch.
+	Labels []string
+	// Index holds, for each input in order, the index of its label in
+	// Labels.
+	Index []uint32
+	// Reals are real values, as in Inputs.
+	Reals []float64
+}
+
+// Len returns the number of values in the batch.
+func (in PackedInputs) Len() int { return len(in.Index) + len(in.Reals) }
 
 var _ randomizerv1.RandomizerServer = (*GRPCServer)(nil)
 
@@ -40,11 +80,19 @@ func NewGRPCServer(f Factory) *GRPCServer {
 }
 
 func (s *GRPCServer) randomizer() (Randomizer, error) {
+	c, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	return c.r, nil
+}
+
+func (s *GRPCServer) load() (*served, error) {
 	c := s.r.Load()
 	if c == nil {
 		return nil, toStatus(fmt.Errorf("%w: call Configure first", ErrNotConfigured))
 	}
-	return c.r, nil
+	return c, nil
 }
 
 // recoverPanic turns a panic in a handler into a codes.Internal status.
@@ -76,7 +124,7 @@ func (s *GRPCServer) Configure(ctx context.Context, req *randomizerv1.ConfigureR
 	if d == nil {
 		return nil, internal("Describe", "a nil description")
 	}
-	s.r.Store(&served{r})
+	s.r.Store(&served{r: r, reportBytes: d.ReportBytes})
 	return &randomizerv1.ConfigureResponse{Description: descriptionToProto(d)}, nil
 }
 
@@ -119,18 +167,24 @@ func (s *GRPCServer) Declare(ctx context.Context, req *randomizerv1.DeclareReque
 	return &randomizerv1.DeclareResponse{DeclarationJson: b}, nil
 }
 
-// Randomize implements randomizerv1.RandomizerServer.
+// Randomize implements randomizerv1.RandomizerServer. It calls
+// RandomizePacked when the randomizer is a PackedRandomizer with a positive
+// ReportBytes, else Randomize. A request that is not a valid batch fails
+// with ErrBadInput.
 func (s *GRPCServer) Randomize(ctx context.Context, req *randomizerv1.RandomizeRequest) (_ *randomizerv1.RandomizeResponse, err error) {
 	defer s.recoverPanic("Randomize", &err)
-	r, err := s.randomizer()
+	c, err := s.load()
 	if err != nil {
 		return nil, err
 	}
+	if pr, ok := c.r.(PackedRandomizer); ok && c.reportBytes > 0 {
+		return s.randomizePacked(ctx, pr, c.reportBytes, req)
+	}
 	in, err := decodeInputs(req.GetInputs())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "sdk: malformed Randomize request: %v", err)
+		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", ErrBadInput, err))
 	}
-	reports, err := r.Randomize(ctx, req.GetEps0(), in)
+	reports, err := c.r.Randomize(ctx, req.GetEps0(), in)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -139,6 +193,26 @@ func (s *GRPCServer) Randomize(ctx context.Context, req *randomizerv1.RandomizeR
 		return nil, status.Errorf(codes.Internal, "sdk: plugin's Randomize: %v", err)
 	}
 	return &randomizerv1.RandomizeResponse{Reports: packed}, nil
+}
+
+func (s *GRPCServer) randomizePacked(ctx context.Context, r PackedRandomizer, size int, req *randomizerv1.RandomizeRequest) (*randomizerv1.RandomizeResponse, error) {
+	in, err := packedInputs(req.GetInputs())
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", ErrBadInput, err))
+	}
+	data, err := r.RandomizePacked(ctx, req.GetEps0(), in)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	n := in.Len()
+	if uint64(n)*uint64(size) != uint64(len(data)) || uint64(len(data)) > math.MaxUint32 {
+		return nil, internal("RandomizePacked", fmt.Sprintf("%d bytes for %d reports of %d bytes", len(data), n, size))
+	}
+	p := &randomizerv1.Reports{Data: data}
+	if n > 0 {
+		p.Size, p.Count = uint32(size), uint32(n)
+	}
+	return &randomizerv1.RandomizeResponse{Reports: p}, nil
 }
 
 // Accumulate implements randomizerv1.RandomizerServer.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
+	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
 // grpcClient serves f in process over a real gRPC connection
@@ -183,77 +185,95 @@ func TestGRPCRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	const eps0, n = 1.5, 500
 	for _, pc := range pluginCases() {
-		t.Run(pc.name, func(t *testing.T) {
-			local := pc.seeded(t, 7)
-			c := grpcClient(t, func(sdk.Config) (sdk.Randomizer, error) { return pc.seeded(t, 7), nil })
+		for _, packed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/packed=%v", pc.name, packed), func(t *testing.T) {
+				testGRPCRoundTrip(ctx, t, pc, packed, eps0, n)
+			})
+		}
+	}
+}
 
-			wantDesc, err := local.Describe(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotDesc, err := c.Configure(ctx, pc.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotDesc, wantDesc) {
-				t.Fatalf("Configure description\n got %+v\nwant %+v", gotDesc, wantDesc)
-			}
-			gotDesc, err = c.Describe(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotDesc, wantDesc) {
-				t.Fatalf("Describe\n got %+v\nwant %+v", gotDesc, wantDesc)
-			}
+// plain hides the RandomizePacked method of a randomizer, so that the
+// server calls Randomize.
+type plain struct{ sdk.Randomizer }
 
-			wantDecl, err := local.Declare(ctx, eps0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotDecl, err := c.Declare(ctx, eps0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkDeclarationBits(t, gotDecl, wantDecl)
+func testGRPCRoundTrip(ctx context.Context, t *testing.T, pc pluginCase, packed bool, eps0 float64, n int) {
+	local := pc.seeded(t, 7)
+	if _, ok := local.(sdk.PackedRandomizer); !ok {
+		t.Fatalf("%s is not an sdk.PackedRandomizer", pc.name)
+	}
+	c := grpcClient(t, func(sdk.Config) (sdk.Randomizer, error) {
+		if !packed {
+			return plain{pc.seeded(t, 7)}, nil
+		}
+		return pc.seeded(t, 7), nil
+	})
 
-			in := pc.inputs(n)
-			want, err := local.Randomize(ctx, eps0, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := c.Randomize(ctx, eps0, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatal("Randomize: reports differ from in-process reports with the same seed")
-			}
+	wantDesc, err := local.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotDesc, err := c.Configure(ctx, pc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotDesc, wantDesc) {
+		t.Fatalf("Configure description\n got %+v\nwant %+v", gotDesc, wantDesc)
+	}
+	gotDesc, err = c.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotDesc, wantDesc) {
+		t.Fatalf("Describe\n got %+v\nwant %+v", gotDesc, wantDesc)
+	}
 
-			reports := append(want, []byte("not a report, too long for any of them"))
-			wantStat, err := local.Accumulate(ctx, eps0, reports)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotStat, err := c.Accumulate(ctx, eps0, reports)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotStat, wantStat) || gotStat.Malformed != 1 {
-				t.Fatalf("Accumulate\n got %+v\nwant %+v (1 malformed)", gotStat, wantStat)
-			}
+	wantDecl, err := local.Declare(ctx, eps0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotDecl, err := c.Declare(ctx, eps0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDeclarationBits(t, gotDecl, wantDecl)
 
-			wantEst, err := local.Estimate(ctx, wantStat)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotEst, err := c.Estimate(ctx, gotStat)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gotEst, wantEst) {
-				t.Fatalf("Estimate\n got %+v\nwant %+v", gotEst, wantEst)
-			}
-		})
+	in := pc.inputs(n)
+	want, err := local.Randomize(ctx, eps0, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Randomize(ctx, eps0, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("Randomize: reports differ from in-process reports with the same seed")
+	}
+
+	reports := append(want, []byte("not a report, too long for any of them"))
+	wantStat, err := local.Accumulate(ctx, eps0, reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotStat, err := c.Accumulate(ctx, eps0, reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotStat, wantStat) || gotStat.Malformed != 1 {
+		t.Fatalf("Accumulate\n got %+v\nwant %+v (1 malformed)", gotStat, wantStat)
+	}
+
+	wantEst, err := local.Estimate(ctx, wantStat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotEst, err := c.Estimate(ctx, gotStat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotEst, wantEst) {
+		t.Fatalf("Estimate\n got %+v\nwant %+v", gotEst, wantEst)
 	}
 }
 
@@ -538,5 +558,97 @@ func TestGRPCConfigRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, cfg) {
 			t.Errorf("config %d arrived as %+v, want %+v", i, got, cfg)
 		}
+	}
+}
+
+// TestGRPCMalformedRandomize sends Randomize requests that the Go client
+// never builds, as a foreign or hostile host might: every one fails with
+// BAD_INPUT, whether the server calls RandomizePacked or Randomize, and the
+// server keeps serving.
+func TestGRPCMalformedRandomize(t *testing.T) {
+	ctx := context.Background()
+	bad := map[string]*randomizerv1.Inputs{
+		"index past the labels": {Labels: [][]byte{[]byte("c0")}, Categories: []uint32{0, 1}},
+		"no labels":             {Categories: []uint32{0}},
+		"huge index":            {Labels: [][]byte{[]byte("c0")}, Categories: []uint32{math.MaxUint32}},
+		"unknown label":         {Labels: [][]byte{[]byte("c0"), []byte("zzz")}, Categories: []uint32{0, 1}},
+		"both kinds":            {Labels: [][]byte{[]byte("c0")}, Categories: []uint32{0}, Reals: []float64{1}},
+	}
+	for _, packed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("packed=%v", packed), func(t *testing.T) {
+			rpc := rawClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+				r, err := krr.FromConfig(cfg)
+				if err != nil || packed {
+					return r, err
+				}
+				return plain{r}, nil
+			})
+			if _, err := rpc.Configure(ctx, &randomizerv1.ConfigureRequest{Config: &randomizerv1.Config{Categories: labels(2)}}); err != nil {
+				t.Fatal(err)
+			}
+			for name, in := range bad {
+				_, err := rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: in})
+				if reason := errorReason(err); status.Code(err) != codes.InvalidArgument || reason != "BAD_INPUT" {
+					t.Errorf("%s: %v (reason %q), want InvalidArgument, BAD_INPUT", name, err, reason)
+				}
+			}
+			resp, err := rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: &randomizerv1.Inputs{
+				Labels: [][]byte{[]byte("c1"), []byte("c0")}, Categories: []uint32{0, 1, 1},
+			}})
+			if err != nil {
+				t.Fatalf("a valid request after the bad ones: %v", err)
+			}
+			if r := resp.GetReports(); len(r.GetData()) != 3 || r.GetSize() != 1 || r.GetCount() != 3 {
+				t.Fatalf("reports of 3 inputs: %v", r)
+			}
+		})
+	}
+}
+
+// rawClient serves f in process and returns the generated gRPC client of
+// the connection, which sends requests as given.
+func rawClient(t testing.TB, f sdk.Factory) randomizerv1.RandomizerClient {
+	t.Helper()
+	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSets(f)[sdk.ProtocolVersion])
+	t.Cleanup(func() { _ = client.Close() })
+	return randomizerv1.NewRandomizerClient(client.Conn)
+}
+
+// errorReason returns the ErrorInfo reason of a status error, or "".
+func errorReason(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == sdk.ErrorDomain {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
+
+// shortPacked is k-RR whose RandomizePacked answers one byte too few.
+type shortPacked struct{ *krr.Randomizer }
+
+func (r shortPacked) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	b, err := r.Randomizer.RandomizePacked(ctx, eps0, in)
+	return b[:len(b)-1], err
+}
+
+// TestGRPCPackedWrongLength: a RandomizePacked that answers the wrong
+// number of bytes fails the call with codes.Internal rather than answering
+// misaligned reports.
+func TestGRPCPackedWrongLength(t *testing.T) {
+	ctx := context.Background()
+	c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+		r, err := krr.FromConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return shortPacked{r}, nil
+	})
+	if _, err := c.Configure(ctx, sdk.Config{Categories: labels(2)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Randomize(ctx, 1, sdk.Inputs{Categories: []string{"c0", "c1"}})
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("Randomize: %v, want codes.Internal", err)
 	}
 }

@@ -276,6 +276,7 @@ func (p *Plugin) start(ctx context.Context) (*process, error) {
 		Managed:          true,
 		StartTimeout:     startTimeout,
 		Logger:           p.o.logger.Named(p.name),
+		GRPCDialOptions:  dialOptions(),
 	}
 	if p.o.checksum != nil {
 		cc.SecureConfig = &plugin.SecureConfig{Checksum: p.o.checksum, Hash: sha256.New()}
@@ -401,13 +402,22 @@ func (p *Plugin) call(ctx context.Context, method string, f func(context.Context
 		}
 		cctx, cancel := context.WithTimeout(ctx, p.o.callTimeout)
 		err = f(cctx, proc.rpc)
-		timedOut := ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+		// Deadlines are judged by the clock: a context's Err stays nil
+		// until its timer has run, and the call may already have failed at
+		// its deadline (the plugin's gRPC server resets the stream then).
+		now := time.Now()
+		callerDone := expired(ctx, now)
+		timedOut := !callerDone && expired(cctx, now)
 		cancel()
 		switch {
 		case err == nil:
 			return nil
-		case ctx.Err() != nil:
-			return fmt.Errorf("plugin %s: %s: %w", p.name, method, ctx.Err())
+		case callerDone:
+			cerr := ctx.Err()
+			if cerr == nil {
+				cerr = context.DeadlineExceeded
+			}
+			return fmt.Errorf("plugin %s: %s: %w", p.name, method, cerr)
 		case timedOut:
 			p.discard(proc)
 			return fmt.Errorf("%w: plugin %s: %s did not answer within %v: %w", ErrPluginFailed, p.name, method, p.o.callTimeout, context.DeadlineExceeded)
@@ -427,6 +437,15 @@ func (p *Plugin) call(ctx context.Context, method string, f func(context.Context
 			return fmt.Errorf("plugin %s: %w", p.name, err)
 		}
 	}
+}
+
+// expired reports whether ctx is done or its deadline is not after now.
+func expired(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !now.Before(dl)
 }
 
 // transportFailure reports whether err means the process or connection is
@@ -497,9 +516,19 @@ func (p *Plugin) Randomize(ctx context.Context, eps0 float64, in Inputs) ([][]by
 		}
 		return max(len(in.Categories[i])+wireOverhead, outCost)
 	}
+	// A bound on the cost of the whole batch (each max above is at most
+	// the sum of its terms) spares the common batch, far below the limit,
+	// the comparison per input.
+	bound := n * (outCost + 8)
+	for _, c := range in.Categories {
+		bound += len(c) + wireOverhead
+	}
 	var out [][]byte
 	for start, first := 0, true; first || start < n; first = false {
 		end, size := start, 0
+		if bound <= p.o.maxRequest {
+			end = n
+		}
 		for end < n && (end == start || size+cost(end) <= p.o.maxRequest) {
 			size += cost(end)
 			end++

@@ -71,7 +71,7 @@ type Randomizer struct {
 	desc sdk.Description
 }
 
-var _ sdk.Randomizer = (*Randomizer)(nil)
+var _ sdk.PackedRandomizer = (*Randomizer)(nil)
 
 // New returns a Hadamard response randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -270,11 +270,25 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.randomize(ctx, eps0, idx); err != nil {
+		return nil, err
+	}
+	return ldp.EncodeIndices(idx, r.kk), nil
+}
+
+// RandomizePacked implements sdk.PackedRandomizer: Randomize with the
+// reports concatenated.
+func (r *Randomizer) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	return ldp.RandomizePackedIndices(ctx, eps0, r.dom, Name, in, r.kk, r.randomize)
+}
+
+// randomize replaces each bucket in idx by its randomized output index.
+func (r *Randomizer) randomize(ctx context.Context, eps0 float64, idx []int) error {
 	pin, pout := probs(eps0)
 	src := ldp.DefaultSource(r.src)
 	for i, x := range idx {
 		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
+			return err
 		}
 		u := x + 1
 		y := int(ldp.Uintn(src, uint64(r.kk)))
@@ -283,7 +297,7 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 		}
 		idx[i] = y
 	}
-	return ldp.EncodeIndices(idx, r.kk), nil
+	return nil
 }
 
 // Decode returns the output index of a report. Errors wrap sdk.ErrBadReport.

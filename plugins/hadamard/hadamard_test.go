@@ -207,3 +207,21 @@ func FuzzDecode(f *testing.F) {
 	r := mustNew(f, hadamard.Options{Categories: ldptest.Labels(300), Other: "other"})
 	ldptest.FuzzIndexDecode(f, r, r.Outputs(), r.Decode, []byte{0, 0}, []byte{1, 44})
 }
+
+// TestRandomizePacked checks that the packed form of Randomize, which the
+// plugin server calls, gives the same reports and errors.
+func TestRandomizePacked(t *testing.T) {
+	newR := func(seed uint64) sdk.PackedRandomizer {
+		return mustNew(t, hadamard.Options{Categories: ldptest.Labels(5), Rand: ldptest.Seeded(seed)})
+	}
+	for _, eps0 := range []float64{0.5, 2, -1} {
+		ldptest.CheckPacked(t, newR, eps0, map[string]sdk.Inputs{
+			"cycle":   {Categories: ldptest.Cycle(ldptest.Labels(5), 1000)},
+			"unknown": {Categories: []string{"c0", "c1", "zzz", "c0"}},
+			"one":     {Categories: []string{"c1"}},
+			"empty":   {},
+			"reals":   {Reals: []float64{1}},
+			"both":    {Categories: []string{"c0"}, Reals: []float64{1}},
+		})
+	}
+}

@@ -60,7 +60,7 @@ type Randomizer struct {
 	desc sdk.Description
 }
 
-var _ sdk.Randomizer = (*Randomizer)(nil)
+var _ sdk.PackedRandomizer = (*Randomizer)(nil)
 
 // New returns a k-RR randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -150,11 +150,25 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.randomize(ctx, eps0, idx); err != nil {
+		return nil, err
+	}
+	return ldp.EncodeIndices(idx, r.k), nil
+}
+
+// RandomizePacked implements sdk.PackedRandomizer: Randomize with the
+// reports concatenated.
+func (r *Randomizer) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	return ldp.RandomizePackedIndices(ctx, eps0, r.dom, Name, in, r.k, r.randomize)
+}
+
+// randomize replaces each bucket in idx by its randomized bucket.
+func (r *Randomizer) randomize(ctx context.Context, eps0 float64, idx []int) error {
 	keep, flip, _ := r.probs(eps0)
 	src := ldp.DefaultSource(r.src)
 	for i, x := range idx {
 		if err := ldp.Canceled(ctx, i); err != nil {
-			return nil, err
+			return err
 		}
 		if !ldp.Choose(src, keep, flip) {
 			y := ldp.Intn(src, r.k-1)
@@ -164,7 +178,7 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 			idx[i] = y
 		}
 	}
-	return ldp.EncodeIndices(idx, r.k), nil
+	return nil
 }
 
 // Decode returns the bucket of a report. Errors wrap sdk.ErrBadReport.

@@ -85,7 +85,7 @@ type Randomizer struct {
 	desc  sdk.Description
 }
 
-var _ sdk.Randomizer = (*Randomizer)(nil)
+var _ sdk.PackedRandomizer = (*Randomizer)(nil)
 
 // New returns a unary-encoding randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -304,10 +304,35 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	if err != nil {
 		return nil, err
 	}
+	buf, err := r.randomize(ctx, eps0, idx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(idx))
+	for i := range out {
+		out[i] = buf[i*r.width : (i+1)*r.width : (i+1)*r.width]
+	}
+	return out, nil
+}
+
+// RandomizePacked implements sdk.PackedRandomizer: Randomize with the
+// reports concatenated.
+func (r *Randomizer) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	if err := ldp.CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	idx, err := r.dom.PackedBatch(Name, in)
+	if err != nil {
+		return nil, err
+	}
+	return r.randomize(ctx, eps0, idx)
+}
+
+// randomize returns the reports of the buckets idx, concatenated.
+func (r *Randomizer) randomize(ctx context.Context, eps0 float64, idx []int) ([]byte, error) {
 	b := r.probs(eps0)
 	src := ldp.DefaultSource(r.src)
 	buf := make([]byte, r.width*len(idx))
-	out := make([][]byte, len(idx))
 	for i, x := range idx {
 		if err := ldp.Canceled(ctx, i); err != nil {
 			return nil, err
@@ -329,9 +354,8 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 		} else {
 			rep[x>>3] &^= 1 << (x & 7)
 		}
-		out[i] = rep
 	}
-	return out, nil
+	return buf, nil
 }
 
 // check validates a report's length and padding bits.

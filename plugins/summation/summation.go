@@ -76,7 +76,7 @@ type Randomizer struct {
 	desc   sdk.Description
 }
 
-var _ sdk.Randomizer = (*Randomizer)(nil)
+var _ sdk.PackedRandomizer = (*Randomizer)(nil)
 
 // New returns the summation randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -223,21 +223,41 @@ func (r *Randomizer) Level(src ldp.Source, x float64) int {
 // inputs are rejected; finite inputs outside [Lo, Hi] are clamped. Each
 // report is a level, ReportBytes long.
 func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	idx, err := r.randomize(ctx, eps0, len(in.Categories), in.Reals)
+	if err != nil {
+		return nil, err
+	}
+	return ldp.EncodeIndices(idx, r.k+1), nil
+}
+
+// RandomizePacked implements sdk.PackedRandomizer: Randomize with the
+// reports concatenated.
+func (r *Randomizer) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	idx, err := r.randomize(ctx, eps0, len(in.Index), in.Reals)
+	if err != nil {
+		return nil, err
+	}
+	return ldp.PackIndices(idx, r.k+1), nil
+}
+
+// randomize returns the randomized level of each real input; a batch with
+// categorical inputs (cats of them) is rejected.
+func (r *Randomizer) randomize(ctx context.Context, eps0 float64, cats int, reals []float64) ([]int, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	if len(in.Categories) > 0 {
-		return nil, fmt.Errorf("%w: summation takes real inputs, got %d categories", sdk.ErrBadInput, len(in.Categories))
+	if cats > 0 {
+		return nil, fmt.Errorf("%w: summation takes real inputs, got %d categories", sdk.ErrBadInput, cats)
 	}
-	for i, x := range in.Reals {
+	for i, x := range reals {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("%w: input %d is %v, must be finite", sdk.ErrBadInput, i, x)
 		}
 	}
 	gamma, notGamma := r.blanket(eps0)
 	src := ldp.DefaultSource(r.src)
-	idx := make([]int, len(in.Reals))
-	for i, x := range in.Reals {
+	idx := make([]int, len(reals))
+	for i, x := range reals {
 		if err := ldp.Canceled(ctx, i); err != nil {
 			return nil, err
 		}
@@ -247,7 +267,7 @@ func (r *Randomizer) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 			idx[i] = r.Level(src, x)
 		}
 	}
-	return ldp.EncodeIndices(idx, r.k+1), nil
+	return idx, nil
 }
 
 // Decode returns the level of a report. Errors wrap sdk.ErrBadReport.

@@ -329,3 +329,21 @@ func FuzzDecode(f *testing.F) {
 	r := mustNew(f, summation.Options{Lo: 0, Hi: 1, K: 299})
 	ldptest.FuzzIndexDecode(f, r, r.K()+1, r.Decode, []byte{0, 0}, []byte{1, 43})
 }
+
+// TestRandomizePacked checks that the packed form of Randomize, which the
+// plugin server calls, gives the same reports and errors.
+func TestRandomizePacked(t *testing.T) {
+	newR := func(seed uint64) sdk.PackedRandomizer {
+		return mustNew(t, summation.Options{Lo: -1, Hi: 3, K: 10, Rand: ldptest.Seeded(seed)})
+	}
+	for _, eps0 := range []float64{0.5, 2, -1} {
+		ldptest.CheckPacked(t, newR, eps0, map[string]sdk.Inputs{
+			"reals":      {Reals: []float64{-5, -1, 0, 0.3, 2.9, 3, 7}},
+			"many":       {Reals: ldptest.Cycle([]float64{-1, 0.25, 1.5, 3}, 1000)},
+			"NaN":        {Reals: []float64{0, math.NaN()}},
+			"infinite":   {Reals: []float64{math.Inf(-1)}},
+			"empty":      {},
+			"categories": {Categories: []string{"a"}},
+		})
+	}
+}

@@ -99,3 +99,33 @@ func (d *Domain) Batch(plugin string, in sdk.Inputs) ([]int, error) {
 	}
 	return d.Indices(in.Categories)
 }
+
+// PackedBatch is Batch on dictionary-encoded inputs (see
+// sdk.PackedRandomizer): it looks up each distinct label once. Errors are
+// those of Batch on the same inputs, and an index outside in.Labels is
+// rejected with sdk.ErrBadInput too.
+func (d *Domain) PackedBatch(plugin string, in sdk.PackedInputs) ([]int, error) {
+	if len(in.Reals) > 0 {
+		return nil, fmt.Errorf("%w: %s takes categorical inputs, got %d reals", sdk.ErrBadInput, plugin, len(in.Reals))
+	}
+	buckets := make([]int, len(in.Labels))
+	for i, l := range in.Labels {
+		j, ok := d.Index(l)
+		if !ok {
+			j = -1
+		}
+		buckets[i] = j
+	}
+	out := make([]int, len(in.Index))
+	for i, k := range in.Index {
+		if uint64(k) >= uint64(len(buckets)) {
+			return nil, fmt.Errorf("%w: input %d has label index %d, there are %d labels", sdk.ErrBadInput, i, k, len(buckets))
+		}
+		j := buckets[k]
+		if j < 0 {
+			return nil, fmt.Errorf("%w: input %d: %q is not a category and there is no other bucket", sdk.ErrBadInput, i, in.Labels[k])
+		}
+		out[i] = j
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/blanket-dp/blanket/sdk"
@@ -54,11 +55,42 @@ func ReadIndex(report []byte, n int) (int, error) {
 // a single backing array.
 func EncodeIndices(idx []int, n int) [][]byte {
 	w := IndexWidth(n)
-	buf := make([]byte, w*len(idx))
+	buf := PackIndices(idx, n)
 	out := make([][]byte, len(idx))
-	for i, v := range idx {
+	for i := range idx {
 		out[i] = buf[i*w : (i+1)*w : (i+1)*w]
-		PutIndex(out[i], v)
 	}
 	return out
+}
+
+// PackIndices encodes one index per report, each IndexWidth(n) bytes, and
+// returns the reports concatenated: EncodeIndices in the form of
+// sdk.PackedRandomizer.
+func PackIndices(idx []int, n int) []byte {
+	w := IndexWidth(n)
+	buf := make([]byte, w*len(idx))
+	for i, v := range idx {
+		PutIndex(buf[i*w:(i+1)*w], v)
+	}
+	return buf
+}
+
+// RandomizePackedIndices is sdk.PackedRandomizer.RandomizePacked for a
+// categorical randomizer over d whose reports are output indices (of
+// outputs outputs) in the index encoding: it checks eps0, maps the inputs
+// to their buckets, has randomize replace each bucket by its randomized
+// output, and packs the outputs.
+func RandomizePackedIndices(ctx context.Context, eps0 float64, d *Domain, plugin string, in sdk.PackedInputs, outputs int,
+	randomize func(ctx context.Context, eps0 float64, idx []int) error) ([]byte, error) {
+	if err := CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	idx, err := d.PackedBatch(plugin, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := randomize(ctx, eps0, idx); err != nil {
+		return nil, err
+	}
+	return PackIndices(idx, outputs), nil
 }

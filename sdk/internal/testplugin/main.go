@@ -90,6 +90,19 @@ func (m *misbehaving) Declare(ctx context.Context, eps0 float64) (*accountant.De
 }
 
 func (m *misbehaving) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	m.misbehaveRandomize()
+	return m.Randomizer.Randomize(ctx, eps0, in)
+}
+
+// RandomizePacked misbehaves as Randomize does: the embedded krr
+// randomizer's would otherwise be promoted, and the server calls it instead
+// of Randomize.
+func (m *misbehaving) RandomizePacked(ctx context.Context, eps0 float64, in sdk.PackedInputs) ([]byte, error) {
+	m.misbehaveRandomize()
+	return m.Randomizer.RandomizePacked(ctx, eps0, in)
+}
+
+func (m *misbehaving) misbehaveRandomize() {
 	m.misbehave("randomize")
 	if m.crashOnce != "" {
 		if _, err := os.Stat(m.crashOnce); err != nil {
@@ -99,7 +112,6 @@ func (m *misbehaving) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs
 			os.Exit(3)
 		}
 	}
-	return m.Randomizer.Randomize(ctx, eps0, in)
 }
 
 func (m *misbehaving) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {

@@ -504,3 +504,52 @@ func FuzzIndexDecode(f *testing.F, r sdk.Randomizer, n int, decode func([]byte) 
 		}
 	})
 }
+
+// Pack dictionary-encodes in, as the plugin protocol carries it: each
+// distinct label once, in order of first appearance.
+func Pack(in sdk.Inputs) sdk.PackedInputs {
+	p := sdk.PackedInputs{Reals: in.Reals}
+	index := map[string]uint32{}
+	for _, c := range in.Categories {
+		j, ok := index[c]
+		if !ok {
+			j = uint32(len(p.Labels))
+			index[c] = j
+			p.Labels = append(p.Labels, c)
+		}
+		p.Index = append(p.Index, j)
+	}
+	return p
+}
+
+// CheckPacked checks that RandomizePacked agrees with Randomize: on each
+// batch at eps0, two randomizers with the same seed (newR(seed)) give the
+// same reports, concatenated, or the same error. It also checks that an
+// index outside the labels fails with sdk.ErrBadInput (at eps0 = 1) rather
+// than panicking.
+func CheckPacked(t testing.TB, newR func(seed uint64) sdk.PackedRandomizer, eps0 float64, batches map[string]sdk.Inputs) {
+	t.Helper()
+	ctx := context.Background()
+	for name, in := range batches {
+		want, wantErr := newR(1).Randomize(ctx, eps0, in)
+		got, err := newR(1).RandomizePacked(ctx, eps0, Pack(in))
+		switch {
+		case wantErr != nil || err != nil:
+			if wantErr == nil || err == nil || err.Error() != wantErr.Error() {
+				t.Errorf("%s: RandomizePacked error %v, Randomize error %v", name, err, wantErr)
+			}
+		case !slices.Equal(got, slices.Concat(want...)):
+			t.Errorf("%s: RandomizePacked reports differ from Randomize's", name)
+		}
+	}
+	bad := []sdk.PackedInputs{
+		{Labels: []string{"c0"}, Index: []uint32{0, 1}},
+		{Index: []uint32{0}},
+		{Labels: []string{"c0"}, Index: []uint32{0, math.MaxUint32}},
+	}
+	for _, in := range bad {
+		if _, err := newR(1).RandomizePacked(ctx, 1, in); !errors.Is(err, sdk.ErrBadInput) {
+			t.Errorf("RandomizePacked(%+v): error = %v, want ErrBadInput", in, err)
+		}
+	}
+}
