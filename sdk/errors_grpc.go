@@ -50,6 +50,8 @@ func toStatus(err error) error {
 		}
 	}
 	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -60,9 +62,9 @@ func toStatus(err error) error {
 
 // PluginError is an error returned across the plugin boundary: the gRPC
 // status a plugin (or the transport) answered with. It unwraps to the sdk
-// sentinel its ErrorInfo names, or to context.Canceled or
-// context.DeadlineExceeded for those codes, so errors.Is works on the host
-// as it does in process.
+// sentinel its ErrorInfo names, or to context.Canceled,
+// context.DeadlineExceeded or errors.ErrUnsupported (UNIMPLEMENTED) for
+// those codes, so errors.Is works on the host as it does in process.
 type PluginError struct {
 	// Code is the gRPC status code.
 	Code codes.Code
@@ -119,6 +121,8 @@ func fromStatus(err error) error {
 			e.sentinel = context.Canceled
 		case codes.DeadlineExceeded:
 			e.sentinel = context.DeadlineExceeded
+		case codes.Unimplemented:
+			e.sentinel = errors.ErrUnsupported
 		}
 	}
 	return e

@@ -100,6 +100,28 @@ func (c *GRPCClient) Accumulate(ctx context.Context, eps0 float64, reports [][]b
 	return statisticFromProto(resp.GetStatistic()), nil
 }
 
+// Outputs implements OutputMapper. A plugin that does not implement it
+// answers UNIMPLEMENTED: the error wraps errors.ErrUnsupported.
+func (c *GRPCClient) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error) {
+	packed, err := packReports(reports)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadReport, err)
+	}
+	resp, err := c.rpc.Outputs(ctx, &randomizerv1.OutputsRequest{Eps0: eps0, Reports: packed}, callOptions...)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	outs := resp.GetOutputs()
+	if len(outs) != len(reports) {
+		return nil, fmt.Errorf("%w: Outputs answered %d outputs for %d reports", ErrPluginFailed, len(outs), len(reports))
+	}
+	idx := make([]int, len(outs))
+	for i, o := range outs {
+		idx[i] = int(o)
+	}
+	return idx, nil
+}
+
 // Estimate implements Randomizer.
 func (c *GRPCClient) Estimate(ctx context.Context, stat *Statistic) (*Estimate, error) {
 	resp, err := c.rpc.Estimate(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)}, callOptions...)

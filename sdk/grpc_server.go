@@ -236,6 +236,39 @@ func (s *GRPCServer) Accumulate(ctx context.Context, req *randomizerv1.Accumulat
 	return &randomizerv1.AccumulateResponse{Statistic: statisticToProto(st)}, nil
 }
 
+// Outputs implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless
+// the randomizer is an OutputMapper.
+func (s *GRPCServer) Outputs(ctx context.Context, req *randomizerv1.OutputsRequest) (_ *randomizerv1.OutputsResponse, err error) {
+	defer s.recoverPanic("Outputs", &err)
+	r, err := s.randomizer()
+	if err != nil {
+		return nil, err
+	}
+	om, ok := r.(OutputMapper)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "sdk: this plugin's reports are output indices in the SDK's index encoding")
+	}
+	reports, err := unpackReports(req.GetReports())
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: malformed Outputs request: %v", ErrBadReport, err))
+	}
+	idx, err := om.Outputs(ctx, req.GetEps0(), reports)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(idx) != len(reports) {
+		return nil, internal("Outputs", fmt.Sprintf("%d outputs for %d reports", len(idx), len(reports)))
+	}
+	outs := make([]uint32, len(idx))
+	for i, o := range idx {
+		if o < 0 || int64(o) > math.MaxUint32 {
+			return nil, internal("Outputs", fmt.Sprintf("output %d of report %d", o, i))
+		}
+		outs[i] = uint32(o)
+	}
+	return &randomizerv1.OutputsResponse{Outputs: outs}, nil
+}
+
 // Estimate implements randomizerv1.RandomizerServer.
 func (s *GRPCServer) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
 	defer s.recoverPanic("Estimate", &err)

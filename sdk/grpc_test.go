@@ -652,3 +652,76 @@ func TestGRPCPackedWrongLength(t *testing.T) {
 		t.Fatalf("Randomize: %v, want codes.Internal", err)
 	}
 }
+
+// mapped gives krr an sdk.OutputMapper (its reports are already output
+// indices; the point is the protocol), optionally lying about the count.
+type mapped struct {
+	*krr.Randomizer
+	short bool
+}
+
+func (m mapped) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error) {
+	out := make([]int, 0, len(reports))
+	for _, rep := range reports {
+		y, err := m.Decode(rep)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, y)
+	}
+	if m.short && len(out) > 0 {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+// TestGRPCOutputs checks the optional Outputs RPC: UNIMPLEMENTED (an error
+// wrapping errors.ErrUnsupported) for a randomizer that is not an
+// OutputMapper, the mapper's answer otherwise, its errors mapped across
+// the boundary, and a wrong count refused.
+func TestGRPCOutputs(t *testing.T) {
+	ctx := context.Background()
+	cfg := sdk.Config{Categories: labels(5)}
+	plainClient := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) { return krr.FromConfig(cfg) })
+	if _, err := plainClient.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plainClient.Outputs(ctx, 1, nil); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Outputs of a plain randomizer: %v, want errors.ErrUnsupported", err)
+	}
+	for _, short := range []bool{false, true} {
+		c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+			r, err := krr.FromConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return mapped{r, short}, nil
+		})
+		if _, err := c.Configure(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		in := sdk.Inputs{Categories: []string{"c0", "c1", "c2", "c3", "c4", "c2"}}
+		reps, err := c.Randomize(ctx, 1, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Outputs(ctx, 1, reps)
+		if short {
+			if status.Code(err) != codes.Internal {
+				t.Fatalf("a mapper answering one output short: %v, want codes.Internal", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rep := range reps {
+			if want := int(rep[0]); got[i] != want {
+				t.Errorf("report %d (%x): output %d, want %d", i, rep, got[i], want)
+			}
+		}
+		if _, err := c.Outputs(ctx, 1, [][]byte{{0, 1}}); !errors.Is(err, sdk.ErrBadReport) {
+			t.Errorf("a 2-byte krr report: %v, want ErrBadReport", err)
+		}
+	}
+}

@@ -565,6 +565,41 @@ func (p *Plugin) Randomize(ctx context.Context, eps0 float64, in Inputs) ([][]by
 	return out, nil
 }
 
+// Outputs implements OutputMapper: a built-in answers if it is an
+// OutputMapper, a plugin process if it implements the Outputs RPC; both
+// fail otherwise with an error wrapping errors.ErrUnsupported. Large
+// batches go in several calls, as in Accumulate.
+func (p *Plugin) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	if p.inproc != nil {
+		om, ok := p.inproc.(OutputMapper)
+		if !ok {
+			return nil, fmt.Errorf("plugin %s: Outputs: %w", p.name, errors.ErrUnsupported)
+		}
+		return om.Outputs(ctx, eps0, reports)
+	}
+	var out []int
+	for start, first := 0, true; first || start < len(reports); first = false {
+		end, size := start, 0
+		for end < len(reports) && (end == start || size+len(reports[end])+wireOverhead <= p.o.maxRequest) {
+			size += len(reports[end]) + wireOverhead
+			end++
+		}
+		err := p.call(ctx, "Outputs", func(ctx context.Context, c *GRPCClient) error {
+			idx, err := c.Outputs(ctx, eps0, reports[start:end])
+			out = append(out, idx...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	return out, nil
+}
+
 // Accumulate implements Randomizer.
 func (p *Plugin) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*Statistic, error) {
 	if p.closed.Load() {

@@ -40,6 +40,20 @@ type Randomizer interface {
 	Estimate(ctx context.Context, stat *Statistic) (*Estimate, error)
 }
 
+// OutputMapper is an optional interface of a Randomizer whose reports are
+// not output indices in the SDK's index encoding (ldp.EncodeIndices): it
+// maps reports to their outputs, the columns of its matrix declaration, so
+// that the conformance kit (sdk/plugintest, blanket plugin verify) can test
+// the output frequencies against the declaration. The plugin protocol
+// carries it (RPC Outputs); a plugin that does not implement it makes the
+// host's Outputs fail with an error wrapping errors.ErrUnsupported.
+type OutputMapper interface {
+	// Outputs returns the output index of each report produced at eps0, in
+	// report order. A report that is not an output of the randomizer
+	// fails the call with an error wrapping ErrBadReport.
+	Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error)
+}
+
 // InputKind is the kind of values a randomizer takes.
 type InputKind int
 

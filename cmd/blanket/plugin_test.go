@@ -36,6 +36,11 @@ func TestCustomPluginEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "PASS") {
 		t.Fatalf("plugin verify: code %d\n%s%s", code, out, errOut)
 	}
+	// OLH's reports are (seed, y), not output indices: the frequency
+	// check maps them through the plugin's Outputs RPC.
+	if !strings.Contains(out, "PASS frequencies") {
+		t.Errorf("plugin verify did not run the frequency check through Outputs:\n%s", out)
+	}
 	out, errOut, code = executeEngine(t, "account", "eps", "--plugin-dir", dir, "--mech", "olh:d=50", "--eps0", "2", "--n", "1e5", "--delta", "1e-6", "--json")
 	if code != 0 {
 		t.Fatalf("account eps --mech olh: code %d\n%s%s", code, out, errOut)

@@ -63,8 +63,11 @@
 // column index in the SDK's index encoding (ldp.EncodeIndices: big-endian,
 // ldp.IndexWidth(outputs) bytes), which holds for every built-in randomizer
 // that declares a matrix (a RAPPOR report of d <= 6 bits is one byte whose
-// value is the output index). A plugin with another encoding sets
-// Options.Output. Rows are buckets for categorical randomizers; for real
+// value is the output index). A randomizer with another encoding
+// implements sdk.OutputMapper, which the plugin protocol carries (RPC
+// Outputs), so that the check runs in process and through a plugin binary
+// (blanket plugin verify) alike; Options.Output, when set, takes
+// precedence. Rows are buckets for categorical randomizers; for real
 // ones row i of m is taken to be the input Lo + i(Hi-Lo)/(m-1) (randomized
 // rounding to evenly spaced levels) unless Options.Cases says otherwise.
 //

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -48,14 +49,14 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 			continue
 		}
 		m := d.Matrix
-		output, hint := v.opts.Output, ""
-		if output == nil {
-			hint = "; reports were read as output indices in the SDK's index encoding: if that is not this plugin's encoding, set Options.Output"
-			if w := ldp.IndexWidth(m.NumOutputs()); w != v.desc.ReportBytes {
-				c.skip(name, "reports are %d bytes, not the %d-byte index encoding of %d outputs; set Options.Output to map reports to outputs", v.desc.ReportBytes, w, m.NumOutputs())
-				continue
-			}
-			output = defaultOutput(m.NumOutputs())
+		output, hint, skip, err := v.outputMap(ctx, eps0, m)
+		switch {
+		case err != nil:
+			c.fail(name, "%v", err)
+			continue
+		case skip != "":
+			c.skip(name, "%s", skip)
+			continue
 		}
 		cases, err := v.cases(m)
 		if err != nil {
@@ -130,9 +131,65 @@ func (v *verifier) caseName(eps0 float64, cs Case) string {
 	return fmt.Sprintf("eps0=%g input %v (row %d)", eps0, cs.Real, cs.Row)
 }
 
+// outputsFunc maps a batch of reports produced at eps0 to output indices.
+type outputsFunc func(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error)
+
+// outputMap returns how the frequency check maps reports to the outputs of
+// m at eps0: Options.Output; else the randomizer's own mapping when it is
+// an sdk.OutputMapper that does not answer errors.ErrUnsupported (a plugin
+// process); else the SDK's index encoding, when the report width fits it.
+// hint is appended to failure messages; skip, when not "", is why the
+// check cannot run.
+func (v *verifier) outputMap(ctx context.Context, eps0 float64, m *accountant.Matrix) (f outputsFunc, hint, skip string, err error) {
+	if out := v.opts.Output; out != nil {
+		return perReport(out), "", "", nil
+	}
+	if om, ok := v.r.(sdk.OutputMapper); ok {
+		perr := guard(func() error {
+			_, err := om.Outputs(ctx, eps0, nil)
+			return err
+		})
+		switch {
+		case perr == nil:
+			return func(ctx context.Context, eps0 float64, reports [][]byte) (out []int, err error) {
+				err = guard(func() error {
+					out, err = om.Outputs(ctx, eps0, reports)
+					return err
+				})
+				return out, err
+			}, "", "", nil
+		case !errors.Is(perr, errors.ErrUnsupported):
+			return nil, "", "", fmt.Errorf("Outputs: %v", perr)
+		}
+	}
+	if w := ldp.IndexWidth(m.NumOutputs()); w != v.desc.ReportBytes {
+		return nil, "", fmt.Sprintf("reports are %d bytes, not the %d-byte index encoding of %d outputs; implement sdk.OutputMapper (or set Options.Output) to map reports to outputs", v.desc.ReportBytes, w, m.NumOutputs()), nil
+	}
+	hint = "; reports were read as output indices in the SDK's index encoding: if that is not this plugin's encoding, implement sdk.OutputMapper (or set Options.Output)"
+	return perReport(defaultOutput(m.NumOutputs())), hint, "", nil
+}
+
+// perReport makes an outputsFunc of a function of one report; a report it
+// fails names its index.
+func perReport(f func(eps0 float64, report []byte) (int, error)) outputsFunc {
+	return func(_ context.Context, eps0 float64, reports [][]byte) ([]int, error) {
+		out := make([]int, len(reports))
+		for i, rep := range reports {
+			err := guard(func() (err error) {
+				out[i], err = f(eps0, rep)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("report %d (%x): %w", i, rep, err)
+			}
+		}
+		return out, nil
+	}
+}
+
 // frequencyTest samples one case and runs the chi-square test. hint is
 // appended to failure messages.
-func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m *accountant.Matrix, output func(float64, []byte) (int, error), hint string, cs Case, alpha float64) {
+func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m *accountant.Matrix, output outputsFunc, hint string, cs Case, alpha float64) {
 	name := v.caseName(eps0, cs)
 	reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
 	if err != nil {
@@ -146,13 +203,18 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m 
 			c.fail(name, "report %d has %d bytes, ReportBytes is %d", i, len(rep), v.desc.ReportBytes)
 			return
 		}
-		var y int
-		err := guard(func() (err error) {
-			y, err = output(eps0, rep)
-			return err
-		})
-		if err != nil || y < 0 || y >= outs {
-			c.fail(name, "report %d (%x) maps to output %d of %d: %v%s", i, rep, y, outs, err, hint)
+	}
+	ys, err := output(ctx, eps0, reports)
+	if err == nil && len(ys) != len(reports) {
+		err = fmt.Errorf("%d outputs for %d reports", len(ys), len(reports))
+	}
+	if err != nil {
+		c.fail(name, "mapping reports to outputs: %v%s", err, hint)
+		return
+	}
+	for i, y := range ys {
+		if y < 0 || y >= outs {
+			c.fail(name, "report %d (%x) maps to output %d of %d%s", i, reports[i], y, outs, hint)
 			return
 		}
 		counts[y]++

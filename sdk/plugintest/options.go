@@ -64,11 +64,12 @@ type Options struct {
 	// Set Cases when the rows of a real randomizer mean something else.
 	Cases []Case
 	// Output maps a report produced at eps0 to its output index (column) in
-	// the declared matrix. Defaults to the SDK's index encoding: the report
-	// is the output index as a big-endian unsigned integer of
-	// ldp.IndexWidth(outputs) bytes (ldp.EncodeIndices). Without Output, a
-	// randomizer whose ReportBytes differs from that width has its
-	// frequency check skipped.
+	// the declared matrix. Defaults to the randomizer's own mapping when it
+	// is an sdk.OutputMapper that does not answer errors.ErrUnsupported,
+	// else to the SDK's index encoding: the report is the output index as a
+	// big-endian unsigned integer of ldp.IndexWidth(outputs) bytes
+	// (ldp.EncodeIndices). A randomizer with neither whose ReportBytes
+	// differs from that width has its frequency check skipped.
 	Output func(eps0 float64, report []byte) (int, error)
 
 	// Truth is the ground-truth batch of the estimator check, randomized,

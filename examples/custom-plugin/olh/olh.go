@@ -86,7 +86,10 @@ type Randomizer struct {
 	desc  sdk.Description
 }
 
-var _ sdk.Randomizer = (*Randomizer)(nil)
+var (
+	_ sdk.Randomizer   = (*Randomizer)(nil)
+	_ sdk.OutputMapper = (*Randomizer)(nil)
+)
 
 // New returns an OLH randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -443,7 +446,8 @@ func (r *Randomizer) Decode(eps0 float64, report []byte) (seed uint64, y int, er
 }
 
 // Output returns the index seed·g + y of a report among the outputs of the
-// matrix declaration at eps0, for the conformance kit's Options.Output.
+// matrix declaration at eps0 (the conformance kit's Options.Output; see
+// also Outputs).
 // Errors wrap sdk.ErrBadEps0 or sdk.ErrBadReport.
 func (r *Randomizer) Output(eps0 float64, report []byte) (int, error) {
 	f, err := r.Family(eps0)
@@ -458,6 +462,21 @@ func (r *Randomizer) Output(eps0 float64, report []byte) (int, error) {
 		return 0, fmt.Errorf("%w: %d seeds × %d values do not fit an int", sdk.ErrBadReport, f.Seeds(), f.G())
 	}
 	return int(s*f.g + y), nil
+}
+
+// Outputs implements sdk.OutputMapper with Output, so that the kit can
+// test OLH's output frequencies through the plugin protocol too (blanket
+// plugin verify), where Options.Output cannot travel.
+func (r *Randomizer) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error) {
+	out := make([]int, len(reports))
+	for i, rep := range reports {
+		o, err := r.Output(eps0, rep)
+		if err != nil {
+			return nil, fmt.Errorf("report %d: %w", i, err)
+		}
+		out[i] = o
+	}
+	return out, nil
 }
 
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the

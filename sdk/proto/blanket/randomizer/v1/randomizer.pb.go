@@ -1341,6 +1341,103 @@ func (x *EstimateResponse) GetEstimate() *Estimate {
 	return nil
 }
 
+type OutputsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Eps0          float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	Reports       *Reports               `protobuf:"bytes,2,opt,name=reports,proto3" json:"reports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputsRequest) Reset() {
+	*x = OutputsRequest{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputsRequest) ProtoMessage() {}
+
+func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
+func (*OutputsRequest) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *OutputsRequest) GetEps0() float64 {
+	if x != nil {
+		return x.Eps0
+	}
+	return 0
+}
+
+func (x *OutputsRequest) GetReports() *Reports {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
+type OutputsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Outputs holds each report's output index, in report order.
+	Outputs       []uint32 `protobuf:"varint,1,rep,packed,name=outputs,proto3" json:"outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputsResponse) Reset() {
+	*x = OutputsResponse{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputsResponse) ProtoMessage() {}
+
+func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
+func (*OutputsResponse) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *OutputsResponse) GetOutputs() []uint32 {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
 var File_blanket_randomizer_v1_randomizer_proto protoreflect.FileDescriptor
 
 const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
@@ -1441,11 +1538,16 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x0fEstimateRequest\x12>\n" +
 	"\tstatistic\x18\x01 \x01(\v2 .blanket.randomizer.v1.StatisticR\tstatistic\"O\n" +
 	"\x10EstimateResponse\x12;\n" +
-	"\bestimate\x18\x01 \x01(\v2\x1f.blanket.randomizer.v1.EstimateR\bestimate*X\n" +
+	"\bestimate\x18\x01 \x01(\v2\x1f.blanket.randomizer.v1.EstimateR\bestimate\"^\n" +
+	"\x0eOutputsRequest\x12\x12\n" +
+	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x128\n" +
+	"\areports\x18\x02 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"+\n" +
+	"\x0fOutputsResponse\x12\x18\n" +
+	"\aoutputs\x18\x01 \x03(\rR\aoutputs*X\n" +
 	"\tInputKind\x12\x1a\n" +
 	"\x16INPUT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16INPUT_KIND_CATEGORICAL\x10\x01\x12\x13\n" +
-	"\x0fINPUT_KIND_REAL\x10\x022\xc3\x04\n" +
+	"\x0fINPUT_KIND_REAL\x10\x022\x9d\x05\n" +
 	"\n" +
 	"Randomizer\x12^\n" +
 	"\tConfigure\x12'.blanket.randomizer.v1.ConfigureRequest\x1a(.blanket.randomizer.v1.ConfigureResponse\x12[\n" +
@@ -1454,7 +1556,8 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\tRandomize\x12'.blanket.randomizer.v1.RandomizeRequest\x1a(.blanket.randomizer.v1.RandomizeResponse\x12a\n" +
 	"\n" +
 	"Accumulate\x12(.blanket.randomizer.v1.AccumulateRequest\x1a).blanket.randomizer.v1.AccumulateResponse\x12[\n" +
-	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
+	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12X\n" +
+	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
 
 var (
 	file_blanket_randomizer_v1_randomizer_proto_rawDescOnce sync.Once
@@ -1469,7 +1572,7 @@ func file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP() []byte {
 }
 
 var file_blanket_randomizer_v1_randomizer_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(InputKind)(0),             // 0: blanket.randomizer.v1.InputKind
 	(*Config)(nil),             // 1: blanket.randomizer.v1.Config
@@ -1492,10 +1595,12 @@ var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(*AccumulateResponse)(nil), // 18: blanket.randomizer.v1.AccumulateResponse
 	(*EstimateRequest)(nil),    // 19: blanket.randomizer.v1.EstimateRequest
 	(*EstimateResponse)(nil),   // 20: blanket.randomizer.v1.EstimateResponse
-	nil,                        // 21: blanket.randomizer.v1.Config.ParamsEntry
+	(*OutputsRequest)(nil),     // 21: blanket.randomizer.v1.OutputsRequest
+	(*OutputsResponse)(nil),    // 22: blanket.randomizer.v1.OutputsResponse
+	nil,                        // 23: blanket.randomizer.v1.Config.ParamsEntry
 }
 var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
-	21, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
+	23, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
 	0,  // 1: blanket.randomizer.v1.Description.input:type_name -> blanket.randomizer.v1.InputKind
 	2,  // 2: blanket.randomizer.v1.Description.params:type_name -> blanket.randomizer.v1.Param
 	7,  // 3: blanket.randomizer.v1.Estimate.items:type_name -> blanket.randomizer.v1.Item
@@ -1508,23 +1613,26 @@ var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
 	6,  // 10: blanket.randomizer.v1.AccumulateResponse.statistic:type_name -> blanket.randomizer.v1.Statistic
 	6,  // 11: blanket.randomizer.v1.EstimateRequest.statistic:type_name -> blanket.randomizer.v1.Statistic
 	8,  // 12: blanket.randomizer.v1.EstimateResponse.estimate:type_name -> blanket.randomizer.v1.Estimate
-	9,  // 13: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
-	11, // 14: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
-	13, // 15: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
-	15, // 16: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
-	17, // 17: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
-	19, // 18: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
-	10, // 19: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
-	12, // 20: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
-	14, // 21: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
-	16, // 22: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
-	18, // 23: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
-	20, // 24: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	5,  // 13: blanket.randomizer.v1.OutputsRequest.reports:type_name -> blanket.randomizer.v1.Reports
+	9,  // 14: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
+	11, // 15: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
+	13, // 16: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
+	15, // 17: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
+	17, // 18: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
+	19, // 19: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
+	21, // 20: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
+	10, // 21: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
+	12, // 22: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
+	14, // 23: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
+	16, // 24: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
+	18, // 25: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
+	20, // 26: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
+	22, // 27: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
+	21, // [21:28] is the sub-list for method output_type
+	14, // [14:21] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_blanket_randomizer_v1_randomizer_proto_init() }
@@ -1538,7 +1646,7 @@ func file_blanket_randomizer_v1_randomizer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_blanket_randomizer_v1_randomizer_proto_rawDesc), len(file_blanket_randomizer_v1_randomizer_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -49,6 +49,7 @@ const (
 	Randomizer_Randomize_FullMethodName  = "/blanket.randomizer.v1.Randomizer/Randomize"
 	Randomizer_Accumulate_FullMethodName = "/blanket.randomizer.v1.Randomizer/Accumulate"
 	Randomizer_Estimate_FullMethodName   = "/blanket.randomizer.v1.Randomizer/Estimate"
+	Randomizer_Outputs_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Outputs"
 )
 
 // RandomizerClient is the client API for Randomizer service.
@@ -73,6 +74,13 @@ type RandomizerClient interface {
 	// Estimate returns estimates, variances and confidence intervals from a
 	// statistic produced by Accumulate, possibly merged.
 	Estimate(ctx context.Context, in *EstimateRequest, opts ...grpc.CallOption) (*EstimateResponse, error)
+	// Outputs maps reports produced at eps0 to their outputs: the columns of
+	// the matrix declaration at eps0, so that the conformance kit can test
+	// the output frequencies against it. Optional: a plugin whose reports are
+	// output indices in the SDK's fixed-width big-endian index encoding
+	// answers UNIMPLEMENTED. A report that is not an output of the
+	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
+	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
 }
 
 type randomizerClient struct {
@@ -143,6 +151,16 @@ func (c *randomizerClient) Estimate(ctx context.Context, in *EstimateRequest, op
 	return out, nil
 }
 
+func (c *randomizerClient) Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OutputsResponse)
+	err := c.cc.Invoke(ctx, Randomizer_Outputs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RandomizerServer is the server API for Randomizer service.
 // All implementations must embed UnimplementedRandomizerServer
 // for forward compatibility.
@@ -165,6 +183,13 @@ type RandomizerServer interface {
 	// Estimate returns estimates, variances and confidence intervals from a
 	// statistic produced by Accumulate, possibly merged.
 	Estimate(context.Context, *EstimateRequest) (*EstimateResponse, error)
+	// Outputs maps reports produced at eps0 to their outputs: the columns of
+	// the matrix declaration at eps0, so that the conformance kit can test
+	// the output frequencies against it. Optional: a plugin whose reports are
+	// output indices in the SDK's fixed-width big-endian index encoding
+	// answers UNIMPLEMENTED. A report that is not an output of the
+	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
+	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
 	mustEmbedUnimplementedRandomizerServer()
 }
 
@@ -192,6 +217,9 @@ func (UnimplementedRandomizerServer) Accumulate(context.Context, *AccumulateRequ
 }
 func (UnimplementedRandomizerServer) Estimate(context.Context, *EstimateRequest) (*EstimateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Estimate not implemented")
+}
+func (UnimplementedRandomizerServer) Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Outputs not implemented")
 }
 func (UnimplementedRandomizerServer) mustEmbedUnimplementedRandomizerServer() {}
 func (UnimplementedRandomizerServer) testEmbeddedByValue()                    {}
@@ -322,6 +350,24 @@ func _Randomizer_Estimate_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Randomizer_Outputs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OutputsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RandomizerServer).Outputs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Randomizer_Outputs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RandomizerServer).Outputs(ctx, req.(*OutputsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Randomizer_ServiceDesc is the grpc.ServiceDesc for Randomizer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -352,6 +398,10 @@ var Randomizer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Estimate",
 			Handler:    _Randomizer_Estimate_Handler,
+		},
+		{
+			MethodName: "Outputs",
+			Handler:    _Randomizer_Outputs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
