@@ -215,13 +215,6 @@ func TestRandomizePacked(t *testing.T) {
 		return mustNew(t, hadamard.Options{Categories: ldptest.Labels(5), Rand: ldptest.Seeded(seed)})
 	}
 	for _, eps0 := range []float64{0.5, 2, -1} {
-		ldptest.CheckPacked(t, newR, eps0, map[string]sdk.Inputs{
-			"cycle":   {Categories: ldptest.Cycle(ldptest.Labels(5), 1000)},
-			"unknown": {Categories: []string{"c0", "c1", "zzz", "c0"}},
-			"one":     {Categories: []string{"c1"}},
-			"empty":   {},
-			"reals":   {Reals: []float64{1}},
-			"both":    {Categories: []string{"c0"}, Reals: []float64{1}},
-		})
+		ldptest.CheckPacked(t, newR, eps0, ldptest.CategoricalBatches(ldptest.Labels(5)))
 	}
 }

@@ -522,6 +522,21 @@ func Pack(in sdk.Inputs) sdk.PackedInputs {
 	return p
 }
 
+// CategoricalBatches are CheckPacked's batches for a categorical
+// randomizer over labels (which must include "c0" and "c1") with no
+// category "zzz": a long cycle, an unknown label, one input, none, and
+// batches of the wrong kind.
+func CategoricalBatches(labels []string) map[string]sdk.Inputs {
+	return map[string]sdk.Inputs{
+		"cycle":   {Categories: Cycle(labels, 1000)},
+		"unknown": {Categories: []string{"c0", "c1", "zzz", "c0"}},
+		"one":     {Categories: []string{"c1"}},
+		"empty":   {},
+		"reals":   {Reals: []float64{1}},
+		"both":    {Categories: []string{"c0"}, Reals: []float64{1}},
+	}
+}
+
 // CheckPacked checks that RandomizePacked agrees with Randomize: on each
 // batch at eps0, two randomizers with the same seed (newR(seed)) give the
 // same reports, concatenated, or the same error. It also checks that an
