@@ -152,8 +152,8 @@ type poolState struct {
 }
 
 type epsKey struct {
-	epoch, pool string
-	n           int64
+	epoch, pool, mix string
+	n                int64
 }
 
 type epsValue struct{ eps, delta float64 }
@@ -571,7 +571,14 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		if err != nil {
 			return res, err
 		}
-		g, ok := c.guarantee(ctx, e, b.Metric, n)
+		var counts []int64 // the batch's mix, with parallel travel
+		if e.pool != nil && e.pool.travel == string(accountant.TravelParallel) {
+			counts = make([]int64, len(e.plan.Metrics))
+			for _, p := range eParts {
+				counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
+			}
+		}
+		g, ok := c.guarantee(ctx, e, b.Metric, n, counts)
 		if !ok {
 			if err := ctx.Err(); err != nil {
 				// Not a missing guarantee: the sender is gone. Store nothing.
@@ -793,12 +800,17 @@ func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]
 
 // guarantee returns the central (eps, delta) of a batch of n valid
 // reports of pool (a metric, with separate travel) under epoch e's plan,
-// from the accountant, cached by n.
-func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64) (epsValue, bool) {
+// from the accountant, cached by n. With parallel travel counts is the
+// batch's mix (valid messages per metric), which the guarantee follows
+// (plan.ParallelMechanism).
+func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
 	if n < 1 {
 		return epsValue{}, false
 	}
-	k := epsKey{e.epoch, pool, n}
+	k := epsKey{epoch: e.epoch, pool: pool, n: n}
+	if counts != nil {
+		k.mix = fmt.Sprint(counts)
+	}
 	c.epsMu.Lock()
 	if v, ok := c.epsCache[k]; ok {
 		c.epsMu.Unlock()
@@ -813,7 +825,7 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 			}
 			// The other computation failed, perhaps for its own
 			// context: try once more with ours.
-			return c.computeGuarantee(ctx, e, pool, n)
+			return c.computeGuarantee(ctx, e, pool, n, counts)
 		case <-ctx.Done():
 			return epsValue{}, false
 		}
@@ -822,7 +834,7 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 	c.epsInFlight[k] = call
 	c.epsMu.Unlock()
 
-	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n)
+	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n, counts)
 	c.epsMu.Lock()
 	if call.ok {
 		c.epsCache[k] = call.v
@@ -833,8 +845,11 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 	return call.v, call.ok
 }
 
-func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64) (epsValue, bool) {
+func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
 	mech, eps0, delta, err := e.plan.BatchMechanism(ctx, c.o.Open, pool)
+	if err == nil && counts != nil {
+		mech, eps0, err = e.plan.ParallelMechanism(ctx, c.o.Open, counts)
+	}
 	if err != nil {
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false

@@ -75,20 +75,45 @@ func (f *pooledFixture) randomize(t testing.TB, screen string, latency float64) 
 	return a[0], b[0]
 }
 
-// checkGuarantee checks a batch guarantee against the accountant's for the
-// plan's pooled mechanism at the batch's messages.
-func (f *pooledFixture) checkGuarantee(t *testing.T, eps *float64, delta *float64, messages int64) {
+// checkGuarantee checks a batch guarantee against the accountant's, for a
+// mechanism built here from the plugins' own declarations, each fixed at its
+// metric's eps0 (independently of plan.BatchMechanism): the joint
+// composition, or the parallel composition weighted by the batch's mix
+// counts (metrics with no message left out).
+func (f *pooledFixture) checkGuarantee(t *testing.T, eps, delta *float64, counts []int64) {
 	t.Helper()
-	mech, eps0, d, err := f.c.plan.BatchMechanism(context.Background(), openBuiltin, f.pub.Pool(""))
+	ctx := context.Background()
+	rs := []sdk.Randomizer{f.krr, f.sum}
+	part := func(i int) accountant.Mechanism {
+		r, m := rs[i], f.pub.Metrics[i]
+		return accountant.FuncMech{Name: m.Plugin, Eps0: m.Eps0, Declare: func(e float64) (*accountant.Declaration, error) { return r.Declare(ctx, e) }}
+	}
+	var mech accountant.Mechanism
+	var n int64
+	if f.pub.Travel == "joint" {
+		mech = accountant.JointMech{Parts: []accountant.Mechanism{part(0), part(1)}, Weights: []float64{f.pub.Metrics[0].Eps0, f.pub.Metrics[1].Eps0}}
+		n = counts[0]
+	} else {
+		var parts []accountant.Mechanism
+		var ws []float64
+		for _, c := range counts {
+			n += c
+		}
+		for i, c := range counts {
+			if c > 0 {
+				parts = append(parts, part(i))
+				ws = append(ws, float64(c)/float64(n))
+			}
+		}
+		mech = accountant.ParallelMech{Weights: ws, Parts: parts}
+	}
+	eps0 := f.pub.Metrics[0].Eps0 + f.pub.Metrics[1].Eps0
+	ref, err := accountant.Epsilon(mech, eps0, int(n), f.pub.Target.Delta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := accountant.Epsilon(mech, eps0, int(messages), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if eps == nil || delta == nil || math.Abs(*eps-ref.Upper) > 1e-9*ref.Upper || *delta != d {
-		t.Fatalf("guarantee (%v, %v), accountant (%g, %g) at %d messages", eps, delta, ref.Upper, d, messages)
+	if eps == nil || delta == nil || math.Abs(*eps-ref.Upper) > 1e-9*ref.Upper || *delta != f.pub.Target.Delta {
+		t.Fatalf("guarantee (%v, %v), accountant (%g, %g) for %v", eps, delta, ref.Upper, f.pub.Target.Delta, counts)
 	}
 }
 
@@ -130,7 +155,7 @@ func TestCollectorJointBatch(t *testing.T) {
 	if code != http.StatusOK || res.N != 400 || res.Malformed != int64(len(bad)) || res.Parts[m0.Name] != 400 || res.Parts["net/latency_ms"] != 401 {
 		t.Fatalf("status %d, result %+v; want 400 messages, %d malformed, 400 and 401 reports", code, res, len(bad))
 	}
-	f.checkGuarantee(t, res.Eps, res.Delta, 400)
+	f.checkGuarantee(t, res.Eps, res.Delta, []int64{400})
 
 	d := f.metric(t, m0.Name)
 	e := d.Epochs[0]
@@ -205,9 +230,72 @@ func TestCollectorParallelBatch(t *testing.T) {
 	if code != http.StatusOK || res.N != 300 || res.Malformed != 2 || res.Parts["ui/screen"] != 200 || res.Parts["net/latency_ms"] != 100 {
 		t.Fatalf("status %d, result %+v", code, res)
 	}
-	f.checkGuarantee(t, res.Eps, res.Delta, 300)
+	f.checkGuarantee(t, res.Eps, res.Delta, []int64{200, 100})
 	if e := f.metric(t, "ui/screen").Epochs[0]; e.N != 200 || e.Guarantee == nil || e.Guarantee.Messages != 300 || e.Guarantee.N != 200 {
 		t.Fatalf("ui/screen: %+v", e)
+	}
+	// A batch of one metric only gets that metric's guarantee at the
+	// whole batch: the others gave it no cover.
+	var onlyKRR [][]byte
+	for i, s := range sealed {
+		if i%3 != 0 {
+			onlyKRR = append(onlyKRR, s)
+		}
+	}
+	code, res = f.postBatch(t, batchBody(f.pub.Pool(""), onlyKRR[:60]))
+	if code != http.StatusOK || res.N != 60 || res.Parts["net/latency_ms"] != 0 {
+		t.Fatalf("k-RR-only batch: %d %+v", code, res)
+	}
+	f.checkGuarantee(t, res.Eps, res.Delta, []int64{60, 0})
+}
+
+// TestCollectorParallelUnequalEps0 publishes a parallel plan whose metrics
+// have different eps0 (a hand-made plan; AllocatePlan gives them all the
+// same): each component must be accounted at its own eps0, not at one of
+// them.
+func TestCollectorParallelUnequalEps0(t *testing.T) {
+	p := testPlan(t, 50)
+	p.Travel = "parallel"
+	p.Metrics[1].Eps0 = 6
+	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
+	f.pub = f.c.Plan()
+	var bs []report.Binding
+	for _, m := range f.pub.Metrics {
+		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
+	}
+	f.binding = report.PoolBinding(f.pub.Pool(""), "parallel", bs)
+	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
+	var err error
+	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other}); err != nil {
+		t.Fatal(err)
+	}
+	if f.sum, err = summation.New(summation.Options{Lo: m1.Lo, Hi: m1.Hi, K: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var sealed [][]byte
+	for i := range 100 {
+		a, b := f.randomize(t, "home", float64(i))
+		sealed = append(sealed, f.seal(t, []report.Part{{Metric: i % 2, Report: [][]byte{a, b}[i%2]}}))
+	}
+	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), sealed))
+	if code != http.StatusOK || res.N != 100 {
+		t.Fatalf("%d %+v", code, res)
+	}
+	f.checkGuarantee(t, res.Eps, res.Delta, []int64{50, 50})
+	// The same batch accounted at the k-RR metric's eps0 = 2 for both
+	// would claim less: the check above is not vacuous.
+	low := f.pub.Metrics[1].Eps0
+	f.pub.Metrics[1].Eps0 = f.pub.Metrics[0].Eps0
+	ctx := context.Background()
+	part := func(r sdk.Randomizer, e0 float64) accountant.Mechanism {
+		return accountant.FuncMech{Name: "m", Eps0: e0, Declare: func(e float64) (*accountant.Declaration, error) { return r.Declare(ctx, e) }}
+	}
+	wrong, err := accountant.Epsilon(accountant.ParallelMech{Weights: []float64{0.5, 0.5}, Parts: []accountant.Mechanism{part(f.krr, 2), part(f.sum, 2)}}, 2, 100, f.pub.Target.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(*res.Eps > wrong.Upper) {
+		t.Fatalf("eps %g with a metric at eps0 %g, not above %g with both at 2", *res.Eps, low, wrong.Upper)
 	}
 }
 

@@ -204,7 +204,7 @@ func (p *Plan) Calibrated() bool {
 
 // Mechanism returns the accountant's view of metric m's randomizer: a
 // family in eps0 whose declaration comes from the plugin's Declare.
-func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Mechanism {
+func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.FuncMech {
 	return accountant.FuncMech{
 		Name: name,
 		Declare: func(eps0 float64) (*accountant.Declaration, error) {
@@ -342,59 +342,106 @@ func (p *Plan) Digest() string {
 // guarantee of one shuffled batch carrying metric name: the mechanism, the
 // budget to evaluate it at, and the delta. With separate travel a batch holds
 // one metric's reports; with joint or parallel travel it holds the plan's
-// combined messages, so the mechanism is the whole plan's.
+// combined messages, so the mechanism is the whole plan's (parallel with the
+// plan's weights; see ParallelMechanism for a batch's actual mix). Every
+// component is fixed at its metric's own eps0, so the result is right for
+// any calibrated plan, not only for the equal budgets AllocatePlan gives.
 func (p *Plan) BatchMechanism(ctx context.Context, open Opener, name string) (mech accountant.Mechanism, eps0, delta float64, err error) {
 	if !p.Calibrated() {
 		return nil, 0, 0, invalid("plan is not calibrated (no eps0)")
 	}
-	mechOf := func(m *Metric) (accountant.Mechanism, error) {
-		r, err := open(ctx, m.Plugin, m.Config())
-		if err != nil {
-			return nil, fmt.Errorf("plan: metric %q: %w", m.Name, err)
-		}
-		return Mechanism(ctx, r, m.Plugin), nil
-	}
 	switch accountant.Travel(p.Travel) {
-	case accountant.TravelJoint, accountant.TravelParallel:
-		var parts []accountant.Mechanism
-		var ws []float64
-		var sumEps0, sumW float64
-		for i := range p.Metrics {
-			m := &p.Metrics[i]
-			mm, err := mechOf(m)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			parts = append(parts, mm)
-			w := m.Weight
-			if w == 0 {
-				w = 1
-			}
-			sumW += w
-			if accountant.Travel(p.Travel) == accountant.TravelJoint {
-				ws = append(ws, m.Eps0)
-				sumEps0 += m.Eps0
-			} else {
-				ws = append(ws, w)
-				sumEps0 = m.Eps0
-			}
+	case accountant.TravelJoint:
+		parts, err := p.fixedParts(ctx, open, nil)
+		if err != nil {
+			return nil, 0, 0, err
 		}
-		if accountant.Travel(p.Travel) == accountant.TravelJoint {
-			return accountant.JointMech{Parts: parts, Weights: ws}, sumEps0, p.Target.Delta, nil
+		var sum float64
+		ws := make([]float64, len(p.Metrics))
+		for i, m := range p.Metrics {
+			ws[i] = m.Eps0
+			sum += m.Eps0
 		}
-		for i := range ws {
-			ws[i] /= sumW
-		}
-		return accountant.ParallelMech{Weights: ws, Parts: parts}, sumEps0, p.Target.Delta, nil
+		return accountant.JointMech{Parts: parts, Weights: ws}, sum, p.Target.Delta, nil
+	case accountant.TravelParallel:
+		mech, eps0, err := p.ParallelMechanism(ctx, open, nil)
+		return mech, eps0, p.Target.Delta, err
 	default:
 		m := p.Metric(name)
 		if m == nil {
 			return nil, 0, 0, invalid("no metric %q", name)
 		}
-		mm, err := mechOf(m)
+		parts, err := p.fixedParts(ctx, open, []int{p.MetricIndex(name)})
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		return mm, m.Eps0, m.Delta, nil
+		return parts[0], m.Eps0, m.Delta, nil
 	}
+}
+
+// ParallelMechanism returns the parallel composition of the plan's metrics
+// for a batch with counts[i] messages of metric i: the metrics with no
+// message are left out and the others weighted by their share of the batch,
+// so that the guarantee follows the batch's actual mix (a batch skewed
+// toward some metrics gives the others less cover) rather than assuming
+// the plan's weights. With counts nil it uses the plan's weights. Every
+// component is fixed at its metric's eps0; the returned budget is the
+// largest.
+func (p *Plan) ParallelMechanism(ctx context.Context, open Opener, counts []int64) (accountant.Mechanism, float64, error) {
+	var idx []int
+	var ws []float64
+	if counts == nil {
+		ws = p.Weights()
+		for i := range p.Metrics {
+			idx = append(idx, i)
+		}
+	} else {
+		if len(counts) != len(p.Metrics) {
+			return nil, 0, invalid("%d counts for %d metrics", len(counts), len(p.Metrics))
+		}
+		var total int64
+		for _, c := range counts {
+			total += c
+		}
+		if total <= 0 {
+			return nil, 0, invalid("a batch with no message")
+		}
+		for i, c := range counts {
+			if c > 0 {
+				idx = append(idx, i)
+				ws = append(ws, float64(c)/float64(total))
+			}
+		}
+	}
+	parts, err := p.fixedParts(ctx, open, idx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var eps0 float64
+	for _, i := range idx {
+		eps0 = math.Max(eps0, p.Metrics[i].Eps0)
+	}
+	return accountant.ParallelMech{Weights: ws, Parts: parts}, eps0, nil
+}
+
+// fixedParts returns the mechanisms of the metrics at idx (all when nil),
+// each fixed at its metric's eps0.
+func (p *Plan) fixedParts(ctx context.Context, open Opener, idx []int) ([]accountant.Mechanism, error) {
+	if idx == nil {
+		for i := range p.Metrics {
+			idx = append(idx, i)
+		}
+	}
+	parts := make([]accountant.Mechanism, len(idx))
+	for j, i := range idx {
+		m := &p.Metrics[i]
+		r, err := open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return nil, fmt.Errorf("plan: metric %q: %w", m.Name, err)
+		}
+		mech := Mechanism(ctx, r, m.Plugin)
+		mech.Eps0 = m.Eps0
+		parts[j] = mech
+	}
+	return parts, nil
 }
