@@ -158,6 +158,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		return nil, refuse(ErrNoCollectorKey, "collector_key: %v", err)
 	}
 	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
+	var reportBytes []int
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
 		if m.Eps0 > maxEps0 {
@@ -179,6 +180,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		if d.Input != sdk.InputCategorical && d.Input != sdk.InputReal {
 			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q takes %v inputs", m.Name, m.Plugin, d.Input)
 		}
+		reportBytes = append(reportBytes, d.ReportBytes)
 		ms := &metricState{
 			name:    m.Name,
 			index:   i,
@@ -191,6 +193,9 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		v.order = append(v.order, ms)
 	}
 	if p.Pooled() {
+		if err := checkMessageSize(p, v.order, reportBytes); err != nil {
+			return nil, err
+		}
 		bs := make([]report.Binding, len(v.order))
 		for i, ms := range v.order {
 			bs[i] = ms.binding
@@ -266,6 +271,33 @@ func writeFileAtomic(path string, data []byte) error {
 
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// checkMessageSize refuses a pooled plan whose sealed messages could not
+// travel: more metrics than a message holds, or a message (every metric's
+// report with joint travel, the largest with parallel travel) over the
+// sealed size an envelope may carry. A report of variable length
+// (ReportBytes 0) is not checked here.
+func checkMessageSize(p *plan.Plan, order []*metricState, reportBytes []int) error {
+	if len(order) > report.MaxParts {
+		return refuse(ErrPluginUnavailable, "%s travel with %d metrics; a message holds at most %d", p.Travel, len(order), report.MaxParts)
+	}
+	size := 0
+	for _, rb := range reportBytes {
+		if p.Travel == string(accountant.TravelJoint) {
+			size += rb
+		} else {
+			size = max(size, rb)
+		}
+	}
+	parts := 1
+	if p.Travel == string(accountant.TravelJoint) {
+		parts = len(order)
+	}
+	if sealed := size + report.MessageOverhead(parts) + report.SealOverhead; sealed > report.MaxSealedLen {
+		return refuse(ErrPluginUnavailable, "%s travel: a sealed message would take %d bytes, over the %d an envelope carries", p.Travel, sealed, report.MaxSealedLen)
+	}
+	return nil
+}
 
 // resolve returns the metric name of kind kind, or an error wrapping
 // ErrUnknownMetric or ErrWrongKind.

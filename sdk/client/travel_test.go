@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -474,5 +476,36 @@ func TestPlanRefresh(t *testing.T) {
 			t.Fatal("the background refresh did not pick up the new plan")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestJointMessageTooLarge checks that a joint plan whose sealed messages
+// would exceed what an envelope carries is refused up front, not charged
+// and dropped round after round.
+func TestJointMessageTooLarge(t *testing.T) {
+	_, pub, err := report.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := testPlan(pub)
+	pl.Travel = "joint"
+	labels := make([]string, 60000) // RAPPOR reports of 7500 bytes
+	for i := range labels {
+		labels[i] = fmt.Sprint("l", i)
+	}
+	pl.Metrics = pl.Metrics[:0]
+	for i := range 9 { // 67,500 bytes of reports
+		pl.Metrics = append(pl.Metrics, plan.Metric{Name: fmt.Sprint("big/", i), Plugin: "rappor", Categories: labels, Version: "1", Eps0: testEps0})
+	}
+	f := newFakeServer(t, pl)
+	cfg := fastConfig(f, t.TempDir())
+	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrPlanRefused) || !strings.Contains(err.Error(), "sealed message") {
+		t.Fatalf("NewProvider: %v, want a refusal naming the message size", err)
+	}
+	// Parallel travel sends one report at a time: the same metrics fit.
+	pl.Travel = "parallel"
+	f.setPlan(pl)
+	if _, err := client.NewProvider(context.Background(), cfg); err != nil {
+		t.Fatalf("parallel: %v", err)
 	}
 }

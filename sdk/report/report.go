@@ -387,11 +387,29 @@ const messageVersion = 1
 // MaxParts bounds the parts of one message.
 const MaxParts = 1 << 12
 
+// MessageOverhead is the bytes EncodeMessage adds to the reports: 3 per
+// message and 6 per part.
+func MessageOverhead(parts int) int { return 3 + 6*parts }
+
+// SealOverhead is the bytes Seal adds to a plaintext: the X25519
+// encapsulated key (32) and the ChaCha20-Poly1305 tag (16).
+const SealOverhead = 48
+
 // EncodeMessage returns the plaintext of a pooled message: the reports
 // that travel together under joint travel (one part per metric) or the one
 // report of parallel travel. It is sealed like a report, under a
-// PoolBinding.
+// PoolBinding. It panics when parts break DecodeMessage's limits (more
+// than MaxParts parts, a metric index above 65535 or a report longer than
+// MaxSealedLen): a verified plan never makes such a message.
 func EncodeMessage(parts []Part) []byte {
+	if len(parts) > MaxParts {
+		panic(fmt.Sprintf("report: %d parts, limit %d", len(parts), MaxParts))
+	}
+	for _, p := range parts {
+		if p.Metric < 0 || p.Metric > 0xFFFF || len(p.Report) > MaxSealedLen {
+			panic(fmt.Sprintf("report: part of metric %d with %d bytes", p.Metric, len(p.Report)))
+		}
+	}
 	n := 1 + 2
 	for _, p := range parts {
 		n += 2 + 4 + len(p.Report)
