@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"crypto/subtle"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -38,8 +39,8 @@ var (
 const DefaultMaxBatchBytes = 1 << 30
 
 // EpochLen is the length of an epoch id: hex digits of the published
-// plan's digest.
-const EpochLen = 16
+// plan's digest (plan.Plan.Epoch).
+const EpochLen = plan.EpochLen
 
 // CollectorOptions configures a Collector.
 type CollectorOptions struct {
@@ -129,7 +130,7 @@ func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState,
 		if m.Eps0 < d.Eps0Min || m.Eps0 > d.Eps0Max {
 			return nil, fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, d.Eps0Min, d.Eps0Max)
 		}
-		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: e.epoch}
 		e.metrics[m.Name] = &metricState{m: m, binding: bs[i], r: r, desc: d}
 	}
 	if pub.Pooled() {
@@ -196,7 +197,8 @@ type Collector struct {
 	epsInFlight map[epsKey]*epsCall
 
 	plansMu sync.Mutex
-	plans   map[string]*plan.Plan // published plans by epoch
+	plans   map[string]*plan.Plan  // published plans by epoch
+	loaded  map[string]*epochState // earlier epochs opened on demand (epochByID)
 
 	c         collectorCounters
 	closeOnce sync.Once
@@ -264,6 +266,7 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 
 		epsInFlight: map[epsKey]*epsCall{},
 		plans:       map[string]*plan.Plan{},
+		loaded:      map[string]*epochState{},
 	}
 	if err := c.publish(ctx); err != nil {
 		db.close()
@@ -342,6 +345,45 @@ func (c *Collector) publish(ctx context.Context) error {
 		return err
 	}
 	return c.openOlder(ctx, pubKey)
+}
+
+// epochByID returns the epoch of id: the current one, an open earlier one,
+// or one this collector published under its current key, opened from the
+// database (and kept open).
+func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, error) {
+	if id == c.epoch {
+		return c.cur, nil
+	}
+	c.plansMu.Lock()
+	defer c.plansMu.Unlock()
+	for _, e := range c.older {
+		if e.epoch == id {
+			return e, nil
+		}
+	}
+	if e := c.loaded[id]; e != nil {
+		return e, nil
+	}
+	var b []byte
+	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+	err := c.st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("epoch %q was not published by this collector (under its current key)", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("stored plan of epoch %s: %w", id, err)
+	}
+	e, err := c.openEpoch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("epoch %s no longer opens: %w", id, err)
+	}
+	c.loaded[id] = e
+	c.plans[id] = p
+	return e, nil
 }
 
 // openOlder opens up to MaxOlderEpochs earlier epochs under key, newest
@@ -530,10 +572,23 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		return IngestResult{}, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
 	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
-	switch _, _, ok := c.cur.binding(b.Metric); {
+	// A batch of a tagged pool (report.PoolKey) holds reports of that
+	// epoch only; an untagged one is opened under the current epoch, then
+	// the earlier ones.
+	pool, tag := report.SplitPoolKey(b.Metric)
+	epochs := append([]*epochState{c.cur}, c.older...)
+	if tag != "" {
+		e, err := c.epochByID(ctx, tag)
+		if err != nil {
+			c.c.refused.Add(1)
+			return res, fmt.Errorf("%w: %v", ErrBatchRefused, err)
+		}
+		epochs, res.Epoch = []*epochState{e}, e.epoch
+	}
+	switch _, _, ok := epochs[0].binding(pool); {
 	case !ok:
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, b.Metric, c.plan.Pools())
+		return res, fmt.Errorf("%w: %q is not a pool of the plan of epoch %s (pools: %q)", ErrBatchRefused, pool, epochs[0].epoch, epochs[0].plan.Pools())
 	case b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
 		return res, fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, b.Suite)
@@ -557,17 +612,18 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	rest := b.Sealed
 	b.Sealed = nil
 	var parts []metricBatch
-	for _, e := range append([]*epochState{c.cur}, c.older...) {
-		binding, reportBytes, ok := e.binding(b.Metric)
-		if !ok || (len(rest) == 0 && e != c.cur) {
+	first := epochs[0]
+	for _, e := range epochs {
+		binding, reportBytes, ok := e.binding(pool)
+		if !ok || (len(rest) == 0 && e != first) {
 			continue
 		}
 		var plain [][]byte
 		plain, rest = c.openAll(binding, reportBytes, rest)
-		if len(plain) == 0 && e != c.cur {
+		if len(plain) == 0 && e != first {
 			continue
 		}
-		eParts, n, err := c.accumulate(ctx, e, b.Metric, plain)
+		eParts, n, err := c.accumulate(ctx, e, pool, plain)
 		if err != nil {
 			return res, err
 		}
@@ -578,7 +634,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 				counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
 			}
 		}
-		g, ok := c.guarantee(ctx, e, b.Metric, n, counts)
+		g, ok := c.guarantee(ctx, e, pool, n, counts)
 		if !ok {
 			if err := ctx.Err(); err != nil {
 				// Not a missing guarantee: the sender is gone. Store nothing.
@@ -594,7 +650,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		}
 		parts = append(parts, eParts...)
 		res.N += n
-		if e == c.cur {
+		if e == first {
 			if ok {
 				res.Eps, res.Delta = &g.eps, &g.delta
 			}
@@ -614,12 +670,12 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		}
 	}
 	res.Malformed = int64(res.Reports) - res.N
-	if len(parts) == 0 || parts[0].rec.epoch != c.epoch {
-		// No valid report in the current epoch: a row of the pool keeps
+	if len(parts) == 0 || parts[0].rec.epoch != first.epoch {
+		// No valid report in the batch's epoch: a row of the pool keeps
 		// the batch from being ingested twice.
-		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: b.Metric, epoch: c.epoch}}}, parts...)
+		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch}}}, parts...)
 	}
-	if c.cur.pool == nil {
+	if first.pool == nil {
 		// The metric's current row (and statistic) count as malformed
 		// every report no epoch counted: unopenable, of the wrong length,
 		// or refused by the plugin.

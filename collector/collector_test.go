@@ -379,7 +379,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 		}
 		return s
 	}
-	right := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	right := pub.Binding(m.Name)
 	otherMetric, otherEps0, otherVersion := right, right, right
 	otherMetric.Metric = "net/latency_ms"
 	otherEps0.Eps0 = m.Eps0 + 1

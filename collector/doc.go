@@ -27,7 +27,16 @@
 // mixes the metrics exactly as the joint and parallel compositions model.
 // The collector splits each valid message into its metrics' statistics and
 // records, on each metric's row of the batch, the guarantee of the plan's
-// mechanism at the batch's number of valid messages.
+// mechanism at the batch's number of valid messages (for parallel travel,
+// weighted by the batch's actual mix of metrics).
+//
+// Apps tag every envelope with the epoch of the plan they sealed it under
+// (report.PoolKey: "ui/screen#<epoch>"), and the epoch is bound into the
+// HPKE info. The shuffler pools each (pool, epoch) apart, so a released
+// batch holds at least n_min reports of one plan, and the collector opens
+// a tagged batch under that epoch's plan only, loading an earlier epoch
+// from its database when needed. Untagged batches are opened under the
+// current epoch, then the MaxOlderEpochs before it.
 //
 // # HTTP API
 //
@@ -78,7 +87,7 @@
 // collector.db:
 //
 //	epochs(epoch PK, source, key, plan)   every published plan
-//	batches(id, metric, epoch, n, malformed, messages, eps, delta; PK (id, metric))
+//	batches(id, metric, epoch, n, malformed, messages, eps, delta; PK (id, metric, epoch))
 //	statistics(metric, epoch, stat, batches; PK (metric, epoch))
 //
 // Every acknowledgement follows a committed transaction (WAL,

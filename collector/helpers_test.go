@@ -126,7 +126,7 @@ func sealKRR(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, v
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	b := p.Binding(m.Name)
 	out := make([][]byte, len(reps))
 	for i, rep := range reps {
 		if out[i], err = report.Seal(pub, b, rep); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/plugins/krr"
@@ -34,11 +35,7 @@ func newPooledFixture(t testing.TB, travel string, nMin int) *pooledFixture {
 	p.Travel = travel
 	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
 	f.pub = f.c.Plan()
-	var bs []report.Binding
-	for _, m := range f.pub.Metrics {
-		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
-	}
-	f.binding = report.PoolBinding(f.pub.Pool(""), travel, bs)
+	f.binding = f.pub.PoolBinding()
 	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
 	var err error
 	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other, Rand: rand.NewChaCha8([32]byte{1})}); err != nil {
@@ -135,7 +132,7 @@ func TestCollectorJointBatch(t *testing.T) {
 	}
 	a, b := f.randomize(t, "home", 1)
 	m0 := f.pub.Metrics[0]
-	own, err := report.Seal(f.c.PublicKey(), report.Binding{Metric: m0.Name, Plugin: m0.Plugin, Version: m0.Version, Eps0: m0.Eps0}, a)
+	own, err := report.Seal(f.c.PublicKey(), f.pub.Binding(m0.Name), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +256,7 @@ func TestCollectorParallelUnequalEps0(t *testing.T) {
 	p.Metrics[1].Eps0 = 6
 	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
 	f.pub = f.c.Plan()
-	var bs []report.Binding
-	for _, m := range f.pub.Metrics {
-		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
-	}
-	f.binding = report.PoolBinding(f.pub.Pool(""), "parallel", bs)
+	f.binding = f.pub.PoolBinding()
 	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
 	var err error
 	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other}); err != nil {
@@ -346,5 +339,69 @@ func TestCollectorMigratesBatches(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1003 || *rows[0].eps != 0.5 {
 		t.Fatalf("migrated rows %+v", rows)
+	}
+}
+
+// TestShufflerPoolsPerEpoch checks that envelopes tagged with a plan epoch
+// (report.PoolKey) pool apart: a batch is released only when one epoch has
+// n_min reports, and holds that epoch's only; a malformed tag is refused.
+func TestShufflerPoolsPerEpoch(t *testing.T) {
+	p := testPlan(t, 100)
+	sink := &sink{}
+	srv := newServer(t, sink)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, ReleaseInterval: 10 * time.Millisecond})
+	a, b := report.PoolKey(metric, "00000000000000aa"), report.PoolKey(metric, "00000000000000bb")
+	upload := func(envs []report.Envelope, accepted, rejected int) {
+		t.Helper()
+		var res UploadResult
+		if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != accepted || res.Rejected != rejected {
+			t.Fatalf("upload: %d %+v", resp.StatusCode, res)
+		}
+	}
+	upload(append(envelopes(a, fakeSealed(60)), envelopes(b, fakeSealed(60))...), 120, 0)
+	upload(append(envelopes(metric+"#nothex", fakeSealed(1)), envelopes(metric+"#00aa", fakeSealed(1))...), 0, 2)
+	f.run(t)
+	time.Sleep(100 * time.Millisecond)
+	if got := sink.got(); len(got) != 0 {
+		t.Fatalf("released %d batches with 60 reports of each epoch, n_min 100", len(got))
+	}
+	upload(envelopes(a, fakeSealed(40)), 40, 0)
+	waitFor(t, "the epoch-a batch", func() bool { return len(sink.got()) == 1 })
+	if got := sink.got()[0]; got.Metric != a || len(got.Sealed) != 100 {
+		t.Fatalf("batch of %q with %d reports, want %q with 100", got.Metric, len(got.Sealed), a)
+	}
+}
+
+// TestCollectorTaggedEpoch checks that a batch tagged with an earlier epoch
+// is opened under that epoch only: its reports count there, and reports of
+// another epoch in it are malformed; an epoch the collector never
+// published is refused.
+func TestCollectorTaggedEpoch(t *testing.T) {
+	p := testPlan(t, 10)
+	f := newCollectorFixture(t, p)
+	oldPlan := f.c.Plan()
+	old := f.c.Epoch()
+	f.p = testPlan(t, 10)
+	f.p.Metrics[0].Categories = []string{"search", "home", "settings", "profile"} // same eps0, another epoch
+	f.restart(t)
+	cur := f.c.Plan()
+	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(30, 11), 11)
+	now := sealKRR(t, cur, metric, f.c.PublicKey(), krrValues(5, 12), 12)
+	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), append(late, now...)))
+	if code != http.StatusOK || res.Epoch != old || res.N != 30 || res.Malformed != 5 || len(res.Earlier) != 0 {
+		t.Fatalf("batch tagged with the earlier epoch: %d %+v", code, res)
+	}
+	d := f.metric(t, metric)
+	if len(d.Epochs) != 1 || d.Epochs[0].Epoch != old || d.Epochs[0].N != 30 || d.Epochs[0].Current {
+		t.Fatalf("epochs %+v", d.Epochs)
+	}
+	// Untagged, the same reports under the current epoch's plan: before
+	// epochs were bound, the late ones would have opened here.
+	code, res = f.postBatch(t, batchBody(metric, late))
+	if code != http.StatusOK || res.Earlier[old] != 30 || res.N != 30 {
+		t.Fatalf("untagged late batch: %d %+v", code, res)
+	}
+	if code, _ := f.postBatch(t, batchBody(report.PoolKey(metric, "0123456789abcdef"), late)); code != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown epoch: status %d, want 422", code)
 	}
 }

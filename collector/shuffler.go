@@ -310,7 +310,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		return nil, err
 	}
 	for _, p := range pools {
-		if !s.metrics[p.metric] {
+		if !s.accepts(p.metric) {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
 		}
 	}
@@ -318,6 +318,28 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	s.committer.Add(1)
 	go s.commitLoop()
 	return s, nil
+}
+
+// accepts reports whether the shuffler pools envelopes of key: a pool of
+// its plan (plan.Plan.Pools), tagged with a plan epoch (report.PoolKey:
+// each epoch pools apart, so that a released batch holds at least n_min
+// reports of one epoch) or untagged.
+func (s *Shuffler) accepts(key string) bool {
+	pool, epoch := report.SplitPoolKey(key)
+	return s.metrics[pool] && (epoch == "" || validEpoch(epoch))
+}
+
+// validEpoch reports whether epoch is plan.EpochLen lowercase hex digits.
+func validEpoch(epoch string) bool {
+	if len(epoch) != plan.EpochLen {
+		return false
+	}
+	for _, c := range epoch {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // loadMeta reads (creating) the dedup salt and generation.
@@ -465,7 +487,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, e := range envs {
 		switch {
-		case !s.metrics[e.Metric]:
+		case !s.accepts(e.Metric):
 			reject(i, "unknown metric %q", e.Metric)
 		case e.Suite != report.SuiteX25519ChaCha:
 			reject(i, "unsupported suite %d", e.Suite)
@@ -666,7 +688,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	}
 	released := 0
 	for _, p := range pools {
-		if !s.metrics[p.metric] {
+		if !s.accepts(p.metric) {
 			continue
 		}
 		for left := p.n; left >= int64(s.o.Plan.NMin); {

@@ -233,7 +233,7 @@ func appReports(t *testing.T, base, metric string, values []string) []report.Env
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
+	b := p.Binding(m.Name)
 	envs := make([]report.Envelope, len(reps))
 	for i, rep := range reps {
 		sealed, err := report.Seal(pk, b, rep)

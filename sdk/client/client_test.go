@@ -105,14 +105,29 @@ func TestBindingSeparatesMetrics(t *testing.T) {
 		t.Fatalf("server got %d envelopes, want 1", len(got))
 	}
 	pl := p.Plan()
-	other := report.Binding{Metric: "app/feature", Plugin: "krr", Version: "1", Eps0: testEps0}
-	if _, err := report.Open(f.priv, other, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
+	if _, err := report.Open(f.priv, pl.Binding("app/screen"), got[0].Sealed); err != nil {
+		t.Fatalf("opening under the plan's binding: %v", err)
+	}
+	if _, err := report.Open(f.priv, pl.Binding("app/feature"), got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another metric's binding: err = %v, want ErrOpen", err)
 	}
-	m := pl.Metric("app/screen")
-	wrongEps := report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0 + 1}
+	wrongEps := pl.Binding("app/screen")
+	wrongEps.Eps0++
 	if _, err := report.Open(f.priv, wrongEps, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another eps0: err = %v, want ErrOpen", err)
+	}
+	// Another plan with the same metric, plugin, version and eps0 but
+	// other categories is another epoch: the report does not open there.
+	other := p.Plan()
+	other.Metrics[0].Categories = []string{"search", "home", "settings"}
+	if other.Binding("app/screen").Eps0 != pl.Binding("app/screen").Eps0 {
+		t.Fatal("the other plan changed eps0")
+	}
+	if _, err := report.Open(f.priv, other.Binding("app/screen"), got[0].Sealed); !errors.Is(err, report.ErrOpen) {
+		t.Errorf("opening under another epoch: err = %v, want ErrOpen", err)
+	}
+	if pool, epoch := report.SplitPoolKey(got[0].Metric); pool != "app/screen" || epoch != pl.Epoch() {
+		t.Errorf("envelope pool key %q, want app/screen tagged with epoch %s", got[0].Metric, pl.Epoch())
 	}
 }
 

@@ -39,9 +39,11 @@
 // recalibration, a new metric), a Provider in ModeOn picks it up within
 // Config.PlanRefresh (Provider.RefreshPlan; a conditional GET answered 304
 // while nothing changed), verifies it the same way and reports by it from
-// then on. A refused plan leaves the Provider on the plan it has. Reports
-// sealed under the earlier plan still count: the collector opens them
-// under that plan's epoch.
+// then on. A refused plan leaves the Provider on the plan it has. Every
+// report carries the epoch of the plan it was sealed under (in its HPKE
+// binding and its envelope's pool key), so reports sealed under the
+// earlier plan still count, in that plan's epoch, and the shuffler batches
+// each epoch apart.
 //
 // # Travel
 //

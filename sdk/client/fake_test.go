@@ -69,6 +69,7 @@ type fakeServer struct {
 	openErr     error
 	// names are the plan's metrics in order; messages the decoded
 	// messages of pooled travel, in arrival order.
+	epoch          string // of the plan served
 	names          []string
 	messages       [][]report.Part
 	sealedMessages [][]byte
@@ -141,14 +142,13 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	f.etag = `"` + p.Digest() + `"`
 	f.bind = map[string]report.Binding{}
 	f.names = nil
-	var bs []report.Binding
+	f.epoch = p.Epoch()
 	for _, m := range p.Metrics {
-		f.bind[m.Name] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0}
-		bs = append(bs, f.bind[m.Name])
+		f.bind[m.Name] = p.Binding(m.Name)
 		f.names = append(f.names, m.Name)
 	}
 	if p.Pooled() {
-		f.bind[p.Pool("")] = report.PoolBinding(p.Pool(""), p.Travel, bs)
+		f.bind[p.Pool("")] = p.PoolBinding()
 	}
 }
 
@@ -209,12 +209,16 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			acc++
-			pt, err := report.Open(f.priv, f.bind[e.Metric], e.Sealed)
+			pool, epoch := report.SplitPoolKey(e.Metric)
+			if epoch != f.epoch && f.openErr == nil {
+				f.openErr = fmt.Errorf("report %s of %q: epoch %q, the plan's is %q", e.ID, pool, epoch, f.epoch)
+			}
+			pt, err := report.Open(f.priv, f.bind[pool], e.Sealed)
 			if err != nil && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: %w", e.ID, e.Metric, err)
 			}
-			if !strings.HasPrefix(e.Metric, plan.PoolPrefix) || err != nil {
-				f.opened[e.Metric] = append(f.opened[e.Metric], pt)
+			if !strings.HasPrefix(pool, plan.PoolPrefix) || err != nil {
+				f.opened[pool] = append(f.opened[pool], pt)
 				continue
 			}
 			parts, err := report.DecodeMessage(pt)

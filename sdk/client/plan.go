@@ -55,6 +55,7 @@ type metricState struct {
 type verifiedPlan struct {
 	plan    *plan.Plan
 	digest  string
+	epoch   string // plan.Plan.Epoch: digest[:plan.EpochLen]
 	key     *report.PublicKey
 	metrics map[string]*metricState
 	// travel is the plan's travel mode, never "".
@@ -158,6 +159,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		return nil, refuse(ErrNoCollectorKey, "collector_key: %v", err)
 	}
 	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
+	v.epoch = v.digest[:plan.EpochLen]
 	var reportBytes []int
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
@@ -187,7 +189,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			r:       r,
 			kind:    d.Input,
 			eps0:    m.Eps0,
-			binding: report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0},
+			binding: report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: v.epoch},
 		}
 		v.metrics[m.Name] = ms
 		v.order = append(v.order, ms)
@@ -196,12 +198,8 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		if err := checkMessageSize(p, v.order, reportBytes); err != nil {
 			return nil, err
 		}
-		bs := make([]report.Binding, len(v.order))
-		for i, ms := range v.order {
-			bs[i] = ms.binding
-		}
 		v.pool = p.Pool("")
-		v.poolBinding = report.PoolBinding(v.pool, p.Travel, bs)
+		v.poolBinding = p.PoolBinding()
 		var cum float64
 		for _, w := range p.Weights() {
 			cum += w

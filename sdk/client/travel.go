@@ -45,14 +45,14 @@ func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs
 	return reps[0], nil
 }
 
-// commit seals plaintext to plan v's key under binding and commits it to
-// pool's envelope.
+// commit seals plaintext to plan v's key under binding and commits it in
+// an envelope of pool, tagged with v's epoch (report.PoolKey).
 func (p *Provider) commit(ctx context.Context, v *verifiedPlan, pool string, binding report.Binding, plaintext []byte, e Entry) error {
 	sealed, err := report.Seal(v.key, binding, plaintext)
 	if err != nil {
 		return fmt.Errorf("client: %s: seal: %w", pool, err)
 	}
-	e.Envelope = report.Envelope{ID: report.NewID(), Metric: pool, Suite: report.SuiteX25519ChaCha, Sealed: sealed}
+	e.Envelope = report.Envelope{ID: report.NewID(), Metric: report.PoolKey(pool, v.epoch), Suite: report.SuiteX25519ChaCha, Sealed: sealed}
 	e.Day = p.now().UTC().Format(time.DateOnly)
 	e.Local = p.mode == ModeLocal
 	if err := p.outbox.Add(ctx, e, p.cfg.MaxReportsPerDay); err != nil {
@@ -71,7 +71,7 @@ func (p *Provider) recordSeparate(ctx context.Context, v *verifiedPlan, ms *metr
 	if err != nil {
 		return err
 	}
-	if err := p.commit(ctx, v, ms.name, ms.binding, rep, Entry{Eps0: ms.eps0}); err != nil {
+	if err := p.commit(ctx, v, ms.name, ms.binding, rep, Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}}); err != nil {
 		return err
 	}
 	p.stats.recorded.Add(1)

@@ -136,15 +136,14 @@ func TestJointTravel(t *testing.T) {
 	// The pool's binding covers every metric's: a message does not open
 	// under a plan with another eps0.
 	pl := p.Plan()
-	pl.Metrics[1].Eps0++
-	var bs []report.Binding
-	for _, m := range pl.Metrics {
-		bs = append(bs, report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0})
-	}
 	f.mu.Lock()
 	sealed := f.sealedMessages[0]
 	f.mu.Unlock()
-	if _, err := report.Open(f.priv, report.PoolBinding("@joint", "joint", bs), sealed); !errors.Is(err, report.ErrOpen) {
+	if _, err := report.Open(f.priv, pl.PoolBinding(), sealed); err != nil {
+		t.Fatalf("opening under the plan's pool binding: %v", err)
+	}
+	pl.Metrics[1].Eps0++
+	if _, err := report.Open(f.priv, pl.PoolBinding(), sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another eps0: %v, want ErrOpen", err)
 	}
 }

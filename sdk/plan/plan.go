@@ -23,6 +23,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/report"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -322,6 +323,36 @@ func (p *Plan) Weights() []float64 {
 		ws[i] /= sum
 	}
 	return ws
+}
+
+// EpochLen is the length of an epoch id: hex digits of the plan's digest.
+const EpochLen = 16
+
+// Epoch returns the plan's epoch id: the first EpochLen hex digits of its
+// digest. Statistics of different epochs never merge, and reports carry
+// the epoch of the plan they were sealed under (report.Binding,
+// report.PoolKey).
+func (p *Plan) Epoch() string { return p.Digest()[:EpochLen] }
+
+// Binding returns the binding a report of metric name is sealed under in
+// this plan (its eps0 and version as calibrated).
+func (p *Plan) Binding(name string) report.Binding {
+	b := report.Binding{Metric: name, Epoch: p.Epoch()}
+	if m := p.Metric(name); m != nil {
+		b.Plugin, b.Version, b.Eps0 = m.Plugin, m.Version, m.Eps0
+	}
+	return b
+}
+
+// PoolBinding returns the binding of the messages of a pooled plan
+// (report.PoolBinding over every metric's Binding, in plan order).
+func (p *Plan) PoolBinding() report.Binding {
+	epoch := p.Epoch()
+	bs := make([]report.Binding, len(p.Metrics))
+	for i, m := range p.Metrics {
+		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: epoch}
+	}
+	return report.PoolBinding(p.Pool(""), p.Travel, bs)
 }
 
 // YAML returns the plan as YAML.

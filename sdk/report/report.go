@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -291,7 +292,8 @@ func DecodeBatch(p []byte) (Batch, error) {
 }
 
 // Binding is what a sealed report is bound to: the HPKE info. A report
-// sealed for one metric, plugin, version or eps0 does not open under another.
+// sealed for one metric, plugin, version, eps0 or plan epoch does not open
+// under another.
 type Binding struct {
 	// Metric is the metric name.
 	Metric string
@@ -299,10 +301,36 @@ type Binding struct {
 	Plugin, Version string
 	// Eps0 is the metric's local budget in the plan.
 	Eps0 float64
+	// Epoch identifies the plan (plan.Plan.Epoch), so that a report opens
+	// only under the plan it was randomized for, even when another plan
+	// has the same metric, plugin, version and eps0 with another
+	// configuration (categories, range, parameters, weights).
+	Epoch string
 }
 
 func (b Binding) info() []byte {
-	return []byte("blanket/report/v1\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64))
+	return []byte("blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch)
+}
+
+// PoolKeySep separates a pool name from the plan epoch in an envelope's or
+// batch's Metric field (PoolKey).
+const PoolKeySep = "#"
+
+// PoolKey returns what an envelope carries in its Metric field: the
+// shuffler pool and the epoch of the plan its report was sealed under, so
+// that the shuffler pools, and releases at least n_min of, reports of one
+// epoch at a time.
+func PoolKey(pool, epoch string) string {
+	if epoch == "" {
+		return pool
+	}
+	return pool + PoolKeySep + epoch
+}
+
+// SplitPoolKey splits a PoolKey into pool and epoch ("" when untagged).
+func SplitPoolKey(key string) (pool, epoch string) {
+	pool, epoch, _ = strings.Cut(key, PoolKeySep)
+	return pool, epoch
 }
 
 func suite() (hpke.KEM, hpke.KDF, hpke.AEAD) {
@@ -468,5 +496,9 @@ func PoolBinding(pool, travel string, metrics []Binding) Binding {
 		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(info))))
 		h.Write(info)
 	}
-	return Binding{Metric: pool, Plugin: travel, Version: hex.EncodeToString(h.Sum(nil))}
+	b := Binding{Metric: pool, Plugin: travel, Version: hex.EncodeToString(h.Sum(nil))}
+	if len(metrics) > 0 {
+		b.Epoch = metrics[0].Epoch
+	}
+	return b
 }
