@@ -34,6 +34,11 @@ var (
 	ErrBadValue = errors.New("client: bad value")
 	// ErrDailyLimit reports a Record over Config.MaxReportsPerDay.
 	ErrDailyLimit = errors.New("client: daily report limit reached")
+	// ErrStaleRound reports an Outbox.Add whose Entry.Unstage names a
+	// staged entry that is no longer staged as given: another process on
+	// the same outbox ended or changed the round first. The Provider reads
+	// the round again.
+	ErrStaleRound = errors.New("client: the round changed")
 	// ErrShutdown reports a call after Shutdown.
 	ErrShutdown = errors.New("client: provider is shut down")
 )

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -32,12 +33,15 @@ type Outbox interface {
 	DropLocal(ctx context.Context, day string) (int, error)
 	// Ledger returns the ledger ordered by day, then metric.
 	Ledger(ctx context.Context) ([]LedgerEntry, error)
-	// Stage keeps s until an Add with Unstage set, replacing any staged
-	// entry of the same metric; after a nil return it is as durable as an
-	// Add. It holds the state of a pooled travel mode's round: a metric's
-	// randomized report waiting for the others (joint travel), or the
-	// metric a round chose (parallel travel, Report nil).
-	Stage(ctx context.Context, s Staged) error
+	// Stage keeps s until an Add unstages it, replacing any staged entry
+	// of the same Metric, and returns the entry now staged; after a nil
+	// return it is as durable as an Add. With once set, an entry of the
+	// same Metric and Plan already staged is kept and returned instead:
+	// concurrent processes on one outbox agree on it. It holds the state
+	// of a pooled travel mode's round: a metric's randomized report
+	// waiting for the others (joint travel), or the metric a round drew
+	// (parallel travel).
+	Stage(ctx context.Context, s Staged, once bool) (Staged, error)
 	// Staged returns the staged entries ordered by metric.
 	Staged(ctx context.Context) ([]Staged, error)
 	// Close releases the outbox.
@@ -60,9 +64,12 @@ type Entry struct {
 	// and MaxReportsPerDay applies to each. When empty, the envelope's
 	// metric is charged Eps0.
 	Charges []Charge
-	// Unstage removes every staged entry (Outbox.Stage) in the same
-	// atomic step: the round the message completes is over.
-	Unstage bool
+	// Unstage are the staged entries (Outbox.Stage) the report consumes,
+	// removed in the same atomic step: the round it completes is over.
+	// When one of them is no longer staged exactly as given (another
+	// process consumed or replaced it), Add stores nothing and returns an
+	// error wrapping ErrStaleRound.
+	Unstage []Staged
 }
 
 // Charge is one metric's share of a report in the ledger.
@@ -83,14 +90,20 @@ func (e *Entry) charges() []Charge {
 
 // Staged is an entry of the round being assembled (see Outbox.Stage).
 type Staged struct {
-	// Metric is the metric name.
+	// Metric is the metric name, or "" for the draw of a parallel round.
 	Metric string
-	// Plan is the digest of the plan it was staged under; a staged entry
-	// of another plan is stale.
+	// Plan identifies the round: the digest of the plan it was staged
+	// under (and, for a parallel draw, the day); an entry of another plan
+	// is stale.
 	Plan string
-	// Report is the metric's randomized (unsealed) report, or nil for the
-	// metric a parallel round chose.
+	// Report is the metric's randomized (unsealed) report, or the name of
+	// the metric a parallel round drew.
 	Report []byte
+}
+
+// same reports whether a and b are the same staged entry.
+func (a Staged) same(b Staged) bool {
+	return a.Metric == b.Metric && a.Plan == b.Plan && bytes.Equal(a.Report, b.Report)
 }
 
 // LedgerEntry is the privacy spent on one metric on one day.
@@ -158,6 +171,11 @@ func (o *MemoryOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
 	if _, dup := o.ids[e.Envelope.ID]; dup {
 		return fmt.Errorf("client: memory outbox: report id %s already stored", e.Envelope.ID)
 	}
+	for _, st := range e.Unstage {
+		if cur, ok := o.staged[st.Metric]; !ok || !cur.same(st) {
+			return fmt.Errorf("%w: metric %q", ErrStaleRound, st.Metric)
+		}
+	}
 	charges := e.charges()
 	for _, c := range charges {
 		l := o.ledger[ledgerKey{e.Day, c.Metric}]
@@ -179,8 +197,8 @@ func (o *MemoryOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
 			l.Eps0 += c.Eps0
 		}
 	}
-	if e.Unstage {
-		clear(o.staged)
+	for _, st := range e.Unstage {
+		delete(o.staged, st.Metric)
 	}
 	o.ids[e.Envelope.ID] = len(o.envs) + o.removed
 	o.envs = append(o.envs, memEntry{env: e.Envelope, day: e.Day, local: e.Local})
@@ -273,18 +291,23 @@ func (o *MemoryOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 }
 
 // Stage implements Outbox.
-func (o *MemoryOutbox) Stage(ctx context.Context, st Staged) error {
+func (o *MemoryOutbox) Stage(ctx context.Context, st Staged, once bool) (Staged, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return Staged{}, err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.check(); err != nil {
-		return err
+		return Staged{}, err
+	}
+	if cur, ok := o.staged[st.Metric]; ok && once && cur.Plan == st.Plan {
+		st = cur
+	} else {
+		st.Report = slices.Clone(st.Report)
+		o.staged[st.Metric] = st
 	}
 	st.Report = slices.Clone(st.Report)
-	o.staged[st.Metric] = st
-	return nil
+	return st, nil
 }
 
 // Staged implements Outbox.

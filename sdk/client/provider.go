@@ -106,7 +106,11 @@ type Config struct {
 	// MaxReportsPerDay is the most reports of one metric per UTC day;
 	// Records beyond it fail with ErrDailyLimit. The plan's central
 	// guarantee holds per report, so an app that records a metric many
-	// times a day should set it. Defaults to 0: no limit.
+	// times a day should set it. With joint travel a message counts for
+	// every metric: a Record that completes a round over the limit fails
+	// with ErrDailyLimit and its value stays staged (the latest value of
+	// each metric wins), to go out with the first round completed on a
+	// later day. Defaults to 0: no limit.
 	MaxReportsPerDay int
 	// LocalRetention is how many days reports recorded in ModeLocal are
 	// kept. Defaults to DefaultLocalRetention.

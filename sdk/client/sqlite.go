@@ -158,9 +158,15 @@ func (o *SQLiteOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
 			return o.errf("ledger: %w", err)
 		}
 	}
-	if e.Unstage {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM staged"); err != nil {
+	for _, st := range e.Unstage {
+		res, err := tx.ExecContext(ctx, "DELETE FROM staged WHERE metric = ? AND plan = ? AND report = ?", st.Metric, st.Plan, st.Report)
+		if err != nil {
 			return o.errf("unstage: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return o.errf("unstage: %w", err)
+		} else if n != 1 {
+			return fmt.Errorf("%w: metric %q", ErrStaleRound, st.Metric)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -258,13 +264,31 @@ func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	return out, nil
 }
 
-// Stage implements Outbox.
-func (o *SQLiteOutbox) Stage(ctx context.Context, st Staged) error {
-	if _, err := o.db.ExecContext(ctx, `INSERT INTO staged (metric, plan, report) VALUES (?, ?, ?)
-		ON CONFLICT (metric) DO UPDATE SET plan = excluded.plan, report = excluded.report`, st.Metric, st.Plan, st.Report); err != nil {
-		return o.errf("stage: %w", err)
+// Stage implements Outbox. The insert and the read back are one
+// transaction (BEGIN IMMEDIATE), so processes sharing the file agree on
+// an entry staged once.
+func (o *SQLiteOutbox) Stage(ctx context.Context, st Staged, once bool) (Staged, error) {
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Staged{}, o.errf("begin: %w", err)
 	}
-	return nil
+	defer tx.Rollback()
+	q := `INSERT INTO staged (metric, plan, report) VALUES (?, ?, ?)
+		ON CONFLICT (metric) DO UPDATE SET plan = excluded.plan, report = excluded.report`
+	if once {
+		q += ` WHERE staged.plan != excluded.plan`
+	}
+	if _, err := tx.ExecContext(ctx, q, st.Metric, st.Plan, st.Report); err != nil {
+		return Staged{}, o.errf("stage: %w", err)
+	}
+	var got Staged
+	if err := tx.QueryRowContext(ctx, "SELECT metric, plan, report FROM staged WHERE metric = ?", st.Metric).Scan(&got.Metric, &got.Plan, &got.Report); err != nil {
+		return Staged{}, o.errf("stage: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Staged{}, o.errf("commit: %w", err)
+	}
+	return got, nil
 }
 
 // Staged implements Outbox.

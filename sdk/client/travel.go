@@ -21,14 +21,18 @@ import (
 //     together as one message (report.EncodeMessage, plan order) and
 //     committed, and the round starts over. A metric recorded again before
 //     the round completes replaces its staged report.
-//   - parallel: each round chooses one metric at random, with the plan's
-//     weights, from crypto randomness, and stages the choice; the first
+//   - parallel: each round draws one metric at random, with the plan's
+//     weights, from crypto randomness, and stages the draw; the first
 //     Record of that metric is sealed as a one-part message and committed,
-//     which ends the round. Records of other metrics report nothing
-//     (Stats.Skipped counts them; Enabled tells an app ahead of time).
+//     which ends the round; so does the end of the UTC day. Records of
+//     other metrics report nothing (Stats.Skipped counts them; Enabled
+//     tells an app ahead of time).
 //
-// Staged reports and choices are in the outbox, so a restart neither loses
-// a staged report nor draws a round's metric again.
+// Staged reports and draws are in the outbox, so a restart neither loses
+// a staged report nor draws a round's metric again. Ending a round
+// consumes exactly the staged entries it used, atomically with the
+// message (Entry.Unstage), so processes sharing an outbox never send a
+// staged report twice.
 
 // randomize randomizes one value of ms at the plan's eps0.
 func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs) ([]byte, error) {
@@ -78,6 +82,10 @@ func (p *Provider) recordSeparate(ctx context.Context, v *verifiedPlan, ms *metr
 	return nil
 }
 
+// maxRoundTries bounds how often a Record reads a round again after
+// another process on the same outbox changed it (ErrStaleRound).
+const maxRoundTries = 8
+
 // recordJoint stages one value of ms and commits the round's message when
 // every metric has one.
 func (p *Provider) recordJoint(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
@@ -87,77 +95,95 @@ func (p *Provider) recordJoint(ctx context.Context, v *verifiedPlan, ms *metricS
 	}
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
-	if err := p.outbox.Stage(ctx, Staged{Metric: ms.name, Plan: v.digest, Report: rep}); err != nil {
+	if _, err := p.outbox.Stage(ctx, Staged{Metric: ms.name, Plan: v.digest, Report: rep}, false); err != nil {
 		return err
 	}
 	p.stats.recorded.Add(1)
-	staged, err := p.outbox.Staged(ctx)
-	if err != nil {
-		return err
-	}
-	reps := make([][]byte, len(v.order))
-	have := 0
-	for _, st := range staged {
-		if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) > 0 && reps[m.index] == nil {
-			reps[m.index] = st.Report
-			have++
+	for range maxRoundTries {
+		staged, err := p.outbox.Staged(ctx)
+		if err != nil {
+			return err
+		}
+		round := make([]Staged, len(v.order))
+		have := 0
+		for _, st := range staged {
+			if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) > 0 && round[m.index].Report == nil {
+				round[m.index] = st
+				have++
+			}
+		}
+		if have < len(v.order) {
+			return nil // the value is staged; the round goes out with its last metric
+		}
+		parts := make([]report.Part, len(v.order))
+		charges := make([]Charge, len(v.order))
+		for i, m := range v.order {
+			parts[i] = report.Part{Metric: i, Report: round[i].Report}
+			charges[i] = Charge{Metric: m.name, Eps0: m.eps0}
+		}
+		err = p.commit(ctx, v, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: round})
+		if !errors.Is(err, ErrStaleRound) {
+			return err
 		}
 	}
-	if have < len(v.order) {
-		return nil
-	}
-	parts := make([]report.Part, len(v.order))
-	charges := make([]Charge, len(v.order))
-	for i, m := range v.order {
-		parts[i] = report.Part{Metric: i, Report: reps[i]}
-		charges[i] = Charge{Metric: m.name, Eps0: m.eps0}
-	}
-	return p.commit(ctx, v, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: true})
+	// Other processes on the outbox keep changing the round. The value is
+	// staged: the next Record to find the round complete sends it.
+	return nil
 }
 
-// recordParallel reports one value of ms if the round chose ms.
+// recordParallel reports one value of ms if the round drew ms. The value is
+// randomized either way, so that a bad value fails whatever the draw.
 func (p *Provider) recordParallel(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
-	p.roundMu.Lock()
-	defer p.roundMu.Unlock()
-	chosen, err := p.parallelChoice(ctx, v)
-	if err != nil {
-		return err
-	}
-	if chosen != ms {
-		p.stats.skipped.Add(1)
-		return nil
-	}
 	rep, err := p.randomize(ctx, ms, in)
 	if err != nil {
 		return err
 	}
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
 	msg := report.EncodeMessage([]report.Part{{Metric: ms.index, Report: rep}})
-	e := Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}, Unstage: true}
-	if err := p.commit(ctx, v, v.pool, v.poolBinding, msg, e); err != nil {
-		return err
+	for range maxRoundTries {
+		draw, chosen, err := p.parallelDraw(ctx, v)
+		if err != nil {
+			return err
+		}
+		if chosen != ms {
+			p.stats.skipped.Add(1)
+			return nil
+		}
+		e := Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}, Unstage: []Staged{draw}}
+		err = p.commit(ctx, v, v.pool, v.poolBinding, msg, e)
+		if err == nil {
+			p.stats.recorded.Add(1)
+		}
+		if !errors.Is(err, ErrStaleRound) {
+			return err
+		}
 	}
-	p.stats.recorded.Add(1)
+	// Other processes on the outbox keep ending rounds first: this value
+	// does not go out, as if the round had drawn another metric.
+	p.stats.skipped.Add(1)
 	return nil
 }
 
-// parallelChoice returns the metric the current parallel round of plan v
-// chose, drawing and staging one if the round has none. The caller holds
-// roundMu.
-func (p *Provider) parallelChoice(ctx context.Context, v *verifiedPlan) (*metricState, error) {
-	staged, err := p.outbox.Staged(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, st := range staged {
-		if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) == 0 {
-			return m, nil
-		}
-	}
+// parallelDraw returns the staged draw of the current parallel round of
+// plan v and the metric it drew, drawing one if the round has none. A
+// round lasts until its metric is recorded or the UTC day ends, so that a
+// metric an app never records holds the user's reports back one day at
+// most. The caller holds roundMu.
+func (p *Provider) parallelDraw(ctx context.Context, v *verifiedPlan) (Staged, *metricState, error) {
 	m := v.order[pickIndex(v.cumWeights, ldp.NewCryptoSource())]
-	if err := p.outbox.Stage(ctx, Staged{Metric: m.name, Plan: v.digest}); err != nil {
-		return nil, err
+	round := v.digest + "/" + p.now().UTC().Format(time.DateOnly)
+	// Staged once: a draw already staged for this round, by this process
+	// or another on the same outbox, stands.
+	draw, err := p.outbox.Stage(ctx, Staged{Metric: "", Plan: round, Report: []byte(m.name)}, true)
+	if err != nil {
+		return Staged{}, nil, err
 	}
-	return m, nil
+	chosen := v.metrics[string(draw.Report)]
+	if chosen == nil {
+		return Staged{}, nil, fmt.Errorf("client: the staged draw names %q, not a metric of the plan", draw.Report)
+	}
+	return draw, chosen, nil
 }
 
 // pickIndex returns i with probability cum[i] - cum[i-1], for cumulative
@@ -191,6 +217,6 @@ func (p *Provider) enabled(ctx context.Context, name string, kind sdk.InputKind)
 	}
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
-	chosen, err := p.parallelChoice(ctx, v)
+	_, chosen, err := p.parallelDraw(ctx, v)
 	return err != nil || chosen == ms
 }

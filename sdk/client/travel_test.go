@@ -313,30 +313,40 @@ func TestParallelRoundSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestOutboxStaging checks Stage and Staged on every outbox, and that an
-// Add with Unstage clears them atomically with the report, durably for
-// SQLite.
+// TestOutboxStaging checks Stage and Staged on every outbox: replacing,
+// staging once (a draw already staged for the round stands), and an Add
+// consuming exactly the entries it names, atomically with the report,
+// refusing (ErrStaleRound, storing nothing) when one changed.
 func TestOutboxStaging(t *testing.T) {
 	ctx := context.Background()
 	for name, open := range outboxes(t) {
 		t.Run(name, func(t *testing.T) {
 			o := open()
 			defer o.Close()
-			for _, st := range []client.Staged{
-				{Metric: "b", Plan: "p1", Report: []byte{1}},
-				{Metric: "a", Plan: "p1", Report: []byte{2}},
-				{Metric: "b", Plan: "p2", Report: []byte{3}}, // replaces b
-				{Metric: "c", Plan: "p2"},                    // a parallel choice
-			} {
-				if err := o.Stage(ctx, st); err != nil {
+			stage := func(st client.Staged, once bool) client.Staged {
+				t.Helper()
+				got, err := o.Stage(ctx, st, once)
+				if err != nil {
 					t.Fatal(err)
 				}
+				return got
 			}
+			stage(client.Staged{Metric: "b", Plan: "p1", Report: []byte{1}}, false)
+			a := stage(client.Staged{Metric: "a", Plan: "p1", Report: []byte{2}}, false)
+			b := stage(client.Staged{Metric: "b", Plan: "p2", Report: []byte{3}}, false) // replaces b
+			draw := stage(client.Staged{Metric: "", Plan: "p2/day1", Report: []byte("a")}, true)
+			if again := stage(client.Staged{Metric: "", Plan: "p2/day1", Report: []byte("b")}, true); string(again.Report) != "a" {
+				t.Fatalf("staged once: the second draw %q replaced the first", again.Report)
+			}
+			if next := stage(client.Staged{Metric: "", Plan: "p2/day2", Report: []byte("b")}, true); string(next.Report) != "b" {
+				t.Fatalf("a new round's draw: %q, want b", next.Report)
+			}
+			draw = stage(draw, false) // back to day 1's draw
 			got, err := o.Staged(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []client.Staged{{Metric: "a", Plan: "p1", Report: []byte{2}}, {Metric: "b", Plan: "p2", Report: []byte{3}}, {Metric: "c", Plan: "p2"}}
+			want := []client.Staged{draw, a, b}
 			if len(got) != len(want) {
 				t.Fatalf("staged %+v, want %+v", got, want)
 			}
@@ -345,14 +355,27 @@ func TestOutboxStaging(t *testing.T) {
 					t.Errorf("staged[%d] = %+v, want %+v", i, got[i], want[i])
 				}
 			}
+			// An Add naming an entry that changed stores nothing.
+			stale := entry("@joint", "2026-01-01", false)
+			stale.Charges = []client.Charge{{Metric: "a", Eps0: 0.5}}
+			stale.Unstage = []client.Staged{a, {Metric: "b", Plan: "p1", Report: []byte{1}}}
+			if err := o.Add(ctx, stale, 0); !errors.Is(err, client.ErrStaleRound) {
+				t.Fatalf("Add with a replaced entry: %v, want ErrStaleRound", err)
+			}
+			if p, _ := o.Pending(ctx, 10); len(p) != 0 {
+				t.Fatalf("the refused Add stored %d reports", len(p))
+			}
+			if l, _ := o.Ledger(ctx); len(l) != 0 {
+				t.Fatalf("the refused Add charged %+v", l)
+			}
 			e := entry("@joint", "2026-01-01", false)
 			e.Charges = []client.Charge{{Metric: "a", Eps0: 0.5}, {Metric: "b", Eps0: 0.25}}
-			e.Unstage = true
+			e.Unstage = []client.Staged{a, b}
 			if err := o.Add(ctx, e, 0); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := o.Staged(ctx); err != nil || len(got) != 0 {
-				t.Fatalf("after Unstage: staged %+v, %v", got, err)
+			if got, err := o.Staged(ctx); err != nil || len(got) != 1 || got[0].Metric != "" {
+				t.Fatalf("after the Add: staged %+v, %v; want the draw alone", got, err)
 			}
 			l, err := o.Ledger(ctx)
 			if err != nil {
@@ -369,7 +392,7 @@ func TestOutboxStaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Stage(ctx, client.Staged{Metric: "m", Plan: "p", Report: []byte("r")}); err != nil {
+	if _, err := o.Stage(ctx, client.Staged{Metric: "m", Plan: "p", Report: []byte("r")}, false); err != nil {
 		t.Fatal(err)
 	}
 	o.Close()
@@ -379,6 +402,88 @@ func TestOutboxStaging(t *testing.T) {
 	defer o.Close()
 	if got, err := o.Staged(ctx); err != nil || len(got) != 1 || string(got[0].Report) != "r" {
 		t.Fatalf("after reopening: %+v, %v", got, err)
+	}
+}
+
+// slowAdd widens the window between reading a round and committing it,
+// as sealing and an fsync do on a slow device.
+type slowAdd struct{ client.Outbox }
+
+func (o slowAdd) Add(ctx context.Context, e client.Entry, maxPerDay int) error {
+	time.Sleep(3 * time.Millisecond)
+	return o.Outbox.Add(ctx, e, maxPerDay)
+}
+
+// TestJointTwoProcesses runs two Providers on one SQLite outbox file (two
+// processes of one app) recording joint rounds concurrently, with a slow
+// commit: no staged report goes out twice. Each message consumes three
+// staged reports and each Record stages one, so messages*3 plus the
+// reports still staged cannot exceed the Records.
+func TestJointTwoProcesses(t *testing.T) {
+	f := newPooledServer(t, "joint")
+	path := filepath.Join(t.TempDir(), "outbox.db")
+	ctx := context.Background()
+	var ps [2]*client.Provider
+	for i := range ps {
+		o, err := client.OpenSQLiteOutbox(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		cfg := fastConfig(f, "")
+		cfg.Outbox, cfg.UploadDelay = slowAdd{o}, time.Hour
+		ps[i] = newProvider(t, cfg)
+	}
+	const records = 60
+	errs := make(chan error, len(ps))
+	for i, p := range ps {
+		go func() {
+			m := p.Meter("app")
+			for r := range records {
+				var err error
+				switch (r + i) % 3 {
+				case 0:
+					err = m.Categorical("screen").Record(ctx, "home")
+				case 1:
+					err = m.Categorical("feature").Record(ctx, "a")
+				default:
+					err = m.Sum("bytes").Record(ctx, 1)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range ps {
+		flush(t, p)
+	}
+	messages := ps[0].Stats().Messages + ps[1].Stats().Messages
+	f.mu.Lock()
+	got := len(f.messages)
+	f.mu.Unlock()
+	o, err := client.OpenSQLiteOutbox(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	left, err := o.Staged(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d messages, %d reports still staged, from %d Records", messages, len(left), 2*records)
+	if int64(got) != messages || messages == 0 {
+		t.Fatalf("server has %d messages, the providers committed %d", got, messages)
+	}
+	if 3*messages+int64(len(left)) > 2*records {
+		t.Fatalf("%d messages and %d staged reports from %d Records: a staged report went out twice", messages, len(left), 2*records)
 	}
 }
 
