@@ -347,6 +347,39 @@ func (c *Collector) publish(ctx context.Context) error {
 	return c.openOlder(ctx, pubKey)
 }
 
+// EarlierPools returns the pools of the plans this collector published
+// before the current one under its key (see ShufflerOptions.EarlierPools).
+func (c *Collector) EarlierPools(ctx context.Context) ([]string, error) {
+	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+	rows, err := c.st.db.r.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for _, p := range c.plan.Pools() {
+		seen[p] = true
+	}
+	var out []string
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		p, err := plan.Parse(b)
+		if err != nil {
+			continue // an unreadable old plan: its pools are not taken
+		}
+		for _, pool := range p.Pools() {
+			if !seen[pool] {
+				seen[pool] = true
+				out = append(out, pool)
+			}
+		}
+	}
+	return out, rows.Err()
+}
+
 // epochByID returns the epoch of id: the current one, an open earlier one,
 // or one this collector published under its current key, opened from the
 // database (and kept open).
@@ -1052,8 +1085,8 @@ type EpochEstimate struct {
 	Estimates     []ItemEstimate `json:"estimates"`
 	EstimateError string         `json:"estimate_error,omitempty"`
 	// Guarantee is the weakest central guarantee among the batches: that
-	// of the batch with the largest eps (the smallest one). Null when no
-	// batch has a known guarantee.
+	// of the batch with the largest eps (the smallest one). Null when a
+	// batch with valid reports has no known guarantee.
 	Guarantee *BatchGuarantee `json:"guarantee"`
 	// BatchList lists every batch, oldest first.
 	BatchList []BatchInfo `json:"batch_list"`
@@ -1174,11 +1207,20 @@ func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstima
 	if err != nil {
 		return e, err
 	}
+	unknown := false
 	for _, b := range batches {
 		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta})
-		if b.eps != nil && b.delta != nil && (e.Guarantee == nil || *b.eps > e.Guarantee.Eps) {
+		switch {
+		case b.eps == nil || b.delta == nil:
+			// A batch with valid reports and no guarantee makes the
+			// weakest one unknown: no smaller eps is claimed.
+			unknown = unknown || b.n > 0
+		case e.Guarantee == nil || *b.eps > e.Guarantee.Eps:
 			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
 		}
+	}
+	if unknown {
+		e.Guarantee = nil
 	}
 	return e, nil
 }

