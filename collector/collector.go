@@ -890,8 +890,9 @@ func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]
 // guarantee returns the central (eps, delta) of a batch of n valid
 // reports of pool (a metric, with separate travel) under epoch e's plan,
 // from the accountant, cached by n. With parallel travel counts is the
-// batch's mix (valid messages per metric), which the guarantee follows
-// (plan.ParallelMechanism).
+// batch's mix (valid messages per metric), and the guarantee is the weaker
+// of the plan's weights and that mix (plan.ParallelMechanism): a batch
+// skewed toward some metrics gives the others less cover.
 func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
 	if n < 1 {
 		return epsValue{}, false
@@ -936,19 +937,31 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 
 func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
 	mech, eps0, delta, err := e.plan.BatchMechanism(ctx, c.o.Open, pool)
-	if err == nil && counts != nil {
-		mech, eps0, err = e.plan.ParallelMechanism(ctx, c.o.Open, counts)
-	}
 	if err != nil {
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false
 	}
-	r, err := c.o.Epsilon(mech, eps0, int(n), delta)
-	if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
-		c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
-		return epsValue{}, false
+	mechs := []accountant.Mechanism{mech}
+	if counts != nil {
+		// Parallel travel: the plan's weights and the batch's own mix,
+		// whichever gives the weaker guarantee (see plan.ParallelMechanism).
+		mix, _, err := e.plan.ParallelMechanism(ctx, c.o.Open, counts)
+		if err != nil {
+			c.log.Error("batch guarantee", "pool", pool, "error", err)
+			return epsValue{}, false
+		}
+		mechs = append(mechs, mix)
 	}
-	return epsValue{eps: r.Upper, delta: delta}, true
+	var worst float64
+	for _, m := range mechs {
+		r, err := c.o.Epsilon(m, eps0, int(n), delta)
+		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
+			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
+			return epsValue{}, false
+		}
+		worst = math.Max(worst, r.Upper)
+	}
+	return epsValue{eps: worst, delta: delta}, true
 }
 
 // epochPlan returns the published plan of epoch.
