@@ -41,7 +41,7 @@ const (
 
 // MinSealedLen is the shortest sealed report that can open: the X25519
 // encapsulated key (32 bytes) and the ChaCha20-Poly1305 tag (16 bytes).
-const MinSealedLen = 48
+const MinSealedLen = report.SealOverhead
 
 // dedupGenerations is the number of full generations of ids kept besides
 // the current one; a generation holds DedupWindow/dedupGenerations ids.
