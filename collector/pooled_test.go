@@ -447,3 +447,31 @@ func TestCollectorTravelChange(t *testing.T) {
 		t.Fatalf("upload of late and current envelopes: %d %+v", resp.StatusCode, up)
 	}
 }
+
+// TestShufflerTakesRelayedPools runs a shuffler started with a separate
+// plan in front of a collector that publishes a joint one: once an app
+// fetched the plan through the shuffler's relay, the shuffler takes the
+// joint pool too, and still the earlier ones.
+func TestShufflerTakesRelayedPools(t *testing.T) {
+	joint := testPlan(t, 10)
+	joint.Travel = "joint"
+	cf := newCollectorFixture(t, joint)
+	sep := testPlan(t, 10)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: sep, Collector: cf.srv.URL})
+	mux := http.NewServeMux()
+	(&PlanRelay{Collector: cf.srv.URL, OnPlan: func(p *plan.Plan) { f.s.AddPools(p.Pools()) }}).Register(mux)
+	relay := newServer(t, mux)
+	envs := envelopes(report.PoolKey("@joint", cf.c.Epoch()), fakeSealed(1))
+	var res UploadResult
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 1 {
+		t.Fatalf("before the relay: %d %+v, want the joint envelope rejected", resp.StatusCode, res)
+	}
+	var pub plan.Plan
+	if code := getJSON(t, relay.URL+"/v1/plan", &pub); code != http.StatusOK || pub.Travel != "joint" {
+		t.Fatalf("relayed plan: %d %q", code, pub.Travel)
+	}
+	envs = append(envelopes(report.PoolKey("@joint", cf.c.Epoch()), fakeSealed(1)), envelopes(metric, fakeSealed(1))...)
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 2 {
+		t.Fatalf("after the relay: %d %+v, want both taken", resp.StatusCode, res)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
 // maxPlanBytes bounds a relayed plan.
@@ -30,6 +32,10 @@ type PlanRelay struct {
 	MaxAge time.Duration
 	// Logger receives fetch failures. Defaults to discarding them.
 	Logger *slog.Logger
+	// OnPlan, when set, is called with each plan fetched that parses (a
+	// plan that does not is still relayed: apps judge it). The shuffler
+	// role uses it to take the pools of a new plan (Shuffler.AddPools).
+	OnPlan func(*plan.Plan)
 
 	mu      sync.Mutex
 	body    []byte
@@ -79,6 +85,13 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
 		return nil, "", err
 	}
 	pr.body, pr.etag, pr.fetched = body, etag, time.Now()
+	if pr.OnPlan != nil {
+		if p, err := plan.Parse(body); err == nil {
+			pr.OnPlan(p)
+		} else if pr.Logger != nil {
+			pr.Logger.Warn("the collector's plan does not parse; relayed as is", "error", err)
+		}
+	}
 	return body, etag, nil
 }
 

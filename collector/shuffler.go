@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -169,9 +170,12 @@ type shufflerCounters struct {
 // larger, which only strengthens the central guarantee, and keeps no report
 // waiting behind a full batch.
 type Shuffler struct {
-	o       ShufflerOptions
-	log     *slog.Logger
-	metrics map[string]bool
+	o   ShufflerOptions
+	log *slog.Logger
+	// pools is the set of pools the shuffler takes (copied on write by
+	// AddPools).
+	pools   atomic.Pointer[map[string]bool]
+	poolsMu sync.Mutex // serializes AddPools
 	db      *database
 	salt    []byte
 	genSize int64
@@ -296,16 +300,13 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	s := &Shuffler{
 		o:       o,
 		log:     o.Logger,
-		metrics: map[string]bool{},
 		db:      db,
 		genSize: max(1, int64(o.DedupWindow)/dedupGenerations),
 		reqs:    make(chan *acceptReq),
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	for _, pool := range append(o.Plan.Pools(), o.EarlierPools...) {
-		s.metrics[pool] = true
-	}
+	s.AddPools(append(o.Plan.Pools(), o.EarlierPools...))
 	if err := s.loadMeta(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -332,7 +333,30 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 // reports of one epoch) or untagged.
 func (s *Shuffler) accepts(key string) bool {
 	pool, epoch := report.SplitPoolKey(key)
-	return s.metrics[pool] && (epoch == "" || validEpoch(epoch))
+	return (*s.pools.Load())[pool] && (epoch == "" || validEpoch(epoch))
+}
+
+// AddPools makes the shuffler take envelopes of pools too, for instance
+// those of a new plan the collector published (PlanRelay.OnPlan), so that
+// apps that fetched it are not refused. Pools are never removed: late
+// reports of an earlier plan keep their pools.
+func (s *Shuffler) AddPools(pools []string) {
+	s.poolsMu.Lock()
+	defer s.poolsMu.Unlock()
+	next := map[string]bool{}
+	if cur := s.pools.Load(); cur != nil {
+		maps.Copy(next, *cur)
+	}
+	added := 0
+	for _, p := range pools {
+		if !next[p] {
+			next[p] = true
+			added++
+		}
+	}
+	if added > 0 || s.pools.Load() == nil {
+		s.pools.Store(&next)
+	}
 }
 
 // validEpoch reports whether epoch is plan.EpochLen lowercase hex digits.

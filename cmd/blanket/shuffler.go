@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/spf13/cobra"
 )
 
@@ -32,7 +33,10 @@ across restarts).
 
 It reads the plan only for its pools (metric names and travel) and n_min (it
 need not be calibrated): give it the plan file the collector runs with. It
-relays the collector's GET /v1/plan so apps need one address.
+relays the collector's GET /v1/plan so apps need one address, and takes the
+pools of every plan it relays, so a plan the collector publishes later (another
+travel mode, a new metric) needs no restart; earlier pools stay for late
+reports.
 It presents the bearer token in --token-file (default DIR/batch.token): copy
 the collector's token file there (mode 0600).`,
 		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081`,
@@ -74,7 +78,11 @@ the collector's token file there (mode 0600).`,
 			defer s.Close()
 			mux := http.NewServeMux()
 			s.Register(mux)
-			(&collector.PlanRelay{Collector: collectorURL, Logger: logger}).Register(mux)
+			// A plan the collector publishes later (another travel mode,
+			// a new metric) brings its pools: apps that fetched it are
+			// not refused, and earlier pools stay for late reports.
+			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: func(p *plan.Plan) { s.AddPools(p.Pools()) }}
+			relay.Register(mux)
 			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
