@@ -380,6 +380,10 @@ func (c *Collector) EarlierPools(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
+// errUnknownEpoch reports an epoch whose reports this collector cannot
+// open: not published under its key, or its plugins no longer open it.
+var errUnknownEpoch = errors.New("unknown epoch")
+
 // epochByID returns the epoch of id: the current one, an open earlier one,
 // or one this collector published under its current key, opened from the
 // database (and kept open).
@@ -401,7 +405,7 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
 	err := c.st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("epoch %q was not published by this collector (under its current key)", id)
+		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
 	}
 	if err != nil {
 		return nil, err
@@ -412,7 +416,7 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	}
 	e, err := c.openEpoch(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("epoch %s no longer opens: %w", id, err)
+		return nil, fmt.Errorf("%w: %s no longer opens: %v", errUnknownEpoch, id, err)
 	}
 	c.loaded[id] = e
 	c.plans[id] = p
@@ -609,19 +613,35 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	// epoch only; an untagged one is opened under the current epoch, then
 	// the earlier ones.
 	pool, tag := report.SplitPoolKey(b.Metric)
-	epochs := append([]*epochState{c.cur}, c.older...)
+	var epochs []*epochState
 	if tag != "" {
 		e, err := c.epochByID(ctx, tag)
-		if err != nil {
-			c.c.refused.Add(1)
-			return res, fmt.Errorf("%w: %v", ErrBatchRefused, err)
+		switch {
+		case errors.Is(err, errUnknownEpoch):
+			// Nothing in it can open here: every report is malformed.
+			// Acknowledging it (once) keeps a shuffler from retrying a
+			// batch no configuration change would deliver.
+			return c.ingestUnopenable(ctx, b, pool, tag, res, err)
+		case err != nil:
+			return res, err
 		}
 		epochs, res.Epoch = []*epochState{e}, e.epoch
+	} else {
+		// The epochs that have the pool, current first.
+		for _, e := range append([]*epochState{c.cur}, c.older...) {
+			if _, _, ok := e.binding(pool); ok {
+				epochs = append(epochs, e)
+			}
+		}
 	}
-	switch _, _, ok := epochs[0].binding(pool); {
+	var ok bool
+	if len(epochs) > 0 {
+		_, _, ok = epochs[0].binding(pool)
+	}
+	switch {
 	case !ok:
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: %q is not a pool of the plan of epoch %s (pools: %q)", ErrBatchRefused, pool, epochs[0].epoch, epochs[0].plan.Pools())
+		return res, fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, pool, c.plan.Pools())
 	case b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
 		return res, fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, b.Suite)
@@ -646,6 +666,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	b.Sealed = nil
 	var parts []metricBatch
 	first := epochs[0]
+	res.Epoch = first.epoch
 	for _, e := range epochs {
 		binding, reportBytes, ok := e.binding(pool)
 		if !ok || (len(rest) == 0 && e != first) {
@@ -706,7 +727,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	if len(parts) == 0 || parts[0].rec.epoch != first.epoch {
 		// No valid report in the batch's epoch: a row of the pool keeps
 		// the batch from being ingested twice.
-		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch}}}, parts...)
+		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N}}}, parts...)
 	}
 	if first.pool == nil {
 		// The metric's current row (and statistic) count as malformed
@@ -734,6 +755,25 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	c.c.reports.Add(res.N)
 	c.c.malformed.Add(res.Malformed)
 	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
+	return res, nil
+}
+
+// ingestUnopenable records batch b, tagged with an epoch whose reports
+// cannot open here (why), as all malformed, once.
+func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, res IngestResult, why error) (IngestResult, error) {
+	res.Epoch, res.Malformed = tag, int64(len(b.Sealed))
+	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed}
+	dup, err := c.st.commitBatch(ctx, []metricBatch{{rec: rec}})
+	if err != nil {
+		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)
+	}
+	if dup {
+		c.c.duplicates.Add(1)
+		return IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}, nil
+	}
+	c.c.batches.Add(1)
+	c.c.malformed.Add(res.Malformed)
+	c.log.Warn("batch of an epoch whose reports cannot open here: all counted malformed", "batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
 	return res, nil
 }
 
@@ -926,7 +966,9 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 
 	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n, counts)
 	c.epsMu.Lock()
-	if call.ok {
+	// A parallel batch's mix rarely repeats: only sizes are kept, so the
+	// cache stays as small as the set of batch sizes.
+	if call.ok && counts == nil {
 		c.epsCache[k] = call.v
 	}
 	delete(c.epsInFlight, k)

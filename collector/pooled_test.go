@@ -414,8 +414,16 @@ func TestCollectorTaggedEpoch(t *testing.T) {
 	if code != http.StatusOK || res.Earlier[old] != 30 || res.N != 30 {
 		t.Fatalf("untagged late batch: %d %+v", code, res)
 	}
-	if code, _ := f.postBatch(t, batchBody(report.PoolKey(metric, "0123456789abcdef"), late)); code != http.StatusUnprocessableEntity {
-		t.Fatalf("unknown epoch: status %d, want 422", code)
+	// An epoch this collector never published: nothing in it can open.
+	// The batch is acknowledged once with every report malformed, so that
+	// a shuffler does not retry it forever.
+	body := batchBody(report.PoolKey(metric, "0123456789abcdef"), late)
+	code, res = f.postBatch(t, body)
+	if code != http.StatusOK || res.N != 0 || res.Malformed != int64(len(late)) || res.Duplicate {
+		t.Fatalf("unknown epoch: %d %+v, want 200 with every report malformed", code, res)
+	}
+	if code, res = f.postBatch(t, body); code != http.StatusOK || !res.Duplicate {
+		t.Fatalf("unknown epoch again: %d %+v, want a duplicate", code, res)
 	}
 }
 
@@ -439,6 +447,11 @@ func TestCollectorTravelChange(t *testing.T) {
 	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), late))
 	if code != http.StatusOK || res.N != 20 || res.Epoch != old {
 		t.Fatalf("late separate batch under joint travel: %d %+v", code, res)
+	}
+	// Untagged, the earlier plan's pool is still found.
+	late = sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(20, 14), 14)
+	if code, res := f.postBatch(t, batchBody(metric, late)); code != http.StatusOK || res.N != 20 || res.Epoch != old {
+		t.Fatalf("late untagged batch of the earlier pool: %d %+v", code, res)
 	}
 	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPools: pools, Collector: f.srv.URL})
 	var up UploadResult
@@ -474,4 +487,39 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 2 {
 		t.Fatalf("after the relay: %d %+v, want both taken", resp.StatusCode, res)
 	}
+}
+
+// TestShufflerEpochCapAndLearnedPools checks MaxEpochsPerPool (an envelope
+// of one epoch too many is rejected until an epoch is released) and that
+// pools learned with AddPools survive a restart.
+func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
+	p := testPlan(t, 10)
+	sink := &sink{}
+	srv := newServer(t, sink)
+	dir := t.TempDir()
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, MaxEpochsPerPool: 2, ReleaseInterval: 10 * time.Millisecond})
+	key := func(e string) string { return report.PoolKey(metric, "00000000000000"+e) }
+	upload := func(url string, envs []report.Envelope, accepted, rejected int) {
+		t.Helper()
+		var res UploadResult
+		if resp := post(t, nil, url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != accepted || res.Rejected != rejected {
+			t.Fatalf("upload: %d %+v, want %d accepted and %d rejected", resp.StatusCode, res, accepted, rejected)
+		}
+	}
+	upload(f.url, append(envelopes(key("a1"), fakeSealed(3)), envelopes(key("a2"), fakeSealed(3))...), 6, 0)
+	upload(f.url, envelopes(key("a3"), fakeSealed(1)), 0, 1)
+	upload(f.url, envelopes(metric, fakeSealed(1)), 1, 0) // untagged: not an epoch
+	f.run(t)
+	upload(f.url, envelopes(key("a1"), fakeSealed(7)), 7, 0) // a1 reaches n_min
+	waitFor(t, "the a1 batch", func() bool { return len(sink.got()) == 1 })
+	waitFor(t, "a free epoch slot", func() bool {
+		var res UploadResult
+		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(key("a3"), fakeSealed(1))), &res)
+		return res.Accepted == 1
+	})
+
+	f.s.AddPools([]string{"@joint"})
+	f.s.Close()
+	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	upload(g.url, envelopes(report.PoolKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
 }

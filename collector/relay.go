@@ -64,6 +64,14 @@ func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
+// Refresh fetches the collector's plan unless the one held is younger
+// than MaxAge (and calls OnPlan with it), so that a shuffler learns a new
+// plan's pools even when no app fetches the plan through it.
+func (pr *PlanRelay) Refresh(ctx context.Context) error {
+	_, _, err := pr.plan(ctx)
+	return err
+}
+
 func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
 	maxAge := pr.MaxAge
 	if maxAge <= 0 {

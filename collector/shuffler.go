@@ -36,6 +36,9 @@ const (
 	// DefaultDedupWindow is how many of the most recent report ids the
 	// shuffler remembers at least, to drop retried uploads.
 	DefaultDedupWindow = 1 << 22
+	// DefaultMaxEpochsPerPool is the default of
+	// ShufflerOptions.MaxEpochsPerPool.
+	DefaultMaxEpochsPerPool = 8
 	// DefaultReleaseInterval is how often pools are checked.
 	DefaultReleaseInterval = time.Second
 )
@@ -56,6 +59,12 @@ type ShufflerOptions struct {
 	// Plan gives the metrics the shuffler accepts and NMin, the smallest
 	// batch it releases. It need not be calibrated. Required.
 	Plan *plan.Plan
+	// MaxEpochsPerPool bounds the plan epochs pooled apart at once for one
+	// pool (report.PoolKey tags): an envelope of yet another epoch is
+	// rejected until one of them is released. It bounds what a client can
+	// make the shuffler hold with made-up epoch tags, each a pool that may
+	// never reach n_min. Defaults to DefaultMaxEpochsPerPool.
+	MaxEpochsPerPool int
 	// EarlierPools are pools of earlier plans, besides Plan's, whose late
 	// reports the shuffler still takes (Collector.EarlierPools gives those
 	// of the plans a collector published), so that apps that have not yet
@@ -176,6 +185,12 @@ type Shuffler struct {
 	// AddPools).
 	pools   atomic.Pointer[map[string]bool]
 	poolsMu sync.Mutex // serializes AddPools
+
+	// epochsMu guards epochs: per pool, the epoch tags with reports
+	// pooled (or admitted since Release last looked), for
+	// MaxEpochsPerPool.
+	epochsMu sync.Mutex
+	epochs   map[string]map[string]bool
 	db      *database
 	salt    []byte
 	genSize int64
@@ -222,6 +237,11 @@ var shufflerSchema = []string{
 		gen INTEGER NOT NULL
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
+	// pools holds the pools learned after start (AddPools: the pools of
+	// plans the shuffler relayed), so that a restart keeps taking them.
+	`CREATE TABLE IF NOT EXISTS pools (
+		name TEXT PRIMARY KEY
+	) WITHOUT ROWID`,
 	// outgoing holds released batches (report.EncodeBatch bytes) until the
 	// collector acknowledges them.
 	`CREATE TABLE IF NOT EXISTS outgoing (
@@ -273,6 +293,9 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	if o.MaxBatch < o.Plan.NMin || o.MaxBatch > report.MaxBatchReports {
 		return nil, fmt.Errorf("%w: MaxBatch = %d, must be in [n_min = %d, %d]", ErrOptions, o.MaxBatch, o.Plan.NMin, report.MaxBatchReports)
 	}
+	if o.MaxEpochsPerPool <= 0 {
+		o.MaxEpochsPerPool = DefaultMaxEpochsPerPool
+	}
 	if o.DedupWindow <= 0 {
 		o.DedupWindow = DefaultDedupWindow
 	}
@@ -307,6 +330,12 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		kick:    make(chan struct{}, 1),
 	}
 	s.AddPools(append(o.Plan.Pools(), o.EarlierPools...))
+	learned, err := s.storedPools(ctx)
+	if err != nil {
+		db.close()
+		return nil, err
+	}
+	s.AddPools(learned)
 	if err := s.loadMeta(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -316,6 +345,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		db.close()
 		return nil, err
 	}
+	s.trackEpochs(pools)
 	for _, p := range pools {
 		if !s.accepts(p.metric) {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
@@ -357,6 +387,76 @@ func (s *Shuffler) AddPools(pools []string) {
 	if added > 0 || s.pools.Load() == nil {
 		s.pools.Store(&next)
 	}
+	if s.db == nil || added == 0 {
+		return
+	}
+	for _, p := range pools {
+		// Best effort: a pool not stored is learned again at the next
+		// relayed plan.
+		if _, err := s.db.w.Exec(`INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
+			s.log.Warn("storing a learned pool", "pool", p, "error", err)
+		}
+	}
+}
+
+// storedPools returns the pools learned by earlier runs.
+func (s *Shuffler) storedPools(ctx context.Context) ([]string, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT name FROM pools`)
+	if err != nil {
+		return nil, fmt.Errorf("collector: learned pools: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// trackEpochs resets the pooled epochs from the pool sizes.
+func (s *Shuffler) trackEpochs(pools []poolSize) {
+	m := map[string]map[string]bool{}
+	for _, p := range pools {
+		pool, epoch := report.SplitPoolKey(p.metric)
+		if epoch == "" || p.n == 0 {
+			continue
+		}
+		if m[pool] == nil {
+			m[pool] = map[string]bool{}
+		}
+		m[pool][epoch] = true
+	}
+	s.epochsMu.Lock()
+	s.epochs = m
+	s.epochsMu.Unlock()
+}
+
+// admitEpoch reports whether an envelope of key may be pooled under
+// MaxEpochsPerPool, counting its epoch as pooled when it is.
+func (s *Shuffler) admitEpoch(key string) bool {
+	pool, epoch := report.SplitPoolKey(key)
+	if epoch == "" {
+		return true
+	}
+	s.epochsMu.Lock()
+	defer s.epochsMu.Unlock()
+	set := s.epochs[pool]
+	if set[epoch] {
+		return true
+	}
+	if len(set) >= s.o.MaxEpochsPerPool {
+		return false
+	}
+	if set == nil {
+		set = map[string]bool{}
+		s.epochs[pool] = set
+	}
+	set[epoch] = true
+	return true
 }
 
 // validEpoch reports whether epoch is plan.EpochLen lowercase hex digits.
@@ -519,6 +619,8 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !s.accepts(e.Metric):
 			reject(i, "unknown metric %q", e.Metric)
+		case !s.admitEpoch(e.Metric):
+			reject(i, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
 		case e.Suite != report.SuiteX25519ChaCha:
 			reject(i, "unsupported suite %d", e.Suite)
 		case len(e.Sealed) < MinSealedLen:
@@ -716,12 +818,16 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		s.poolDirty.Store(true)
 		return 0, err
 	}
+	// Epochs admitted after this query are lost from the count until the
+	// next Release: the bound may be overshot briefly, never by much.
+	s.trackEpochs(pools)
 	released := 0
 	for _, p := range pools {
 		if !s.accepts(p.metric) {
 			continue
 		}
-		for left := p.n; left >= int64(s.o.Plan.NMin); {
+		left := p.n
+		for left >= int64(s.o.Plan.NMin) {
 			n, err := s.releaseOne(ctx, p.metric, p.suite)
 			if err != nil {
 				s.poolDirty.Store(true)
@@ -732,6 +838,13 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			}
 			released++
 			left -= int64(n)
+		}
+		if left == 0 {
+			// Emptied: its epoch no longer counts toward MaxEpochsPerPool.
+			pool, epoch := report.SplitPoolKey(p.metric)
+			s.epochsMu.Lock()
+			delete(s.epochs[pool], epoch)
+			s.epochsMu.Unlock()
 		}
 	}
 	if released > 0 {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"time"
 
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -83,6 +85,7 @@ the collector's token file there (mode 0600).`,
 			// not refused, and earlier pools stay for late reports.
 			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: func(p *plan.Plan) { s.AddPools(p.Pools()) }}
 			relay.Register(mux)
+			go refreshPlan(ctx, relay, time.Minute)
 			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
@@ -93,4 +96,20 @@ the collector's token file there (mode 0600).`,
 	cmd.Flags().StringVar(&collectorURL, "collector", "", "the collector's base URL, e.g. http://127.0.0.1:8081 (required)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default DIR/batch.token)")
 	return cmd
+}
+
+// refreshPlan has relay fetch the collector's plan now and every interval
+// until ctx is done, so that the shuffler takes a new plan's pools even
+// when apps fetch the plan from the collector directly.
+func refreshPlan(ctx context.Context, relay *collector.PlanRelay, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = relay.Refresh(ctx) // failures are logged by the relay
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -367,6 +367,11 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	if p == nil || p.mode != ModeOn || p.cfg.Plan != nil {
 		return false, nil
 	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return false, ErrShutdown
+	}
 	cur := p.currentPlan()
 	pl, raw, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.digest)
 	if err != nil || pl == nil || pl.Digest() == cur.digest {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -406,12 +407,23 @@ func TestOutboxStaging(t *testing.T) {
 }
 
 // slowAdd widens the window between reading a round and committing it,
-// as sealing and an fsync do on a slow device.
-type slowAdd struct{ client.Outbox }
+// as sealing and an fsync do on a slow device, and makes every staged
+// report unique (a counter appended), so that a report sent twice shows.
+type slowAdd struct {
+	client.Outbox
+	n *atomic.Int64
+}
 
 func (o slowAdd) Add(ctx context.Context, e client.Entry, maxPerDay int) error {
 	time.Sleep(3 * time.Millisecond)
 	return o.Outbox.Add(ctx, e, maxPerDay)
+}
+
+func (o slowAdd) Stage(ctx context.Context, st client.Staged, once bool) (client.Staged, error) {
+	if st.Metric != "" {
+		st.Report = fmt.Appendf(append([]byte(nil), st.Report...), "#%d", o.n.Add(1))
+	}
+	return o.Outbox.Stage(ctx, st, once)
 }
 
 // TestJointTwoProcesses runs two Providers on one SQLite outbox file (two
@@ -424,6 +436,7 @@ func TestJointTwoProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "outbox.db")
 	ctx := context.Background()
 	var ps [2]*client.Provider
+	var counter atomic.Int64
 	for i := range ps {
 		o, err := client.OpenSQLiteOutbox(ctx, path)
 		if err != nil {
@@ -431,7 +444,7 @@ func TestJointTwoProcesses(t *testing.T) {
 		}
 		t.Cleanup(func() { o.Close() })
 		cfg := fastConfig(f, "")
-		cfg.Outbox, cfg.UploadDelay = slowAdd{o}, time.Hour
+		cfg.Outbox, cfg.UploadDelay = slowAdd{o, &counter}, time.Hour
 		ps[i] = newProvider(t, cfg)
 	}
 	const records = 60
@@ -485,6 +498,18 @@ func TestJointTwoProcesses(t *testing.T) {
 	if 3*messages+int64(len(left)) > 2*records {
 		t.Fatalf("%d messages and %d staged reports from %d Records: a staged report went out twice", messages, len(left), 2*records)
 	}
+	// Every staged report is unique: none may be in two messages.
+	seen := map[string]int{}
+	f.mu.Lock()
+	for i, msg := range f.messages {
+		for _, part := range msg {
+			if j, dup := seen[string(part.Report)]; dup {
+				t.Errorf("staged report %q sent in messages %d and %d", part.Report, j, i)
+			}
+			seen[string(part.Report)] = i
+		}
+	}
+	f.mu.Unlock()
 }
 
 // TestPlanRefresh checks that a Provider picks up a new plan: a
