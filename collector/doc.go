@@ -35,8 +35,13 @@
 // HPKE info. The shuffler pools each (pool, epoch) apart, so a released
 // batch holds at least n_min reports of one plan, and the collector opens
 // a tagged batch under that epoch's plan only, loading an earlier epoch
-// from its database when needed. Untagged batches are opened under the
-// current epoch, then the MaxOlderEpochs before it.
+// from its database when needed; a batch of an epoch it cannot open is
+// acknowledged once with every report malformed. Untagged batches are
+// opened under the epochs whose plans have their pool, current first (the
+// current and the MaxOlderEpochs before it). The shuffler holds at most
+// MaxEpochsPerPool epochs of a pool at once, takes the pools of every plan
+// it relays (stored, so a restart keeps them), and under blanket serve the
+// pools of every plan the collector published.
 //
 // # HTTP API
 //
@@ -82,6 +87,7 @@
 //	meta(key, value)                      dedup salt and generation
 //	pool(id INTEGER PK, metric, suite, sealed)
 //	seen(h BLOB PK, gen)                  HMAC-SHA256(salt, report id)[:16]
+//	pools(name PK)                        pools learned from relayed plans
 //	outgoing(id BLOB PK, metric, n, body) released batches until acknowledged
 //
 // collector.db:
