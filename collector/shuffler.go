@@ -191,9 +191,9 @@ type Shuffler struct {
 	// MaxEpochsPerPool.
 	epochsMu sync.Mutex
 	epochs   map[string]map[string]bool
-	db      *database
-	salt    []byte
-	genSize int64
+	db       *database
+	salt     []byte
+	genSize  int64
 
 	reqs      chan *acceptReq
 	closed    chan struct{}
