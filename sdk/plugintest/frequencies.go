@@ -159,7 +159,7 @@ func (v *verifier) outputMap(ctx context.Context, eps0 float64, m *accountant.Ma
 				return out, err
 			}, "", "", nil
 		case !errors.Is(perr, errors.ErrUnsupported):
-			return nil, "", "", fmt.Errorf("Outputs: %v", perr)
+			return nil, "", "", fmt.Errorf("the randomizer's Outputs: %v", perr)
 		}
 	}
 	if w := ldp.IndexWidth(m.NumOutputs()); w != v.desc.ReportBytes {
