@@ -113,8 +113,8 @@ func (e *epochState) binding(pool string) (report.Binding, int, bool) {
 // openEpoch opens the randomizers of a calibrated plan and computes its
 // bindings. The plan's metric versions must match the plugins'.
 func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState, error) {
-	e := &epochState{epoch: pub.Digest()[:EpochLen], plan: pub, metrics: map[string]*metricState{}}
-	bs := make([]report.Binding, len(pub.Metrics))
+	e := &epochState{epoch: pub.Epoch(), plan: pub, metrics: map[string]*metricState{}}
+	bs := pub.Bindings()
 	for i, m := range pub.Metrics {
 		r, err := c.o.Open(ctx, m.Plugin, m.Config())
 		if err != nil {
@@ -130,7 +130,6 @@ func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState,
 		if m.Eps0 < d.Eps0Min || m.Eps0 > d.Eps0Max {
 			return nil, fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, d.Eps0Min, d.Eps0Max)
 		}
-		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: e.epoch}
 		e.metrics[m.Name] = &metricState{m: m, binding: bs[i], r: r, desc: d}
 	}
 	if pub.Pooled() {

@@ -160,6 +160,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 	}
 	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
 	v.epoch = v.digest[:plan.EpochLen]
+	bindings := p.Bindings()
 	var reportBytes []int
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
@@ -189,7 +190,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			r:       r,
 			kind:    d.Input,
 			eps0:    m.Eps0,
-			binding: report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: v.epoch},
+			binding: bindings[i],
 		}
 		v.metrics[m.Name] = ms
 		v.order = append(v.order, ms)
@@ -199,7 +200,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			return nil, err
 		}
 		v.pool = p.Pool("")
-		v.poolBinding = p.PoolBinding()
+		v.poolBinding = report.PoolBinding(v.pool, p.Travel, bindings)
 		var cum float64
 		for _, w := range p.Weights() {
 			cum += w

@@ -334,25 +334,32 @@ const EpochLen = 16
 // report.PoolKey).
 func (p *Plan) Epoch() string { return p.Digest()[:EpochLen] }
 
-// Binding returns the binding a report of metric name is sealed under in
-// this plan (its eps0 and version as calibrated).
-func (p *Plan) Binding(name string) report.Binding {
-	b := report.Binding{Metric: name, Epoch: p.Epoch()}
-	if m := p.Metric(name); m != nil {
-		b.Plugin, b.Version, b.Eps0 = m.Plugin, m.Version, m.Eps0
-	}
-	return b
-}
-
-// PoolBinding returns the binding of the messages of a pooled plan
-// (report.PoolBinding over every metric's Binding, in plan order).
-func (p *Plan) PoolBinding() report.Binding {
+// Bindings returns the binding each metric's reports are sealed under in
+// this plan, in plan order: its name, plugin, version and eps0 as
+// calibrated, and the plan's epoch.
+func (p *Plan) Bindings() []report.Binding {
 	epoch := p.Epoch()
 	bs := make([]report.Binding, len(p.Metrics))
 	for i, m := range p.Metrics {
 		bs[i] = report.Binding{Metric: m.Name, Plugin: m.Plugin, Version: m.Version, Eps0: m.Eps0, Epoch: epoch}
 	}
-	return report.PoolBinding(p.Pool(""), p.Travel, bs)
+	return bs
+}
+
+// Binding returns the binding a report of metric name is sealed under in
+// this plan (see Bindings); for a name not in the plan, the name and epoch
+// alone.
+func (p *Plan) Binding(name string) report.Binding {
+	if i := p.MetricIndex(name); i >= 0 {
+		return p.Bindings()[i]
+	}
+	return report.Binding{Metric: name, Epoch: p.Epoch()}
+}
+
+// PoolBinding returns the binding of the messages of a pooled plan
+// (report.PoolBinding over Bindings).
+func (p *Plan) PoolBinding() report.Binding {
+	return report.PoolBinding(p.Pool(""), p.Travel, p.Bindings())
 }
 
 // YAML returns the plan as YAML.
