@@ -197,7 +197,7 @@ type Collector struct {
 
 	plansMu sync.Mutex
 	plans   map[string]*plan.Plan  // published plans by epoch
-	loaded  map[string]*epochState // earlier epochs opened on demand (epochByID)
+	opened  map[string]*epochState // earlier epochs open: older, and those epochByID loaded
 
 	c         collectorCounters
 	closeOnce sync.Once
@@ -265,7 +265,7 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 
 		epsInFlight: map[epsKey]*epsCall{},
 		plans:       map[string]*plan.Plan{},
-		loaded:      map[string]*epochState{},
+		opened:      map[string]*epochState{},
 	}
 	if err := c.publish(ctx); err != nil {
 		db.close()
@@ -392,12 +392,7 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	}
 	c.plansMu.Lock()
 	defer c.plansMu.Unlock()
-	for _, e := range c.older {
-		if e.epoch == id {
-			return e, nil
-		}
-	}
-	if e := c.loaded[id]; e != nil {
+	if e := c.opened[id]; e != nil {
 		return e, nil
 	}
 	var b []byte
@@ -409,16 +404,26 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("stored plan of epoch %s: %w", id, err)
-	}
-	e, err := c.openEpoch(ctx, p)
+	e, err := c.openStored(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s no longer opens: %v", errUnknownEpoch, id, err)
 	}
-	c.loaded[id] = e
-	c.plans[id] = p
+	return e, nil
+}
+
+// openStored opens an epoch from its stored plan and keeps it open. The
+// caller holds plansMu (or is OpenCollector).
+func (c *Collector) openStored(ctx context.Context, stored []byte) (*epochState, error) {
+	p, err := plan.Parse(stored)
+	if err != nil {
+		return nil, fmt.Errorf("stored plan: %w", err)
+	}
+	e, err := c.openEpoch(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c.opened[e.epoch] = e
+	c.plans[e.epoch] = p
 	return e, nil
 }
 
@@ -449,14 +454,10 @@ func (c *Collector) openOlder(ctx context.Context, key string) error {
 	}
 	c.older = nil
 	for _, st := range all {
-		p, err := plan.Parse(st.plan)
+		e, err := c.openStored(ctx, st.plan)
 		if err == nil {
-			var e *epochState
-			if e, err = c.openEpoch(ctx, p); err == nil {
-				c.older = append(c.older, e)
-				c.plans[e.epoch] = p
-				continue
-			}
+			c.older = append(c.older, e)
+			continue
 		}
 		c.log.Warn("an earlier epoch cannot be opened; its late reports will count as malformed", "epoch", st.epoch, "error", err)
 	}
