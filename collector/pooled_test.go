@@ -32,8 +32,18 @@ type pooledFixture struct {
 
 func newPooledFixture(t testing.TB, travel string, nMin int) *pooledFixture {
 	t.Helper()
+	return newPooledFixtureWith(t, travel, nMin, nil)
+}
+
+// newPooledFixtureWith is newPooledFixture with the test plan changed by
+// edit (when not nil) before the collector publishes it.
+func newPooledFixtureWith(t testing.TB, travel string, nMin int, edit func(*plan.Plan)) *pooledFixture {
+	t.Helper()
 	p := testPlan(t, nMin)
 	p.Travel = travel
+	if edit != nil {
+		edit(p)
+	}
 	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
 	f.pub = f.c.Plan()
 	f.binding = f.pub.PoolBinding()
@@ -263,20 +273,7 @@ func TestCollectorParallelBatch(t *testing.T) {
 // same): each component must be accounted at its own eps0, not at one of
 // them.
 func TestCollectorParallelUnequalEps0(t *testing.T) {
-	p := testPlan(t, 50)
-	p.Travel = "parallel"
-	p.Metrics[1].Eps0 = 6
-	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
-	f.pub = f.c.Plan()
-	f.binding = f.pub.PoolBinding()
-	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
-	var err error
-	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other}); err != nil {
-		t.Fatal(err)
-	}
-	if f.sum, err = summation.New(summation.Options{Lo: m1.Lo, Hi: m1.Hi, K: 10}); err != nil {
-		t.Fatal(err)
-	}
+	f := newPooledFixtureWith(t, "parallel", 50, func(p *plan.Plan) { p.Metrics[1].Eps0 = 6 })
 	var sealed [][]byte
 	for i := range 100 {
 		a, b := f.randomize(t, "home", float64(i))
