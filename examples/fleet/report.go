@@ -177,23 +177,13 @@ func num(v float64) string {
 func (f *fleet) compare(ctx context.Context, served []item) error {
 	m := f.metrics[roleZipf]
 	t := f.truth[roleZipf]
-	var wsum float64
-	for _, pm := range f.plan.Metrics {
-		w := pm.Weight
-		if w == 0 {
-			w = 1
-		}
-		wsum += w
-	}
-	w := m.Weight
-	if w == 0 {
-		w = 1
-	}
+	ws := f.plan.Weights()
+	w := ws[f.plan.MetricIndex(m.Name)] // the metric's normalised weight
 	// The same target under the generic clone bound, and with local DP
 	// alone: separate travel gives the metric its share of the target;
 	// joint travel gives it its share of the total local budget; parallel
 	// travel gives every metric the whole budget.
-	share := f.plan.Target.Eps * w / wsum
+	share := f.plan.Target.Eps * w
 	var genEps0 float64
 	switch f.plan.Travel {
 	case "joint", "parallel":
@@ -202,7 +192,6 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		for i := range parts {
 			parts[i] = accountant.Generic()
 		}
-		ws := f.plan.Weights()
 		var mech accountant.Mechanism = accountant.ParallelMech{Weights: ws, Parts: parts}
 		if f.plan.Travel == "joint" {
 			mech = accountant.JointMech{Parts: parts, Weights: ws}
@@ -215,7 +204,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		}
 		genEps0 = gen.Eps0
 		if f.plan.Travel == "joint" {
-			genEps0 *= w / wsum
+			genEps0 *= w
 		}
 	default:
 		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin})
