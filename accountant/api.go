@@ -40,6 +40,10 @@ type Target struct {
 	Delta float64
 	// N is the number of users (batch size). Required, >= 1.
 	N int
+	// Rounds is the number of reports of one user the target covers, each
+	// shuffled in its own batch of N (a horizon of Rounds periods).
+	// Defaults to 1.
+	Rounds int
 }
 
 // CalibrationResult is the largest local budget meeting a target.

@@ -19,9 +19,9 @@ const (
 	// parallel composition, every metric gets the whole local budget.
 	TravelParallel Travel = "parallel"
 	// TravelSeparate sends one message per metric, each shuffled in its own
-	// batch. The per-user guarantee is the basic composition across metrics:
-	// the target (eps, delta) is split among the metrics in proportion to
-	// their weights, and each metric's eps0 is calibrated to its share.
+	// batch. The per-user guarantee is the composition of every metric's
+	// reports (heterogeneous, through privacy loss distributions); see
+	// AllocatePlan for how the budgets are set.
 	TravelSeparate Travel = "separate"
 )
 
@@ -46,6 +46,11 @@ type PlanSpec struct {
 	Travel Travel
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []PlanMetric
+	// Rounds is the horizon: the number of periods the target covers, in
+	// each of which a user sends one report per metric (separate travel) or
+	// one message (joint, parallel), each in its own batch of at least
+	// NMin. Defaults to 1.
+	Rounds int
 }
 
 // MetricBudget is the calibrated budget of one metric.
@@ -56,8 +61,11 @@ type MetricBudget struct {
 	Eps0 float64
 	// Weight is the normalised weight (shares sum to 1).
 	Weight float64
-	// Eps and Delta are the metric's share of the target (separate travel)
-	// or the whole target (joint and parallel).
+	// Eps and Delta are the single-report guarantee of one batch of this
+	// metric at NMin, labelled as the metric's own: with separate travel
+	// Delta is the metric's weight share of the target delta and Eps the
+	// single-report eps there; with joint and parallel travel they are the
+	// whole target. The per-user guarantee is PlanResult's.
 	Eps, Delta float64
 }
 
@@ -68,18 +76,30 @@ type PlanResult struct {
 	// Metrics holds one budget per metric, in the order given.
 	Metrics []MetricBudget
 	// Eps and Delta are the per-user guarantee the plan proves at NMin
-	// (no larger than the target).
+	// over Rounds periods, across all metrics (no larger than the target).
 	Eps, Delta float64
+	// Rounds is the horizon the guarantee covers.
+	Rounds int
 	// Rule describes the allocation rule in one sentence.
 	Rule string
 }
 
-// AllocatePlan sets every metric's eps0 so that the plan meets its target at
-// batches of NMin reports. The rule: joint travel splits one calibrated total
-// budget by weight; parallel travel calibrates one budget shared by every
-// metric with selection probabilities proportional to weight; separate travel
-// splits the target (eps, delta) by weight (basic composition) and calibrates
-// each metric alone.
+// AllocatePlan sets every metric's eps0 so that the plan meets its target,
+// per user over Rounds periods, at batches of NMin reports. The rule: joint
+// travel splits one calibrated total budget by weight; parallel travel
+// calibrates one budget shared by every metric with selection
+// probabilities proportional to weight; in both, the calibration composes
+// the Rounds messages of a user (Calibrate with Target.Rounds).
+//
+// Separate travel starts from the linear split: metric i alone calibrated
+// to (w_i eps/Rounds, w_i delta/Rounds), which meets the target by basic
+// composition. Every metric's eps0 is then that base budget times one
+// common factor s >= 1 (capped at MaxEps0), s the largest (to relative
+// 1e-3) for which the composition of all reports of all metrics meets the
+// target. The rule is monotone: a larger target, a larger NMin or fewer
+// rounds never lower any metric's eps0 (each base budget grows, and so does
+// the feasible set of s); and since s >= 1, no metric gets less than the
+// linear split would give it.
 func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 	if err := checkEps("plan eps", spec.Eps); err != nil {
 		return nil, err
@@ -126,8 +146,15 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 	if travel == "" {
 		travel = TravelSeparate
 	}
-	res := &PlanResult{Travel: travel}
-	target := Target{Eps: spec.Eps, Delta: spec.Delta, N: spec.NMin}
+	rounds := spec.Rounds
+	if rounds == 0 {
+		rounds = 1
+	}
+	if rounds < 1 || rounds > MaxRounds {
+		return nil, argError("plan rounds", spec.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	res := &PlanResult{Travel: travel, Rounds: rounds}
+	target := Target{Eps: spec.Eps, Delta: spec.Delta, N: spec.NMin, Rounds: rounds}
 	switch travel {
 	case TravelJoint:
 		c, err := Calibrate(JointMech{Parts: parts, Weights: weights}, target)
@@ -150,29 +177,145 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 		res.Eps, res.Delta = c.Achieved.Upper, spec.Delta
 		res.Rule = "each user reports one metric chosen with probability proportional to its weight; every metric gets the calibrated budget"
 	case TravelSeparate:
-		res.Metrics = make([]MetricBudget, len(spec.Metrics))
-		errs := make([]error, len(spec.Metrics))
-		parallelMap(len(spec.Metrics), func(i int) {
-			t := Target{Eps: spec.Eps * weights[i], Delta: spec.Delta * weights[i], N: spec.NMin}
-			c, err := Calibrate(parts[i], t)
-			if err != nil {
-				errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
-				return
-			}
-			res.Metrics[i] = MetricBudget{Name: spec.Metrics[i].Name, Eps0: c.Eps0, Weight: weights[i], Eps: c.Achieved.Upper, Delta: t.Delta}
-		})
-		for _, err := range errs {
-			if err != nil {
-				return nil, err
-			}
+		if err := allocateSeparate(spec, weights, parts, rounds, res); err != nil {
+			return nil, err
 		}
-		for _, m := range res.Metrics {
-			res.Eps += m.Eps
-			res.Delta += m.Delta
-		}
-		res.Rule = "one message per metric; the target (eps, delta) is split in proportion to the weights (basic composition) and each metric is calibrated to its share"
 	default:
 		return nil, argError("plan travel", string(travel), `"joint", "parallel" or "separate"`)
 	}
 	return res, nil
+}
+
+// allocateSeparate is the separate-travel rule of AllocatePlan.
+func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, rounds int, res *PlanResult) error {
+	R := float64(rounds)
+	base := make([]float64, len(parts))
+	errs := make([]error, len(parts))
+	parallelMap(len(parts), func(i int) {
+		t := Target{Eps: spec.Eps * weights[i] / R, Delta: spec.Delta * weights[i] / R, N: spec.NMin}
+		c, err := Calibrate(parts[i], t)
+		if err != nil {
+			errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+			return
+		}
+		base[i] = c.Eps0
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	compose := func(s float64) (*Composition, error) {
+		ps := make([]Part, len(parts))
+		for i := range parts {
+			ps[i] = Part{Mech: parts[i], Eps0: math.Min(s*base[i], MaxEps0), N: spec.NMin, Rounds: rounds}
+		}
+		return NewComposition(ps...)
+	}
+	// g(s) = log(delta_up(eps)/delta) of the composition at factor s.
+	g := func(s float64) (float64, error) {
+		c, err := compose(s)
+		if err != nil {
+			return 0, err
+		}
+		if c.LocalEps() <= spec.Eps {
+			return math.Inf(-1), nil
+		}
+		d := composedDelta(c.plds(spec.Delta, 0, true).upper, spec.Eps, true)
+		if d <= 0 {
+			return math.Inf(-1), nil
+		}
+		return math.Log(d / spec.Delta), nil
+	}
+	maxS := 1.0
+	for _, b := range base {
+		maxS = math.Max(maxS, MaxEps0/b)
+	}
+	a, ga := 1.0, 0.0
+	var err error
+	if ga, err = g(a); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	s := 1.0
+	if ga <= 0 {
+		// Grow until the target fails, then regula falsi (Illinois).
+		b, gb := a, ga
+		for gb <= 0 && b < maxS {
+			a, ga = b, gb
+			b = math.Min(2*b, maxS)
+			if gb, err = g(b); err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+		}
+		s = b
+		if gb > 0 {
+			side := 0
+			for i := 0; i < 60 && b-a > calTol*b; i++ {
+				var x float64
+				if math.IsInf(ga, -1) {
+					x = 0.5 * (a + b)
+				} else {
+					fa, fb := ga, gb
+					if side == -1 {
+						fb /= 2
+					} else if side == 1 {
+						fa /= 2
+					}
+					x = a + (b-a)*fa/(fa-fb)
+					w := b - a
+					x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
+				}
+				gx, err := g(x)
+				if err != nil {
+					return fmt.Errorf("plan: %w", err)
+				}
+				if gx <= 0 {
+					a, ga, side = x, gx, 1
+				} else {
+					b, gb, side = x, gx, -1
+				}
+			}
+			s = a
+		}
+	}
+	// Certify with the full query; step down while it misses the target.
+	var ach EpsilonResult
+	for range 40 {
+		c, err := compose(s)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		if ach, err = c.Epsilon(spec.Delta); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		if ach.Upper <= spec.Eps || s <= 1 {
+			break
+		}
+		s = math.Max(1, s*(1-calTol))
+	}
+	res.Metrics = make([]MetricBudget, len(parts))
+	var linEps, linDelta float64
+	parallelMap(len(parts), func(i int) {
+		eps0 := math.Min(s*base[i], MaxEps0)
+		share := spec.Delta * weights[i]
+		d, err := parts[i].Decompose(eps0)
+		var e float64
+		if err == nil {
+			e = epsilonOf(d, spec.NMin, share).Upper
+		}
+		res.Metrics[i] = MetricBudget{Name: spec.Metrics[i].Name, Eps0: eps0, Weight: weights[i], Eps: e, Delta: share}
+	})
+	for i := range parts {
+		linEps += spec.Eps * weights[i]
+		linDelta += spec.Delta * weights[i]
+	}
+	if ach.Upper <= spec.Eps {
+		res.Eps, res.Delta = ach.Upper, spec.Delta
+	} else {
+		// s = 1 and the composition's bound misses the target: the linear
+		// split's basic composition is the proof.
+		res.Eps, res.Delta = linEps, linDelta
+	}
+	res.Rule = fmt.Sprintf("one message per metric per period; each metric's eps0 is its linear-split budget (calibrated alone to weight*(eps, delta)/%d) times one common factor %.4g, the largest for which the composition of all metrics' reports over %d period(s) meets the target", rounds, s, rounds)
+	return nil
 }

@@ -57,16 +57,26 @@ func TestAllocatePlan(t *testing.T) {
 					t.Errorf("parallel at allocated budget: eps = %g > %g", r.Upper, eps)
 				}
 			case TravelSeparate:
-				var sumEps float64
+				// The composition of every metric's report meets the target,
+				// and no metric gets less than the linear split of (eps,
+				// delta) by weight would give it (time.md section 4).
+				var parts []Part
 				for i, m := range res.Metrics {
-					r, err := Epsilon(metrics[i].Mech, m.Eps0, n, m.Delta)
+					parts = append(parts, Part{Mech: metrics[i].Mech, Eps0: m.Eps0, N: n})
+					lin, err := Calibrate(metrics[i].Mech, Target{Eps: eps * m.Weight, Delta: delta * m.Weight, N: n})
 					if err != nil {
 						t.Fatal(err)
 					}
-					sumEps += r.Upper
+					if m.Eps0 <= lin.Eps0 {
+						t.Errorf("separate: %s eps0 = %g, not above the linear split's %g", m.Name, m.Eps0, lin.Eps0)
+					}
 				}
-				if sumEps > eps {
-					t.Errorf("separate: composed eps = %g > %g", sumEps, eps)
+				r, err := ComposeEpsilon(parts, delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Upper > eps {
+					t.Errorf("separate: composed eps = %g > %g", r.Upper, eps)
 				}
 				// The weight-2 metric gets half of eps and so a larger eps0
 				// than the same mechanism would at a quarter.

@@ -346,7 +346,10 @@ func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
 
 // Calibrate returns the largest total local budget eps0 whose certified
 // upper bound meets the target (eps, delta) at n users. The mechanism must
-// depend on the budget (not a fixed declaration).
+// depend on the budget (not a fixed declaration). With t.Rounds > 1 the
+// target covers that many reports of one user, each shuffled in its own
+// batch of t.N, composed through privacy loss distributions (Composition):
+// eps0 is then the largest (to relative 2e-4) whose composition meets it.
 func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	if err := checkEps("target eps", t.Eps); err != nil {
 		return CalibrationResult{}, err
@@ -362,6 +365,12 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	}
 	if e, ok := m.FixedEps0(); ok {
 		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
+	}
+	if t.Rounds < 0 || t.Rounds > MaxRounds {
+		return CalibrationResult{}, argError("rounds", t.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	if t.Rounds > 1 {
+		return calibrateRounds(m, t)
 	}
 	// hiAt returns the certified upper delta at the target eps for eps0,
 	// and whether some pair's lower estimate already exceeds the target at

@@ -1,0 +1,563 @@
+package accountant
+
+import (
+	"fmt"
+	"math"
+)
+
+// This file is the public API for privacy over time: a user's reports over
+// a horizon, each shuffled in its own batch, composed through privacy loss
+// distributions (spec time.md). The math is in pld.go (profile points to
+// PLDs), profile.go (sampling) and convolve.go (composition).
+
+const (
+	// HorizonTolerance is the relative accuracy in eps to which a
+	// composition's upper bound is certified against the composition of the
+	// exact single-report dominating pairs (EpsilonResult.Tight).
+	HorizonTolerance = 0.01
+	// maxHorizonRefine bounds how often the loss grid is halved to reach
+	// HorizonTolerance.
+	maxHorizonRefine = 2
+	// tauFineRel and tauTailRel set the profile floors relative to
+	// delta/rounds: the fine grid runs until the single-report profile is
+	// below tauFineRel*delta/rounds, the tail until tauTailRel times that.
+	tauFineRel = 1e-3
+	tauTailRel = 1e-6
+	// deltaRef is the delta whose floors a delta(eps) query uses.
+	deltaRef = 1e-12
+	// MaxRounds is the largest number of reports a composition accepts.
+	MaxRounds = 1_000_000
+)
+
+// Part is one mechanism's share of a user's reports in a composition:
+// Rounds reports, each at local budget Eps0 and shuffled in a batch of N
+// reports.
+type Part struct {
+	// Mech is the randomizer. Required.
+	Mech Mechanism
+	// Eps0 is the total local budget of one report. Required unless Mech
+	// fixes its own (then 0 means that budget).
+	Eps0 float64
+	// N is the batch size each report is shuffled in. Required, >= 1.
+	N int
+	// Rounds is the number of reports. Defaults to 1.
+	Rounds int
+}
+
+// Composition is the composition of several parts, ready to be queried.
+// It memoises the single-report evaluations, so repeated queries (and
+// compositions made from it with WithRounds) are cheaper.
+type Composition struct {
+	parts    []Part
+	decs     []*Decomposition
+	samplers []*partSampler
+}
+
+// NewComposition validates the parts and returns their composition.
+func NewComposition(parts ...Part) (*Composition, error) {
+	if len(parts) == 0 {
+		return nil, argError("composition parts", 0, "at least 1")
+	}
+	c := &Composition{}
+	var total int
+	for i, p := range parts {
+		name := fmt.Sprintf("part %d", i+1)
+		if p.Mech == nil {
+			return nil, argError(name+" mechanism", nil, "set")
+		}
+		if p.Rounds == 0 {
+			p.Rounds = 1
+		}
+		if p.Rounds < 1 || p.Rounds > MaxRounds {
+			return nil, argError(name+" rounds", p.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
+		}
+		total += p.Rounds
+		if total > MaxRounds {
+			return nil, argError("total rounds", total, fmt.Sprintf("<= %d", MaxRounds))
+		}
+		if p.Eps0 == 0 {
+			if e, ok := p.Mech.FixedEps0(); ok {
+				p.Eps0 = e
+			}
+		}
+		if err := checkQuery(p.Eps0, p.N); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		d, err := p.Mech.Decompose(p.Eps0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		c.parts = append(c.parts, p)
+		c.decs = append(c.decs, d)
+		c.samplers = append(c.samplers, newPartSampler(d, p.N))
+	}
+	return c, nil
+}
+
+// WithRounds returns the same parts with new round counts (one per part),
+// sharing the memoised evaluations.
+func (c *Composition) WithRounds(rounds ...int) (*Composition, error) {
+	if len(rounds) != len(c.parts) {
+		return nil, argError("rounds", len(rounds), fmt.Sprintf("one per part (%d)", len(c.parts)))
+	}
+	out := &Composition{decs: c.decs, samplers: c.samplers}
+	var total int
+	for i, p := range c.parts {
+		if rounds[i] < 1 || rounds[i] > MaxRounds {
+			return nil, argError(fmt.Sprintf("part %d rounds", i+1), rounds[i], fmt.Sprintf("in [1, %d]", MaxRounds))
+		}
+		total += rounds[i]
+		p.Rounds = rounds[i]
+		out.parts = append(out.parts, p)
+	}
+	if total > MaxRounds {
+		return nil, argError("total rounds", total, fmt.Sprintf("<= %d", MaxRounds))
+	}
+	return out, nil
+}
+
+// Rounds returns the total number of reports.
+func (c *Composition) Rounds() int {
+	var t int
+	for _, p := range c.parts {
+		t += p.Rounds
+	}
+	return t
+}
+
+// LocalEps returns the composition's pure local guarantee: the sum over
+// reports of their local eps.
+func (c *Composition) LocalEps() float64 {
+	var s float64
+	for i, p := range c.parts {
+		s += float64(p.Rounds) * c.decs[i].LocalEps
+	}
+	return s
+}
+
+// single reports whether the composition is one report (the single-report
+// engine answers it exactly).
+func (c *Composition) single() bool { return len(c.parts) == 1 && c.parts[0].Rounds == 1 }
+
+// horizonPLDs are the composed parts' PLDs at one grid.
+type horizonPLDs struct {
+	upper, pairLower, lower []pldPart
+	hasLower                bool
+	built                   []builtPart
+}
+
+// plds builds every part's PLDs for a query at delta (floors), with the
+// grid halved refine times; only the pessimistic ones with upperOnly.
+func (c *Composition) plds(delta float64, refine int, upperOnly ...bool) horizonPLDs {
+	only := len(upperOnly) > 0 && upperOnly[0]
+	T := float64(c.Rounds())
+	tauFine := tauFineRel * delta / T
+	tauTail := tauTailRel * delta / T
+	desired := make([]float64, len(c.parts))
+	step, which := math.Inf(1), 0
+	for i, s := range c.samplers {
+		desired[i] = s.desiredStep() / math.Pow(2, float64(refine))
+		if desired[i] < step {
+			step, which = desired[i], i
+		}
+	}
+	// Align the lattice with the finest part's local eps.
+	le := c.decs[which].LocalEps
+	step = le / math.Ceil(le/step)
+	h := horizonPLDs{hasLower: !only}
+	h.built = make([]builtPart, len(c.parts))
+	parallelMap(len(c.parts), func(i int) {
+		fine := int64(math.Max(1, math.Floor(desired[i]/step*(1+1e-9))))
+		h.built[i] = c.samplers[i].build(step, fine, tauFine, tauTail, refine, only)
+	})
+	for i, b := range h.built {
+		r := c.parts[i].Rounds
+		h.upper = append(h.upper, pldPart{b.upper, r})
+		if only {
+			continue
+		}
+		h.pairLower = append(h.pairLower, pldPart{b.pairLower, r})
+		if b.lower == nil {
+			h.hasLower = false
+		} else {
+			h.lower = append(h.lower, pldPart{b.lower, r})
+		}
+	}
+	return h
+}
+
+// epsUpperOf returns the smallest eps in [0, cap] with delta_up <= delta
+// (cap when none).
+func epsUpperOf(parts []pldPart, delta, cap float64) float64 {
+	f := func(e float64) float64 { return composedDelta(parts, e, true) }
+	e, ok := solveDecreasing(f, delta, 0, cap)
+	if !ok {
+		return cap
+	}
+	return e
+}
+
+// epsLowerOf returns the largest eps with delta_lo >= delta (0 when none).
+func epsLowerOf(parts []pldPart, delta, cap float64) float64 {
+	f := func(e float64) float64 { return composedDelta(parts, e, false) }
+	return solveDecreasingLow(f, delta, 0, cap)
+}
+
+// Epsilon returns the central eps of the composition at delta: Upper is a
+// sound upper bound for every user's reports together, Lower the exact
+// eps of the composed lower-bound datasets (spec accounting.md section 4,
+// the same datasets in every round), or less. Tight reports whether Upper
+// is certified within HorizonTolerance of the composition of the exact
+// single-report dominating pairs. A single report (one part, one round) is
+// answered by the single-report engine, exactly as Epsilon.
+func (c *Composition) Epsilon(delta float64) (EpsilonResult, error) {
+	if err := checkDelta("delta", delta); err != nil {
+		return EpsilonResult{}, err
+	}
+	if c.single() {
+		return epsilonOf(c.decs[0], c.parts[0].N, delta), nil
+	}
+	cap := c.LocalEps()
+	var r EpsilonResult
+	for refine := 0; ; refine++ {
+		h := c.plds(delta, refine)
+		up := epsUpperOf(h.upper, delta, cap)
+		pair := epsLowerOf(h.pairLower, delta, cap)
+		r = EpsilonResult{Upper: up, LocalEps: cap}
+		r.Tight = up <= pair*(1+HorizonTolerance) || up == 0
+		if h.hasLower {
+			r.Lower = epsLowerOf(h.lower, delta, cap)
+		}
+		if r.Tight || refine == maxHorizonRefine {
+			break
+		}
+	}
+	// Basic composition is also a proof: when the PLD bound is not
+	// certified tight, never report more than it gives.
+	if !r.Tight {
+		if basic, err := c.basicEpsilon(delta); err == nil && basic < r.Upper {
+			r.Upper = basic
+		}
+	}
+	r.Upper = math.Min(r.Upper, cap)
+	r.Amplified = r.Upper < cap*(1-rootTol)
+	if !r.Amplified {
+		r.Upper = cap
+	}
+	r.Lower = math.Min(r.Lower, r.Upper)
+	return r, nil
+}
+
+// Delta returns the composition's delta at eps: Upper a sound upper bound,
+// Lower the exact delta of the composed lower-bound datasets or less.
+func (c *Composition) Delta(eps float64) (DeltaResult, error) {
+	if err := checkEps("eps", eps); err != nil {
+		return DeltaResult{}, err
+	}
+	if c.single() {
+		return Delta(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, eps)
+	}
+	if eps >= c.LocalEps() {
+		return DeltaResult{}, nil
+	}
+	var r DeltaResult
+	for refine := 0; ; refine++ {
+		h := c.plds(deltaRef, refine)
+		r.Upper = composedDelta(h.upper, eps, true)
+		pair := composedDelta(h.pairLower, eps, false)
+		if h.hasLower {
+			r.Lower = composedDelta(h.lower, eps, false)
+		}
+		// Tight in eps: the upper bound is met by the exact pair at
+		// eps/(1+HorizonTolerance).
+		if refine == maxHorizonRefine || r.Upper <= pair || composedDelta(h.pairLower, eps/(1+HorizonTolerance), false) >= r.Upper {
+			break
+		}
+	}
+	r.Upper = math.Min(r.Upper, 1)
+	r.Lower = math.Min(r.Lower, r.Upper)
+	return r, nil
+}
+
+// basicEpsilon is basic composition: every report gets delta/T and the
+// eps of its single-report bound there; the eps add up.
+func (c *Composition) basicEpsilon(delta float64) (float64, error) {
+	T := float64(c.Rounds())
+	var sum float64
+	for i, p := range c.parts {
+		r := epsilonOf(c.decs[i], p.N, delta/T)
+		sum += float64(p.Rounds) * r.Upper
+	}
+	return sum, nil
+}
+
+// ComposeEpsilon returns the central eps at delta of the composition of
+// parts (NewComposition, then Epsilon).
+func ComposeEpsilon(parts []Part, delta float64) (EpsilonResult, error) {
+	c, err := NewComposition(parts...)
+	if err != nil {
+		return EpsilonResult{}, err
+	}
+	return c.Epsilon(delta)
+}
+
+// ComposeDelta returns the delta at eps of the composition of parts.
+func ComposeDelta(parts []Part, eps float64) (DeltaResult, error) {
+	c, err := NewComposition(parts...)
+	if err != nil {
+		return DeltaResult{}, err
+	}
+	return c.Delta(eps)
+}
+
+// Baseline names of compositions, keys of the maps returned by the
+// composition baselines (with the single-report ones, which apply to one
+// report only).
+const (
+	// BaselineBasicComposition is basic composition: T eps_1 at delta/T.
+	BaselineBasicComposition = "basic_composition"
+	// BaselineKOV15 is the optimal composition of a single (eps_1,
+	// delta_1) guarantee (Kairouz, Oh, Viswanath 2015), best over eps_1 on
+	// the single-report profile; homogeneous compositions only.
+	BaselineKOV15 = "kov15"
+	// BaselineCloneComposed is the generic clone decomposition composed
+	// through the same PLD machinery.
+	BaselineCloneComposed = "clone_composed"
+)
+
+// CompositionBaselineNames lists the composition baselines in display
+// order.
+var CompositionBaselineNames = []string{BaselineBasicComposition, BaselineKOV15, BaselineCloneComposed}
+
+// cloneComposition returns the same parts with every mechanism replaced by
+// the generic clone at its local eps.
+func (c *Composition) cloneComposition() (*Composition, error) {
+	parts := make([]Part, len(c.parts))
+	for i, p := range c.parts {
+		parts[i] = Part{Mech: GenericMech{Eps0: c.decs[i].LocalEps}, N: p.N, Rounds: p.Rounds}
+	}
+	return NewComposition(parts...)
+}
+
+// EpsilonBaselines returns every baseline's eps at delta: the composition
+// baselines (basic_composition, kov15 for one part, clone_composed) and,
+// for a single report, the single-report ones (EpsilonBaselines); nil where
+// a baseline does not apply.
+func (c *Composition) EpsilonBaselines(delta float64) (map[string]*float64, error) {
+	if err := checkDelta("delta", delta); err != nil {
+		return nil, err
+	}
+	out := map[string]*float64{}
+	if c.single() {
+		m, err := EpsilonBaselines(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, delta)
+		if err != nil {
+			return nil, err
+		}
+		out = m
+	} else {
+		for _, n := range BaselineNames {
+			out[n] = nil
+		}
+	}
+	basic, err := c.basicEpsilon(delta)
+	if err != nil {
+		return nil, err
+	}
+	out[BaselineBasicComposition] = ptr(math.Min(basic, c.LocalEps()))
+	out[BaselineKOV15] = nil
+	if len(c.parts) == 1 {
+		if v, ok := c.kov15Epsilon(delta); ok {
+			out[BaselineKOV15] = ptr(v)
+		}
+	}
+	cl, err := c.cloneComposition()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cl.Epsilon(delta)
+	if err != nil {
+		return nil, err
+	}
+	out[BaselineCloneComposed] = ptr(r.Upper)
+	return out, nil
+}
+
+// kov15Epsilon is the best over eps_1 on the sampled single-report upper
+// profile of KOV15Epsilon(eps_1, delta_up(eps_1), T, delta).
+func (c *Composition) kov15Epsilon(delta float64) (float64, bool) {
+	p := c.parts[0]
+	h := c.plds(delta, 0)
+	b := h.built[0]
+	best, ok := math.Inf(1), false
+	for i, e1 := range b.eps {
+		d1 := b.u[i]
+		if e1 <= 0 || d1 >= 1 {
+			continue
+		}
+		v, err := KOV15Epsilon(e1, d1, p.Rounds, delta)
+		if err != nil {
+			continue
+		}
+		if v < best {
+			best, ok = v, true
+		}
+	}
+	// eps_1 = local eps with delta_1 = 0 is always a candidate.
+	if v, err := KOV15Epsilon(c.decs[0].LocalEps, 0, p.Rounds, delta); err == nil && v < best {
+		best, ok = v, true
+	}
+	return math.Min(best, c.LocalEps()), ok
+}
+
+// DeltaBaselines returns every baseline's delta at eps (nil where a
+// baseline does not apply): basic_composition (the smallest delta with
+// T eps_1(delta/T) <= eps), kov15 (best over eps_1), clone_composed.
+func (c *Composition) DeltaBaselines(eps float64) (map[string]*float64, error) {
+	if err := checkEps("eps", eps); err != nil {
+		return nil, err
+	}
+	out := map[string]*float64{}
+	if c.single() {
+		m, err := DeltaBaselines(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, eps)
+		if err != nil {
+			return nil, err
+		}
+		out = m
+	} else {
+		for _, n := range BaselineNames {
+			out[n] = nil
+		}
+	}
+	out[BaselineBasicComposition] = nil
+	if len(c.parts) == 1 {
+		// Basic: each report (eps/T, delta_1(eps/T)); delta = T delta_1.
+		p := c.parts[0]
+		T := float64(p.Rounds)
+		d, err := Delta(p.Mech, p.Eps0, p.N, eps/T)
+		if err == nil {
+			out[BaselineBasicComposition] = ptr(math.Min(1, T*d.Upper))
+		}
+	}
+	out[BaselineKOV15] = nil
+	if len(c.parts) == 1 {
+		p := c.parts[0]
+		h := c.plds(deltaRef, 0)
+		b := h.built[0]
+		best := math.Inf(1)
+		for i, e1 := range b.eps {
+			if v, err := KOV15Delta(e1, b.u[i], p.Rounds, eps); err == nil {
+				best = math.Min(best, v)
+			}
+		}
+		if !math.IsInf(best, 1) {
+			out[BaselineKOV15] = ptr(best)
+		}
+	}
+	cl, err := c.cloneComposition()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cl.Delta(eps)
+	if err != nil {
+		return nil, err
+	}
+	out[BaselineCloneComposed] = ptr(r.Upper)
+	return out, nil
+}
+
+// calibrateRounds is Calibrate for t.Rounds > 1: the largest eps0 (to
+// relative calTol) whose composition over t.Rounds reports at t.N meets the
+// target. It solves log(delta_up(eps; eps0)/delta) = 0 in eps0 by
+// safeguarded regula falsi on the first grid level, then certifies the
+// answer with Epsilon and steps eps0 down until Epsilon meets the target.
+func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
+	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	// g(eps0) = log(delta_up / delta): negative where the target is met.
+	g := func(eps0 float64) (float64, error) {
+		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+		if err != nil {
+			return 0, err
+		}
+		if c.LocalEps() <= t.Eps {
+			return math.Inf(-1), nil
+		}
+		h := c.plds(t.Delta, 0, true)
+		d := composedDelta(h.upper, t.Eps, true)
+		if d <= 0 {
+			return math.Inf(-1), nil
+		}
+		return math.Log(d / t.Delta), nil
+	}
+	// Bracket: more reports never need less noise, so eps0 <= the
+	// single-report answer (with a margin for the two analyses' slack).
+	b := math.Min(one.Eps0*1.25, MaxEps0)
+	gb, err := g(b)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	a, ga := b, gb
+	for ga > 0 {
+		b, gb = a, ga
+		a /= 2
+		if a < 1e-6 {
+			return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
+		}
+		if ga, err = g(a); err != nil {
+			return CalibrationResult{}, err
+		}
+	}
+	eps0 := a
+	if gb > 0 {
+		// Illinois on [a, b]: g(a) <= 0 < g(b).
+		side := 0
+		for i := 0; i < 60 && b-a > calTol*b; i++ {
+			var x float64
+			if math.IsInf(ga, -1) {
+				x = 0.5 * (a + b)
+			} else {
+				fa, fb := ga, gb
+				if side == -1 {
+					fb /= 2
+				} else if side == 1 {
+					fa /= 2
+				}
+				x = a + (b-a)*fa/(fa-fb)
+				w := b - a
+				x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
+			}
+			gx, err := g(x)
+			if err != nil {
+				return CalibrationResult{}, err
+			}
+			if gx <= 0 {
+				a, ga = x, gx
+				side = 1
+			} else {
+				b, gb = x, gx
+				side = -1
+			}
+		}
+		eps0 = a
+	}
+	for range 40 {
+		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+		if err != nil {
+			return CalibrationResult{}, err
+		}
+		ach, err := c.Epsilon(t.Delta)
+		if err != nil {
+			return CalibrationResult{}, err
+		}
+		if ach.Upper <= t.Eps {
+			return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
+		}
+		eps0 *= 1 - calTol
+	}
+	return CalibrationResult{}, fmt.Errorf("%w: calibration over %d rounds did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Rounds, t.Eps, t.Delta, t.N)
+}
+
+// calTol is the relative accuracy of horizon calibration in eps0.
+const calTol = 1e-3
