@@ -91,7 +91,9 @@ func DeltaBaselines(m Mechanism, eps0 float64, n int, eps float64) (map[string]*
 }
 
 // CalibrateBaselines returns, for every baseline, the largest eps0 it allows
-// for the target; nil where it does not apply. The closed forms apply to a
+// for the target; nil where it does not apply. With t.Rounds > 1 the
+// composition baselines (basic_composition, kov15, clone_composed) are set
+// and the single-report ones are nil; with one round the reverse. The closed forms apply to a
 // mechanism calibrated as a whole (a single randomizer, or the generic view
 // of a composition whose local eps equals its budget).
 func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
@@ -104,6 +106,9 @@ func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
 	if err := checkEps("target eps", t.Eps); err != nil {
 		return nil, err
 	}
+	if t.Rounds > 1 {
+		return calibrateBaselinesRounds(m, t), nil
+	}
 	// k-RR-specific forms only when the mechanism is k-RR at every budget;
 	// probe at the target eps.
 	krr := 0
@@ -111,6 +116,9 @@ func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
 		krr = d.KRR
 	}
 	out := map[string]*float64{}
+	for _, n := range CompositionBaselineNames {
+		out[n] = nil
+	}
 	c, err := Calibrate(Generic(), t)
 	if err != nil {
 		out[BaselineClone] = nil

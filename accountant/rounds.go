@@ -339,10 +339,11 @@ func (c *Composition) cloneComposition() (*Composition, error) {
 	return NewComposition(parts...)
 }
 
-// EpsilonBaselines returns every baseline's eps at delta: the composition
-// baselines (basic_composition, kov15 for one part, clone_composed) and,
-// for a single report, the single-report ones (EpsilonBaselines); nil where
-// a baseline does not apply.
+// EpsilonBaselines returns every baseline's eps at delta; nil where a
+// baseline does not apply. A single report gets the single-report
+// baselines (EpsilonBaselines) and nil composition baselines; a
+// composition gets basic_composition, kov15 (one part only) and
+// clone_composed, and nil single-report ones.
 func (c *Composition) EpsilonBaselines(delta float64) (map[string]*float64, error) {
 	if err := checkDelta("delta", delta); err != nil {
 		return nil, err
@@ -353,7 +354,10 @@ func (c *Composition) EpsilonBaselines(delta float64) (map[string]*float64, erro
 		if err != nil {
 			return nil, err
 		}
-		out = m
+		for _, n := range CompositionBaselineNames {
+			m[n] = nil
+		}
+		return m, nil
 	} else {
 		for _, n := range BaselineNames {
 			out[n] = nil
@@ -422,7 +426,10 @@ func (c *Composition) DeltaBaselines(eps float64) (map[string]*float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = m
+		for _, n := range CompositionBaselineNames {
+			m[n] = nil
+		}
+		return m, nil
 	} else {
 		for _, n := range BaselineNames {
 			out[n] = nil
@@ -561,3 +568,103 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 
 // calTol is the relative accuracy of horizon calibration in eps0.
 const calTol = 1e-3
+
+// calibrateBaselinesRounds returns the largest eps0 each composition
+// baseline allows for t over t.Rounds reports (nil where none applies):
+// basic_composition calibrates one report to (eps/T, delta/T); kov15 the
+// best over eps_1 of one report calibrated to (eps_1, delta_1) with
+// delta_1 the largest whose KOV15 composition meets the target;
+// clone_composed the generic clone composed over the horizon.
+func calibrateBaselinesRounds(m Mechanism, t Target) map[string]*float64 {
+	out := map[string]*float64{}
+	for _, n := range BaselineNames {
+		out[n] = nil
+	}
+	T := float64(t.Rounds)
+	var basic, kov, clone *float64
+	parallelMap(3, func(i int) {
+		switch i {
+		case 0:
+			if c, err := Calibrate(m, Target{Eps: t.Eps / T, Delta: t.Delta / T, N: t.N}); err == nil {
+				basic = ptr(c.Eps0)
+			}
+		case 1:
+			kov = kovCalibrate(m, t)
+		case 2:
+			if c, err := Calibrate(Generic(), t); err == nil {
+				clone = ptr(c.Eps0)
+			}
+		}
+	})
+	out[BaselineBasicComposition], out[BaselineKOV15], out[BaselineCloneComposed] = basic, kov, clone
+	return out
+}
+
+// kovDelta1 returns the largest delta_1 (bisection, rounded down) with
+// KOV15Delta(eps1, delta_1, T, eps) <= delta; ok false when even 0 fails.
+func kovDelta1(eps1 float64, T int, eps, delta float64) (float64, bool) {
+	meets := func(d1 float64) bool {
+		v, err := KOV15Delta(eps1, d1, T, eps)
+		return err == nil && v <= delta
+	}
+	if !meets(0) {
+		return 0, false
+	}
+	lo, hi := 0.0, delta
+	if meets(hi) {
+		return hi, true
+	}
+	for range 100 {
+		mid := 0.5 * (lo + hi)
+		if lo > 0 && hi/lo > 4 {
+			mid = math.Sqrt(lo * hi)
+		}
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if meets(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, lo > 0
+}
+
+// kovCalibrate maximises over eps_1 (golden section on log eps_1 in
+// [eps/T, eps]) the single-report calibration to (eps_1, delta_1).
+func kovCalibrate(m Mechanism, t Target) *float64 {
+	at := func(le float64) float64 {
+		e1 := math.Exp(le)
+		d1, ok := kovDelta1(e1, t.Rounds, t.Eps, t.Delta)
+		if !ok || d1 < MinDelta {
+			return 0
+		}
+		c, err := Calibrate(m, Target{Eps: e1, Delta: d1, N: t.N})
+		if err != nil {
+			return 0
+		}
+		return c.Eps0
+	}
+	a, b := math.Log(t.Eps/float64(t.Rounds)), math.Log(t.Eps)
+	const g = 0.6180339887498949
+	x1, x2 := b-g*(b-a), a+g*(b-a)
+	f1, f2 := at(x1), at(x2)
+	best := math.Max(f1, f2)
+	for range 14 {
+		if f1 >= f2 {
+			b, x2, f2 = x2, x1, f1
+			x1 = b - g*(b-a)
+			f1 = at(x1)
+		} else {
+			a, x1, f1 = x1, x2, f2
+			x2 = a + g*(b-a)
+			f2 = at(x2)
+		}
+		best = math.Max(best, math.Max(f1, f2))
+	}
+	if best <= 0 {
+		return nil
+	}
+	return ptr(best)
+}

@@ -91,11 +91,15 @@ type Metric struct {
 
 // Guarantee is a computed central guarantee.
 type Guarantee struct {
-	// Eps and Delta are the per-user central guarantee at NMin.
+	// Eps and Delta are the per-user central guarantee at NMin, across
+	// every metric (over Rounds periods when set).
 	Eps   float64 `yaml:"eps" json:"eps"`
 	Delta float64 `yaml:"delta" json:"delta"`
 	// Rule describes how the budget was allocated.
 	Rule string `yaml:"rule" json:"rule"`
+	// Rounds is the number of reporting periods the guarantee covers
+	// (omitted: one).
+	Rounds int `yaml:"rounds,omitempty" json:"rounds,omitempty"`
 }
 
 // Config returns the randomizer configuration of m.
@@ -216,12 +220,21 @@ func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Fu
 
 // Calibrate opens every metric's randomizer, sets every metric's eps0 so
 // that the plan meets its target at batches of NMin (accountant.AllocatePlan)
-// and records the guarantee.
+// and records the guarantee. It is CalibrateRounds with one round.
 func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
+	return p.CalibrateRounds(ctx, open, 1)
+}
+
+// CalibrateRounds is Calibrate for a target that covers rounds reporting
+// periods of one user (every metric's reports in all of them composed).
+func (p *Plan) CalibrateRounds(ctx context.Context, open Opener, rounds int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel)}
+	if rounds < 1 || rounds > accountant.MaxRounds {
+		return invalid("rounds = %d, must be in [1, %d]", rounds, accountant.MaxRounds)
+	}
+	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel), Rounds: rounds}
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
 		r, err := open(ctx, m.Plugin, m.Config())
@@ -247,6 +260,9 @@ func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
 		p.Travel = string(res.Travel)
 	}
 	p.Guarantee = &Guarantee{Eps: res.Eps, Delta: res.Delta, Rule: res.Rule}
+	if rounds > 1 {
+		p.Guarantee.Rounds = rounds
+	}
 	return nil
 }
 
