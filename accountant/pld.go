@@ -448,31 +448,49 @@ func minorantSide(js []int64, a []*big.Float, v []*big.Float, at1 *big.Float, po
 	if !offGrid {
 		return side
 	}
+	// A crossing within snapRel of a grid point is that grid point: the
+	// loss moves by at most snapRel + 2^-52 < kinkSlack, which the
+	// composition covers.
 	for i := range side.kinks {
 		k := &side.kinks[i]
 		if k.j >= 0 {
 			continue
 		}
+		g := -1
+		for i := range js {
+			d := new(big.Float).Abs(bquo(bsub(a[i], k.a), k.a))
+			if d.Cmp(bigF(snapRel)) <= 0 {
+				g = i
+			}
+		}
+		if g >= 0 {
+			// Only the loss moves; the masses stay those of the pair.
+			k.j = js[g]
+			continue
+		}
 		if pos {
-			g := 0
+			g = 0
 			for i := range js {
 				if a[i].Cmp(k.a) <= 0 {
 					g = i
 				}
 			}
-			k.j, k.a = js[g], a[g]
 		} else {
-			g := len(js) - 1
+			g = len(js) - 1
 			for i := len(js) - 1; i >= 0; i-- {
 				if a[i].Cmp(k.a) >= 0 {
 					g = i
 				}
 			}
-			k.j, k.a = js[g], a[g]
 		}
+		k.j, k.a = js[g], a[g]
 	}
 	return side
 }
+
+// snapRel is the relative distance under which a minorant's zero crossing
+// is taken to be the grid point it sits at.
+const snapRel = 1e-15
 
 // lowerPLD returns the optimistic PLD of the pair whose profile F+ is
 // bracketed by (lPos, uPos) and whose reversed profile F- by (lNeg, uNeg)

@@ -261,12 +261,20 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 		return DeltaResult{}, nil
 	}
 	var r DeltaResult
+	ref := deltaRef
 	for refine := 0; ; refine++ {
-		h := c.plds(deltaRef, refine)
+		h := c.plds(ref, refine)
 		r.Upper = composedDelta(h.upper, eps, true)
 		pair := composedDelta(h.pairLower, eps, false)
 		if h.hasLower {
 			r.Lower = composedDelta(h.lower, eps, false)
+		}
+		if r.Upper < 1e-2*ref && ref > MinDelta {
+			// The profile floors were set for a larger delta: the cut tail
+			// may dominate. Refit them to this delta and start again.
+			ref = math.Max(r.Upper, MinDelta)
+			refine = -1
+			continue
 		}
 		// Tight in eps: the upper bound is met by the exact pair at
 		// eps/(1+HorizonTolerance).
