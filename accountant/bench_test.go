@@ -86,3 +86,69 @@ func BenchmarkCurve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEpsilonRounds measures eps over T = 365 rounds of k-RR, k = 100,
+// eps0 = 4, delta = 1e-6 (a fresh Composition each time, so nothing is
+// memoised across iterations), and reports the peak memory the runtime got
+// from the OS, the gap between the upper bound and the lower-bound
+// datasets, and whether the upper bound is certified within
+// HorizonTolerance of the composed exact pairs.
+func BenchmarkEpsilonRounds(b *testing.B) {
+	for _, n := range []int{10_000, 1_000_000, 100_000_000, 1_000_000_000} {
+		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
+			var peak uint64
+			var r EpsilonResult
+			for b.Loop() {
+				var err error
+				r, err = ComposeEpsilon([]Part{{Mech: KRR(100), Eps0: 4, N: n, Rounds: 365}}, 1e-6)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = r.Upper
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.Sys)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "sys-MB")
+			b.ReportMetric(r.Upper, "eps-upper")
+			b.ReportMetric(100*(r.Upper/r.Lower-1), "gap-%")
+			tight := 0.0
+			if r.Tight {
+				tight = 1
+			}
+			b.ReportMetric(tight, "tight")
+		})
+	}
+}
+
+// BenchmarkCalibrateRounds measures horizon calibration of k-RR, k = 20,
+// at n = 1e4 to (1, 1e-6) over T = 365 periods (the Utility example of the
+// closing note), and reports the eps0 it finds.
+func BenchmarkCalibrateRounds(b *testing.B) {
+	var c CalibrationResult
+	for b.Loop() {
+		var err error
+		c, err = Calibrate(KRR(20), Target{Eps: 1, Delta: 1e-6, N: 10_000, Rounds: 365})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkF = c.Eps0
+	}
+	b.ReportMetric(c.Eps0, "eps0")
+}
+
+// BenchmarkAllocatePlanRounds measures the separate-travel allocation of a
+// three-metric plan (k-RR over 20 and 12 categories and a generic
+// randomizer) at n_min = 1e4 over T = 365 periods.
+func BenchmarkAllocatePlanRounds(b *testing.B) {
+	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 10_000, Rounds: 365, Metrics: []PlanMetric{
+		{Name: "screen", Mech: KRR(20)}, {Name: "feature", Mech: KRR(12)}, {Name: "any", Mech: Generic()},
+	}}
+	for b.Loop() {
+		r, err := AllocatePlan(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkF = r.Eps
+	}
+}

@@ -91,15 +91,16 @@ type PlanResult struct {
 // probabilities proportional to weight; in both, the calibration composes
 // the Rounds messages of a user (Calibrate with Target.Rounds).
 //
-// Separate travel starts from the linear split: metric i alone calibrated
-// to (w_i eps/Rounds, w_i delta/Rounds), which meets the target by basic
-// composition. Every metric's eps0 is then that base budget times one
-// common factor s >= 1 (capped at MaxEps0), s the largest (to relative
-// 1e-3) for which the composition of all reports of all metrics meets the
-// target. The rule is monotone: a larger target, a larger NMin or fewer
-// rounds never lower any metric's eps0 (each base budget grows, and so does
-// the feasible set of s); and since s >= 1, no metric gets less than the
-// linear split would give it.
+// Separate travel starts from the linear split of one period: metric i
+// alone calibrated to (w_i eps, w_i delta), which with one round meets the
+// target by basic composition. Every metric's eps0 is then that base budget
+// times one common factor s (capped at MaxEps0), s the largest (to relative
+// 1e-3) for which the composition of all reports of all metrics over Rounds
+// periods meets the target. The rule is monotone: a larger target, a larger
+// NMin or fewer rounds never lower any metric's eps0 (each base budget
+// grows, and so does the feasible set of s). With one round s >= 1, so no
+// metric gets less than the linear split gives it; over a longer horizon
+// s < 1 shares the reduction in proportion.
 func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 	if err := checkEps("plan eps", spec.Eps); err != nil {
 		return nil, err
@@ -188,11 +189,10 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 
 // allocateSeparate is the separate-travel rule of AllocatePlan.
 func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, rounds int, res *PlanResult) error {
-	R := float64(rounds)
 	base := make([]float64, len(parts))
 	errs := make([]error, len(parts))
 	parallelMap(len(parts), func(i int) {
-		t := Target{Eps: spec.Eps * weights[i] / R, Delta: spec.Delta * weights[i] / R, N: spec.NMin}
+		t := Target{Eps: spec.Eps * weights[i], Delta: spec.Delta * weights[i], N: spec.NMin}
 		c, err := Calibrate(parts[i], t)
 		if err != nil {
 			errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
@@ -236,10 +236,10 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 	if ga, err = g(a); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	s := 1.0
+	var b, gb float64
 	if ga <= 0 {
-		// Grow until the target fails, then regula falsi (Illinois).
-		b, gb := a, ga
+		// Grow until the target fails.
+		b, gb = a, ga
 		for gb <= 0 && b < maxS {
 			a, ga = b, gb
 			b = math.Min(2*b, maxS)
@@ -247,36 +247,27 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 				return fmt.Errorf("plan: %w", err)
 			}
 		}
-		s = b
-		if gb > 0 {
-			side := 0
-			for i := 0; i < 60 && b-a > calTol*b; i++ {
-				var x float64
-				if math.IsInf(ga, -1) {
-					x = 0.5 * (a + b)
-				} else {
-					fa, fb := ga, gb
-					if side == -1 {
-						fb /= 2
-					} else if side == 1 {
-						fa /= 2
-					}
-					x = a + (b-a)*fa/(fa-fb)
-					w := b - a
-					x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
-				}
-				gx, err := g(x)
-				if err != nil {
-					return fmt.Errorf("plan: %w", err)
-				}
-				if gx <= 0 {
-					a, ga, side = x, gx, 1
-				} else {
-					b, gb, side = x, gx, -1
-				}
+	} else {
+		// Shrink until it holds.
+		b, gb = a, ga
+		for ga > 0 {
+			b, gb = a, ga
+			a /= 2
+			if a < 1e-9 {
+				return fmt.Errorf("%w: plan: no common budget factor meets eps = %g, delta = %g over %d rounds", ErrUnreachable, spec.Eps, spec.Delta, rounds)
 			}
-			s = a
+			if ga, err = g(a); err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
 		}
+	}
+	s := a
+	if gb > 0 {
+		if s, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+	} else {
+		s = b // every factor up to the cap meets it
 	}
 	// Certify with the full query; step down while it misses the target.
 	var ach EpsilonResult
@@ -288,10 +279,13 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		if ach, err = c.Epsilon(spec.Delta); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
-		if ach.Upper <= spec.Eps || s <= 1 {
+		if ach.Upper <= spec.Eps || (rounds == 1 && s <= 1) {
 			break
 		}
-		s = math.Max(1, s*(1-calTol))
+		s *= 1 - calTol
+		if rounds == 1 {
+			s = math.Max(1, s)
+		}
 	}
 	res.Metrics = make([]MetricBudget, len(parts))
 	var linEps, linDelta float64
@@ -309,13 +303,16 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		linEps += spec.Eps * weights[i]
 		linDelta += spec.Delta * weights[i]
 	}
-	if ach.Upper <= spec.Eps {
+	switch {
+	case ach.Upper <= spec.Eps:
 		res.Eps, res.Delta = ach.Upper, spec.Delta
-	} else {
+	case rounds == 1:
 		// s = 1 and the composition's bound misses the target: the linear
 		// split's basic composition is the proof.
 		res.Eps, res.Delta = linEps, linDelta
+	default:
+		return fmt.Errorf("%w: plan: the composition over %d rounds did not settle below eps = %g", ErrUnreachable, rounds, spec.Eps)
 	}
-	res.Rule = fmt.Sprintf("one message per metric per period; each metric's eps0 is its linear-split budget (calibrated alone to weight*(eps, delta)/%d) times one common factor %.4g, the largest for which the composition of all metrics' reports over %d period(s) meets the target", rounds, s, rounds)
+	res.Rule = fmt.Sprintf("one message per metric per period; each metric's eps0 is its one-period linear-split budget (calibrated alone to weight*(eps, delta)) times one common factor %.4g, the largest for which the composition of all metrics' reports over %d period(s) meets the target", s, rounds)
 	return nil
 }

@@ -526,36 +526,9 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 	}
 	eps0 := a
 	if gb > 0 {
-		// Illinois on [a, b]: g(a) <= 0 < g(b).
-		side := 0
-		for i := 0; i < 60 && b-a > calTol*b; i++ {
-			var x float64
-			if math.IsInf(ga, -1) {
-				x = 0.5 * (a + b)
-			} else {
-				fa, fb := ga, gb
-				if side == -1 {
-					fb /= 2
-				} else if side == 1 {
-					fa /= 2
-				}
-				x = a + (b-a)*fa/(fa-fb)
-				w := b - a
-				x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
-			}
-			gx, err := g(x)
-			if err != nil {
-				return CalibrationResult{}, err
-			}
-			if gx <= 0 {
-				a, ga = x, gx
-				side = 1
-			} else {
-				b, gb = x, gx
-				side = -1
-			}
+		if eps0, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
+			return CalibrationResult{}, err
 		}
-		eps0 = a
 	}
 	for range 40 {
 		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
@@ -576,6 +549,41 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 
 // calTol is the relative accuracy of horizon calibration in eps0.
 const calTol = 1e-3
+
+// illinoisFeasible returns the feasible end a of a bracket [a, b] with
+// g(a) <= 0 < g(b), shrunk to relative width tol by regula falsi with the
+// Illinois modification (the value at an end kept twice in a row is
+// halved), each step kept inside the middle 96% of the bracket. g(a) may be
+// -Inf (bisection then).
+func illinoisFeasible(g func(float64) (float64, error), a, ga, b, gb, tol float64) (float64, error) {
+	kept := 0 // +1: b was kept last step, -1: a was kept
+	for i := 0; i < 100 && b-a > tol*b; i++ {
+		x := 0.5 * (a + b)
+		if !math.IsInf(ga, -1) {
+			x = a + (b-a)*ga/(ga-gb)
+			w := b - a
+			x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
+		}
+		gx, err := g(x)
+		if err != nil {
+			return 0, err
+		}
+		if gx <= 0 {
+			a, ga = x, gx
+			if kept == 1 {
+				gb /= 2
+			}
+			kept = 1
+		} else {
+			b, gb = x, gx
+			if kept == -1 {
+				ga /= 2
+			}
+			kept = -1
+		}
+	}
+	return a, nil
+}
 
 // calibrateBaselinesRounds returns the largest eps0 each composition
 // baseline allows for t over t.Rounds reports (nil where none applies):

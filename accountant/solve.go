@@ -469,12 +469,12 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	for range maxRefine {
 		// Increasing in eps0: largest eps0 with f <= delta. Negate to reuse
 		// the decreasing solver on g(x) = f(lo+hi-x).
-		g := func(x float64) float64 { return f(lo + hi - x) }
+		g := func(x float64) float64 { return f(math.Min(math.Max(lo+hi-x, lo), hi)) } // clamped: lo+hi-x can round below lo, where a plugin may refuse the budget
 		b, ok := solveDecreasing(g, t.Delta, lo, hi)
 		if !ok {
 			b = hi // only lo is known to meet the target
 		}
-		eps0 = lo + hi - b
+		eps0 = math.Min(math.Max(lo+hi-b, lo), hi)
 		if firstErr != nil {
 			return CalibrationResult{}, firstErr
 		}

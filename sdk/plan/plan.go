@@ -213,7 +213,13 @@ func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Fu
 	return accountant.FuncMech{
 		Name: name,
 		Declare: func(eps0 float64) (*accountant.Declaration, error) {
-			return r.Declare(ctx, eps0)
+			d, err := r.Declare(ctx, eps0)
+			if errors.Is(err, sdk.ErrBadEps0) {
+				// A budget the plugin does not take is an argument outside
+				// the mechanism's domain: calibration searches above it.
+				return nil, fmt.Errorf("%w: %w", accountant.ErrInvalidArgument, err)
+			}
+			return d, err
 		},
 	}
 }
