@@ -185,6 +185,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	// travel gives every metric the whole budget.
 	share := f.plan.Target.Eps * w
 	var genEps0 float64
+	genName := "generic clone bound, same (eps, delta, n_min)"
 	switch f.plan.Travel {
 	case "joint", "parallel":
 		k := len(f.plan.Metrics)
@@ -207,6 +208,9 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 			genEps0 *= w
 		}
 	default:
+		// The plan composes the metrics' reports; the baseline is the
+		// generic clone bound with today's linear split of the target.
+		genName = "generic clone bound, linear split of (eps, delta)"
 		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin})
 		if err != nil {
 			return fmt.Errorf("generic calibration: %w", err)
@@ -232,7 +236,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		name string
 		eps0 float64
 	}{
-		{"generic clone bound, same (eps, delta, n_min)", genEps0},
+		{genName, genEps0},
 		{"local DP alone, no shuffling", share},
 	} {
 		items, err := simulateEstimate(ctx, r, c.eps0, values, t)
