@@ -28,6 +28,19 @@ generic:eps0=2); every component of parallel and subsample gets all of it.
 Combinators nest. Quote values that contain , ( ) : = or spaces in double quotes:
 matrix:"my data/m.json". Numbers accept 1e6, 1_000_000 and 1000000.`
 
+// roundsHelp documents --rounds.
+const roundsHelp = `--rounds T bounds T reports of one user, each shuffled in its own batch of n;
+the guarantee is per user over all of them (composed through privacy loss
+distributions). With T > 1 the baselines are basic_composition (T times the
+single-report eps at delta/T), kov15 (the optimal composition of one
+single-report (eps_1, delta_1) guarantee, Kairouz, Oh and Viswanath 2015, best
+over eps_1) and clone_composed (the generic clone bound composed the same way);
+the single-report baselines are then null. With T = 1, the default, it is the
+other way round and the numbers are those of one report.`
+
+// roundsUsage is the usage of --rounds.
+var roundsUsage = fmt.Sprintf("number of reports of one user T, each shuffled in its own batch of n, an integer in [1, %d]; the bounds cover all of them (default 1)", accountant.MaxRounds)
+
 // mechFlags are the flags every account command shares.
 type mechFlags struct {
 	mech string
@@ -69,10 +82,15 @@ func newAccountCmd(e *env) *cobra.Command {
 		Short: "Bound, compare and calibrate the privacy of a shuffled randomizer",
 		Long: `Compute the central privacy of n shuffled reports of a local randomizer: eps at a
 given delta (eps), delta at a given eps (delta), the largest local budget meeting
-a target (calibrate), or a sweep over n or eps0 (curve). Every result has a sound
-upper bound, a lower bound (what no analysis can beat) and the published
-baselines (clone, fmt21, bbgn19_hoeffding, bbgn19_bennett, efmrtt19; n/a or null
-where a baseline does not apply).
+a target (calibrate), or a sweep over n, eps0 or the number of rounds (curve).
+Every result has a sound upper bound, a lower bound (what no analysis can beat)
+and the published baselines (clone, fmt21, bbgn19_hoeffding, bbgn19_bennett,
+efmrtt19 for one report; basic_composition, kov15, clone_composed for several;
+n/a or null where a baseline does not apply).
+
+Privacy over time: --rounds T (every command, default 1) covers T reports of
+one user, each shuffled in its own batch of n; the guarantee is per user over
+all of them (composed through privacy loss distributions).
 
 ` + mechHelp + "\n\nRegistered mechanisms: " + strings.Join(e.registry.Names(), ", ") + ".",
 		Args: cobra.NoArgs,
@@ -81,10 +99,18 @@ where a baseline does not apply).
 	return cmd
 }
 
-// computeEps computes the bounds and baselines of one (eps0, n, delta)
-// point.
-func computeEps(e *env, m accountant.Mechanism, eps0 float64, n int, delta float64) (epsReport, error) {
+// computeEps computes the bounds and baselines of one (eps0, n, rounds,
+// delta) point: one report through the single-report engine, several
+// through a composition.
+func computeEps(e *env, m accountant.Mechanism, eps0 float64, n, rounds int, delta float64) (epsReport, error) {
 	start := time.Now()
+	if rounds > 1 {
+		c, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0, N: n, Rounds: rounds})
+		if err != nil {
+			return epsReport{}, err
+		}
+		return composedEps(c, m, eps0, n, rounds, delta, start)
+	}
 	res, err := e.engine.epsilon(m, eps0, n, delta)
 	if err != nil {
 		return epsReport{}, err
@@ -93,10 +119,51 @@ func computeEps(e *env, m accountant.Mechanism, eps0 float64, n int, delta float
 	if err != nil {
 		return epsReport{}, fmt.Errorf("baselines: %w", err)
 	}
+	return newEpsReport(m, eps0, n, 1, delta, res, bl, start), nil
+}
+
+// composedEps computes the bounds and baselines of c, the composition of
+// rounds reports of m at (eps0, n), at delta; start is when the work
+// began.
+func composedEps(c composition, m accountant.Mechanism, eps0 float64, n, rounds int, delta float64, start time.Time) (epsReport, error) {
+	var bl map[string]*float64
+	res, err, blErr := both(func() (accountant.EpsilonResult, error) { return c.Epsilon(delta) },
+		func() (err error) { bl, err = c.EpsilonBaselines(delta); return err })
+	if err != nil {
+		return epsReport{}, err
+	}
+	if blErr != nil {
+		return epsReport{}, fmt.Errorf("baselines: %w", blErr)
+	}
+	return newEpsReport(m, eps0, n, rounds, delta, res, bl, start), nil
+}
+
+// both runs f and g concurrently (a composition's bounds and its baselines
+// are independent, and each mostly runs on one core) and returns their
+// results. A panic in g is re-raised on the calling goroutine.
+func both[T any](f func() (T, error), g func() error) (v T, fErr, gErr error) {
+	var panicked any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		gErr = g()
+	}()
+	v, fErr = f()
+	<-done
+	if panicked != nil {
+		panic(panicked)
+	}
+	return v, fErr, gErr
+}
+
+// newEpsReport assembles an epsReport.
+func newEpsReport(m accountant.Mechanism, eps0 float64, n, rounds int, delta float64, res accountant.EpsilonResult, bl map[string]*float64, start time.Time) epsReport {
 	return epsReport{
 		Mechanism: m.String(),
 		Eps0:      eps0,
 		N:         n,
+		Rounds:    rounds,
 		Delta:     delta,
 		EpsUpper:  num(res.Upper),
 		EpsLower:  num(res.Lower),
@@ -105,29 +172,34 @@ func computeEps(e *env, m accountant.Mechanism, eps0 float64, n int, delta float
 		Tight:     res.Tight,
 		Baselines: newBaselineSet(bl),
 		Seconds:   time.Since(start).Seconds(),
-	}, nil
+	}
 }
 
 func newEpsCmd(e *env) *cobra.Command {
 	var (
-		mf    mechFlags
-		eps0  = floatValue{rule: eps0Rule}
-		n     = newCountValue()
-		delta = floatValue{rule: probRule}
+		mf     mechFlags
+		eps0   = floatValue{rule: eps0Rule}
+		n      = newCountValue()
+		rounds = newRoundsValue()
+		delta  = floatValue{rule: probRule}
 	)
 	cmd := &cobra.Command{
-		Use:   "eps --mech SPEC --eps0 E --n N --delta D",
+		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T]",
 		Short: "Central eps at a given delta",
 		Long: `Print the central eps of n shuffled reports at the given delta: a sound upper
 bound, a lower bound and every baseline. When shuffling cannot improve on the
-local guarantee at this n, eps = eps0 and a note says so.
+local guarantee at this n, eps = eps0 (T eps0 over T rounds) and a note says
+so.
 
---json prints one object with the keys mechanism, eps0, n, delta, eps_upper,
-eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
-bbgn19_hoeffding, bbgn19_bennett, efmrtt19; null where a baseline does not
-apply) and seconds (wall time).`,
-		Example: "  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6",
-		Args:    cobra.NoArgs,
+` + roundsHelp + `
+
+--json prints one object with the keys mechanism, eps0, n, rounds, delta,
+eps_upper, eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
+bbgn19_hoeffding, bbgn19_bennett, efmrtt19, basic_composition, kov15,
+clone_composed; null where a baseline does not apply) and seconds (wall time).`,
+		Example: `  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6
+  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6 --rounds 365`,
+		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			m, err := mf.parse(cmd, e)
 			if err != nil {
@@ -140,7 +212,7 @@ apply) and seconds (wall time).`,
 			if err != nil {
 				return err
 			}
-			r, err := computeEps(e, m, e0, n.v, delta.v)
+			r, err := computeEps(e, m, e0, n.v, rounds.v, delta.v)
 			if err != nil {
 				return err
 			}
@@ -154,26 +226,32 @@ apply) and seconds (wall time).`,
 	cmd.Flags().Var(&eps0, "eps0", "total local budget of one report, "+eps0Rule.text+" (required unless --mech fixes it)")
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
+	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	return cmd
 }
 
 func newDeltaCmd(e *env) *cobra.Command {
 	var (
-		mf   mechFlags
-		eps0 = floatValue{rule: eps0Rule}
-		n    = newCountValue()
-		eps  = floatValue{rule: epsRule}
+		mf     mechFlags
+		eps0   = floatValue{rule: eps0Rule}
+		n      = newCountValue()
+		rounds = newRoundsValue()
+		eps    = floatValue{rule: epsRule}
 	)
 	cmd := &cobra.Command{
-		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS",
+		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T]",
 		Short: "Central delta at a given eps",
 		Long: `Print the central delta of n shuffled reports at the given eps: a sound upper
 bound, a lower bound and every baseline.
 
---json prints one object with the keys mechanism, eps0, n, eps, delta_upper,
-delta_lower, baselines (null where a baseline does not apply) and seconds.`,
-		Example: "  blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 0.5",
-		Args:    cobra.NoArgs,
+` + roundsHelp + `
+
+--json prints one object with the keys mechanism, eps0, n, rounds, eps,
+delta_upper, delta_lower, baselines (the eight of 'blanket account eps', null
+where a baseline does not apply) and seconds.`,
+		Example: `  blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 0.5
+  blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 2 --rounds 365`,
+		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			m, err := mf.parse(cmd, e)
 			if err != nil {
@@ -187,18 +265,15 @@ delta_lower, baselines (null where a baseline does not apply) and seconds.`,
 				return err
 			}
 			start := time.Now()
-			res, err := e.engine.delta(m, e0, n.v, eps.v)
+			res, bl, err := computeDelta(e, m, e0, n.v, rounds.v, eps.v)
 			if err != nil {
 				return err
-			}
-			bl, err := e.engine.deltaBaselines(m, e0, n.v, eps.v)
-			if err != nil {
-				return fmt.Errorf("baselines: %w", err)
 			}
 			r := deltaReport{
 				Mechanism:  m.String(),
 				Eps0:       e0,
 				N:          n.v,
+				Rounds:     rounds.v,
 				Eps:        eps.v,
 				DeltaUpper: num(res.Upper),
 				DeltaLower: num(res.Lower),
@@ -215,18 +290,50 @@ delta_lower, baselines (null where a baseline does not apply) and seconds.`,
 	cmd.Flags().Var(&eps0, "eps0", "total local budget of one report, "+eps0Rule.text+" (required unless --mech fixes it)")
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(&eps, "eps", "central eps, "+epsRule.text+" (required)")
+	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	return cmd
+}
+
+// computeDelta computes the delta bounds and baselines of rounds reports
+// of m at (eps0, n), at eps.
+func computeDelta(e *env, m accountant.Mechanism, eps0 float64, n, rounds int, eps float64) (accountant.DeltaResult, map[string]*float64, error) {
+	if rounds > 1 {
+		c, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0, N: n, Rounds: rounds})
+		if err != nil {
+			return accountant.DeltaResult{}, nil, err
+		}
+		var bl map[string]*float64
+		res, err, blErr := both(func() (accountant.DeltaResult, error) { return c.Delta(eps) },
+			func() (err error) { bl, err = c.DeltaBaselines(eps); return err })
+		if err != nil {
+			return accountant.DeltaResult{}, nil, err
+		}
+		if blErr != nil {
+			return accountant.DeltaResult{}, nil, fmt.Errorf("baselines: %w", blErr)
+		}
+		return res, bl, nil
+	}
+	res, err := e.engine.delta(m, eps0, n, eps)
+	if err != nil {
+		return accountant.DeltaResult{}, nil, err
+	}
+	bl, err := e.engine.deltaBaselines(m, eps0, n, eps)
+	if err != nil {
+		return accountant.DeltaResult{}, nil, fmt.Errorf("baselines: %w", err)
+	}
+	return res, bl, nil
 }
 
 func newCalibrateCmd(e *env) *cobra.Command {
 	var (
-		mf    mechFlags
-		n     = newCountValue()
-		eps   = floatValue{rule: epsRule}
-		delta = floatValue{rule: probRule}
+		mf     mechFlags
+		n      = newCountValue()
+		rounds = newRoundsValue()
+		eps    = floatValue{rule: epsRule}
+		delta  = floatValue{rule: probRule}
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N",
+		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N [--rounds T]",
 		Short: "Largest local budget eps0 that meets a central (eps, delta) target",
 		Long: `Print the largest total local budget eps0 whose sound upper bound meets the
 central target (eps, delta) at n users, the guarantee achieved at that eps0, and
@@ -234,11 +341,18 @@ the largest eps0 each baseline would allow. Mechanisms whose eps0 is fixed
 (matrix:FILE.json, or joint components that all fix their own) cannot be
 calibrated.
 
---json prints one object with the keys mechanism, eps, delta, n, eps0,
+With --rounds T the target covers all T reports of a user: eps0 is the budget
+of each of them.
+
+` + roundsHelp + `
+
+--json prints one object with the keys mechanism, eps, delta, n, rounds, eps0,
 achieved (eps_upper, eps_lower, local_eps, amplified, tight), baselines (the
-eps0 each allows; null where a baseline does not apply) and seconds.`,
-		Example: "  blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6",
-		Args:    cobra.NoArgs,
+eps0 each allows, keyed as in 'blanket account eps'; null where a baseline does
+not apply) and seconds.`,
+		Example: `  blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6
+  blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6 --rounds 30`,
+		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			m, err := mf.parse(cmd, e)
 			if err != nil {
@@ -247,24 +361,39 @@ eps0 each allows; null where a baseline does not apply) and seconds.`,
 			if err := requireFlags(cmd, "eps", "delta", "n"); err != nil {
 				return err
 			}
-			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: n.v}
+			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: n.v, Rounds: rounds.v}
 			start := time.Now()
-			c, err := e.engine.calibrate(m, t)
+			var (
+				c     accountant.CalibrationResult
+				bl    map[string]*float64
+				blErr error
+			)
+			if _, fixed := m.FixedEps0(); t.Rounds > 1 && !fixed {
+				// Over several rounds both take long: run them side by
+				// side.
+				c, err, blErr = both(func() (accountant.CalibrationResult, error) { return e.engine.calibrate(m, t) },
+					func() (err error) { bl, err = e.engine.calibrateBaselines(m, t); return err })
+			} else {
+				c, err = e.engine.calibrate(m, t)
+				if err == nil {
+					bl, blErr = e.engine.calibrateBaselines(m, t)
+				}
+			}
 			if errors.Is(err, accountant.ErrNotCalibratable) {
 				return &usageError{err}
 			}
 			if err != nil {
 				return err
 			}
-			bl, err := e.engine.calibrateBaselines(m, t)
-			if err != nil {
-				return fmt.Errorf("baselines: %w", err)
+			if blErr != nil {
+				return fmt.Errorf("baselines: %w", blErr)
 			}
 			r := calibrateReport{
 				Mechanism: m.String(),
 				Eps:       t.Eps,
 				Delta:     t.Delta,
 				N:         t.N,
+				Rounds:    rounds.v,
 				Eps0:      num(c.Eps0),
 				Achieved: achieved{
 					EpsUpper:  num(c.Achieved.Upper),
@@ -286,5 +415,6 @@ eps0 each allows; null where a baseline does not apply) and seconds.`,
 	cmd.Flags().Var(&eps, "eps", "target central eps, "+epsRule.text+" (required)")
 	cmd.Flags().Var(&delta, "delta", "target central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
+	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	return cmd
 }

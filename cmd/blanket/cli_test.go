@@ -60,6 +60,69 @@ func (f *fake) baselines(v float64) map[string]*float64 {
 	}
 }
 
+// compositionBaselines returns a value for basic_composition and
+// clone_composed, nil for kov15 and for the single-report ones (as the
+// accountant does for several rounds).
+func (f *fake) compositionBaselines(v float64) map[string]*float64 {
+	m := map[string]*float64{
+		accountant.BaselineBasicComposition: &v,
+		accountant.BaselineKOV15:            nil,
+		accountant.BaselineCloneComposed:    new(v / 2),
+	}
+	for _, name := range accountant.BaselineNames {
+		m[name] = nil
+	}
+	return m
+}
+
+// fakeComposition is the fake's composition: p.Rounds reports, eps
+// growing with the square root of the rounds when one report is amplified,
+// the local eps of all reports when not.
+type fakeComposition struct {
+	f *fake
+	p accountant.Part
+}
+
+// single is the fake's one-report upper bound.
+func (c *fakeComposition) single() float64 {
+	return math.Min(c.p.Eps0, 10*c.p.Eps0/math.Sqrt(float64(c.p.N)))
+}
+
+func (c *fakeComposition) Epsilon(delta float64) (accountant.EpsilonResult, error) {
+	c.f.record("composed epsilon %g %d %g", c.p.Eps0, c.p.Rounds, delta)
+	local := float64(c.p.Rounds) * c.p.Eps0
+	up := local
+	if c.single() < c.p.Eps0 {
+		up = math.Min(local, c.single()*math.Sqrt(float64(c.p.Rounds)))
+	}
+	return accountant.EpsilonResult{Upper: up, Lower: up / 2, LocalEps: local, Amplified: up < local, Tight: true}, nil
+}
+
+func (c *fakeComposition) Delta(eps float64) (accountant.DeltaResult, error) {
+	c.f.record("composed delta %g %d %g", c.p.Eps0, c.p.Rounds, eps)
+	return accountant.DeltaResult{Upper: 1e-6 * float64(c.p.Rounds), Lower: 5e-7}, nil
+}
+
+func (c *fakeComposition) EpsilonBaselines(delta float64) (map[string]*float64, error) {
+	if c.p.Rounds == 1 {
+		return c.f.baselines(c.p.Eps0), nil
+	}
+	return c.f.compositionBaselines(float64(c.p.Rounds) * c.single()), nil
+}
+
+func (c *fakeComposition) DeltaBaselines(eps float64) (map[string]*float64, error) {
+	if c.p.Rounds == 1 {
+		return c.f.baselines(1e-5), nil
+	}
+	return c.f.compositionBaselines(1e-5 * float64(c.p.Rounds)), nil
+}
+
+func (c *fakeComposition) withRounds(rounds int) (composition, error) {
+	p := c.p
+	p.Rounds = rounds
+	return &fakeComposition{f: c.f, p: p}, nil
+}
+
 func (f *fake) env() *env {
 	return &env{
 		engine: engine{
@@ -87,7 +150,7 @@ func (f *fake) env() *env {
 				return accountant.DeltaResult{Upper: 1e-6, Lower: 5e-7}, nil
 			},
 			calibrate: func(m accountant.Mechanism, t accountant.Target) (accountant.CalibrationResult, error) {
-				f.record("calibrate %s %g %g %d", m, t.Eps, t.Delta, t.N)
+				f.record("calibrate %s %g %g %d rounds %d", m, t.Eps, t.Delta, t.N, t.Rounds)
 				if _, ok := m.FixedEps0(); ok {
 					return accountant.CalibrationResult{}, accountant.ErrNotCalibratable
 				}
@@ -100,7 +163,14 @@ func (f *fake) env() *env {
 				return f.baselines(1e-5), nil
 			},
 			calibrateBaselines: func(m accountant.Mechanism, t accountant.Target) (map[string]*float64, error) {
+				if t.Rounds > 1 {
+					return f.compositionBaselines(2 / float64(t.Rounds)), nil
+				}
 				return f.baselines(2), nil
+			},
+			compose: func(p accountant.Part) (composition, error) {
+				f.record("compose %s %g %d %d", p.Mech, p.Eps0, p.N, p.Rounds)
+				return &fakeComposition{f: f, p: p}, nil
 			},
 		},
 		registry:   mechspec.NewRegistry(),
@@ -124,14 +194,15 @@ func decodeObject(t *testing.T, data string, keys ...string) map[string]any {
 	return obj
 }
 
-// checkBaselines checks that b is an object with every baseline name.
+// checkBaselines checks that b is an object with every baseline name, the
+// single-report and the composition ones.
 func checkBaselines(t *testing.T, b any) map[string]any {
 	t.Helper()
 	m, ok := b.(map[string]any)
 	if !ok {
 		t.Fatalf("baselines = %v (%T), want an object", b, b)
 	}
-	for _, name := range accountant.BaselineNames {
+	for _, name := range slices.Concat(accountant.BaselineNames, accountant.CompositionBaselineNames) {
 		if _, ok := m[name]; !ok {
 			t.Errorf("baselines lack %q: %v", name, m)
 		}
@@ -139,7 +210,7 @@ func checkBaselines(t *testing.T, b any) map[string]any {
 	return m
 }
 
-var epsKeys = []string{"mechanism", "eps0", "n", "delta", "eps_upper", "eps_lower", "local_eps", "amplified", "tight", "baselines", "seconds"}
+var epsKeys = []string{"mechanism", "eps0", "n", "rounds", "delta", "eps_upper", "eps_lower", "local_eps", "amplified", "tight", "baselines", "seconds"}
 
 func TestEpsJSON(t *testing.T) {
 	f := &fake{}
@@ -386,7 +457,7 @@ func TestCurveCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("output is not CSV: %v\n%s", err, out)
 	}
-	wantHeader := append(append(slices.Clone(curveColumns), accountant.BaselineNames...), "seconds")
+	wantHeader := slices.Concat(curveColumns, accountant.BaselineNames, accountant.CompositionBaselineNames, []string{"seconds"})
 	if !slices.Equal(recs[0], wantHeader) {
 		t.Errorf("header = %v, want %v", recs[0], wantHeader)
 	}
@@ -441,8 +512,14 @@ func TestCurveErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--eps0", "1:2", "--n", "1:100"}, exitUsage, "exactly one of --n and --eps0 must be a range LO:HI, got --n 1:100 and --eps0 1:2"},
-		{[]string{"--eps0", "1", "--n", "100"}, exitUsage, "got neither"},
+		{[]string{"--eps0", "1:2", "--n", "1:100"}, exitUsage, "exactly one of --n, --eps0 and --rounds must be a range LO:HI, got --n 1:100 and --eps0 1:2"},
+		{[]string{"--eps0", "1", "--n", "1:100", "--rounds", "1:10"}, exitUsage, "exactly one of --n, --eps0 and --rounds must be a range LO:HI, got --n 1:100 and --rounds 1:10"},
+		{[]string{"--eps0", "1:2", "--n", "1:100", "--rounds", "1:10"}, exitUsage, "got --n 1:100 and --eps0 1:2 and --rounds 1:10"},
+		{[]string{"--eps0", "1", "--n", "100"}, exitUsage, "exactly one of --n, --eps0 and --rounds must be a range LO:HI (e.g. --n 1e3:1e8), got none"},
+		{[]string{"--eps0", "1", "--n", "100", "--rounds", "5"}, exitUsage, "got none"},
+		{[]string{"--eps0", "1", "--n", "100", "--rounds", "0:10"}, exitUsage, `--rounds must be an integer in [1, 1000000] (e.g. 365, 1e3, 1_000), or a range LO:HI of such values, got "0:10"`},
+		{[]string{"--eps0", "1", "--n", "100", "--rounds", "10:5"}, exitUsage, `--rounds must be a range LO:HI with LO < HI, got "10:5"`},
+		{[]string{"--eps0", "1", "--n", "100", "--rounds", "1:2e6"}, exitUsage, `--rounds must be an integer in [1, 1000000]`},
 		{[]string{"--eps0", "2:1", "--n", "100"}, exitUsage, `--eps0 must be a range LO:HI with LO < HI, got "2:1"`},
 		{[]string{"--eps0", "1", "--n", "1:1.5"}, exitUsage, `--n must be an integer in [1, 10000000000] (e.g. 1e6, 1_000_000), or a range LO:HI of such values, got "1:1.5"`},
 		{[]string{"--eps0", "1", "--n", "1:100", "--points", "1"}, exitUsage, `--points must be an integer in [2, 10000], got "1"`},

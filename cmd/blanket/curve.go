@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/spf13/cobra"
@@ -16,28 +18,39 @@ func newCurveCmd(e *env) *cobra.Command {
 		mf     mechFlags
 		eps0   = sweepValue{rule: eps0Rule}
 		n      = sweepValue{integer: newCountValue()}
+		rounds = sweepValue{integer: newRoundsValue()}
 		points = intValue{min: 2, max: maxPoints, v: 20}
 		delta  = floatValue{rule: probRule}
 		plotTo string
 	)
 	cmd := &cobra.Command{
-		Use:   "curve --mech SPEC (--n LO:HI --eps0 E | --eps0 LO:HI --n N) --delta D",
-		Short: "Central eps over a range of n or of eps0, as CSV, JSON or a plot",
-		Long: `Sweep the central eps over a range of n (--n LO:HI with one --eps0) or of
-eps0 (--eps0 LO:HI with one --n); exactly one of the two is a range. The points
-are log-spaced from LO to HI, both included, for n (rounded to integers, repeats
-dropped) and for eps0 alike, to match the log axes of the plot.
+		Use:   "curve --mech SPEC --n N|LO:HI --eps0 E|LO:HI [--rounds T|LO:HI] --delta D",
+		Short: "Central eps over a range of n, eps0 or rounds, as CSV, JSON or a plot",
+		Long: `Sweep the central eps over a range of n (--n LO:HI), of eps0 (--eps0 LO:HI) or
+of the number of rounds (--rounds LO:HI); exactly one of the three is a range,
+the others are single values (--rounds defaults to 1). The points are
+log-spaced from LO to HI, both included, for n and rounds (rounded to integers,
+repeats dropped) and for eps0 alike, to match the log axes of the plot.
 
-Prints CSV by default, one row per point with the columns n, eps0, delta,
-eps_upper, eps_lower, local_eps, amplified, tight, one per baseline (empty where
-a baseline does not apply) and seconds; --json prints an array of objects with
-the keys of 'blanket account eps --json'. --plot FILE (.svg, .png or .pdf) also
-draws eps upper, eps lower and the baselines against n or eps0 on log axes.
+--rounds T covers T reports of one user, each shuffled in its own batch of n;
+the guarantee is per user over all of them (composed through privacy loss
+distributions). A sweep over rounds shows how the guarantee degrades with the
+horizon: every point reuses the single-report evaluations of the first.
+
+Prints CSV by default, one row per point with the columns n, eps0, rounds,
+delta, eps_upper, eps_lower, local_eps, amplified, tight, one per baseline
+(clone, fmt21, bbgn19_hoeffding, bbgn19_bennett, efmrtt19, basic_composition,
+kov15, clone_composed; empty where a baseline does not apply) and seconds;
+--json prints an array of objects with the keys of 'blanket account eps --json'.
+--plot FILE (.svg, .png or .pdf) also draws eps upper, eps lower and the
+baselines against n, eps0 or T on log axes (over rounds, the composition
+baselines basic_composition, kov15 and clone_composed, which start at T = 2).
 
 Points are computed concurrently, one per CPU (GOMAXPROCS); progress is shown
 on stderr when it is a terminal.`,
 		Example: `  blanket account curve --mech krr:k=100 --eps0 4 --n 1e3:1e8 --points 20 --delta 1e-6 --plot eps.svg
-  blanket account curve --mech krr:k=100 --eps0 0.5:8 --n 1e6 --delta 1e-6 --json`,
+  blanket account curve --mech krr:k=100 --eps0 0.5:8 --n 1e6 --delta 1e-6 --json
+  blanket account curve --mech krr:k=100 --eps0 4 --n 1e6 --rounds 1:3650 --points 12 --delta 1e-6 --plot horizon.svg`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			m, err := mf.parse(cmd, e)
@@ -54,35 +67,57 @@ on stderr when it is a terminal.`,
 				}
 				eps0.lo, eps0.hi = fixed, fixed
 			}
+			if !rounds.set {
+				rounds.lo, rounds.hi = 1, 1
+			}
 			if _, fixed := m.FixedEps0(); fixed && eps0.isRange {
 				return usageErrorf("--eps0 %s: sweeping eps0 has no effect, %s fixes its own local budget", eps0.text, m)
 			}
-			switch {
-			case n.isRange && eps0.isRange:
-				return usageErrorf("exactly one of --n and --eps0 must be a range LO:HI, got --n %s and --eps0 %s", n.text, eps0.text)
-			case !n.isRange && !eps0.isRange:
-				return usageErrorf("exactly one of --n and --eps0 must be a range LO:HI (e.g. --n 1e3:1e8), got neither")
+			if err := checkOneRange(map[string]*sweepValue{"n": &n, "eps0": &eps0, "rounds": &rounds}); err != nil {
+				return err
 			}
 			if plotTo != "" {
 				if err := checkPlotPath(plotTo); err != nil {
 					return err
 				}
 			}
-			type point struct {
-				n    int
-				eps0 float64
-			}
-			var pts []point
-			var xs []float64
-			if n.isRange {
+			var (
+				pts []curvePoint
+				xs  []float64
+			)
+			T := int(rounds.lo)
+			switch {
+			case n.isRange:
 				for _, v := range logSpaceInts(int(n.lo), int(n.hi), points.v) {
-					pts = append(pts, point{v, eps0.lo})
+					pts = append(pts, curvePoint{v, eps0.lo, T})
 					xs = append(xs, float64(v))
 				}
-			} else {
+			case eps0.isRange:
 				for _, v := range logSpace(eps0.lo, eps0.hi, points.v) {
-					pts = append(pts, point{int(n.lo), v})
+					pts = append(pts, curvePoint{int(n.lo), v, T})
 					xs = append(xs, v)
+				}
+			default:
+				for _, v := range logSpaceInts(int(rounds.lo), int(rounds.hi), points.v) {
+					pts = append(pts, curvePoint{int(n.lo), eps0.lo, v})
+					xs = append(xs, float64(v))
+				}
+			}
+			point := func(p curvePoint) (epsReport, error) { return computeEps(e, m, p.eps0, p.n, p.rounds, delta.v) }
+			if rounds.isRange {
+				// One composition for the sweep: every point shares its
+				// memoised single-report evaluations.
+				base, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0.lo, N: int(n.lo), Rounds: pts[0].rounds})
+				if err != nil {
+					return err
+				}
+				point = func(p curvePoint) (epsReport, error) {
+					start := time.Now()
+					c, err := base.withRounds(p.rounds)
+					if err != nil {
+						return epsReport{}, err
+					}
+					return composedEps(c, m, p.eps0, p.n, p.rounds, delta.v, start)
 				}
 			}
 			var onDone func(int)
@@ -93,9 +128,9 @@ on stderr when it is a terminal.`,
 				defer pr.finish()
 			}
 			rows, err := forEach(cmd.Context(), len(pts), e.workers, func(i int) (epsReport, error) {
-				r, err := computeEps(e, m, pts[i].eps0, pts[i].n, delta.v)
+				r, err := point(pts[i])
 				if err != nil {
-					return r, fmt.Errorf("n=%d eps0=%g: %w", pts[i].n, pts[i].eps0, err)
+					return r, fmt.Errorf("%v: %w", pts[i], err)
 				}
 				return r, nil
 			}, onDone)
@@ -111,31 +146,101 @@ on stderr when it is a terminal.`,
 			if err != nil || plotTo == "" {
 				return err
 			}
-			return plotCurve(plotTo, curveTitle(m, n.isRange, eps0.lo, int(n.lo), delta.v),
-				axisLabel(n.isRange), "central eps (upper, lower, baselines)", xs, rows)
+			var x curveAxis
+			switch {
+			case n.isRange:
+				x = axisN
+			case eps0.isRange:
+				x = axisEps0
+			default:
+				x = axisRounds
+			}
+			names := baselineNames()
+			if x == axisRounds {
+				names = accountant.CompositionBaselineNames
+			}
+			return plotCurve(plotTo, curveTitle(m, x, eps0.lo, int(n.lo), T, delta.v),
+				x.label(), "central eps (upper, lower, baselines)", xs, rows, names)
 		}),
 	}
 	mf.add(cmd)
 	cmd.Flags().Var(&eps0, "eps0", "total local budget of one report, "+eps0Rule.text+", or a range LO:HI (required unless --mech fixes it)")
 	cmd.Flags().Var(&n, "n", "number of users, an integer >= 1, or a range LO:HI (required)")
+	cmd.Flags().Var(&rounds, "rounds", fmt.Sprintf("number of reports of one user T, each shuffled in its own batch of n, an integer in [1, %d], or a range LO:HI (default 1)", accountant.MaxRounds))
 	cmd.Flags().Var(&points, "points", "number of points of the range, an integer in [2, "+strconv.Itoa(maxPoints)+"]")
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the curves to this .svg, .png or .pdf file")
 	return cmd
 }
 
-// curveTitle names the mechanism, the fixed parameter and delta.
-func curveTitle(m accountant.Mechanism, overN bool, eps0 float64, n int, delta float64) string {
-	mech := shorten(m.String(), 60)
-	if overN {
-		return fmt.Sprintf("%s, eps0 = %g, delta = %g", mech, eps0, delta)
-	}
-	return fmt.Sprintf("%s, n = %d, delta = %g", mech, n, delta)
+// curvePoint is one point of a sweep.
+type curvePoint struct {
+	n      int
+	eps0   float64
+	rounds int
 }
 
-func axisLabel(overN bool) string {
-	if overN {
-		return "n (number of users)"
+// String names the point in errors.
+func (p curvePoint) String() string {
+	if p.rounds > 1 {
+		return fmt.Sprintf("n=%d eps0=%g rounds=%d", p.n, p.eps0, p.rounds)
 	}
-	return "eps0 (total local budget)"
+	return fmt.Sprintf("n=%d eps0=%g", p.n, p.eps0)
+}
+
+// checkOneRange returns a usage error unless exactly one of the sweep
+// flags (keyed by name) is a range.
+func checkOneRange(flags map[string]*sweepValue) error {
+	order := []string{"n", "eps0", "rounds"}
+	var ranges []string
+	for _, name := range order {
+		if s := flags[name]; s.isRange {
+			ranges = append(ranges, fmt.Sprintf("--%s %s", name, s.text))
+		}
+	}
+	switch len(ranges) {
+	case 1:
+		return nil
+	case 0:
+		return usageErrorf("exactly one of --n, --eps0 and --rounds must be a range LO:HI (e.g. --n 1e3:1e8), got none")
+	default:
+		return usageErrorf("exactly one of --n, --eps0 and --rounds must be a range LO:HI, got %s", strings.Join(ranges, " and "))
+	}
+}
+
+// curveAxis is the swept parameter.
+type curveAxis int
+
+const (
+	axisN curveAxis = iota
+	axisEps0
+	axisRounds
+)
+
+func (a curveAxis) label() string {
+	switch a {
+	case axisN:
+		return "n (number of users)"
+	case axisEps0:
+		return "eps0 (total local budget)"
+	default:
+		return "T (reports per user)"
+	}
+}
+
+// curveTitle names the mechanism, the fixed parameters and delta.
+func curveTitle(m accountant.Mechanism, x curveAxis, eps0 float64, n, rounds int, delta float64) string {
+	mech := shorten(m.String(), 60)
+	over := ""
+	if rounds > 1 {
+		over = fmt.Sprintf(", T = %d", rounds)
+	}
+	switch x {
+	case axisN:
+		return fmt.Sprintf("%s, eps0 = %g%s, delta = %g", mech, eps0, over, delta)
+	case axisEps0:
+		return fmt.Sprintf("%s, n = %d%s, delta = %g", mech, n, over, delta)
+	default:
+		return fmt.Sprintf("%s, eps0 = %g, n = %d, delta = %g", mech, eps0, n, delta)
+	}
 }

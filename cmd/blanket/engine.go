@@ -23,6 +23,42 @@ type engine struct {
 	epsilonBaselines   func(m accountant.Mechanism, eps0 float64, n int, delta float64) (map[string]*float64, error)
 	deltaBaselines     func(m accountant.Mechanism, eps0 float64, n int, eps float64) (map[string]*float64, error)
 	calibrateBaselines func(m accountant.Mechanism, t accountant.Target) (map[string]*float64, error)
+	// compose returns the composition of p.Rounds reports of one user,
+	// each shuffled in its own batch of p.N (accountant.NewComposition).
+	// The commands use it when --rounds is more than 1 and for sweeps over
+	// rounds; one report goes through the functions above.
+	compose func(p accountant.Part) (composition, error)
+}
+
+// composition is the part of *accountant.Composition the commands use.
+type composition interface {
+	Epsilon(delta float64) (accountant.EpsilonResult, error)
+	Delta(eps float64) (accountant.DeltaResult, error)
+	EpsilonBaselines(delta float64) (map[string]*float64, error)
+	DeltaBaselines(eps float64) (map[string]*float64, error)
+	// withRounds returns the same report over rounds rounds, sharing the
+	// memoised single-report evaluations (Composition.WithRounds).
+	withRounds(rounds int) (composition, error)
+}
+
+// accountantComposition adapts *accountant.Composition to composition.
+type accountantComposition struct{ *accountant.Composition }
+
+func (c accountantComposition) withRounds(rounds int) (composition, error) {
+	w, err := c.WithRounds(rounds)
+	if err != nil {
+		return nil, err
+	}
+	return accountantComposition{w}, nil
+}
+
+// compose is the real engine.compose.
+func compose(p accountant.Part) (composition, error) {
+	c, err := accountant.NewComposition(p)
+	if err != nil {
+		return nil, err
+	}
+	return accountantComposition{c}, nil
 }
 
 // env is everything a command depends on besides its flags.
@@ -100,6 +136,7 @@ func defaultEnv() *env {
 			epsilonBaselines:   accountant.EpsilonBaselines,
 			deltaBaselines:     accountant.DeltaBaselines,
 			calibrateBaselines: accountant.CalibrateBaselines,
+			compose:            compose,
 		},
 		registry:   mechspec.NewRegistry(),
 		workers:    runtime.GOMAXPROCS(0),

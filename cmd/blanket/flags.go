@@ -29,6 +29,12 @@ func newCountValue() *intValue {
 	return &intValue{min: 1, max: accountant.MaxN, example: " (e.g. 1e6, 1_000_000)"}
 }
 
+// newRoundsValue returns a number-of-reports-per-user flag: [1,
+// accountant.MaxRounds], 1 unless given.
+func newRoundsValue() *intValue {
+	return &intValue{min: 1, max: accountant.MaxRounds, example: " (e.g. 365, 1e3, 1_000)", v: 1}
+}
+
 func (c *intValue) String() string {
 	if !c.set {
 		return ""

@@ -14,16 +14,23 @@ import (
 	"github.com/blanket-dp/blanket/accountant"
 )
 
-// baselineSet maps every baseline name (accountant.BaselineNames) to its
-// value, nil where the baseline does not apply. In JSON the missing values
-// are null.
+// baselineSet maps every baseline name (baselineNames) to its value, nil
+// where the baseline does not apply. In JSON the missing values are null.
 type baselineSet map[string]*float64
+
+// baselineNames are every baseline in display order: the single-report
+// ones (accountant.BaselineNames), which apply to one report, then the
+// composition ones (accountant.CompositionBaselineNames), which apply to
+// several.
+func baselineNames() []string {
+	return slices.Concat(accountant.BaselineNames, accountant.CompositionBaselineNames)
+}
 
 // newBaselineSet copies m, keeping only finite values and adding every
 // baseline name that m lacks as nil.
 func newBaselineSet(m map[string]*float64) baselineSet {
 	b := baselineSet{}
-	for _, name := range accountant.BaselineNames {
+	for _, name := range baselineNames() {
 		b[name] = nil
 	}
 	for name, v := range m {
@@ -36,10 +43,10 @@ func newBaselineSet(m map[string]*float64) baselineSet {
 	return b
 }
 
-// names returns the baseline names in display order: accountant's order,
-// then any others.
+// names returns the baseline names in display order: baselineNames, then
+// any others.
 func (b baselineSet) names() []string {
-	names := append([]string(nil), accountant.BaselineNames...)
+	names := baselineNames()
 	var extra []string
 	for name := range b {
 		if !slices.Contains(names, name) {
@@ -64,6 +71,7 @@ type epsReport struct {
 	Mechanism string      `json:"mechanism"`
 	Eps0      float64     `json:"eps0"`
 	N         int         `json:"n"`
+	Rounds    int         `json:"rounds"`
 	Delta     float64     `json:"delta"`
 	EpsUpper  *float64    `json:"eps_upper"`
 	EpsLower  *float64    `json:"eps_lower"`
@@ -79,6 +87,7 @@ type deltaReport struct {
 	Mechanism  string      `json:"mechanism"`
 	Eps0       float64     `json:"eps0"`
 	N          int         `json:"n"`
+	Rounds     int         `json:"rounds"`
 	Eps        float64     `json:"eps"`
 	DeltaUpper *float64    `json:"delta_upper"`
 	DeltaLower *float64    `json:"delta_lower"`
@@ -102,6 +111,7 @@ type calibrateReport struct {
 	Eps       float64     `json:"eps"`
 	Delta     float64     `json:"delta"`
 	N         int         `json:"n"`
+	Rounds    int         `json:"rounds"`
 	Eps0      *float64    `json:"eps0"`
 	Achieved  achieved    `json:"achieved"`
 	Baselines baselineSet `json:"baselines"`
@@ -128,11 +138,31 @@ func fmtOpt(v *float64) string {
 
 // Notes printed under tables.
 const (
-	noteNotAmplified = "shuffling cannot help at this n; eps = eps0"
-	noteNotTight     = "the engine reached its memory cap: the bounds are sound but not certified within 0.5% of the exact value"
-	noteNoLower      = "no lower-bound triple is known for this mechanism: the lower bound 0 is trivial"
-	noteBaselines    = "n/a: the baseline does not apply to this mechanism or parameters"
+	noteNotAmplified       = "shuffling cannot help at this n; eps = eps0"
+	noteNotAmplifiedRounds = "shuffling cannot help at this n; eps = local eps, the sum of the reports' local budgets"
+	noteNotTight           = "the engine reached its memory cap: the bounds are sound but not certified within 0.5% of the exact value"
+	noteNoLower            = "no lower-bound triple is known for this mechanism: the lower bound 0 is trivial"
+	noteBaselines          = "n/a: the baseline does not apply to this mechanism or parameters (clone, fmt21, bbgn19_*, efmrtt19 bound one report, basic_composition, kov15, clone_composed several)"
 )
+
+// notAmplifiedNote is the note for a result that shuffling does not
+// improve.
+func notAmplifiedNote(rounds int) string {
+	if rounds > 1 {
+		return noteNotAmplifiedRounds
+	}
+	return noteNotAmplified
+}
+
+// notTightNote is the note for bounds that are not certified: a
+// composition is certified to accountant.HorizonTolerance, one report to
+// 0.5%.
+func notTightNote(rounds int) string {
+	if rounds > 1 {
+		return fmt.Sprintf("the bounds are sound but not certified within %g%% of the composition of the exact single-report bounds", 100*accountant.HorizonTolerance)
+	}
+	return noteNotTight
+}
 
 // table writes "key  value" rows aligned in columns.
 type table struct {
@@ -151,6 +181,7 @@ func writeEpsTable(w io.Writer, r *epsReport) error {
 	t.row("mechanism", r.Mechanism)
 	t.row("eps0", fmtNum(r.Eps0))
 	t.row("n", strconv.Itoa(r.N))
+	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("delta", fmtNum(r.Delta))
 	t.row("")
 	t.row("bound", "eps")
@@ -165,10 +196,10 @@ func writeEpsTable(w io.Writer, r *epsReport) error {
 	}
 	var notes []string
 	if !r.Amplified {
-		notes = append(notes, noteNotAmplified)
+		notes = append(notes, notAmplifiedNote(r.Rounds))
 	}
 	if !r.Tight {
-		notes = append(notes, noteNotTight)
+		notes = append(notes, notTightNote(r.Rounds))
 	}
 	if r.EpsLower != nil && *r.EpsLower == 0 && r.Amplified {
 		notes = append(notes, noteNoLower)
@@ -185,6 +216,7 @@ func writeDeltaTable(w io.Writer, r *deltaReport) error {
 	t.row("mechanism", r.Mechanism)
 	t.row("eps0", fmtNum(r.Eps0))
 	t.row("n", strconv.Itoa(r.N))
+	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("eps", fmtNum(r.Eps))
 	t.row("")
 	t.row("bound", "delta")
@@ -210,6 +242,7 @@ func writeCalibrateTable(w io.Writer, r *calibrateReport) error {
 	t.row("target eps", fmtNum(r.Eps))
 	t.row("target delta", fmtNum(r.Delta))
 	t.row("n", strconv.Itoa(r.N))
+	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("")
 	t.row("bound", "largest eps0")
 	t.row("this work", fmtOpt(r.Eps0))
@@ -225,10 +258,10 @@ func writeCalibrateTable(w io.Writer, r *calibrateReport) error {
 	}
 	var notes []string
 	if !r.Achieved.Amplified {
-		notes = append(notes, noteNotAmplified)
+		notes = append(notes, notAmplifiedNote(r.Rounds))
 	}
 	if !r.Achieved.Tight {
-		notes = append(notes, noteNotTight)
+		notes = append(notes, notTightNote(r.Rounds))
 	}
 	if anyNA {
 		notes = append(notes, noteBaselines)
@@ -261,7 +294,7 @@ func writeNotes(w io.Writer, notes []string) error {
 }
 
 // curveColumns are the CSV columns before the baselines.
-var curveColumns = []string{"n", "eps0", "delta", "eps_upper", "eps_lower", "local_eps", "amplified", "tight"}
+var curveColumns = []string{"n", "eps0", "rounds", "delta", "eps_upper", "eps_lower", "local_eps", "amplified", "tight"}
 
 // writeCurveCSV writes one row per point; missing values are empty cells.
 func writeCurveCSV(w io.Writer, rows []epsReport) error {
@@ -283,6 +316,7 @@ func writeCurveCSV(w io.Writer, rows []epsReport) error {
 		rec := []string{
 			strconv.Itoa(r.N),
 			strconv.FormatFloat(r.Eps0, 'g', -1, 64),
+			strconv.Itoa(r.Rounds),
 			strconv.FormatFloat(r.Delta, 'g', -1, 64),
 			cell(r.EpsUpper), cell(r.EpsLower), cell(r.LocalEps),
 			strconv.FormatBool(r.Amplified), strconv.FormatBool(r.Tight),

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -19,6 +20,7 @@ type planReport struct {
 	Target    plan.Target     `json:"target"`
 	NMin      int             `json:"n_min"`
 	Travel    string          `json:"travel"`
+	Rounds    int             `json:"rounds"`
 	Guarantee *plan.Guarantee `json:"guarantee"`
 	Metrics   []planMetricRow `json:"metrics"`
 	Digest    string          `json:"digest"`
@@ -57,20 +59,28 @@ func newPlanCmd(e *env) *cobra.Command {
 	var (
 		out    string
 		asJSON bool
+		rounds = newRoundsValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "plan PLAN.yaml [-o OUT.yaml] [--json]",
+		Use:   "plan PLAN.yaml [-o OUT.yaml] [--json] [--rounds T]",
 		Short: "Calibrate a privacy plan: every metric's local budget eps0 for the target",
 		Long: `Load a privacy plan (YAML: target eps and delta, n_min, travel, metrics with their
 plugins), open every metric's randomizer (built in, or a blanket-<name> binary in
 --plugin-dir) and calibrate it with the accountant: each metric gets the largest
 eps0 such that the plan meets its target for batches of n_min reports.
 
+--rounds T makes the target cover T reporting periods: every user reports
+every metric T times, each report shuffled in its own batch of n_min; the
+guarantee is per user over all of them (composed through privacy loss
+distributions), so each report gets a smaller eps0. The calibrated plan records
+the guarantee's rounds.
+
 The calibrated plan (YAML, the same fields plus version, eps0, delta per metric
 and the guarantee) goes to -o, or to stdout. A summary goes to stdout when -o is
 given and to stderr otherwise: a table of metric, plugin, weight, eps0 and delta
 share with the guarantee and the allocation rule, or with --json one object
-with the keys target, n_min, travel, guarantee {eps, delta, rule}, metrics
+with the keys target, n_min, travel, rounds, guarantee {eps, delta, rule,
+rounds (omitted for one)}, metrics
 [{name, plugin, version, weight, eps0, delta}] and digest (SHA-256 of the
 calibrated plan).
 
@@ -78,7 +88,8 @@ Calibration is not bit-for-bit reproducible (the accountant sums in parallel):
 eps0 can differ in its last digits between runs. Publish one calibration:
 'blanket serve' and 'blanket collector' keep the first they make of a plan.`,
 		Example: `  blanket plan examples/plan.yaml -o plan.calibrated.yaml
-  blanket plan examples/plan.yaml --json > /dev/null`,
+  blanket plan examples/plan.yaml --json > /dev/null
+  blanket plan examples/plan.yaml --rounds 30 -o plan.30days.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command) error {
 			p, err := loadPlan(cmd.Flags().Arg(0))
@@ -87,7 +98,7 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 			}
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
-			if err := p.Calibrate(cmd.Context(), ps.Open); err != nil {
+			if err := p.CalibrateRounds(cmd.Context(), ps.Open, rounds.v); err != nil {
 				return err
 			}
 			y, err := p.YAML()
@@ -104,13 +115,14 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 				return err
 			}
 			if asJSON {
-				return writeJSON(summary, newPlanReport(p))
+				return writeJSON(summary, newPlanReport(p, rounds.v))
 			}
-			return writePlanTable(summary, p)
+			return writePlanTable(summary, p, rounds.v)
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the calibrated plan (YAML) to this file instead of stdout")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
+	cmd.Flags().Var(rounds, "rounds", fmt.Sprintf("number of reporting periods T the target covers (every metric reported once per period, each report shuffled in its own batch), an integer in [1, %d] (default 1)", accountant.MaxRounds))
 	return cmd
 }
 
@@ -121,16 +133,18 @@ func weightOf(m plan.Metric) float64 {
 	return m.Weight
 }
 
-func newPlanReport(p *plan.Plan) planReport {
-	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
+// newPlanReport summarises p, calibrated over rounds periods.
+func newPlanReport(p *plan.Plan, rounds int) planReport {
+	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Rounds: rounds, Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
 	for _, m := range p.Metrics {
 		r.Metrics = append(r.Metrics, planMetricRow{Name: m.Name, Plugin: m.Plugin, Version: m.Version, Weight: weightOf(m), Eps0: m.Eps0, Delta: m.Delta})
 	}
 	return r
 }
 
-// writePlanTable writes the calibration of p as a table.
-func writePlanTable(w io.Writer, p *plan.Plan) error {
+// writePlanTable writes the calibration of p over rounds periods as a
+// table.
+func writePlanTable(w io.Writer, p *plan.Plan, rounds int) error {
 	t := newTable(w)
 	t.row("metric", "plugin", "weight", "eps0", "delta")
 	for _, m := range p.Metrics {
@@ -141,9 +155,13 @@ func writePlanTable(w io.Writer, p *plan.Plan) error {
 	}
 	t = newTable(w)
 	t.row("")
-	t.row("target", fmt.Sprintf("eps %s, delta %s at n_min = %d (travel %s)", fmtNum(p.Target.Eps), fmtNum(p.Target.Delta), p.NMin, p.Travel))
+	over := ""
+	if rounds > 1 {
+		over = fmt.Sprintf(" over %d periods", rounds)
+	}
+	t.row("target", fmt.Sprintf("eps %s, delta %s%s at n_min = %d (travel %s)", fmtNum(p.Target.Eps), fmtNum(p.Target.Delta), over, p.NMin, p.Travel))
 	if g := p.Guarantee; g != nil {
-		t.row("guarantee", fmt.Sprintf("eps %s, delta %s per user", fmtNum(g.Eps), fmtNum(g.Delta)))
+		t.row("guarantee", fmt.Sprintf("eps %s, delta %s per user%s", fmtNum(g.Eps), fmtNum(g.Delta), over))
 		t.row("rule", strings.TrimSpace(g.Rule))
 	}
 	return t.flush()

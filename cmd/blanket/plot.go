@@ -34,14 +34,11 @@ type series struct {
 	ys   []*float64
 }
 
-// curveSeries returns eps upper, eps lower and every baseline of rows.
-func curveSeries(rows []epsReport) []series {
+// curveSeries returns eps upper, eps lower and the named baselines of
+// rows.
+func curveSeries(rows []epsReport, names []string) []series {
 	up := series{name: "eps upper (this work)"}
 	low := series{name: "eps lower (this work)"}
-	var names []string
-	if len(rows) > 0 {
-		names = rows[0].Baselines.names()
-	}
 	bls := make([]series, len(names))
 	for i, n := range names {
 		bls[i].name = n
@@ -77,9 +74,10 @@ func segments(xs []float64, ys []*float64) []plotter.XYs {
 	return out
 }
 
-// plotCurve draws the series of rows against xs on log axes and saves the
-// plot to path (its extension picks the format).
-func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsReport) error {
+// plotCurve draws eps upper, eps lower and the named baselines of rows
+// against xs on log axes and saves the plot to path (its extension picks
+// the format). Series without values get no legend entry.
+func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsReport, baselines []string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
@@ -87,8 +85,9 @@ func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsRepor
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = denseLogTicks{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	// eps falls with n and rises with eps0: put the legend in the corner
-	// the curves leave empty (bottom left, or top left for eps0 sweeps).
+	// eps falls with n and rises with eps0 and rounds: put the legend in
+	// the corner the curves leave empty (bottom left, or top left for eps0
+	// and rounds sweeps).
 	p.Legend.Left = true
 	p.Legend.Top = len(xs) > 1 && len(rows) > 1 && xs[0] < xs[len(xs)-1] && increasing(rows)
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(8)
@@ -97,7 +96,7 @@ func plotCurve(path, title, xLabel, yLabel string, xs []float64, rows []epsRepor
 	}
 	p.Add(plotter.NewGrid())
 	drawn := 0
-	for i, s := range curveSeries(rows) {
+	for i, s := range curveSeries(rows, baselines) {
 		segs := segments(xs, s.ys)
 		for j, seg := range segs {
 			line, points, err := plotter.NewLinePoints(seg)
