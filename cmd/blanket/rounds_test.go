@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -477,5 +478,18 @@ func TestEnginePlanRounds(t *testing.T) {
 	}
 	if written.Guarantee == nil || written.Guarantee.Rounds != rounds || written.Digest() != r.Digest {
 		t.Errorf("written plan %+v does not match the summary", written.Guarantee)
+	}
+}
+
+func TestCurveRoundsProgress(t *testing.T) {
+	f := &fake{}
+	e := f.env()
+	e.isTerminal = func(io.Writer) bool { return true }
+	_, stderr, code := execute(t, e, "account", "curve", "--mech", "krr:k=100", "--eps0", "4", "--n", "1e6", "--rounds", "1:100", "--points", "3", "--delta", "1e-6")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "3/3 points (100%)") || !strings.HasSuffix(stderr, "\r\x1b[K") {
+		t.Errorf("progress = %q", stderr)
 	}
 }
