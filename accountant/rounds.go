@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // This file is the public API for privacy over time: a user's reports over
@@ -51,6 +52,15 @@ type Composition struct {
 	parts    []Part
 	decs     []*Decomposition
 	samplers []*partSampler
+	// clone is the same parts with the generic clone, built once and
+	// shared by WithRounds copies (the clone_composed baseline).
+	clone *cloneCache
+}
+
+type cloneCache struct {
+	once sync.Once
+	c    *Composition
+	err  error
 }
 
 // NewComposition validates the parts and returns their composition.
@@ -58,7 +68,7 @@ func NewComposition(parts ...Part) (*Composition, error) {
 	if len(parts) == 0 {
 		return nil, argError("composition parts", 0, "at least 1")
 	}
-	c := &Composition{}
+	c := &Composition{clone: &cloneCache{}}
 	var total int
 	for i, p := range parts {
 		name := fmt.Sprintf("part %d", i+1)
@@ -100,7 +110,7 @@ func (c *Composition) WithRounds(rounds ...int) (*Composition, error) {
 	if len(rounds) != len(c.parts) {
 		return nil, argError("rounds", len(rounds), fmt.Sprintf("one per part (%d)", len(c.parts)))
 	}
-	out := &Composition{decs: c.decs, samplers: c.samplers}
+	out := &Composition{decs: c.decs, samplers: c.samplers, clone: c.clone}
 	var total int
 	for i, p := range c.parts {
 		if rounds[i] < 1 || rounds[i] > MaxRounds {
@@ -338,13 +348,39 @@ const (
 var CompositionBaselineNames = []string{BaselineBasicComposition, BaselineKOV15, BaselineCloneComposed}
 
 // cloneComposition returns the same parts with every mechanism replaced by
-// the generic clone at its local eps.
+// the generic clone at its local eps (memoised evaluations shared with
+// every WithRounds copy).
 func (c *Composition) cloneComposition() (*Composition, error) {
-	parts := make([]Part, len(c.parts))
-	for i, p := range c.parts {
-		parts[i] = Part{Mech: GenericMech{Eps0: c.decs[i].LocalEps}, N: p.N, Rounds: p.Rounds}
+	c.clone.once.Do(func() {
+		parts := make([]Part, len(c.parts))
+		for i, p := range c.parts {
+			parts[i] = Part{Mech: GenericMech{Eps0: c.decs[i].LocalEps}, N: p.N, Rounds: p.Rounds}
+		}
+		c.clone.c, c.clone.err = NewComposition(parts...)
+	})
+	if c.clone.err != nil {
+		return nil, c.clone.err
 	}
-	return NewComposition(parts...)
+	rounds := make([]int, len(c.parts))
+	for i, p := range c.parts {
+		rounds[i] = p.Rounds
+	}
+	return c.clone.c.WithRounds(rounds...)
+}
+
+// cloneEpsilon is the clone_composed baseline: the upper bound of the
+// composed clones (pessimistic PLDs only; refined like Epsilon while the
+// grid could still gain more than HorizonTolerance is not needed for a
+// baseline, so one grid level).
+func (c *Composition) cloneEpsilon(delta float64) (float64, error) {
+	cl, err := c.cloneComposition()
+	if err != nil {
+		return 0, err
+	}
+	if cl.single() {
+		return epsilonOf(cl.decs[0], cl.parts[0].N, delta).Upper, nil
+	}
+	return math.Min(epsUpperOf(cl.plds(delta, 0, true).upper, delta, cl.LocalEps()), cl.LocalEps()), nil
 }
 
 // EpsilonBaselines returns every baseline's eps at delta; nil where a
@@ -382,15 +418,11 @@ func (c *Composition) EpsilonBaselines(delta float64) (map[string]*float64, erro
 			out[BaselineKOV15] = ptr(v)
 		}
 	}
-	cl, err := c.cloneComposition()
+	ce, err := c.cloneEpsilon(delta)
 	if err != nil {
 		return nil, err
 	}
-	r, err := cl.Epsilon(delta)
-	if err != nil {
-		return nil, err
-	}
-	out[BaselineCloneComposed] = ptr(r.Upper)
+	out[BaselineCloneComposed] = ptr(ce)
 	return out, nil
 }
 
@@ -411,6 +443,14 @@ func (c *Composition) kov15Epsilon(delta float64) (float64, bool) {
 			continue
 		}
 		if v < best {
+			best, ok = v, true
+		}
+	}
+	// Basic composition's own point (eps_1(delta/T), delta/T), so that
+	// kov15 is never above basic_composition.
+	T := float64(p.Rounds)
+	if e1 := epsilonOf(c.decs[0], p.N, delta/T).Upper; e1 > 0 {
+		if v, err := KOV15Epsilon(e1, delta/T, p.Rounds, delta); err == nil && v < best {
 			best, ok = v, true
 		}
 	}
@@ -472,11 +512,15 @@ func (c *Composition) DeltaBaselines(eps float64) (map[string]*float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := cl.Delta(eps)
-	if err != nil {
-		return nil, err
+	// The composed clones' upper bound (pessimistic PLDs only), with the
+	// floors refitted as in Delta.
+	ref := deltaRef
+	d := composedDelta(cl.plds(ref, 0, true).upper, eps, true)
+	for d < 1e-2*ref && ref > MinDelta {
+		ref = math.Max(d, MinDelta)
+		d = composedDelta(cl.plds(ref, 0, true).upper, eps, true)
 	}
-	out[BaselineCloneComposed] = ptr(r.Upper)
+	out[BaselineCloneComposed] = ptr(math.Min(d, 1))
 	return out, nil
 }
 
