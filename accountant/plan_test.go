@@ -12,7 +12,7 @@ func TestAllocatePlan(t *testing.T) {
 		{Name: "net/kind", Mech: KRR(4), Weight: 1},
 		{Name: "any", Mech: Generic(), Weight: 1},
 	}
-	const eps, delta, n = 1.0, 1e-6, 100_000
+	const eps, delta, n = 1.0, 1e-6, 20_000
 	for _, travel := range []Travel{TravelJoint, TravelParallel, TravelSeparate} {
 		t.Run(string(travel), func(t *testing.T) {
 			res, err := AllocatePlan(PlanSpec{Eps: eps, Delta: delta, NMin: n, Travel: travel, Metrics: metrics})
