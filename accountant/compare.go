@@ -115,10 +115,7 @@ func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
 	if d, err := m.Decompose(math.Max(t.Eps, 0.1)); err == nil {
 		krr = d.KRR
 	}
-	out := map[string]*float64{}
-	for _, n := range CompositionBaselineNames {
-		out[n] = nil
-	}
+	out := withNil(map[string]*float64{}, CompositionBaselineNames)
 	c, err := Calibrate(Generic(), t)
 	if err != nil {
 		out[BaselineClone] = nil

@@ -392,21 +392,14 @@ func (c *Composition) EpsilonBaselines(delta float64) (map[string]*float64, erro
 	if err := checkDelta("delta", delta); err != nil {
 		return nil, err
 	}
-	out := map[string]*float64{}
 	if c.single() {
 		m, err := EpsilonBaselines(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, delta)
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range CompositionBaselineNames {
-			m[n] = nil
-		}
-		return m, nil
-	} else {
-		for _, n := range BaselineNames {
-			out[n] = nil
-		}
+		return withNil(m, CompositionBaselineNames), nil
 	}
+	out := withNil(map[string]*float64{}, BaselineNames)
 	basic, err := c.basicEpsilon(delta)
 	if err != nil {
 		return nil, err
@@ -468,21 +461,14 @@ func (c *Composition) DeltaBaselines(eps float64) (map[string]*float64, error) {
 	if err := checkEps("eps", eps); err != nil {
 		return nil, err
 	}
-	out := map[string]*float64{}
 	if c.single() {
 		m, err := DeltaBaselines(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, eps)
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range CompositionBaselineNames {
-			m[n] = nil
-		}
-		return m, nil
-	} else {
-		for _, n := range BaselineNames {
-			out[n] = nil
-		}
+		return withNil(m, CompositionBaselineNames), nil
 	}
+	out := withNil(map[string]*float64{}, BaselineNames)
 	out[BaselineBasicComposition] = nil
 	if len(c.parts) == 1 {
 		// Basic: each report (eps/T, delta_1(eps/T)); delta = T delta_1.
@@ -629,6 +615,14 @@ func illinoisFeasible(g func(float64) (float64, error), a, ga, b, gb, tol float6
 	return a, nil
 }
 
+// withNil sets every name in names to nil in m and returns m.
+func withNil(m map[string]*float64, names []string) map[string]*float64 {
+	for _, n := range names {
+		m[n] = nil
+	}
+	return m
+}
+
 // calibrateBaselinesRounds returns the largest eps0 each composition
 // baseline allows for t over t.Rounds reports (nil where none applies):
 // basic_composition calibrates one report to (eps/T, delta/T); kov15 the
@@ -636,10 +630,7 @@ func illinoisFeasible(g func(float64) (float64, error), a, ga, b, gb, tol float6
 // delta_1 the largest whose KOV15 composition meets the target;
 // clone_composed the generic clone composed over the horizon.
 func calibrateBaselinesRounds(m Mechanism, t Target) map[string]*float64 {
-	out := map[string]*float64{}
-	for _, n := range BaselineNames {
-		out[n] = nil
-	}
+	out := withNil(map[string]*float64{}, BaselineNames)
 	T := float64(t.Rounds)
 	var basic, kov, clone *float64
 	parallelMap(3, func(i int) {
@@ -670,24 +661,10 @@ func kovDelta1(eps1 float64, T int, eps, delta float64) (float64, bool) {
 	if !meets(0) {
 		return 0, false
 	}
-	lo, hi := 0.0, delta
-	if meets(hi) {
-		return hi, true
+	if meets(delta) {
+		return delta, true
 	}
-	for range 100 {
-		mid := 0.5 * (lo + hi)
-		if lo > 0 && hi/lo > 4 {
-			mid = math.Sqrt(lo * hi)
-		}
-		if mid <= lo || mid >= hi {
-			break
-		}
-		if meets(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	lo, _ := cfBisectDown(meets, 0, delta)
 	return lo, lo > 0
 }
 
