@@ -687,7 +687,10 @@ func kovCalibrate(m Mechanism, t Target) *float64 {
 	const g = 0.6180339887498949
 	x1, x2 := b-g*(b-a), a+g*(b-a)
 	f1, f2 := at(x1), at(x2)
-	best := math.Max(f1, f2)
+	// The left end (eps_1 = eps/T, basic composition's eps) is feasible
+	// whenever anything is; at small T it is often the only feasible
+	// region, which the interior search can miss.
+	best := math.Max(at(a), math.Max(f1, f2))
 	for range 14 {
 		if f1 >= f2 {
 			b, x2, f2 = x2, x1, f1
