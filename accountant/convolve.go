@@ -247,7 +247,7 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 		if s <= eps {
 			continue
 		}
-		u := math.Exp(-theta*s) * -math.Expm1(eps-s)
+		u := math.Exp(-theta*(s-eps)) * -math.Expm1(eps-s) // unit e^{K(theta) - theta eps}: no underflow near eps
 		pv := p[int(((i%int64(L))+int64(L))%int64(L))] / Lf
 		term := pv * u
 		y := term - comp
@@ -258,6 +258,8 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 		maxW = math.Max(maxW, u)
 	}
 	fpErr := l2Err * math.Sqrt(sumW2)
+	// Every term above is in the unit e^{K(theta) - theta eps}.
+	k0 -= theta * eps
 	var tail, alias float64
 	if !full {
 		top := float64(Ai+int64(L)) * step
@@ -274,7 +276,7 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 	}
 	margin := 4*Lf*ulp + 4*totalT*ulp + 1e-12
 	if upper {
-		v := main + fpErr + tail
+		v := main + fpErr + tail + 1e-300 // covers weights that still underflow
 		return scaleUp(v, k0) * (1 + margin)
 	}
 	v := main - fpErr - alias*maxW

@@ -221,7 +221,6 @@ func reviewProfile(rng *rand.Rand, P, Q []float64, js []int64, step, rl, ru floa
 // in the unit e^{K(theta) - theta eps} (k0 -= theta*eps before the tail
 // terms and scaleUp).
 func TestReviewComposedDeltaUnderflow(t *testing.T) {
-	t.Skip("BUG: finiteDelta's untilting exp(-theta*s) underflows (upper bound 0 at delta 2.4e-74); see the review report")
 	p := math.E / (math.E + 1)
 	d := newPLD(1.0/16, []pldAtom{{16, p}, {-16, 1 - p}}, 0)
 	parts := []pldPart{{d, 1000}}
@@ -239,7 +238,6 @@ func TestReviewComposedDeltaUnderflow(t *testing.T) {
 // but Epsilon reported Upper = 786.87 with Tight = true (the exact delta
 // there is 5.9e-76); Delta(790) reported 0.
 func TestReviewEpsilonUnderflow(t *testing.T) {
-	t.Skip("BUG: Composition.Epsilon below the exact eps when the tilt underflows; see the review report")
 	const eps0, k, T, delta = 1.0, 3, 1000, 1e-80
 	c := mustCompose(t, Part{Mech: KRR(k), Eps0: eps0, N: 1, Rounds: T})
 	r, err := c.Epsilon(delta)
@@ -271,7 +269,6 @@ func TestReviewEpsilonUnderflow(t *testing.T) {
 // Fix: drop `v[m] = bigF(0)` (keep v[m] = -excess[m-1]; minorantSide
 // already handles a hull that crosses 0 before the last point).
 func TestReviewMinorantLastInterval(t *testing.T) {
-	t.Skip("BUG: minorantValues forces v[m] = 0 without lowering the last chord; see the review report")
 	P := []float64{0.3560523013798083, 0.6439476986201916}
 	Q := []float64{0.5594903020806093, 0.4405096979193907}
 	step := 0.1254213023161495 // largest loss 0.4513 = 3.6 steps: jmax = 4
@@ -314,7 +311,6 @@ func TestReviewMinorantLastInterval(t *testing.T) {
 // pair. It fails on the code as reviewed (the last-interval bug above); it
 // passes over 20000 trials with the fix.
 func TestReviewLowerPLDFuzz(t *testing.T) {
-	t.Skip("BUG: minorantValues forces v[m] = 0 without lowering the last chord; see the review report")
 	reviewPLDFuzz(t, 4000, false, true)
 }
 

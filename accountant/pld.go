@@ -398,7 +398,6 @@ func minorantValues(a []*big.Float, l, u []float64, mirrorU1 *big.Float) []*big.
 		}
 		v[i] = bsub(lb[i], d)
 	}
-	v[m] = bigF(0)
 	return v
 }
 
