@@ -16,18 +16,8 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"testing"
 )
-
-// audLong skips a test unless AUDIT_LONG is set: the file's default
-// runtime stays under 20 s.
-func audLong(t *testing.T, why string) {
-	t.Helper()
-	if testing.Short() || os.Getenv("AUDIT_LONG") == "" {
-		t.Skipf("set AUDIT_LONG=1 to run (%s)", why)
-	}
-}
 
 // audTol is the relative slack allowed between a bound and the float64
 // enumeration reference: the reference's own rounding is about 1e-13
@@ -200,13 +190,17 @@ func audCases(rng *rand.Rand) []struct {
 
 // TestAuditLatticeBracketsEnumeration checks lo <= exact <= hi for the
 // lattice path forced on small n (where evaluate would use the sparse path),
-// at coarse and fine steps, against full multinomial enumeration.
+// at coarse and fine steps, against full multinomial enumeration. The
+// larger n are in TestAuditLatticeBracketsEnumerationDeep (make audit).
 func TestAuditLatticeBracketsEnumeration(t *testing.T) {
+	audLatticeBracketsEnumeration(t, []int{2, 3, 12})
+}
+
+// audLatticeBracketsEnumeration runs TestAuditLatticeBracketsEnumeration's
+// check at each n in ns.
+func audLatticeBracketsEnumeration(t *testing.T, ns []int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	ns := []int{2, 3, 7, 41}
-	if testing.Short() {
-		ns = []int{2, 3, 12}
-	}
 	for _, tc := range audCases(rng) {
 		for _, n := range ns {
 			z, w := audGPARV(tc.set, 0)
@@ -546,18 +540,21 @@ func audCheckDecomposition(t *testing.T, name string, rows [][]float64, d *Decom
 // TestAuditMatrixPairReduction compares Matrix.Decompose with brute force
 // over every ordered pair for random structured matrices (repeated row
 // profiles, defaults, overlapping and disjoint exceptions), both through
-// NewMatrix (mode detection) and NewSparseMatrix.
+// NewMatrix (mode detection) and NewSparseMatrix. The first 8 matrices of
+// the stream are checked here (each of the shapes below occurs), the next
+// 92 in TestAuditMatrixPairReductionDeep (make audit).
 func TestAuditMatrixPairReduction(t *testing.T) {
+	audMatrixPairReduction(t, 0, 8)
+}
+
+// audMatrixPairReduction checks matrices from to to-1 of one seeded
+// stream; the earlier ones are drawn and skipped, so that any split of
+// [0, to) checks the same matrices.
+func audMatrixPairReduction(t *testing.T, from, to int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 11))
-	iters := 24
-	if testing.Short() {
-		iters = 8
-	}
-	if os.Getenv("AUDIT_LONG") != "" {
-		iters = 100
-	}
 	mults := []float64{3, 3, 0.5, 2}
-	for it := range iters {
+	for it := range to {
 		k := 2 + rng.IntN(7)
 		m := 2 + rng.IntN(9)
 		if it%4 == 3 {
@@ -572,6 +569,9 @@ func TestAuditMatrixPairReduction(t *testing.T) {
 				rows[x] = append(rows[x], 0)
 			}
 			m++
+		}
+		if it < from {
+			continue
 		}
 		dm, err := NewMatrix(rows)
 		if err != nil {
@@ -855,26 +855,30 @@ func TestAuditRefinementWidens(t *testing.T) {
 	}
 }
 
+// audLatticeVsSparseCase is a k-RR upper set at n users.
+type audLatticeVsSparseCase struct {
+	k    int
+	eps0 float64
+	n    int
+}
+
 // TestAuditLatticeVsSparseLargeN compares the lattice bracket with the
-// sparse exact path where both apply (n up to 1e8, k-RR with a rare
-// blanket), at deltas from 1e-3 down to 1e-200: the two brackets must
-// overlap. sparseExact is exact to 1e-7 relative at these n (its lgamma
-// error is below 5e-7 for n <= 1e8, see TestAuditSparseHugeN), so the
-// check is lattice.hi >= sparse.lo (1 - 1e-6).
+// sparse exact path where both apply (k-RR with a rare blanket), at deltas
+// from 1e-3 down to 1e-200: the two brackets must overlap. sparseExact is
+// exact to 1e-7 relative at these n (its lgamma error is below 5e-7 for n
+// <= 1e8, see TestAuditSparseHugeN), so the check is lattice.hi >=
+// sparse.lo (1 - 1e-6). n = 1e6 and 1e8 are in
+// TestAuditLatticeVsSparseLargeNDeep (make audit).
 func TestAuditLatticeVsSparseLargeN(t *testing.T) {
-	cases := []struct {
-		k    int
-		eps0 float64
-		n    int
-	}{
-		{2, 10, 1_000_000},
-		{2, 12, 100_000_000},
+	audLatticeVsSparse(t, []audLatticeVsSparseCase{
 		{3, 9, 100_000},
 		{2, 6, 20_000},
-	}
-	if testing.Short() {
-		cases = cases[2:]
-	}
+	})
+}
+
+// audLatticeVsSparse runs TestAuditLatticeVsSparseLargeN's check on cases.
+func audLatticeVsSparse(t *testing.T, cases []audLatticeVsSparseCase) {
+	t.Helper()
 	for _, tc := range cases {
 		set := audKRRUpper(tc.k, tc.eps0).Merge()
 		for _, eps := range []float64{0.05, 0.2, 0.6, 1.5, 3, 5} {
@@ -991,27 +995,6 @@ func TestAuditSparseTailFloor(t *testing.T) {
 	}
 	if !r.Amplified || r.Upper > 4.2 {
 		t.Errorf("Epsilon(krr2, eps0=12, n=4e7, delta=1e-100) = %+v; the exact eps is below 4.2 (exact delta(4.2) = %.3g)", r, exAt)
-	}
-}
-
-// TestAuditCappedWindow forces the capped path (window longer than
-// maxLattice, tail and alias terms at their largest) and checks the
-// bracket against the sparse exact path.
-func TestAuditCappedWindow(t *testing.T) {
-	audLong(t, "FFTs of 2^24 points, about 40 s")
-	set := audKRRUpper(2, 10).Merge()
-	const n = 1_000_000
-	for _, tc := range []struct{ eps, hRel float64 }{{0.2, 2e-4}, {1.5, 1e-4}} {
-		p := prepare(set, tc.eps)
-		sp, _ := sparseExact(p, n)
-		b := latticeEval(p, n, tc.hRel, true)
-		t.Logf("eps=%g hRel=%g: capped %v [%.10g, %.10g], sparse [%.10g, %.10g]", tc.eps, tc.hRel, b.capped, b.lo, b.hi, sp.lo, sp.hi)
-		if !b.capped {
-			t.Errorf("eps=%g hRel=%g: expected the capped path", tc.eps, tc.hRel)
-		}
-		if b.hi < sp.lo*(1-1e-6) || b.lo > sp.hi*(1+1e-6) {
-			t.Errorf("eps=%g hRel=%g: capped bracket [%.10g, %.10g] misses sparse [%.10g, %.10g]", tc.eps, tc.hRel, b.lo, b.hi, sp.lo, sp.hi)
-		}
 	}
 }
 
@@ -1328,14 +1311,14 @@ func TestAuditAtomsOnLattice(t *testing.T) {
 	}
 }
 
-// TestAuditDeltaBracketKeepsBest: every bracket deltaBracket computes is
-// valid, but it returns the last one. On the set of
-// TestAuditRareHugeAtomsNotTight at eps = 10 refinement never certifies,
-// the window doubles until it is capped, and SetDelta returns [0, 1.0049]
-// after about 80 s, while its first evaluation (hRel = 0.5, 10 ms) had
-// already given hi = 0.9502 (exact 0.94979); Delta reports Upper = 1.
+// TestAuditDeltaBracketKeepsBest (regression, fixed in e97f8f3): every
+// bracket deltaBracket computes is valid, but it returned the last one. On
+// the set of TestAuditRareHugeAtomsNotTight at eps = 10 refinement never
+// certifies, the window doubled until it was capped, and SetDelta returned
+// [0, 1.0049] after about 80 s, while its first evaluation (hRel = 0.5,
+// 10 ms) had already given hi = 0.9502 (exact 0.94979); Delta reported
+// Upper = 1.
 func TestAuditDeltaBracketKeepsBest(t *testing.T) {
-	audLong(t, "about 80 s of refinement")
 	d, err := Joint(KRR(4), KRR(4)).Decompose(14.49)
 	if err != nil {
 		t.Fatal(err)
