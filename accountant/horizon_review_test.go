@@ -2,9 +2,9 @@ package accountant
 
 // Second-engineer review of privacy over time (pld.go, convolve.go,
 // profile.go, rounds.go): adversarial tests against the oracles of
-// horizon_oracle_test.go. The tests marked t.Skip("BUG: ...") are the
-// regression tests of the bugs the review reports; they fail on the code as
-// reviewed and pass once the recommended fix is in (remove the Skip then).
+// horizon_oracle_test.go. TestReviewUpperRepairMass and
+// TestReviewPlanOneRoundLinearSplit are regression tests of bugs the review
+// reported (they failed on the code as reviewed and pass with the fixes).
 // The others are cheap checks kept for coverage the existing tests lack
 // (asymmetric and multi-pair declarations, heterogeneous parts, synthetic
 // profiles with loose brackets, T = 1000).
@@ -328,7 +328,6 @@ func TestReviewLowerPLDFuzz(t *testing.T) {
 // (a_m - a_i)/(a_m + 1), which bounds every such pair and whose line from
 // (1, u_0) has exactly the repair slope.
 func TestReviewUpperRepairMass(t *testing.T) {
-	t.Skip("BUG (latent): upperPLD's P_0 repair fails when u_0 exceeds the largest total variation; see the review report")
 	le, step := 1.0, 1.0/8
 	js := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	var u []float64
@@ -359,7 +358,6 @@ func TestReviewUpperRepairMass(t *testing.T) {
 // never shrink below s = 1 (the linear split is proven by basic
 // composition); only grow from it.
 func TestReviewPlanOneRoundLinearSplit(t *testing.T) {
-	t.Skip("BUG: AllocatePlan with one round gives less than the linear split; see the review report")
 	m := KRR(2)
 	r, err := AllocatePlan(PlanSpec{Eps: 1, Delta: 1e-6, NMin: 10_000, Metrics: []PlanMetric{{Name: "a", Mech: m}}})
 	if err != nil {

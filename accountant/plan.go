@@ -237,7 +237,14 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		return fmt.Errorf("plan: %w", err)
 	}
 	var b, gb float64
-	if ga <= 0 {
+	switch {
+	case rounds == 1 && ga > 0:
+		// One round: the linear split (s = 1) is proven by basic composition
+		// of the metrics' single-report guarantees, so never go below it even
+		// when the pessimistic PLD bound at s = 1 misses the target (and any
+		// larger factor misses it too: the bound grows with s).
+		b, gb = a, ga
+	case ga <= 0:
 		// Grow until the target fails.
 		b, gb = a, ga
 		for gb <= 0 && b < maxS {
@@ -247,7 +254,7 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 				return fmt.Errorf("plan: %w", err)
 			}
 		}
-	} else {
+	default:
 		// Shrink until it holds.
 		b, gb = a, ga
 		for ga > 0 {
@@ -262,7 +269,9 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		}
 	}
 	s := a
-	if gb > 0 {
+	if rounds == 1 && ga > 0 {
+		s = 1
+	} else if gb > 0 {
 		if s, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}

@@ -46,7 +46,13 @@ import (
 // same reason. P_0 >= 0 is the condition for the extension to be convex at
 // a = 1; when the bounds u_i are loose enough to break it, the points are
 // raised to the line through (1, u_0) with slope -(1 - u_0)/2 before the
-// hull is taken, which restores it (P_0 = 0) and keeps U >= F.
+// hull is taken, which restores it (P_0 = 0) and keeps U >= F. The raised
+// hull ends at (a_m, 0) only if that line reaches 0 by a_m, i.e. u_0 <=
+// (a_m - 1)/(a_m + 1); so every u_i is first lowered to at most
+// (a_m - a_i)/(a_m + 1), the profile of randomized response with loss
+// log a_m. That is sound: F(a_m) = 0 and symmetry put every loss of the
+// pair in [-log a_m, log a_m], and randomized response with that loss
+// dominates every such pair (Kairouz, Oh, Viswanath 2015, Theorem 2.4).
 //
 // Optimistic PLD (dominated). Here F is the profile of one fixed pair (the
 // lower-bound datasets of accounting.md section 4, or the blanket pair
@@ -288,12 +294,20 @@ func gridA(js []int64, step float64) []*big.Float {
 func upperPLD(step float64, js []int64, u []float64) *pld {
 	a := gridA(js, step)
 	pts := make([]hullPoint, len(js))
+	am := a[len(a)-1]
+	amp1 := badd(am, bigF(1))
 	for i := range js {
-		y := math.Min(math.Max(u[i], 0), 1)
-		if i == len(js)-1 {
-			y = 0
+		y := bigF(math.Min(math.Max(u[i], 0), 1))
+		// F(a_i) <= (a_m - a_i)/(a_m + 1), the profile of randomized
+		// response with loss log a_m, which dominates every symmetric pair
+		// with F(a_m) = 0 (see the file comment).
+		if rr := bquo(bsub(am, a[i]), amp1); rr.Cmp(y) < 0 {
+			y = rr
 		}
-		pts[i] = hullPoint{j: js[i], a: a[i], y: bigF(y)}
+		if i == len(js)-1 {
+			y = bigF(0)
+		}
+		pts[i] = hullPoint{j: js[i], a: a[i], y: y}
 	}
 	side := sideFromHull(pts, lowerHull(pts))
 	if zeroMass(side, side).Sign() < 0 {
