@@ -212,16 +212,25 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		}
 		return NewComposition(ps...)
 	}
-	// g(s) = log(delta_up(eps)/delta) of the composition at factor s.
+	// g(s) = log(delta_up(eps)/delta) of the composition at factor s, from
+	// its pessimistic PLDs at refinement 0. g(s) <= 0 proves the target at
+	// s (the PLDs dominate the composition: pld.go), so every feasible
+	// point's eps is read off the same PLDs (proven) and kept.
+	proven := map[float64]func() float64{}
 	g := func(s float64) (float64, error) {
 		c, err := compose(s)
 		if err != nil {
 			return 0, err
 		}
-		if c.LocalEps() <= spec.Eps {
+		if le := c.LocalEps(); le <= spec.Eps {
+			proven[s] = func() float64 { return le }
 			return math.Inf(-1), nil
 		}
-		d := composedDelta(c.plds(spec.Delta, 0, true).upper, spec.Eps, true)
+		up := c.plds(spec.Delta, 0, true).upper
+		d := composedDelta(up, spec.Eps, true)
+		if d <= spec.Delta {
+			proven[s] = func() float64 { return math.Min(epsUpperOf(up, spec.Delta, spec.Eps), spec.Eps) }
+		}
 		if d <= 0 {
 			return math.Inf(-1), nil
 		}
@@ -245,11 +254,16 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		// larger factor misses it too: the bound grows with s).
 		b, gb = a, ga
 	case ga <= 0:
-		// Grow until the target fails.
+		// Grow until the target fails, by factors 1.25, 1.25, 1.25^2,
+		// 1.25^4, ...: the answer is usually close to s = 1, and a large
+		// eps0 is the costliest to account.
 		b, gb = a, ga
-		for gb <= 0 && b < maxS {
+		for f, k := 1.25, 0; gb <= 0 && b < maxS; k++ {
 			a, ga = b, gb
-			b = math.Min(2*b, maxS)
+			b = math.Min(f*b, maxS)
+			if k > 0 {
+				f *= f
+			}
 			if gb, err = g(b); err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
@@ -278,23 +292,22 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 	} else {
 		s = b // every factor up to the cap meets it
 	}
-	// Certify with the full query; step down while it misses the target.
-	var ach EpsilonResult
-	for range 40 {
+	// s was proven by g, except for one round when the PLD bound at s = 1
+	// missed the target: then the full query (finer grids) may still prove
+	// it, and otherwise basic composition of the linear split does.
+	var ach float64
+	if eps, ok := proven[s]; ok {
+		ach = eps()
+	} else {
 		c, err := compose(s)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
-		if ach, err = c.Epsilon(spec.Delta); err != nil {
+		r, err := c.Epsilon(spec.Delta)
+		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
-		if ach.Upper <= spec.Eps || (rounds == 1 && s <= 1) {
-			break
-		}
-		s *= 1 - calTol
-		if rounds == 1 {
-			s = math.Max(1, s)
-		}
+		ach = r.Upper
 	}
 	res.Metrics = make([]MetricBudget, len(parts))
 	var linEps, linDelta float64
@@ -313,8 +326,8 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		linDelta += spec.Delta * weights[i]
 	}
 	switch {
-	case ach.Upper <= spec.Eps:
-		res.Eps, res.Delta = ach.Upper, spec.Delta
+	case ach <= spec.Eps:
+		res.Eps, res.Delta = ach, spec.Delta
 	case rounds == 1:
 		// s = 1 and the composition's bound misses the target: the linear
 		// split's basic composition is the proof.

@@ -212,7 +212,9 @@ clone_composed; null where a baseline does not apply) and seconds (wall time).`,
 			if err != nil {
 				return err
 			}
+			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account eps")
 			r, err := computeEps(e, m, e0, n.v, rounds.v, delta.v)
+			finish()
 			if err != nil {
 				return err
 			}
@@ -265,7 +267,9 @@ where a baseline does not apply) and seconds.`,
 				return err
 			}
 			start := time.Now()
+			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
 			res, bl, err := computeDelta(e, m, e0, n.v, rounds.v, eps.v)
+			finish()
 			if err != nil {
 				return err
 			}
@@ -368,6 +372,7 @@ not apply) and seconds.`,
 				bl    map[string]*float64
 				blErr error
 			)
+			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account calibrate")
 			if _, fixed := m.FixedEps0(); t.Rounds > 1 && !fixed {
 				// Over several rounds both take long: run them side by
 				// side.
@@ -379,6 +384,7 @@ not apply) and seconds.`,
 					bl, blErr = e.engine.calibrateBaselines(m, t)
 				}
 			}
+			finish()
 			if errors.Is(err, accountant.ErrNotCalibratable) {
 				return &usageError{err}
 			}

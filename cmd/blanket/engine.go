@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/mechspec"
@@ -72,6 +73,9 @@ type env struct {
 	// isTerminal reports whether w is a terminal (progress is shown only
 	// then).
 	isTerminal func(w io.Writer) bool
+	// statusDelay is how long a single long computation runs before a
+	// "working" line appears on a terminal (see status.go).
+	statusDelay time.Duration
 	// open opens randomizer plugins (built-ins and binaries in pluginDir);
 	// nil disables plugin mechanisms.
 	open func(ctx context.Context, name string, cfg sdk.Config, dir string) (sdk.Randomizer, error)
@@ -138,10 +142,11 @@ func defaultEnv() *env {
 			calibrateBaselines: accountant.CalibrateBaselines,
 			compose:            compose,
 		},
-		registry:   mechspec.NewRegistry(),
-		workers:    runtime.GOMAXPROCS(0),
-		isTerminal: isTerminal,
-		open:       openPlugin,
+		registry:    mechspec.NewRegistry(),
+		workers:     runtime.GOMAXPROCS(0),
+		isTerminal:  isTerminal,
+		statusDelay: time.Second,
+		open:        openPlugin,
 	}
 }
 

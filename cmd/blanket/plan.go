@@ -98,7 +98,10 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 			}
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
-			if err := p.CalibrateRounds(cmd.Context(), ps.Open, rounds.v); err != nil {
+			finish := e.startStatus(cmd.ErrOrStderr(), "blanket plan")
+			err = p.CalibrateRounds(cmd.Context(), ps.Open, rounds.v)
+			finish()
+			if err != nil {
 				return err
 			}
 			y, err := p.YAML()

@@ -493,3 +493,31 @@ func TestCurveRoundsProgress(t *testing.T) {
 		t.Errorf("progress = %q", stderr)
 	}
 }
+
+// TestStatusLine: a single long computation on a terminal shows a
+// "working" line on stderr and erases it before the answer; off a terminal
+// stderr stays empty.
+func TestStatusLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"account", "eps", "--mech", "krr:k=100", "--eps0", "4", "--n", "1e6", "--delta", "1e-6", "--rounds", "30"},
+		{"account", "delta", "--mech", "krr:k=100", "--eps0", "4", "--n", "1e6", "--eps", "1", "--rounds", "30"},
+		{"account", "calibrate", "--mech", "krr:k=100", "--eps", "1", "--delta", "1e-6", "--n", "1e6", "--rounds", "30"},
+	} {
+		for _, tty := range []bool{true, false} {
+			f := &fake{}
+			e := f.env()
+			e.isTerminal = func(io.Writer) bool { return tty }
+			_, stderr, code := execute(t, e, args...)
+			if code != exitOK {
+				t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+			}
+			want := "blanket account " + args[1] + ": working, "
+			if tty && (!strings.HasPrefix(stderr, "\r\x1b[K"+want) || !strings.HasSuffix(stderr, "\r\x1b[K")) {
+				t.Errorf("%v on a terminal: stderr = %q", args, stderr)
+			}
+			if !tty && stderr != "" {
+				t.Errorf("%v off a terminal: stderr = %q", args, stderr)
+			}
+		}
+	}
+}
