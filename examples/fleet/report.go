@@ -249,8 +249,8 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 			items []item
 		}{c.name + ", in process", c.eps0, items})
 	}
-	fmt.Fprintf(f.out, "\nmean absolute error of the %s counts (%d categories, n = %d), per-metric target eps = %.4g, delta = %.3g, n_min = %d:\n",
-		m.Name, len(t.labels), t.n, share, m.Delta, f.plan.NMin)
+	fmt.Fprintf(f.out, "\nmean absolute error of the %s counts (%d categories, n = %d), plan target (eps, delta) = (%.4g, %.3g) per user at n_min = %d, the baselines' share for this metric eps = %.4g, delta = %.3g:\n",
+		m.Name, len(t.labels), t.n, f.plan.Target.Eps, f.plan.Target.Delta, f.plan.NMin, share, m.Delta)
 	var expected []float64
 	for _, row := range rows {
 		mae, exp := mae(row.items)
