@@ -44,9 +44,7 @@ func BenchmarkEpsilon(b *testing.B) {
 					b.Fatal(err)
 				}
 				sinkF = r.Upper
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, ms.Sys)
+				peak = max(peak, sysBytes())
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "sys-MB")
 		})
@@ -105,9 +103,7 @@ func BenchmarkEpsilonRounds(b *testing.B) {
 					b.Fatal(err)
 				}
 				sinkF = r.Upper
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, ms.Sys)
+				peak = max(peak, sysBytes())
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "sys-MB")
 			b.ReportMetric(r.Upper, "eps-upper")
@@ -151,4 +147,12 @@ func BenchmarkAllocatePlanRounds(b *testing.B) {
 		}
 		sinkF = r.Eps
 	}
+}
+
+// sysBytes returns the bytes of memory obtained from the OS so far (the
+// high-water mark the benchmarks report as sys-MB).
+func sysBytes() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Sys
 }

@@ -113,16 +113,7 @@ func oracleShuffledLaw(R [][]float64, data []int) map[string]float64 {
 			}
 			acc[key].add(prob)
 		}
-		// Next tuple, in mixed radix m.
-		i := 0
-		for ; i < n; i++ {
-			tuple[i]++
-			if tuple[i] < m {
-				break
-			}
-			tuple[i] = 0
-		}
-		if i == n {
+		if !oracleNextTuple(tuple, m) {
 			break
 		}
 	}
@@ -428,19 +419,24 @@ func oracleDirectBlanketDelta(s AtomSet, n int, eps float64) float64 {
 		if v := sum.value(); v > 0 {
 			h.add(prob * v)
 		}
-		i := 0
-		for ; i < n; i++ {
-			tuple[i]++
-			if tuple[i] < m {
-				break
-			}
-			tuple[i] = 0
-		}
-		if i == n {
+		if !oracleNextTuple(tuple, m) {
 			break
 		}
 	}
 	return h.value() / float64(n)
+}
+
+// oracleNextTuple advances tuple to the next one in mixed radix m
+// (lowest digit first) and reports false after the last.
+func oracleNextTuple(tuple []int, m int) bool {
+	for i := range tuple {
+		tuple[i]++
+		if tuple[i] < m {
+			return true
+		}
+		tuple[i] = 0
+	}
+	return false
 }
 
 // oracleKRRRows returns the k x k matrix of k-ary randomized response at eps0.
