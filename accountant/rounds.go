@@ -228,15 +228,17 @@ func (c *Composition) Epsilon(delta float64) (EpsilonResult, error) {
 		return epsilonOf(c.decs[0], c.parts[0].N, delta), nil
 	}
 	cap := c.LocalEps()
-	var r EpsilonResult
+	r := EpsilonResult{Upper: math.Inf(1), LocalEps: cap}
+	var pair float64
 	for refine := 0; ; refine++ {
 		h := c.plds(delta, refine)
-		up := epsUpperOf(h.upper, delta, cap)
-		pair := epsLowerOf(h.pairLower, delta, cap)
-		r = EpsilonResult{Upper: up, LocalEps: cap}
-		r.Tight = up <= pair*(1+HorizonTolerance) || up == 0
+		// Every refinement's bounds are proven: keep the smallest upper
+		// and the largest lowers.
+		r.Upper = math.Min(r.Upper, epsUpperOf(h.upper, delta, cap))
+		pair = math.Max(pair, epsLowerOf(h.pairLower, delta, cap))
+		r.Tight = r.Upper <= pair*(1+HorizonTolerance) || r.Upper == 0
 		if h.hasLower {
-			r.Lower = epsLowerOf(h.lower, delta, cap)
+			r.Lower = math.Max(r.Lower, epsLowerOf(h.lower, delta, cap))
 		}
 		if r.Tight || refine == maxHorizonRefine {
 			break
@@ -271,6 +273,9 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 		return DeltaResult{}, nil
 	}
 	var r DeltaResult
+	// Every query's bounds are proven: keep the smallest upper and the
+	// largest lower.
+	best := DeltaResult{Upper: math.Inf(1)}
 	ref := deltaRef
 	for refine := 0; ; refine++ {
 		h := c.plds(ref, refine)
@@ -279,6 +284,7 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 		if h.hasLower {
 			r.Lower = composedDelta(h.lower, eps, false)
 		}
+		best.Upper, best.Lower = math.Min(best.Upper, r.Upper), math.Max(best.Lower, r.Lower)
 		if r.Upper < 1e-2*ref && ref > MinDelta {
 			// The profile floors were set for a larger delta: the cut tail
 			// may dominate. Refit them to this delta and start again.
@@ -292,8 +298,8 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 			break
 		}
 	}
-	r.Upper = math.Min(r.Upper, 1)
-	r.Lower = math.Min(r.Lower, r.Upper)
+	r.Upper = math.Min(best.Upper, 1)
+	r.Lower = math.Min(best.Lower, r.Upper)
 	return r, nil
 }
 
