@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector"
@@ -20,6 +21,8 @@ type planReport struct {
 	Target    plan.Target     `json:"target"`
 	NMin      int             `json:"n_min"`
 	Travel    string          `json:"travel"`
+	Period    string          `json:"period"`
+	Horizon   int             `json:"horizon"`
 	Rounds    int             `json:"rounds"`
 	Guarantee *plan.Guarantee `json:"guarantee"`
 	Metrics   []planMetricRow `json:"metrics"`
@@ -69,11 +72,13 @@ plugins), open every metric's randomizer (built in, or a blanket-<name> binary i
 --plugin-dir) and calibrate it with the accountant: each metric gets the largest
 eps0 such that the plan meets its target for batches of n_min reports.
 
---rounds T makes the target cover T reporting periods: every user reports
-every metric T times, each report shuffled in its own batch of n_min; the
-guarantee is per user over all of them (composed through privacy loss
-distributions), so each report gets a smaller eps0. The calibrated plan records
-the guarantee's rounds.
+The plan's horizon (default 1) is the number of consecutive reporting periods
+(period, default 24h) the target covers: every user reports every metric once
+per period, each report shuffled in its own batch of n_min, and the guarantee
+is per user over any window of horizon periods (all those reports composed
+through privacy loss distributions), so a longer horizon gives each report a
+smaller eps0. --rounds T overrides the plan's horizon with T periods (the
+calibrated plan records it).
 
 The calibrated plan (YAML, the same fields plus version, eps0, delta per metric
 and the guarantee) goes to -o, or to stdout. A summary goes to stdout when -o is
@@ -98,8 +103,11 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 			}
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
+			if cmd.Flags().Changed("rounds") {
+				p.Horizon = rounds.v
+			}
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket plan")
-			err = p.CalibrateRounds(cmd.Context(), ps.Open, rounds.v)
+			err = p.Calibrate(cmd.Context(), ps.Open)
 			finish()
 			if err != nil {
 				return err
@@ -118,14 +126,14 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 				return err
 			}
 			if asJSON {
-				return writeJSON(summary, newPlanReport(p, rounds.v))
+				return writeJSON(summary, newPlanReport(p))
 			}
-			return writePlanTable(summary, p, rounds.v)
+			return writePlanTable(summary, p)
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the calibrated plan (YAML) to this file instead of stdout")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
-	cmd.Flags().Var(rounds, "rounds", fmt.Sprintf("number of reporting periods T the target covers (every metric reported once per period, each report shuffled in its own batch), an integer in [1, %d] (default 1)", accountant.MaxRounds))
+	cmd.Flags().Var(rounds, "rounds", fmt.Sprintf("override the plan's horizon: the number of reporting periods T the target covers (every metric reported once per period, each report shuffled in its own batch), an integer in [1, %d] (default: the plan's horizon)", accountant.MaxRounds))
 	return cmd
 }
 
@@ -136,18 +144,18 @@ func weightOf(m plan.Metric) float64 {
 	return m.Weight
 }
 
-// newPlanReport summarises p, calibrated over rounds periods.
-func newPlanReport(p *plan.Plan, rounds int) planReport {
-	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Rounds: rounds, Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
+// newPlanReport summarises the calibrated plan p.
+func newPlanReport(p *plan.Plan) planReport {
+	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Period: p.PeriodLength().String(), Horizon: p.HorizonPeriods(),
+		Rounds: p.HorizonPeriods(), Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
 	for _, m := range p.Metrics {
 		r.Metrics = append(r.Metrics, planMetricRow{Name: m.Name, Plugin: m.Plugin, Version: m.Version, Weight: weightOf(m), Eps0: m.Eps0, Delta: m.Delta})
 	}
 	return r
 }
 
-// writePlanTable writes the calibration of p over rounds periods as a
-// table.
-func writePlanTable(w io.Writer, p *plan.Plan, rounds int) error {
+// writePlanTable writes the calibration of p as a table.
+func writePlanTable(w io.Writer, p *plan.Plan) error {
 	t := newTable(w)
 	t.row("metric", "plugin", "weight", "eps0", "delta")
 	for _, m := range p.Metrics {
@@ -158,9 +166,9 @@ func writePlanTable(w io.Writer, p *plan.Plan, rounds int) error {
 	}
 	t = newTable(w)
 	t.row("")
-	over := ""
-	if rounds > 1 {
-		over = fmt.Sprintf(" over %d periods", rounds)
+	over := " per period of " + fmtPeriod(p.PeriodLength())
+	if h := p.HorizonPeriods(); h > 1 {
+		over = fmt.Sprintf(" over any %d consecutive periods of %s (%s)", h, fmtPeriod(p.PeriodLength()), fmtPeriod(time.Duration(h)*p.PeriodLength()))
 	}
 	t.row("target", fmt.Sprintf("eps %s, delta %s%s at n_min = %d (travel %s)", fmtNum(p.Target.Eps), fmtNum(p.Target.Delta), over, p.NMin, p.Travel))
 	if g := p.Guarantee; g != nil {
@@ -168,4 +176,17 @@ func writePlanTable(w io.Writer, p *plan.Plan, rounds int) error {
 		t.row("rule", strings.TrimSpace(g.Rule))
 	}
 	return t.flush()
+}
+
+// fmtPeriod writes d in days when it is a whole number of them ("30 days",
+// "1 day"), else as a Go duration ("1h30m0s").
+func fmtPeriod(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }

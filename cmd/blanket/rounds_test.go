@@ -309,28 +309,33 @@ func TestPlanTableRounds(t *testing.T) {
 		Target:    plan.Target{Eps: 1, Delta: 1e-6},
 		NMin:      10000,
 		Travel:    "separate",
+		Horizon:   30,
 		Metrics:   []plan.Metric{{Name: "a", Plugin: "krr", Eps0: 2.5, Delta: 1e-6}},
 		Guarantee: &plan.Guarantee{Eps: 0.99, Delta: 1e-6, Rule: "r", Rounds: 30},
 	}
 	var buf bytes.Buffer
-	if err := writePlanTable(&buf, p, 30); err != nil {
+	if err := writePlanTable(&buf, p); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"eps0", "2.5", "eps 1, delta 1e-06 over 30 periods at n_min = 10000", "eps 0.99, delta 1e-06 per user over 30 periods"} {
+	for _, want := range []string{"eps0", "2.5", "eps 1, delta 1e-06 over any 30 consecutive periods of 1 day (30 days) at n_min = 10000",
+		"eps 0.99, delta 1e-06 per user over any 30 consecutive periods of 1 day (30 days)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
 	}
+	if r := newPlanReport(p); r.Rounds != 30 || r.Horizon != 30 || r.Period != "24h0m0s" {
+		t.Errorf("report rounds %d, horizon %d, period %q: want 30, 30, 24h0m0s", r.Rounds, r.Horizon, r.Period)
+	}
 	buf.Reset()
-	p.Guarantee.Rounds = 0
-	if err := writePlanTable(&buf, p, 1); err != nil {
+	p.Guarantee.Rounds, p.Horizon, p.Period = 0, 0, "1h30m"
+	if err := writePlanTable(&buf, p); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(buf.String(), "periods") {
-		t.Errorf("one round mentions periods:\n%s", buf.String())
+	if s := buf.String(); strings.Contains(s, "consecutive") || !strings.Contains(s, "per user per period of 1h30m0s") {
+		t.Errorf("one period:\n%s", s)
 	}
-	if r := newPlanReport(p, 1); r.Rounds != 1 {
-		t.Errorf("report rounds = %d, want 1", r.Rounds)
+	if r := newPlanReport(p); r.Rounds != 1 || r.Horizon != 1 {
+		t.Errorf("report rounds = %d, horizon %d, want 1", r.Rounds, r.Horizon)
 	}
 }
 

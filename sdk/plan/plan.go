@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
@@ -44,6 +45,16 @@ type Plan struct {
 	// Travel is how a user's metrics travel: "joint", "parallel" or
 	// "separate" (see accountant.Travel). Defaults to "separate".
 	Travel string `yaml:"travel,omitempty" json:"travel,omitempty"`
+	// Period is the length of a reporting period, a Go duration such as
+	// "24h" (the default). Periods are UTC and start at multiples of the
+	// period since the Unix epoch; a user sends at most one report per
+	// metric (separate travel) or one message (joint, parallel) per period.
+	// Validate writes it in canonical form.
+	Period string `yaml:"period,omitempty" json:"period,omitempty"`
+	// Horizon is the number of consecutive periods the target covers: the
+	// plan's (eps, delta) holds per user for every window of Horizon
+	// periods. Defaults to 1.
+	Horizon int `yaml:"horizon,omitempty" json:"horizon,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
 	// Guarantee is the per-user guarantee at NMin, set by Calibrate.
@@ -120,6 +131,15 @@ func Parse(data []byte) (*Plan, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	// yaml truncates a fraction into an int field (1.5 -> 1): reject it.
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err == nil {
+		for _, k := range []string{"n_min", "horizon"} {
+			if f, ok := top[k].(float64); ok && f != math.Trunc(f) {
+				return nil, invalid("%s = %v, must be a whole number", k, f)
+			}
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -168,6 +188,19 @@ func (p *Plan) Validate() error {
 	default:
 		return invalid("travel = %q, must be joint, parallel or separate", p.Travel)
 	}
+	if p.Period != "" {
+		d, err := time.ParseDuration(p.Period)
+		if err != nil {
+			return invalid("period = %q, must be a duration such as 24h or 1h30m", p.Period)
+		}
+		if d < MinPeriod || d > MaxPeriod || d%time.Second != 0 {
+			return invalid("period = %q, must be a whole number of seconds in [%v, %v]", p.Period, MinPeriod, MaxPeriod)
+		}
+		p.Period = d.String()
+	}
+	if p.Horizon < 0 || p.Horizon > accountant.MaxRounds {
+		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, accountant.MaxRounds)
+	}
 	if len(p.Metrics) == 0 {
 		return invalid("metrics: at least one metric is required")
 	}
@@ -195,6 +228,45 @@ func (p *Plan) Validate() error {
 		}
 	}
 	return nil
+}
+
+// DefaultPeriod is the period of a plan that sets none.
+const DefaultPeriod = 24 * time.Hour
+
+// MinPeriod and MaxPeriod bound a plan's period.
+const (
+	MinPeriod = time.Second
+	MaxPeriod = 366 * 24 * time.Hour
+)
+
+// PeriodLength returns the plan's period (DefaultPeriod when unset).
+func (p *Plan) PeriodLength() time.Duration {
+	if d, err := time.ParseDuration(p.Period); err == nil && d > 0 {
+		return d
+	}
+	return DefaultPeriod
+}
+
+// HorizonPeriods returns the number of periods the target covers (1 when
+// unset).
+func (p *Plan) HorizonPeriods() int { return max(p.Horizon, 1) }
+
+// PeriodOf returns the index of the period holding t: floor(t / period)
+// since the Unix epoch.
+func (p *Plan) PeriodOf(t time.Time) int64 {
+	d := p.PeriodLength()
+	ns := t.UnixNano()
+	i := ns / int64(d)
+	if ns%int64(d) < 0 {
+		i--
+	}
+	return i
+}
+
+// PeriodStart returns the start of period i (UTC); period i ends where
+// period i+1 starts.
+func (p *Plan) PeriodStart(i int64) time.Time {
+	return time.Unix(0, i*int64(p.PeriodLength())).UTC()
 }
 
 // Calibrated reports whether every metric has an eps0.
@@ -225,20 +297,24 @@ func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Fu
 }
 
 // Calibrate opens every metric's randomizer, sets every metric's eps0 so
-// that the plan meets its target at batches of NMin (accountant.AllocatePlan)
-// and records the guarantee. It is CalibrateRounds with one round.
+// that the plan meets its target per user over its horizon, every report
+// in a batch of NMin (accountant.AllocatePlan: every metric's reports in
+// all the horizon's periods composed), and records the guarantee.
 func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
-	return p.CalibrateRounds(ctx, open, 1)
+	return p.CalibrateRounds(ctx, open, p.HorizonPeriods())
 }
 
-// CalibrateRounds is Calibrate for a target that covers rounds reporting
-// periods of one user (every metric's reports in all of them composed).
+// CalibrateRounds sets the plan's horizon to rounds periods and calibrates
+// it (Calibrate).
 func (p *Plan) CalibrateRounds(ctx context.Context, open Opener, rounds int) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	if rounds < 1 || rounds > accountant.MaxRounds {
 		return invalid("rounds = %d, must be in [1, %d]", rounds, accountant.MaxRounds)
+	}
+	if rounds != p.HorizonPeriods() {
+		p.Horizon = rounds
 	}
 	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel), Rounds: rounds}
 	for i := range p.Metrics {

@@ -113,14 +113,15 @@ func TestCalibrate(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
-		"unknown field": "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\nbogus: 1\n",
-		"no metrics":    "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: []\n",
-		"bad delta":     "target: {eps: 1, delta: 1.5}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\n",
-		"small n_min":   "target: {eps: 1, delta: 1e-6}\nn_min: 1\nmetrics: [{name: a, plugin: krr}]\n",
-		"dup name":      "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}, {name: a, plugin: krr}]\n",
-		"bad name":      "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: 'a b', plugin: krr}]\n",
-		"no plugin":     "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a}]\n",
-		"bad travel":    "target: {eps: 1, delta: 1e-6}\nn_min: 100\ntravel: sometimes\nmetrics: [{name: a, plugin: krr}]\n",
+		"unknown field":  "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\nbogus: 1\n",
+		"no metrics":     "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: []\n",
+		"bad delta":      "target: {eps: 1, delta: 1.5}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\n",
+		"small n_min":    "target: {eps: 1, delta: 1e-6}\nn_min: 1\nmetrics: [{name: a, plugin: krr}]\n",
+		"dup name":       "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}, {name: a, plugin: krr}]\n",
+		"bad name":       "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: 'a b', plugin: krr}]\n",
+		"no plugin":      "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a}]\n",
+		"bad travel":     "target: {eps: 1, delta: 1e-6}\nn_min: 100\ntravel: sometimes\nmetrics: [{name: a, plugin: krr}]\n",
+		"n_min fraction": "target: {eps: 1, delta: 1e-6}\nn_min: 100.5\nmetrics: [{name: a, plugin: krr}]\n",
 	}
 	for name, y := range cases {
 		if _, err := plan.Parse([]byte(y)); !errors.Is(err, plan.ErrInvalid) {

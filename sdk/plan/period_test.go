@@ -1,0 +1,114 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/plan"
+)
+
+const onePlan = "target: {eps: 1, delta: 1e-6}\nn_min: 10000\nmetrics: [{name: a, plugin: krr, categories: [x, y, z]}]\n"
+
+func TestPeriodAndHorizonValidation(t *testing.T) {
+	bad := map[string]string{
+		"period: abc":      "period",
+		"period: 0s":       "period",
+		"period: -1h":      "period",
+		"period: 500ms":    "period",
+		"period: 1500ms":   "period",
+		"period: 9000h":    "period",
+		"horizon: -1":      "horizon",
+		"horizon: 2000000": "horizon",
+		"horizon: 1.5":     "horizon",
+	}
+	for line, field := range bad {
+		_, err := plan.Parse([]byte(onePlan + line + "\n"))
+		if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%q: err = %v, want ErrInvalid naming %s", line, err, field)
+		}
+	}
+	p, err := plan.Parse([]byte(onePlan + "period: 1440m\nhorizon: 30\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Period != "24h0m0s" || p.PeriodLength() != 24*time.Hour || p.HorizonPeriods() != 30 {
+		t.Errorf("period %q (%v), horizon %d: want canonical 24h0m0s, 30", p.Period, p.PeriodLength(), p.HorizonPeriods())
+	}
+	// Omitted: the defaults, and nothing new in the canonical JSON, so the
+	// digest (epoch) of a plan written before periods existed is unchanged.
+	q, err := plan.Parse([]byte(onePlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.PeriodLength() != plan.DefaultPeriod || q.HorizonPeriods() != 1 {
+		t.Errorf("defaults: period %v, horizon %d", q.PeriodLength(), q.HorizonPeriods())
+	}
+	if j, _ := q.JSON(); strings.Contains(string(j), "period") || strings.Contains(string(j), "horizon") {
+		t.Errorf("defaults written into the plan:\n%s", j)
+	}
+	// Both are part of the digest.
+	r, _ := plan.Parse([]byte(onePlan + "horizon: 30\n"))
+	s, _ := plan.Parse([]byte(onePlan + "period: 1h\n"))
+	if d := map[string]bool{p.Digest(): true, q.Digest(): true, r.Digest(): true, s.Digest(): true}; len(d) != 4 {
+		t.Errorf("period or horizon not in the digest")
+	}
+}
+
+func TestPeriodOf(t *testing.T) {
+	p, err := plan.Parse([]byte(onePlan + "period: 6h\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const six = 6 * time.Hour
+	cases := []struct {
+		t    time.Time
+		want int64
+	}{
+		{time.Unix(0, 0), 0},
+		{time.Unix(0, int64(six)-1), 0},
+		{time.Unix(0, int64(six)), 1},
+		{time.Unix(0, -1), -1},
+		{time.Unix(0, -int64(six)), -1},
+		{time.Unix(0, -int64(six)-1), -2},
+		// 2026-11-23 13:00 in UTC+5 is 08:00 UTC: period 6h -> index 4*days+1.
+		{time.Date(2026, 11, 23, 13, 0, 0, 0, time.FixedZone("", 5*3600)), time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC).Unix()/int64(six/time.Second) + 1},
+	}
+	for _, c := range cases {
+		i := p.PeriodOf(c.t)
+		if i != c.want {
+			t.Errorf("PeriodOf(%v) = %d, want %d", c.t, i, c.want)
+		}
+		start := p.PeriodStart(i)
+		if c.t.Before(start) || !c.t.Before(start.Add(six)) || start.Location() != time.UTC {
+			t.Errorf("%v not in period %d = [%v, +6h)", c.t, i, start)
+		}
+	}
+}
+
+// TestCalibrateHorizon: Calibrate covers the plan's horizon (the guarantee
+// records it) and a longer horizon gets a smaller eps0.
+func TestCalibrateHorizon(t *testing.T) {
+	ctx := context.Background()
+	var eps0 []float64
+	for _, h := range []int{1, 30} {
+		p, err := plan.Parse([]byte(onePlan))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Horizon = h
+		if err := p.Calibrate(ctx, open); err != nil {
+			t.Fatal(err)
+		}
+		g := p.Guarantee
+		if want := map[int]int{1: 0, 30: 30}[h]; g.Rounds != want || !(g.Eps <= 1) || g.Delta > 1e-6 {
+			t.Errorf("horizon %d: guarantee %+v", h, g)
+		}
+		eps0 = append(eps0, p.Metrics[0].Eps0)
+	}
+	if !(eps0[1] < eps0[0]) {
+		t.Errorf("eps0 over 30 periods %v not below one period's %v", eps0[1], eps0[0])
+	}
+}
