@@ -112,3 +112,15 @@ func TestCalibrateHorizon(t *testing.T) {
 		t.Errorf("eps0 over 30 periods %v not below one period's %v", eps0[1], eps0[0])
 	}
 }
+
+func TestReportPeriod(t *testing.T) {
+	p, err := plan.Parse([]byte(onePlan + "period: 6h\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 23, 13, 5, 0, 0, time.UTC)
+	rp := p.ReportPeriod(at)
+	if rp.Length != 6*3600 || rp.Valid() != nil || time.Unix(rp.Start, 0).UTC() != time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) {
+		t.Errorf("ReportPeriod(%v) = %v", at, rp)
+	}
+}

@@ -269,6 +269,13 @@ func (p *Plan) PeriodStart(i int64) time.Time {
 	return time.Unix(0, i*int64(p.PeriodLength())).UTC()
 }
 
+// ReportPeriod returns the wire form of the period holding t (its start
+// and length in Unix seconds), which reports are bound to and pooled by.
+func (p *Plan) ReportPeriod(t time.Time) report.Period {
+	sec := int64(p.PeriodLength() / time.Second)
+	return report.Period{Start: p.PeriodOf(t) * sec, Length: sec}
+}
+
 // Calibrated reports whether every metric has an eps0.
 func (p *Plan) Calibrated() bool {
 	for _, m := range p.Metrics {

@@ -306,10 +306,82 @@ type Binding struct {
 	// has the same metric, plugin, version and eps0 with another
 	// configuration (categories, range, parameters, weights).
 	Epoch string
+	// Period is the reporting period the report belongs to, so that a
+	// report does not open under another period (a replay into another
+	// period's batch). The zero Period binds none (reports sealed before
+	// periods existed).
+	Period Period
 }
 
 func (b Binding) info() []byte {
-	return []byte("blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch)
+	info := "blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch
+	if !b.Period.IsZero() {
+		info += "\x00period=" + b.Period.String()
+	}
+	return []byte(info)
+}
+
+// Period is a reporting period: the Unix seconds [Start, Start+Length),
+// Start a multiple of Length (plan.Plan.Period).
+type Period struct {
+	Start, Length int64
+}
+
+// MaxPeriodLength bounds a period's length in seconds (plan.MaxPeriod).
+const MaxPeriodLength = 366 * 24 * 3600
+
+// IsZero reports whether p is the zero Period (no period).
+func (p Period) IsZero() bool { return p == Period{} }
+
+// End returns the Unix second where p ends.
+func (p Period) End() int64 { return p.Start + p.Length }
+
+// String returns p as "<start>+<length>" in seconds, the form it takes in
+// a pool key and a binding.
+func (p Period) String() string {
+	return strconv.FormatInt(p.Start, 10) + "+" + strconv.FormatInt(p.Length, 10)
+}
+
+// Valid returns an error wrapping ErrMalformed unless p is a period: a
+// length in [1, MaxPeriodLength] seconds and a start that is a
+// non-negative multiple of it.
+func (p Period) Valid() error {
+	if p.Length < 1 || p.Length > MaxPeriodLength {
+		return fmt.Errorf("%w: period length %d s outside [1, %d]", ErrMalformed, p.Length, MaxPeriodLength)
+	}
+	if p.Start < 0 || p.Start%p.Length != 0 {
+		return fmt.Errorf("%w: period start %d is not a non-negative multiple of its length %d", ErrMalformed, p.Start, p.Length)
+	}
+	return nil
+}
+
+// ParsePeriod parses the String form of a period and validates it.
+func ParsePeriod(s string) (Period, error) {
+	a, b, ok := strings.Cut(s, "+")
+	if !ok || !digits(a) || !digits(b) {
+		return Period{}, fmt.Errorf("%w: period %q, want <start>+<length> in seconds", ErrMalformed, s)
+	}
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	length, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return Period{}, fmt.Errorf("%w: period %q out of range", ErrMalformed, s)
+	}
+	p := Period{Start: start, Length: length}
+	return p, p.Valid()
+}
+
+// digits reports whether s is 1 to 19 ASCII digits without a leading
+// zero (one form per number, so that a pool key is canonical).
+func digits(s string) bool {
+	if len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // PoolKeySep separates a pool name from the plan epoch in an envelope's or
@@ -331,6 +403,27 @@ func PoolKey(pool, epoch string) string {
 func SplitPoolKey(key string) (pool, epoch string) {
 	pool, epoch, _ = strings.Cut(key, PoolKeySep)
 	return pool, epoch
+}
+
+// PeriodPoolKey returns the pool key of a report of period: PoolKey
+// followed by PoolKeySep and the period ("ui/screen#<epoch>#<start>+<length>"),
+// so that the shuffler pools, and releases batches of, one period at a time.
+func PeriodPoolKey(pool, epoch string, period Period) string {
+	return pool + PoolKeySep + epoch + PoolKeySep + period.String()
+}
+
+// ParsePoolKey splits a pool key into its pool, epoch ("" when untagged)
+// and period (zero when untagged); a malformed period is an error wrapping
+// ErrMalformed.
+func ParsePoolKey(key string) (pool, epoch string, period Period, err error) {
+	pool, rest, _ := strings.Cut(key, PoolKeySep)
+	epoch, ps, tagged := strings.Cut(rest, PoolKeySep)
+	if tagged {
+		if period, err = ParsePeriod(ps); err != nil {
+			return "", "", Period{}, fmt.Errorf("pool key %q: %w", key, err)
+		}
+	}
+	return pool, epoch, period, nil
 }
 
 func suite() (hpke.KEM, hpke.KDF, hpke.AEAD) {
@@ -498,7 +591,7 @@ func PoolBinding(pool, travel string, metrics []Binding) Binding {
 	}
 	b := Binding{Metric: pool, Plugin: travel, Version: hex.EncodeToString(h.Sum(nil))}
 	if len(metrics) > 0 {
-		b.Epoch = metrics[0].Epoch
+		b.Epoch, b.Period = metrics[0].Epoch, metrics[0].Period
 	}
 	return b
 }

@@ -91,6 +91,7 @@ func TestSealOpen(t *testing.T) {
 		{Metric: "ui/screen", Plugin: "rappor", Version: "1", Eps0: 2.5},
 		{Metric: "ui/screen", Plugin: "krr", Version: "2", Eps0: 2.5},
 		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.6},
+		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5, Period: Period{Start: 86400, Length: 86400}},
 	} {
 		if _, err := Open(sk, other, sealed); !errors.Is(err, ErrOpen) {
 			t.Errorf("binding %+v: err = %v, want ErrOpen", other, err)
