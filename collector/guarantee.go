@@ -1,0 +1,103 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/blanket-dp/blanket/accountant"
+)
+
+type epsKey struct {
+	epoch, pool, mix string
+	n                int64
+}
+
+type epsValue struct{ eps, delta float64 }
+
+// epsCall is a guarantee being computed; concurrent ingests of batches of
+// the same size wait for it instead of computing it again.
+type epsCall struct {
+	done chan struct{}
+	v    epsValue
+	ok   bool
+}
+
+// guarantee returns the central (eps, delta) of a batch of n valid
+// reports of pool (a metric, with separate travel) under epoch e's plan,
+// from the accountant, cached by n. With parallel travel counts is the
+// batch's mix (valid messages per metric), and the guarantee is the weaker
+// of the plan's weights and that mix (plan.ParallelMechanism): a batch
+// skewed toward some metrics gives the others less cover.
+func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
+	if n < 1 {
+		return epsValue{}, false
+	}
+	k := epsKey{epoch: e.epoch, pool: pool, n: n}
+	if counts != nil {
+		k.mix = fmt.Sprint(counts)
+	}
+	c.epsMu.Lock()
+	if v, ok := c.epsCache[k]; ok {
+		c.epsMu.Unlock()
+		return v, true
+	}
+	if call := c.epsInFlight[k]; call != nil {
+		c.epsMu.Unlock()
+		select {
+		case <-call.done:
+			if call.ok {
+				return call.v, true
+			}
+			// The other computation failed, perhaps for its own
+			// context: try once more with ours.
+			return c.computeGuarantee(ctx, e, pool, n, counts)
+		case <-ctx.Done():
+			return epsValue{}, false
+		}
+	}
+	call := &epsCall{done: make(chan struct{})}
+	c.epsInFlight[k] = call
+	c.epsMu.Unlock()
+
+	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n, counts)
+	c.epsMu.Lock()
+	// A parallel batch's mix rarely repeats: only sizes are kept, so the
+	// cache stays as small as the set of batch sizes.
+	if call.ok && counts == nil {
+		c.epsCache[k] = call.v
+	}
+	delete(c.epsInFlight, k)
+	c.epsMu.Unlock()
+	close(call.done)
+	return call.v, call.ok
+}
+
+func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
+	mech, eps0, delta, err := e.plan.BatchMechanism(ctx, c.o.Open, pool)
+	if err != nil {
+		c.log.Error("batch guarantee", "pool", pool, "error", err)
+		return epsValue{}, false
+	}
+	mechs := []accountant.Mechanism{mech}
+	if counts != nil {
+		// Parallel travel: the plan's weights and the batch's own mix,
+		// whichever gives the weaker guarantee (see plan.ParallelMechanism).
+		mix, _, err := e.plan.ParallelMechanism(ctx, c.o.Open, counts)
+		if err != nil {
+			c.log.Error("batch guarantee", "pool", pool, "error", err)
+			return epsValue{}, false
+		}
+		mechs = append(mechs, mix)
+	}
+	var worst float64
+	for _, m := range mechs {
+		r, err := c.o.Epsilon(m, eps0, int(n), delta)
+		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
+			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
+			return epsValue{}, false
+		}
+		worst = math.Max(worst, r.Upper)
+	}
+	return epsValue{eps: worst, delta: delta}, true
+}

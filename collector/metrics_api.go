@@ -1,0 +1,240 @@
+package collector
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/blanket-dp/blanket/sdk"
+)
+
+// MetricList is the JSON body of GET /v1/metrics.
+type MetricList struct {
+	// Epoch is the current plan epoch.
+	Epoch string `json:"epoch"`
+	// Metrics are the plan's metrics and any other metric with stored
+	// data, by name.
+	Metrics []MetricSummary `json:"metrics"`
+	// Ingest are the ingest counters since the collector started.
+	Ingest IngestStats `json:"ingest"`
+}
+
+// MetricSummary is one metric in GET /v1/metrics.
+type MetricSummary struct {
+	// Name and Plugin identify the metric.
+	Name   string `json:"name"`
+	Plugin string `json:"plugin"`
+	// InPlan reports whether the metric is in the current plan.
+	InPlan bool `json:"in_plan"`
+	// Epochs are the epochs with data, oldest first.
+	Epochs []string `json:"epochs"`
+	// N and Malformed are the valid and dropped reports over all epochs.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	// Batches is the number of batches over all epochs.
+	Batches int64 `json:"batches"`
+}
+
+func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	rows, err := c.st.statistics(r.Context(), "")
+	if err != nil {
+		c.log.Error("listing metrics", "error", err)
+		writeError(w, http.StatusInternalServerError, "listing metrics failed")
+		return
+	}
+	byName := map[string]*MetricSummary{}
+	for _, m := range c.plan.Metrics {
+		byName[m.Name] = &MetricSummary{Name: m.Name, Plugin: m.Plugin, InPlan: true, Epochs: []string{}}
+	}
+	for _, row := range rows {
+		s := byName[row.metric]
+		if s == nil {
+			s = &MetricSummary{Name: row.metric, Plugin: row.stat.Plugin, Epochs: []string{}}
+			byName[row.metric] = s
+		}
+		s.Epochs = append(s.Epochs, row.epoch)
+		s.N += row.stat.N
+		s.Malformed += row.stat.Malformed
+		s.Batches += row.batches
+	}
+	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats()}
+	for _, s := range byName {
+		out.Metrics = append(out.Metrics, *s)
+	}
+	sort.Slice(out.Metrics, func(i, j int) bool { return out.Metrics[i].Name < out.Metrics[j].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// MetricDetail is the JSON body of GET /v1/metrics/{name}.
+type MetricDetail struct {
+	// Name is the metric.
+	Name string `json:"name"`
+	// InPlan reports whether the metric is in the current plan.
+	InPlan bool `json:"in_plan"`
+	// Epochs are the estimates of each epoch with data, oldest first.
+	Epochs []EpochEstimate `json:"epochs"`
+}
+
+// EpochEstimate is a metric's estimate from the batches of one epoch.
+type EpochEstimate struct {
+	// Epoch is the plan epoch; Current reports whether it is the current
+	// one.
+	Epoch   string `json:"epoch"`
+	Current bool   `json:"current"`
+	// Plugin, Version and Eps0 are the metric's randomizer in that epoch.
+	Plugin  string  `json:"plugin"`
+	Version string  `json:"version"`
+	Eps0    float64 `json:"eps0"`
+	// N and Malformed count valid and dropped reports; Batches the batches.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	Batches   int64 `json:"batches"`
+	// Confidence is the nominal coverage of the intervals.
+	Confidence float64 `json:"confidence,omitempty"`
+	// Estimates are the plugin's estimates: one per category, or sum and
+	// mean. Null when no estimate can be made (EstimateError says why).
+	Estimates     []ItemEstimate `json:"estimates"`
+	EstimateError string         `json:"estimate_error,omitempty"`
+	// Guarantee is the weakest central guarantee among the batches: that
+	// of the batch with the largest eps (the smallest one). Null when a
+	// batch with valid reports has no known guarantee.
+	Guarantee *BatchGuarantee `json:"guarantee"`
+	// BatchList lists every batch, oldest first.
+	BatchList []BatchInfo `json:"batch_list"`
+}
+
+// ItemEstimate is one estimated quantity.
+type ItemEstimate struct {
+	// Label is the category, "sum" or "mean".
+	Label string `json:"label"`
+	// Value is the unbiased estimate, Variance its estimated variance, and
+	// [Lo, Hi] the confidence interval.
+	Value    float64 `json:"value"`
+	Variance float64 `json:"variance"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	// Post is the post-processed (feasible, biased) estimate and
+	// [PostLo, PostHi] an interval around it.
+	Post   float64 `json:"post"`
+	PostLo float64 `json:"post_lo"`
+	PostHi float64 `json:"post_hi"`
+}
+
+// BatchGuarantee is the central guarantee of one batch.
+type BatchGuarantee struct {
+	// Eps and Delta: the batch's reports are (Eps, Delta)-DP.
+	Eps   float64 `json:"eps"`
+	Delta float64 `json:"delta"`
+	// N is the batch's number of valid reports of the metric.
+	N int64 `json:"n"`
+	// Messages is the number of shuffled messages the guarantee is
+	// computed for: N with separate travel; with joint or parallel travel
+	// the valid messages of the batch, which carry every metric (joint) or
+	// one each (parallel).
+	Messages int64 `json:"messages"`
+	// Batch is the batch id.
+	Batch string `json:"batch"`
+}
+
+// BatchInfo is one ingested batch.
+type BatchInfo struct {
+	// ID is the batch id (hex).
+	ID string `json:"id"`
+	// N and Malformed count the metric's valid and dropped reports.
+	N         int64 `json:"n"`
+	Malformed int64 `json:"malformed"`
+	// Messages is the number of shuffled messages its guarantee is for
+	// (see BatchGuarantee).
+	Messages int64 `json:"messages"`
+	// Eps and Delta are its central guarantee; null when unknown.
+	Eps   *float64 `json:"eps"`
+	Delta *float64 `json:"delta"`
+}
+
+func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name == "" {
+		writeError(w, http.StatusNotFound, "no metric name")
+		return
+	}
+	ctx := r.Context()
+	rows, err := c.st.statistics(ctx, name)
+	if err != nil {
+		c.log.Error("reading statistics", "metric", name, "error", err)
+		writeError(w, http.StatusInternalServerError, "reading statistics failed")
+		return
+	}
+	inPlan := c.plan.Metric(name) != nil
+	if len(rows) == 0 && !inPlan {
+		writeError(w, http.StatusNotFound, "no metric %q", name)
+		return
+	}
+	out := MetricDetail{Name: name, InPlan: inPlan, Epochs: []EpochEstimate{}}
+	for _, row := range rows {
+		e, err := c.epochEstimate(ctx, row)
+		if err != nil {
+			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "error", err)
+			writeError(w, http.StatusInternalServerError, "estimating %s failed", name)
+			return
+		}
+		out.Epochs = append(out.Epochs, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// epochEstimate estimates one metric in one epoch from its statistic.
+func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstimate, error) {
+	e := EpochEstimate{
+		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
+		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
+	}
+	p, err := c.epochPlan(ctx, row.epoch)
+	if err != nil {
+		return e, err
+	}
+	m := p.Metric(row.metric)
+	if m == nil {
+		return e, fmt.Errorf("collector: metric %q is not in the plan of epoch %s", row.metric, row.epoch)
+	}
+	e.Version = m.Version
+	r, err := c.o.Open(ctx, m.Plugin, m.Config())
+	if err != nil {
+		return e, err
+	}
+	est, err := r.Estimate(ctx, row.stat)
+	switch {
+	case errors.Is(err, sdk.ErrBadStatistic):
+		e.EstimateError = err.Error()
+	case err != nil:
+		return e, err
+	default:
+		e.Confidence = est.Confidence
+		e.Estimates = make([]ItemEstimate, len(est.Items))
+		for i, it := range est.Items {
+			e.Estimates[i] = ItemEstimate{it.Label, it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi}
+		}
+	}
+	batches, err := c.st.batchList(ctx, row.metric, row.epoch)
+	if err != nil {
+		return e, err
+	}
+	unknown := false
+	for _, b := range batches {
+		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta})
+		switch {
+		case b.eps == nil || b.delta == nil:
+			// A batch with valid reports and no guarantee makes the
+			// weakest one unknown: no smaller eps is claimed.
+			unknown = unknown || b.n > 0
+		case e.Guarantee == nil || *b.eps > e.Guarantee.Eps:
+			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
+		}
+	}
+	if unknown {
+		e.Guarantee = nil
+	}
+	return e, nil
+}

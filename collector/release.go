@@ -1,0 +1,163 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Release releases every pool of a metric in the plan that holds at least
+// NMin reports, as batches of at most MaxBatch (each at least NMin), and
+// returns the number of batches released. Run calls it every
+// ReleaseInterval; it must not run concurrently with itself.
+func (s *Shuffler) Release(ctx context.Context) (int, error) {
+	if !s.poolDirty.Swap(false) {
+		return 0, nil
+	}
+	pools, err := s.poolSizes(ctx)
+	if err != nil {
+		s.poolDirty.Store(true)
+		return 0, err
+	}
+	// Epochs admitted after this query are lost from the count until the
+	// next Release: the bound may be overshot briefly, never by much.
+	s.trackEpochs(pools)
+	released := 0
+	for _, p := range pools {
+		if !s.accepts(p.metric) {
+			continue
+		}
+		left := p.n
+		for left >= int64(s.o.Plan.NMin) {
+			n, err := s.releaseOne(ctx, p.metric, p.suite)
+			if err != nil {
+				s.poolDirty.Store(true)
+				return released, err
+			}
+			if n == 0 {
+				break
+			}
+			released++
+			left -= int64(n)
+		}
+		if left == 0 {
+			// Emptied: its epoch no longer counts toward MaxEpochsPerPool.
+			pool, epoch := report.SplitPoolKey(p.metric)
+			s.epochsMu.Lock()
+			delete(s.epochs[pool], epoch)
+			s.epochsMu.Unlock()
+		}
+	}
+	if released > 0 {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return released, nil
+}
+
+// releaseOne moves up to MaxBatch pooled reports of one metric and suite,
+// shuffled, into one outgoing batch, in one transaction. It releases
+// nothing (and returns 0) when fewer than NMin are pooled.
+func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16) (int, error) {
+	tx, err := s.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, metric, int64(suite), s.o.MaxBatch)
+	if err != nil {
+		return 0, err
+	}
+	var sealed [][]byte
+	var last int64
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&last, &b); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		sealed = append(sealed, b)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if len(sealed) < s.o.Plan.NMin {
+		return 0, nil
+	}
+	src := ldp.DefaultSource(s.o.Rand)
+	Shuffle(src, sealed)
+	var id report.ID
+	for i := 0; i < len(id); i += 8 {
+		v := src.Uint64()
+		for j := range 8 {
+			id[i+j] = byte(v >> (8 * j))
+		}
+	}
+	body := report.EncodeBatch(report.Batch{ID: id, Metric: metric, Suite: suite, Sealed: sealed})
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES (?, ?, ?, ?)`, id[:], metric, len(sealed), body); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ? AND id <= ?`, metric, int64(suite), last); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	s.c.batchesReleased.Add(1)
+	s.c.reportsReleased.Add(int64(len(sealed)))
+	s.log.Info("batch released", "metric", metric, "batch", id.String(), "reports", len(sealed))
+	return len(sealed), nil
+}
+
+// Run releases pools every ReleaseInterval and forwards released batches
+// (those left from a previous run first) until ctx is done. It returns
+// ctx's error, or ErrClosed after Close.
+func (s *Shuffler) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Run called twice", ErrOptions)
+	}
+	defer s.running.Store(false)
+	s.runMu.Lock()
+	if s.isClosed {
+		s.runMu.Unlock()
+		return ErrClosed
+	}
+	s.runs.Add(1)
+	s.runMu.Unlock()
+	defer s.runs.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.forwardLoop(ctx) })
+	t := time.NewTicker(s.o.ReleaseInterval)
+	defer t.Stop()
+	for {
+		if _, err := s.Release(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("releasing batches", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			select {
+			case <-s.closed:
+				return ErrClosed
+			default:
+			}
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package collector
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// MinSealedLen is the shortest sealed report that can open: the X25519
+// encapsulated key (32 bytes) and the ChaCha20-Poly1305 tag (16 bytes).
+const MinSealedLen = report.SealOverhead
+
+// dedupGenerations is the number of full generations of ids kept besides
+// the current one; a generation holds DedupWindow/dedupGenerations ids.
+const dedupGenerations = 4
+
+// groupMaxEnvelopes bounds the envelopes committed in one transaction.
+const groupMaxEnvelopes = 100000
+
+// loadMeta reads (creating) the dedup salt and generation.
+func (s *Shuffler) loadMeta(ctx context.Context) error {
+	salt := make([]byte, 32)
+	rand.Read(salt)
+	if _, err := s.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?), ('gen', '0')`, salt); err != nil {
+		return fmt.Errorf("collector: shuffler meta: %w", err)
+	}
+	var gen string
+	if err := s.db.w.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'salt'`).Scan(&s.salt); err != nil {
+		return fmt.Errorf("collector: shuffler meta: %w", err)
+	}
+	if err := s.db.w.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
+		return fmt.Errorf("collector: shuffler meta: %w", err)
+	}
+	g, err := strconv.ParseInt(gen, 10, 64)
+	if err != nil {
+		return fmt.Errorf("collector: shuffler meta: generation %q: %w", gen, err)
+	}
+	s.gen = g
+	return s.db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
+}
+
+// Register adds the shuffler's route, POST /v1/reports, to mux.
+func (s *Shuffler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/reports", s.handleReports)
+}
+
+// UploadResult is the JSON body of a 202 answer to POST /v1/reports.
+type UploadResult struct {
+	// Accepted is the number of envelopes newly pooled.
+	Accepted int `json:"accepted"`
+	// Duplicates is the number of envelopes whose id was already accepted
+	// (a retry after a lost acknowledgement): they are safely stored.
+	Duplicates int `json:"duplicates"`
+	// Rejected is the number of envelopes refused for good (unknown metric,
+	// unsupported suite, too short); retrying them will not help.
+	Rejected int `json:"rejected"`
+	// Errors names the first few rejected envelopes and why.
+	Errors []EnvelopeError `json:"errors,omitempty"`
+}
+
+// EnvelopeError says why one envelope of an upload was rejected.
+type EnvelopeError struct {
+	// Index is the envelope's position in the upload.
+	Index int `json:"index"`
+	// Error is the reason.
+	Error string `json:"error"`
+}
+
+// maxEnvelopeErrors bounds UploadResult.Errors.
+const maxEnvelopeErrors = 16
+
+type acceptItem struct {
+	metric string
+	suite  uint16
+	sealed []byte
+	h      []byte
+}
+
+type acceptReq struct {
+	items []acceptItem
+	done  chan acceptRes
+}
+
+type acceptRes struct {
+	accepted, duplicates int
+	err                  error
+}
+
+// idHash returns the keyed hash under which a report id is remembered: the
+// seen table then holds nothing that matches a client's outbox.
+func (s *Shuffler) idHash(id report.ID) []byte {
+	m := hmac.New(sha256.New, s.salt)
+	m.Write(id[:])
+	return m.Sum(nil)[:16]
+}
+
+// uploadReadTimeout bounds reading one upload body, far below the
+// server's ReadTimeout (which large batches to the collector need).
+const uploadReadTimeout = time.Minute
+
+func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
+	// Best effort: a ResponseWriter without deadlines keeps the server's.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
+	body, status, err := readBody(w, r, s.o.MaxBodyBytes)
+	if err != nil {
+		if status == http.StatusRequestEntityTooLarge {
+			s.c.tooLarge.Add(1)
+		} else {
+			s.c.badRequests.Add(1)
+		}
+		writeError(w, status, "%v", err)
+		return
+	}
+	envs, err := report.DecodeEnvelopes(body)
+	switch {
+	case errors.Is(err, report.ErrTooLarge):
+		s.c.tooLarge.Add(1)
+		writeError(w, http.StatusRequestEntityTooLarge, "%v", err)
+		return
+	case err != nil:
+		s.c.badRequests.Add(1)
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	case len(envs) > s.o.MaxEnvelopes:
+		s.c.tooLarge.Add(1)
+		writeError(w, http.StatusRequestEntityTooLarge, "%d envelopes in one upload, limit %d", len(envs), s.o.MaxEnvelopes)
+		return
+	}
+	if s.o.ConnRate > 0 {
+		if b := connBucket(r.Context(), s.o.ConnRate, s.o.ConnBurst, time.Now); b != nil {
+			if wait := b.take(len(envs)); wait > 0 {
+				s.c.rateLimited.Add(1)
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				writeError(w, http.StatusTooManyRequests, "rate limit: %g envelopes per second per connection", s.o.ConnRate)
+				return
+			}
+		}
+	}
+	var res UploadResult
+	req := &acceptReq{items: make([]acceptItem, 0, len(envs)), done: make(chan acceptRes, 1)}
+	reject := func(i int, format string, args ...any) {
+		res.Rejected++
+		if len(res.Errors) < maxEnvelopeErrors {
+			res.Errors = append(res.Errors, EnvelopeError{Index: i, Error: fmt.Sprintf(format, args...)})
+		}
+	}
+	for i, e := range envs {
+		switch {
+		case !s.accepts(e.Metric):
+			reject(i, "unknown metric %q", e.Metric)
+		case !s.admitEpoch(e.Metric):
+			reject(i, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
+		case e.Suite != report.SuiteX25519ChaCha:
+			reject(i, "unsupported suite %d", e.Suite)
+		case len(e.Sealed) < MinSealedLen:
+			reject(i, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
+		default:
+			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID)})
+		}
+	}
+	if len(req.items) > 0 {
+		select {
+		case s.reqs <- req:
+		case <-s.closed:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "shuffler is shutting down")
+			return
+		case <-r.Context().Done():
+			return
+		}
+		// Once handed over, the commit may succeed even if we stop
+		// waiting; the client's retry is then a duplicate.
+		var ar acceptRes
+		select {
+		case ar = <-req.done:
+		case <-r.Context().Done():
+			return
+		}
+		if ar.err != nil {
+			s.log.Error("storing reports", "error", ar.err)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "storing reports failed; retry")
+			return
+		}
+		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
+	}
+	s.c.requests.Add(1)
+	s.c.accepted.Add(int64(res.Accepted))
+	s.c.duplicates.Add(int64(res.Duplicates))
+	s.c.rejected.Add(int64(res.Rejected))
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+// commitLoop commits uploads in groups: every request waiting when a
+// transaction starts joins it, so concurrent uploads share one fsync.
+func (s *Shuffler) commitLoop() {
+	defer s.committer.Done()
+	for {
+		var group []*acceptReq
+		select {
+		case r := <-s.reqs:
+			group = append(group, r)
+		case <-s.closed:
+			return
+		}
+		n := len(group[0].items)
+	gather:
+		for n < groupMaxEnvelopes {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+				n += len(r.items)
+			default:
+				break gather
+			}
+		}
+		results, err := s.commitGroup(group)
+		for i, r := range group {
+			if err != nil {
+				r.done <- acceptRes{err: err}
+			} else {
+				r.done <- results[i]
+			}
+		}
+	}
+}
+
+// commitGroup stores the reports of a group of uploads in one transaction:
+// each id not seen before is remembered and its report pooled.
+func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
+	ctx := context.Background()
+	tx, err := s.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen) VALUES (?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer seen.Close()
+	pool, err := tx.PrepareContext(ctx, `INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	gen, count := s.gen, s.genCount
+	results := make([]acceptRes, len(group))
+	for i, r := range group {
+		for _, it := range r.items {
+			res, err := seen.ExecContext(ctx, it.h, gen)
+			if err != nil {
+				return nil, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, err
+			} else if n == 0 {
+				results[i].duplicates++
+				continue
+			}
+			if _, err := pool.ExecContext(ctx, it.metric, int64(it.suite), it.sealed); err != nil {
+				return nil, err
+			}
+			results[i].accepted++
+			count++
+		}
+	}
+	if count >= s.genSize {
+		gen, count = gen+1, 0
+		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE gen <= ?`, gen-1-dedupGenerations); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'gen'`, strconv.FormatInt(gen, 10)); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	s.gen, s.genCount = gen, count
+	s.poolDirty.Store(true)
+	return results, nil
+}
