@@ -129,7 +129,12 @@ func composedDelta(parts []pldPart, eps float64, upper bool) float64 {
 		eps += totalT * kinkSlack
 	}
 	laws, logNoInf, lo, hi, ok := lawsOf(parts)
+	// P(S = +inf) = 1 - prod (1 - inf)^T, with a relative margin for the
+	// rounding of log1p and expm1 (a few ulps).
 	pInf := -math.Expm1(logNoInf)
+	if upper {
+		pInf *= 1 + 1e-12
+	}
 	if !ok {
 		if upper {
 			return 1

@@ -318,13 +318,23 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		var e float64
 		if err == nil {
 			e = epsilonOf(d, spec.NMin, share).Upper
+		} else {
+			errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
 		}
 		res.Metrics[i] = MetricBudget{Name: spec.Metrics[i].Name, Eps0: eps0, Weight: weights[i], Eps: e, Delta: share}
 	})
-	for i := range parts {
-		linEps += spec.Eps * weights[i]
-		linDelta += spec.Delta * weights[i]
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
+	// Basic composition of the metrics' single-report guarantees, summed
+	// rounding upward.
+	for _, m := range res.Metrics {
+		linEps = math.Nextafter(linEps+m.Eps, math.Inf(1))
+		linDelta = math.Nextafter(linDelta+m.Delta, math.Inf(1))
+	}
+	res.Rule = fmt.Sprintf("one message per metric per period; each metric's eps0 is its one-period linear-split budget (calibrated alone to weight*(eps, delta)) times one common factor %.4g, the largest for which the composition of all metrics' reports over %d period(s) meets the target", s, rounds)
 	switch {
 	case ach <= spec.Eps:
 		res.Eps, res.Delta = ach, spec.Delta
@@ -332,9 +342,9 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		// s = 1 and the composition's bound misses the target: the linear
 		// split's basic composition is the proof.
 		res.Eps, res.Delta = linEps, linDelta
+		res.Rule = "one message per metric per period; each metric's eps0 is its linear-split budget (calibrated alone to weight*(eps, delta)); the guarantee is their basic composition"
 	default:
 		return fmt.Errorf("%w: plan: the composition over %d rounds did not settle below eps = %g", ErrUnreachable, rounds, spec.Eps)
 	}
-	res.Rule = fmt.Sprintf("one message per metric per period; each metric's eps0 is its one-period linear-split budget (calibrated alone to weight*(eps, delta)) times one common factor %.4g, the largest for which the composition of all metrics' reports over %d period(s) meets the target", s, rounds)
 	return nil
 }

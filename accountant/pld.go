@@ -154,7 +154,7 @@ func (d *pld) cutUpper(cut int64) *pld {
 		switch {
 		case m == 0:
 		case j > cut:
-			inf += m
+			inf = math.Nextafter(inf+m, 2) // rounded up
 		case j < -cut:
 			atoms = append(atoms, pldAtom{-cut, m})
 		default:

@@ -107,7 +107,7 @@ func (s *partSampler) evalPoint(set int, eps, abs float64, level int) bracket {
 	if ok {
 		return b
 	}
-	if eps >= s.localEps*(1+1e-9)+1e-12 {
+	if eps >= lossCeiling(s.localEps) {
 		b = bracket{}
 	} else {
 		h := hRelProfile
@@ -185,8 +185,8 @@ type builtPart struct {
 // of step, in lattice units) at accuracy level and returns the PLDs (only
 // the pessimistic one with upperOnly).
 func (s *partSampler) build(step float64, fine int64, tauFine, tauTail float64, level int, upperOnly bool) builtPart {
-	jmax := int64(math.Ceil((s.localEps*(1+1e-9) + 1e-12) / step))
-	if float64(jmax)*step < s.localEps*(1+1e-9)+1e-12 {
+	jmax := int64(math.Ceil(lossCeiling(s.localEps) / step))
+	if float64(jmax)*step < lossCeiling(s.localEps) {
 		jmax++
 	}
 	fine = max(fine, 1)
@@ -269,3 +269,11 @@ func (s *partSampler) build(step float64, fine int64, tauFine, tauTail float64, 
 	}
 	return bp
 }
+
+// lossCeiling returns a loss no privacy loss of a declaration with local
+// eps localEps reaches, with margin: declarations are validated to a
+// likelihood ratio of e^{eps0}(1 + 1e-12) per part, so a joint mechanism of
+// k parts may exceed its local eps by k 1e-12 in loss; the absolute 1e-9
+// covers a million parts, the relative 1e-9 the rounding of localEps.
+// The profile is 0 from here on (pld.go: F(a_m) = 0).
+func lossCeiling(localEps float64) float64 { return localEps*(1+1e-9) + 1e-9 }
