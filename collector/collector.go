@@ -82,15 +82,25 @@ type epochState struct {
 	pool *poolState
 }
 
-// binding returns the binding reports of pool are sealed under in this
-// epoch, the report length to expect (0: any), and whether the epoch has
-// that pool at all.
-func (e *epochState) binding(pool string) (report.Binding, int, bool) {
+// binding returns the binding reports of pool in period are sealed under
+// in this epoch, the report length to expect (0: any), and whether the
+// epoch has that pool at all.
+func (e *epochState) binding(pool string, period report.Period) (report.Binding, int, bool) {
 	if e.pool != nil {
-		return e.pool.binding, 0, pool == e.pool.name
+		if pool != e.pool.name {
+			return report.Binding{}, 0, false
+		}
+		bs := make([]report.Binding, len(e.pool.metrics))
+		for i, ms := range e.pool.metrics {
+			bs[i] = ms.binding
+			bs[i].Period = period
+		}
+		return report.PoolBinding(e.pool.name, e.pool.travel, bs), 0, true
 	}
 	if ms := e.metrics[pool]; ms != nil {
-		return ms.binding, ms.desc.ReportBytes, true
+		b := ms.binding
+		b.Period = period
+		return b, ms.desc.ReportBytes, true
 	}
 	return report.Binding{}, 0, false
 }
@@ -118,7 +128,7 @@ func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState,
 		e.metrics[m.Name] = &metricState{m: m, binding: bs[i], r: r, desc: d}
 	}
 	if pub.Pooled() {
-		ps := &poolState{name: pub.Pool(""), travel: pub.Travel, binding: report.PoolBinding(pub.Pool(""), pub.Travel, bs)}
+		ps := &poolState{name: pub.Pool(""), travel: pub.Travel}
 		for _, m := range pub.Metrics {
 			ps.metrics = append(ps.metrics, e.metrics[m.Name])
 		}
@@ -132,7 +142,6 @@ func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState,
 type poolState struct {
 	name    string
 	travel  string
-	binding report.Binding
 	metrics []*metricState
 }
 
@@ -159,6 +168,8 @@ type Collector struct {
 	epsMu       sync.Mutex
 	epsCache    map[epsKey]epsValue
 	epsInFlight map[epsKey]*epsCall
+	// horizon memoises the compositions of HorizonGuarantee.
+	horizon horizonCache
 
 	plansMu sync.Mutex
 	plans   map[string]*plan.Plan  // published plans by epoch

@@ -131,7 +131,7 @@ func TestCollectorIngestsABatchOnce(t *testing.T) {
 		t.Fatalf("delivery after restart: %d %+v", code, third)
 	}
 	d := f.metric(t, metric)
-	if len(d.Epochs) != 1 || d.Epochs[0].N != 300 || d.Epochs[0].Batches != 1 || len(d.Epochs[0].BatchList) != 1 {
+	if len(d.Periods) != 1 || d.Periods[0].N != 300 || d.Periods[0].Batches != 1 || len(d.Periods[0].BatchList) != 1 {
 		t.Fatalf("metric after three deliveries: %+v", d)
 	}
 }
@@ -164,8 +164,8 @@ func TestCollectorIngestsConcurrentDuplicates(t *testing.T) {
 	if fresh != 1 {
 		t.Fatalf("%d deliveries counted, want 1", fresh)
 	}
-	if d := f.metric(t, metric); d.Epochs[0].N != 200 || d.Epochs[0].Batches != 1 {
-		t.Fatalf("metric %+v", d.Epochs[0])
+	if d := f.metric(t, metric); d.Periods[0].N != 200 || d.Periods[0].Batches != 1 {
+		t.Fatalf("metric %+v", d.Periods[0])
 	}
 }
 
@@ -190,7 +190,7 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 	}
 	s.run(t)
 	waitFor(t, "two crashed attempts", func() bool { return crashes.Load() >= 2 })
-	if d := f.metric(t, metric); len(d.Epochs) != 0 {
+	if d := f.metric(t, metric); len(d.Periods) != 0 {
 		t.Fatalf("a crashed ingest left data: %+v", d)
 	}
 	f.restart(t)
@@ -199,7 +199,7 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 		return st.BatchesForwarded == 1
 	})
 	d := f.metric(t, metric)
-	if len(d.Epochs) != 1 || d.Epochs[0].N != 250 || d.Epochs[0].Batches != 1 {
+	if len(d.Periods) != 1 || d.Periods[0].N != 250 || d.Periods[0].Batches != 1 {
 		t.Fatalf("after restart: %+v", d)
 	}
 }
@@ -355,7 +355,7 @@ func TestCollectorSIGKILLDuringIngest(t *testing.T) {
 	if code := getJSON(t, "http://"+c2.addr+"/v1/metrics/"+metric, &d); code != http.StatusOK {
 		t.Fatalf("GET metric: %d", code)
 	}
-	if len(d.Epochs) != 1 || d.Epochs[0].N != n || d.Epochs[0].Batches != 1 {
+	if len(d.Periods) != 1 || d.Periods[0].N != n || d.Periods[0].Batches != 1 {
 		t.Fatalf("after kill and restart: %+v", d)
 	}
 }
@@ -401,7 +401,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 		t.Fatalf("status %d, result %+v; want n 100, malformed %d", code, res, len(bad))
 	}
 	d := f.metric(t, metric)
-	if e := d.Epochs[0]; e.N != 100 || e.Malformed != int64(len(bad)) || len(e.Estimates) != 5 {
+	if e := d.Periods[0]; e.N != 100 || e.Malformed != int64(len(bad)) || len(e.Estimates) != 5 {
 		t.Fatalf("metric %+v", e)
 	}
 	// A batch of nothing but bad reports is recorded (so it is not
@@ -410,7 +410,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 	if code != http.StatusOK || res.N != 0 || res.Eps != nil {
 		t.Fatalf("all-bad batch: %d %+v", code, res)
 	}
-	if e := f.metric(t, metric).Epochs[0]; e.N != 100 || e.Batches != 2 || e.Malformed != int64(2*len(bad)+2) {
+	if e := f.metric(t, metric).Periods[0]; e.N != 100 || e.Batches != 2 || e.Malformed != int64(2*len(bad)+2) {
 		t.Fatalf("after the all-bad batch: %+v", e)
 	}
 }
@@ -510,8 +510,8 @@ func TestCollectorEpochs(t *testing.T) {
 		t.Fatal(code)
 	}
 	d := f.metric(t, metric)
-	if len(d.Epochs) != 2 || d.Epochs[0].Epoch != old || d.Epochs[0].N != 50 || d.Epochs[1].N != 70 || !d.Epochs[1].Current || d.Epochs[0].Eps0 != 2 || d.Epochs[1].Eps0 != 1.5 {
-		t.Fatalf("epochs %+v", d.Epochs)
+	if len(d.Periods) != 2 || d.Periods[0].Epoch != old || d.Periods[0].N != 50 || d.Periods[1].N != 70 || !d.Periods[1].Current || d.Periods[0].Eps0 != 2 || d.Periods[1].Eps0 != 1.5 {
+		t.Fatalf("epochs %+v", d.Periods)
 	}
 	var list MetricList
 	getJSON(t, f.srv.URL+"/v1/metrics", &list)
@@ -534,12 +534,12 @@ func TestCollectorEpochs(t *testing.T) {
 		t.Fatalf("mixed batch: %d %+v", code, res)
 	}
 	d = f.metric(t, metric)
-	e0, e1 := d.Epochs[0], d.Epochs[1]
+	e0, e1 := d.Periods[0], d.Periods[1]
 	if e0.N != 80 || e0.Batches != 2 || e0.Malformed != 0 || e1.N != 110 || e1.Malformed != 1 || e1.Batches != 2 {
-		t.Fatalf("after the mixed batch: %+v", d.Epochs)
+		t.Fatalf("after the mixed batch: %+v", d.Periods)
 	}
 	for _, c := range []struct {
-		e    EpochEstimate
+		e    PeriodEstimate
 		plan *plan.Plan
 		n    int
 	}{{e0, oldPlan, 30}, {e1, f.c.Plan(), 40}} {
@@ -604,7 +604,7 @@ func TestCollectorPlanAndNotFound(t *testing.T) {
 		}
 	}
 	// A metric of the plan without data: 200 and no epochs.
-	if d := f.metric(t, "net/latency_ms"); !d.InPlan || len(d.Epochs) != 0 {
+	if d := f.metric(t, "net/latency_ms"); !d.InPlan || len(d.Periods) != 0 {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -654,11 +654,11 @@ func TestEndToEnd(t *testing.T) {
 		if (i+500)%p.NMin == 0 {
 			waitFor(t, "reports ingested", func() bool {
 				getJSON(t, srv.URL+"/v1/metrics/"+metric, &d)
-				return len(d.Epochs) == 1 && d.Epochs[0].N == int64(i+500)
+				return len(d.Periods) == 1 && d.Periods[0].N == int64(i+500)
 			})
 		}
 	}
-	e := d.Epochs[0]
+	e := d.Periods[0]
 	if e.Malformed != 0 || e.Batches < 1 || e.Guarantee == nil || len(e.BatchList) != int(e.Batches) {
 		t.Fatalf("estimate %+v", e)
 	}

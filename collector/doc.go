@@ -38,7 +38,14 @@
 // from its database when needed; a batch of an epoch it cannot open is
 // acknowledged once with every report malformed. Untagged batches are
 // opened under the epochs whose plans have their pool, current first (the
-// current and the MaxOlderEpochs before it). The shuffler holds at most
+// current and the MaxOlderEpochs before it). Apps also tag each envelope
+// with its reporting period (report.PeriodPoolKey:
+// "ui/screen#<epoch>#<start>+<length>", Unix seconds), bound into the HPKE
+// info too: the shuffler's pools are then per (pool, epoch, period), a
+// batch is one period's, a report replayed into another period's batch
+// does not open, and the collector keeps statistics and estimates per
+// metric, epoch and period (a batch of a period length its epoch's plan
+// does not have is refused). The shuffler holds at most
 // MaxEpochsPerPool epochs of a pool at once, takes the pools of every plan
 // it relays (stored, so a restart keeps them), and under blanket serve the
 // pools of every plan the collector published.
@@ -62,13 +69,18 @@
 //
 //	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
-//	  200 IngestResult: {"batch", "metric", "epoch", "duplicate", "reports", "n", "malformed", "parts", "eps", "delta"}
+//	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "parts", "eps", "delta"}
 //	  400 undecodable, 401 token, 413 too large, 422 refused (not a pool of
 //	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
 //	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches"}], "ingest": {...}}
-//	GET  /v1/metrics/{name}   MetricDetail: per epoch the estimates (value, variance, CI,
-//	                          post-processed), n, malformed, batches, the weakest batch
-//	                          guarantee and every batch's (eps, delta)
+//	GET  /v1/metrics/{name}[?from=RFC3339&to=RFC3339]
+//	                          MetricDetail: "periods", per period (start, end; null for
+//	                          reports sealed before periods existed) and epoch the estimates
+//	                          (value, variance, CI, post-processed), n, malformed, batches,
+//	                          the weakest batch's guarantee and every batch's (eps, delta);
+//	                          "horizon": the per-user guarantee over the plan's horizon at
+//	                          the stored batch sizes, weakest window (horizon.go), next to
+//	                          the target; 400 for a bad from or to
 //
 // # Privacy of the shuffler
 //
@@ -93,8 +105,11 @@
 // collector.db:
 //
 //	epochs(epoch PK, source, key, plan)   every published plan
-//	batches(id, metric, epoch, n, malformed, messages, eps, delta; PK (id, metric, epoch))
-//	statistics(metric, epoch, stat, batches; PK (metric, epoch))
+//	batches(id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len; PK (id, metric, epoch))
+//	statistics(metric, epoch, period_start, period_len, stat, batches; PK (metric, epoch, period_start))
+//
+// A database written before periods existed migrates at open: its rows
+// become those of the zero period (period_start = period_len = 0).
 //
 // Every acknowledgement follows a committed transaction (WAL,
 // synchronous=FULL). Accepting an upload inserts its ids into seen and its
@@ -114,6 +129,7 @@
 // released reports do not linger in its free pages (the WAL keeps recent
 // pages until they are overwritten).
 //
-// Epochs: statistics merge only within an epoch, the first 16 hex digits
-// of the published plan's digest (which covers every eps0 and the key).
+// Epochs: statistics merge only within an epoch and period; the epoch is
+// the first 16 hex digits of the published plan's digest (which covers
+// every eps0 and the key).
 package collector

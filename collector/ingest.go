@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
@@ -37,6 +38,9 @@ type IngestResult struct {
 	Metric string `json:"metric"`
 	// Epoch is the plan epoch the batch was counted in.
 	Epoch string `json:"epoch"`
+	// Period is the reporting period of the batch's reports; absent for
+	// reports sealed before periods existed.
+	Period *PeriodSpan `json:"period,omitempty"`
 	// Duplicate is true when the batch was already ingested; nothing was
 	// counted again.
 	Duplicate bool `json:"duplicate"`
@@ -121,8 +125,14 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
 	// A batch of a tagged pool (report.PoolKey) holds reports of that
 	// epoch only; an untagged one is opened under the current epoch, then
-	// the earlier ones.
-	pool, tag := report.SplitPoolKey(b.Metric)
+	// the earlier ones. A period tag (report.PeriodPoolKey) makes it a
+	// batch of that reporting period: its reports are bound to it.
+	pool, tag, period, err := report.ParsePoolKey(b.Metric)
+	if err != nil {
+		c.c.bad.Add(1)
+		return res, fmt.Errorf("%w: %v", ErrBadBatch, err)
+	}
+	res.Period = newPeriodSpan(period)
 	var epochs []*epochState
 	if tag != "" {
 		e, err := c.epochByID(ctx, tag)
@@ -131,22 +141,26 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 			// Nothing in it can open here: every report is malformed.
 			// Acknowledging it (once) keeps a shuffler from retrying a
 			// batch no configuration change would deliver.
-			return c.ingestUnopenable(ctx, b, pool, tag, res, err)
+			return c.ingestUnopenable(ctx, b, pool, tag, period, res, err)
 		case err != nil:
 			return res, err
+		}
+		if !period.IsZero() && period.Length != int64(e.plan.PeriodLength()/time.Second) {
+			c.c.refused.Add(1)
+			return res, fmt.Errorf("%w: period %s is not one of epoch %s's periods of %v", ErrBatchRefused, period, e.epoch, e.plan.PeriodLength())
 		}
 		epochs, res.Epoch = []*epochState{e}, e.epoch
 	} else {
 		// The epochs that have the pool, current first.
 		for _, e := range append([]*epochState{c.cur}, c.older...) {
-			if _, _, ok := e.binding(pool); ok {
+			if _, _, ok := e.binding(pool, period); ok {
 				epochs = append(epochs, e)
 			}
 		}
 	}
 	var ok bool
 	if len(epochs) > 0 {
-		_, _, ok = epochs[0].binding(pool)
+		_, _, ok = epochs[0].binding(pool, period)
 	}
 	switch {
 	case !ok:
@@ -178,7 +192,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	first := epochs[0]
 	res.Epoch = first.epoch
 	for _, e := range epochs {
-		binding, reportBytes, ok := e.binding(pool)
+		binding, reportBytes, ok := e.binding(pool, period)
 		if !ok || (len(rest) == 0 && e != first) {
 			continue
 		}
@@ -207,7 +221,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		}
 		for i := range eParts {
 			r := &eParts[i].rec
-			r.id, r.epoch, r.messages = b.ID, e.epoch, n
+			r.id, r.epoch, r.messages, r.period = b.ID, e.epoch, n, period
 			if ok {
 				r.eps, r.delta = &g.eps, &g.delta
 			}
@@ -237,7 +251,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 	if len(parts) == 0 || parts[0].rec.epoch != first.epoch {
 		// No valid report in the batch's epoch: a row of the pool keeps
 		// the batch from being ingested twice.
-		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N}}}, parts...)
+		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N, period: period}}}, parts...)
 	}
 	if first.pool == nil {
 		// The metric's current row (and statistic) count as malformed
@@ -270,9 +284,9 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 
 // ingestUnopenable records batch b, tagged with an epoch whose reports
 // cannot open here (why), as all malformed, once.
-func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, res IngestResult, why error) (IngestResult, error) {
+func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, period report.Period, res IngestResult, why error) (IngestResult, error) {
 	res.Epoch, res.Malformed = tag, int64(len(b.Sealed))
-	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed}
+	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed, period: period}
 	dup, err := c.st.commitBatch(ctx, []metricBatch{{rec: rec}})
 	if err != nil {
 		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)

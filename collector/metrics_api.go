@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/blanket-dp/blanket/sdk"
 )
@@ -74,12 +75,23 @@ type MetricDetail struct {
 	Name string `json:"name"`
 	// InPlan reports whether the metric is in the current plan.
 	InPlan bool `json:"in_plan"`
-	// Epochs are the estimates of each epoch with data, oldest first.
-	Epochs []EpochEstimate `json:"epochs"`
+	// Periods are the estimates of each reporting period (and plan
+	// epoch) with data, by epoch then period, oldest first; filtered by
+	// ?from= and ?to=.
+	Periods []PeriodEstimate `json:"periods"`
+	// Horizon is the guarantee per user over the plan's horizon at the
+	// stored batch sizes (see HorizonGuarantee); null when there is no
+	// periodic data.
+	Horizon *HorizonGuarantee `json:"horizon"`
 }
 
-// EpochEstimate is a metric's estimate from the batches of one epoch.
-type EpochEstimate struct {
+// PeriodEstimate is a metric's estimate from the batches of one reporting
+// period of one epoch.
+type PeriodEstimate struct {
+	// Start and End are the period, [Start, End) in UTC; null for reports
+	// sealed before periods existed (one entry per epoch).
+	Start *time.Time `json:"start"`
+	End   *time.Time `json:"end"`
 	// Epoch is the plan epoch; Current reports whether it is the current
 	// one.
 	Epoch   string `json:"epoch"`
@@ -172,24 +184,45 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no metric %q", name)
 		return
 	}
-	out := MetricDetail{Name: name, InPlan: inPlan, Epochs: []EpochEstimate{}}
+	from, to, err := timeFilter(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}}
+	var periodic []statRow
 	for _, row := range rows {
-		e, err := c.epochEstimate(ctx, row)
+		if !row.period.IsZero() {
+			periodic = append(periodic, row)
+		}
+		if !periodIn(row.period, from, to) {
+			continue
+		}
+		e, err := c.periodEstimate(ctx, row)
 		if err != nil {
-			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "error", err)
+			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "period", row.period, "error", err)
 			writeError(w, http.StatusInternalServerError, "estimating %s failed", name)
 			return
 		}
-		out.Epochs = append(out.Epochs, e)
+		out.Periods = append(out.Periods, e)
+	}
+	if out.Horizon, err = c.horizonGuarantee(ctx, periodic); err != nil {
+		c.log.Error("horizon guarantee", "metric", name, "error", err)
+		writeError(w, http.StatusInternalServerError, "the horizon guarantee of %s failed", name)
+		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// epochEstimate estimates one metric in one epoch from its statistic.
-func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstimate, error) {
-	e := EpochEstimate{
+// periodEstimate estimates one metric in one epoch and period from its
+// statistic.
+func (c *Collector) periodEstimate(ctx context.Context, row statRow) (PeriodEstimate, error) {
+	e := PeriodEstimate{
 		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
 		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
+	}
+	if sp := newPeriodSpan(row.period); sp != nil {
+		e.Start, e.End = &sp.Start, &sp.End
 	}
 	p, err := c.epochPlan(ctx, row.epoch)
 	if err != nil {
@@ -217,7 +250,7 @@ func (c *Collector) epochEstimate(ctx context.Context, row statRow) (EpochEstima
 			e.Estimates[i] = ItemEstimate{it.Label, it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi}
 		}
 	}
-	batches, err := c.st.batchList(ctx, row.metric, row.epoch)
+	batches, err := c.st.batchList(ctx, row.metric, row.epoch, row.period)
 	if err != nil {
 		return e, err
 	}

@@ -177,7 +177,7 @@ func TestCollectorJointBatch(t *testing.T) {
 	f.checkGuarantee(t, res.Eps, res.Delta, []int64{400})
 
 	d := f.metric(t, m0.Name)
-	e := d.Epochs[0]
+	e := d.Periods[0]
 	// The k-RR part of the message the plugin rejects counts as malformed
 	// for its metric; the other bad messages never reach a plugin.
 	if e.N != 400 || e.Malformed != 1 || e.Guarantee == nil || e.Guarantee.Messages != 400 || e.BatchList[0].Messages != 400 {
@@ -190,7 +190,7 @@ func TestCollectorJointBatch(t *testing.T) {
 			t.Errorf("%s: estimate %.1f, truth %d, sd %.1f", it.Label, it.Value, want[it.Label], math.Sqrt(it.Variance))
 		}
 	}
-	lat := f.metric(t, "net/latency_ms").Epochs[0]
+	lat := f.metric(t, "net/latency_ms").Periods[0]
 	latencySum++ // the latency part of the message with the rejected k-RR part
 	if lat.N != 401 || lat.Estimates[0].Label != "sum" {
 		t.Fatalf("latency: %+v", lat)
@@ -210,7 +210,7 @@ func TestCollectorJointBatch(t *testing.T) {
 	if code, _ := f.postBatch(t, batchBody(m0.Name, sealed[:60])); code != http.StatusUnprocessableEntity {
 		t.Fatalf("a metric's batch under joint travel: status %d, want 422", code)
 	}
-	if e := f.metric(t, m0.Name).Epochs[0]; e.N != 460 || e.Batches != 2 {
+	if e := f.metric(t, m0.Name).Periods[0]; e.N != 460 || e.Batches != 2 {
 		t.Fatalf("after the second batch: %+v", e)
 	}
 }
@@ -250,7 +250,7 @@ func TestCollectorParallelBatch(t *testing.T) {
 		t.Fatalf("status %d, result %+v", code, res)
 	}
 	f.checkGuarantee(t, res.Eps, res.Delta, []int64{200, 100})
-	if e := f.metric(t, "ui/screen").Epochs[0]; e.N != 200 || e.Guarantee == nil || e.Guarantee.Messages != 300 || e.Guarantee.N != 200 {
+	if e := f.metric(t, "ui/screen").Periods[0]; e.N != 200 || e.Guarantee == nil || e.Guarantee.Messages != 300 || e.Guarantee.N != 200 {
 		t.Fatalf("ui/screen: %+v", e)
 	}
 	// A batch of one metric only gets that metric's guarantee at the
@@ -343,7 +343,7 @@ func TestCollectorMigratesBatches(t *testing.T) {
 	db.Close()
 	c := openCollector(t, dir, testPlan(t, 10))
 	defer c.Close()
-	rows, err := c.st.batchList(context.Background(), "ui/screen", "e1")
+	rows, err := c.st.batchList(context.Background(), "ui/screen", "e1", report.Period{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +402,8 @@ func TestCollectorTaggedEpoch(t *testing.T) {
 		t.Fatalf("batch tagged with the earlier epoch: %d %+v", code, res)
 	}
 	d := f.metric(t, metric)
-	if len(d.Epochs) != 1 || d.Epochs[0].Epoch != old || d.Epochs[0].N != 30 || d.Epochs[0].Current {
-		t.Fatalf("epochs %+v", d.Epochs)
+	if len(d.Periods) != 1 || d.Periods[0].Epoch != old || d.Periods[0].N != 30 || d.Periods[0].Current {
+		t.Fatalf("epochs %+v", d.Periods)
 	}
 	// Untagged, the same reports under the current epoch's plan: before
 	// epochs were bound, the late ones would have opened here.

@@ -28,6 +28,9 @@ var collectorSchema = []string{
 	// idempotent, and the central guarantee of each batch. messages is
 	// the number of shuffled messages the guarantee is computed for; n
 	// and malformed count the metric's reports.
+	// period_start and period_len (Unix seconds) are the reporting period
+	// of the batch (report.Period); 0, 0 for batches of reports sealed
+	// before periods existed.
 	`CREATE TABLE IF NOT EXISTS batches (
 		id BLOB NOT NULL,
 		metric TEXT NOT NULL,
@@ -37,17 +40,21 @@ var collectorSchema = []string{
 		messages INTEGER NOT NULL,
 		eps REAL,
 		delta REAL,
+		period_start INTEGER NOT NULL DEFAULT 0,
+		period_len INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (id, metric, epoch)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
 	// statistics holds the merged sufficient statistic of every batch of
-	// a metric in an epoch.
+	// a metric in an epoch and period.
 	`CREATE TABLE IF NOT EXISTS statistics (
 		metric TEXT NOT NULL,
 		epoch TEXT NOT NULL,
+		period_start INTEGER NOT NULL DEFAULT 0,
+		period_len INTEGER NOT NULL DEFAULT 0,
 		stat BLOB NOT NULL,
 		batches INTEGER NOT NULL,
-		PRIMARY KEY (metric, epoch)
+		PRIMARY KEY (metric, epoch, period_start)
 	) WITHOUT ROWID`,
 }
 
@@ -78,12 +85,67 @@ func decodeStat(b []byte) (*sdk.Statistic, error) {
 // as its key) and no messages column; its batches were of one metric, whose
 // guarantee was computed at n, so messages = n.
 func migrateStore(ctx context.Context, db *database) error {
-	var has int
-	if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('batches') WHERE name = 'messages'`).Scan(&has); err != nil {
-		return fmt.Errorf("collector: schema: %w", err)
+	if err := migrateMessages(ctx, db); err != nil {
+		return err
 	}
-	if has > 0 {
-		return nil
+	return migratePeriods(ctx, db)
+}
+
+// hasColumn reports whether table has column.
+func hasColumn(ctx context.Context, db *database, table, column string) (bool, error) {
+	var n int
+	if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("collector: schema: %w", err)
+	}
+	return n > 0, nil
+}
+
+// migratePeriods adds the reporting period to a database written before
+// periods existed: its batches and statistics become those of the zero
+// period (period_start = period_len = 0), shown as "before periods".
+func migratePeriods(ctx context.Context, db *database) error {
+	hasB, err := hasColumn(ctx, db, "batches", "period_start")
+	if err != nil {
+		return err
+	}
+	hasS, err := hasColumn(ctx, db, "statistics", "period_start")
+	if err != nil {
+		return err
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var stmts []string
+	if !hasB {
+		stmts = append(stmts,
+			`ALTER TABLE batches ADD COLUMN period_start INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE batches ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`)
+	}
+	if !hasS {
+		stmts = append(stmts,
+			`ALTER TABLE statistics RENAME TO statistics_v2`,
+			collectorSchema[4],
+			`INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches)
+				SELECT metric, epoch, 0, 0, stat, batches FROM statistics_v2`,
+			`DROP TABLE statistics_v2`)
+	}
+	stmts = append(stmts, `CREATE INDEX IF NOT EXISTS batches_period ON batches (metric, epoch, period_start)`)
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("collector: migrating to reporting periods: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// migrateMessages brings the batches table of the first schema (one row
+// per batch, no messages column) to the second.
+func migrateMessages(ctx context.Context, db *database) error {
+	has, err := hasColumn(ctx, db, "batches", "messages")
+	if err != nil || has {
+		return err
 	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -116,6 +178,7 @@ type batchRecord struct {
 	messages  int64
 	eps       *float64
 	delta     *float64
+	period    report.Period
 }
 
 // metricBatch is what one batch adds to one metric in one epoch: its row
@@ -175,15 +238,15 @@ func (st *store) commitBatch(ctx context.Context, parts []metricBatch) (duplicat
 
 // mergeBatch inserts b's row and merges stat into its metric's statistic.
 func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statistic) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length); err != nil {
 		return err
 	}
 	if stat == nil {
 		return nil
 	}
 	var old []byte
-	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ?`, b.metric, b.epoch).Scan(&old)
+	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ? AND period_start = ?`, b.metric, b.epoch, b.period.Start).Scan(&old)
 	merged := stat
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -195,7 +258,7 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 			return err
 		}
 		if err := prev.Merge(stat); err != nil {
-			return fmt.Errorf("collector: merging batch %s into %s/%s: %w", b.id, b.metric, b.epoch, err)
+			return fmt.Errorf("collector: merging batch %s into %s/%s/%s: %w", b.id, b.metric, b.epoch, b.period, err)
 		}
 		merged = prev
 	}
@@ -203,8 +266,8 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, stat, batches) VALUES (?, ?, ?, 1)
-		ON CONFLICT (metric, epoch) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, enc)
+	_, err = tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches) VALUES (?, ?, ?, ?, ?, 1)
+		ON CONFLICT (metric, epoch, period_start) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, b.period.Start, b.period.Length, enc)
 	return err
 }
 
@@ -218,23 +281,25 @@ func (st *store) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
 	return b, err
 }
 
-// statRow is one metric's statistic in one epoch.
+// statRow is one metric's statistic in one epoch and period.
 type statRow struct {
 	metric, epoch string
+	period        report.Period
 	stat          *sdk.Statistic
 	batches       int64
 }
 
 // statistics returns the statistics of metric, or of every metric when
-// metric is "", by metric and then epoch in the order first ingested.
+// metric is "", by metric, then epoch in the order first published, then
+// period.
 func (st *store) statistics(ctx context.Context, metric string) ([]statRow, error) {
-	q := `SELECT s.metric, s.epoch, s.stat, s.batches FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch`
+	q := `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch`
 	var args []any
 	if metric != "" {
 		q += ` WHERE s.metric = ?`
 		args = append(args, metric)
 	}
-	q += ` ORDER BY s.metric, e.rowid`
+	q += ` ORDER BY s.metric, e.rowid, s.period_start`
 	rows, err := st.db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -244,7 +309,7 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 	for rows.Next() {
 		var r statRow
 		var b []byte
-		if err := rows.Scan(&r.metric, &r.epoch, &b, &r.batches); err != nil {
+		if err := rows.Scan(&r.metric, &r.epoch, &r.period.Start, &r.period.Length, &b, &r.batches); err != nil {
 			return nil, err
 		}
 		if r.stat, err = decodeStat(b); err != nil {
@@ -255,16 +320,17 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 	return out, rows.Err()
 }
 
-// batchList returns the batches of metric in epoch, in ingestion order.
-func (st *store) batchList(ctx context.Context, metric, epoch string) ([]batchRecord, error) {
-	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? ORDER BY rowid`, metric, epoch)
+// batchList returns the batches of metric in epoch and period, in
+// ingestion order.
+func (st *store) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
+	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []batchRecord
 	for rows.Next() {
-		b := batchRecord{metric: metric, epoch: epoch}
+		b := batchRecord{metric: metric, epoch: epoch, period: period}
 		var id []byte
 		var eps, delta sql.NullFloat64
 		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta); err != nil {

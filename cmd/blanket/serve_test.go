@@ -292,12 +292,12 @@ func values(n int) ([]string, map[string]int) {
 // estimate against the truth at the z of a 1e-6 false-failure rate split
 // over the buckets (the estimates are unbiased, approximately normal with
 // the reported variance).
-func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]int) collector.EpochEstimate {
+func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]int) collector.PeriodEstimate {
 	t.Helper()
 	var d collector.MetricDetail
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if code := getJSON(t, base+"/v1/metrics/"+metric, &d); code == http.StatusOK && len(d.Epochs) == 1 && d.Epochs[0].N == int64(n) {
+		if code := getJSON(t, base+"/v1/metrics/"+metric, &d); code == http.StatusOK && len(d.Periods) == 1 && d.Periods[0].N == int64(n) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -305,7 +305,7 @@ func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]in
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e := d.Epochs[0]
+	e := d.Periods[0]
 	z := distuv.UnitNormal.Quantile(1 - 1e-6/float64(2*len(e.Estimates)))
 	for _, it := range e.Estimates {
 		if dev := math.Abs(it.Value - float64(truth[it.Label])); dev > z*math.Sqrt(it.Variance) {
@@ -349,7 +349,7 @@ func TestServe(t *testing.T) {
 	}
 	var d collector.MetricDetail
 	getJSON(t, s2.url+"/v1/metrics/ui/screen", &d)
-	if len(d.Epochs) != 1 || d.Epochs[0].Epoch != e.Epoch || d.Epochs[0].N != n {
+	if len(d.Periods) != 1 || d.Periods[0].Epoch != e.Epoch || d.Periods[0].N != n {
 		t.Fatalf("after restart: %+v", d)
 	}
 }

@@ -426,17 +426,19 @@ type metricDetail struct {
 			N        int64   `json:"n"`
 			Messages int64   `json:"messages"`
 		} `json:"guarantee"`
-	} `json:"epochs"`
+	} `json:"periods"`
 }
 
-// total returns the reports of the current epoch, valid and malformed.
+// total returns the reports of the current epoch, valid and malformed,
+// over all its periods.
 func (d *metricDetail) total() int64 {
+	var n int64
 	for _, e := range d.Epochs {
 		if e.Current {
-			return e.N + e.Malformed
+			n += e.N + e.Malformed
 		}
 	}
-	return 0
+	return n
 }
 
 func (f *fleet) detail(ctx context.Context, name string) (*metricDetail, error) {

@@ -1,0 +1,292 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// The guarantee over the horizon (spec time.md sections 1-2). A user sends
+// at most one report per metric (separate travel) or one message (joint)
+// per period, and each is shuffled in one batch of its period. The
+// collector's view of the user over a window of periods is dominated by
+// the composition of, for each period and pool, the single-report shuffled
+// mechanism of the batch holding the user's report, at that batch's size
+// (adaptive composition of dominating pairs, Zhu, Dong, Wang 2022). Which
+// batch of a period holds it is not known, so each period and pool counts
+// at its smallest batch: the single-report profile does not grow with n,
+// so the smallest batch dominates the others. The guarantee stated is the
+// largest eps, at the plan's target delta, over every window of Horizon
+// consecutive periods with data (the weakest window), from the accountant's
+// composition (accountant.NewComposition, an upper bound).
+//
+// Parallel travel is not covered: its batches' mechanisms differ by their
+// actual mix of metrics, and one pair that dominates them all is not
+// computed here; its horizon guarantee is reported as unknown.
+
+// HorizonGuarantee is the per-user guarantee over the plan's horizon at the
+// stored batch sizes, across every metric of the plan (the target's
+// meaning).
+type HorizonGuarantee struct {
+	// Periods is the horizon H: the guarantee holds for every window of H
+	// consecutive periods.
+	Periods int `json:"periods"`
+	// Period is the length of a period (a Go duration).
+	Period string `json:"period"`
+	// Eps and Delta: every user's reports in the weakest window of H
+	// periods are (Eps, Delta)-DP. Eps is null when it is not known (see
+	// Note).
+	Eps   *float64 `json:"eps"`
+	Delta float64  `json:"delta"`
+	// Window is the weakest window.
+	Window *PeriodSpan `json:"window,omitempty"`
+	// Reports is the number of a user's reports composed in that window
+	// (periods times pools with data).
+	Reports int `json:"reports"`
+	// Target is the plan's (eps, delta) over H periods.
+	TargetEps   float64 `json:"target_eps"`
+	TargetDelta float64 `json:"target_delta"`
+	// Note says what the guarantee covers or why Eps is unknown.
+	Note string `json:"note,omitempty"`
+}
+
+// horizonPart is one (period, pool) of the window: its epoch's plan, the
+// pool and its smallest batch.
+type horizonPart struct {
+	period report.Period
+	epoch  string
+	pool   string
+	n      int64
+}
+
+// horizonCache memoises compositions by their parts.
+type horizonCache struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+func (h *horizonCache) get(k string) (float64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[k]
+	return v, ok
+}
+
+func (h *horizonCache) put(k string, v float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]float64{}
+	}
+	h.m[k] = v
+}
+
+// horizonGuarantee computes the HorizonGuarantee of the current plan from
+// the stored batches of every period (rows: the periodic statistics of
+// one metric, used to tell whether there is periodic data at all).
+func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*HorizonGuarantee, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	p := c.plan
+	h := &HorizonGuarantee{Periods: p.HorizonPeriods(), Period: p.PeriodLength().String(), Delta: p.Target.Delta,
+		TargetEps: p.Target.Eps, TargetDelta: p.Target.Delta}
+	if p.Travel == string(accountant.TravelParallel) {
+		h.Note = "not computed for parallel travel: its batches' mechanisms depend on their mix of metrics"
+		return h, nil
+	}
+	rowsByMetric, err := c.st.periodParts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// One part per period, epoch and pool: the metrics of a pooled plan
+	// share their pool, at its smallest batch.
+	var parts []horizonPart
+	at := map[horizonPart]int{}
+	for _, q := range rowsByMetric {
+		pl, err := c.epochPlan(ctx, q.epoch)
+		if err != nil {
+			return nil, err
+		}
+		if pl == nil {
+			h.Note = fmt.Sprintf("unknown: the plan of epoch %s is not stored", q.epoch)
+			return h, nil
+		}
+		n := q.n
+		q.pool, q.n = pl.Pool(q.pool), 0
+		if i, ok := at[q]; ok {
+			parts[i].n = min(parts[i].n, n)
+			continue
+		}
+		at[q] = len(parts)
+		q.n = n
+		parts = append(parts, q)
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	window := time.Duration(h.Periods) * p.PeriodLength()
+	var worst float64
+	found := false
+	for i := range parts {
+		if i > 0 && parts[i].period.Start == parts[i-1].period.Start {
+			continue // the same window
+		}
+		start := time.Unix(parts[i].period.Start, 0)
+		end := start.Add(window)
+		var in []horizonPart
+		for _, q := range parts {
+			if t := time.Unix(q.period.Start, 0); !t.Before(start) && t.Before(end) {
+				in = append(in, q)
+			}
+		}
+		eps, err := c.composeParts(ctx, in, p.Target.Delta)
+		if errors.Is(err, errNoMechanism) {
+			h.Note = err.Error()
+			return h, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !found || eps > worst {
+			worst, found = eps, true
+			h.Window = &PeriodSpan{Start: start.UTC(), End: end.UTC()}
+			h.Reports = len(in)
+		}
+	}
+	h.Eps = &worst
+	h.Note = "every user's reports of every metric in the weakest window of the horizon, each at the smallest batch of its period (upper bound)"
+	return h, nil
+}
+
+// errNoMechanism reports a part whose plan or mechanism is unavailable.
+var errNoMechanism = errors.New("collector: horizon guarantee unknown")
+
+// composeParts returns the eps at delta of the composition of parts, each
+// one report at its batch size (memoised).
+func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta float64) (float64, error) {
+	type key struct {
+		epoch, pool string
+		n           int64
+	}
+	rounds := map[key]int{}
+	for _, q := range parts {
+		rounds[key{q.epoch, q.pool, q.n}]++
+	}
+	keys := make([]key, 0, len(rounds))
+	for k := range rounds {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.epoch != b.epoch {
+			return a.epoch < b.epoch
+		}
+		if a.pool != b.pool {
+			return a.pool < b.pool
+		}
+		return a.n < b.n
+	})
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "%g", delta)
+	for _, k := range keys {
+		fmt.Fprintf(&sig, "|%s/%s/%d*%d", k.epoch, k.pool, k.n, rounds[k])
+	}
+	if v, ok := c.horizon.get(sig.String()); ok {
+		return v, nil
+	}
+	var ps []accountant.Part
+	for _, k := range keys {
+		pl, err := c.epochPlan(ctx, k.epoch)
+		if err != nil || pl == nil {
+			return 0, fmt.Errorf("%w: the plan of epoch %s is not stored", errNoMechanism, k.epoch)
+		}
+		if pl.Travel == string(accountant.TravelParallel) {
+			return 0, fmt.Errorf("%w: epoch %s has parallel travel", errNoMechanism, k.epoch)
+		}
+		name := k.pool
+		if pl.Pooled() {
+			name = pl.Metrics[0].Name // a pool's mechanism is the whole plan's
+		}
+		mech, eps0, _, err := pl.BatchMechanism(ctx, c.o.Open, name)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+		}
+		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: int(k.n), Rounds: rounds[k]})
+	}
+	comp, err := accountant.NewComposition(ps...)
+	if err != nil {
+		return 0, err
+	}
+	r, err := comp.Epsilon(delta)
+	if err != nil {
+		return 0, err
+	}
+	c.horizon.put(sig.String(), r.Upper)
+	return r.Upper, nil
+}
+
+// periodParts returns, for every period, epoch and pool with batches, the
+// smallest batch (in shuffled messages), by period start.
+func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
+	// With pooled travel every metric of a batch has a row (with the same
+	// messages): the caller merges them into the pool's one part.
+	rows, err := st.db.r.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(messages) FROM batches
+		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []horizonPart
+	for rows.Next() {
+		var q horizonPart
+		if err := rows.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n); err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// timeFilter parses ?from= and ?to= (RFC 3339; either may be absent).
+func timeFilter(r *http.Request) (from, to time.Time, err error) {
+	parse := func(name string) (time.Time, error) {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s = %q: want an RFC 3339 time such as 2026-11-23T00:00:00Z", name, v)
+		}
+		return t, nil
+	}
+	if from, err = parse("from"); err != nil {
+		return
+	}
+	if to, err = parse("to"); err != nil {
+		return
+	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		err = fmt.Errorf("from = %s is not before to = %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	return
+}
+
+// periodIn reports whether period p overlaps [from, to) (a zero bound is
+// open); the zero period (no time) is in only when neither bound is set.
+func periodIn(p report.Period, from, to time.Time) bool {
+	if p.IsZero() {
+		return from.IsZero() && to.IsZero()
+	}
+	start, end := time.Unix(p.Start, 0), time.Unix(p.End(), 0)
+	return (from.IsZero() || end.After(from)) && (to.IsZero() || start.Before(to))
+}

@@ -1,0 +1,200 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// day returns the report.Period of the UTC day i days after 2026-11-01.
+func day(i int) report.Period {
+	const d = 86400
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Unix() + int64(i)*d
+	return report.Period{Start: start, Length: d}
+}
+
+// sealKRRPeriod is sealKRR for reports of period.
+func sealKRRPeriod(t testing.TB, p *plan.Plan, pub *report.PublicKey, values []string, seed uint64, period report.Period) [][]byte {
+	t.Helper()
+	m := p.Metric(metric)
+	r, err := krr.New(krr.Options{Categories: m.Categories, Other: m.Other, Rand: rand.NewChaCha8([32]byte{byte(seed), 7})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := r.Randomize(context.Background(), m.Eps0, sdk.Inputs{Categories: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.Binding(m.Name)
+	b.Period = period
+	out := make([][]byte, len(reps))
+	for i, rep := range reps {
+		if out[i], err = report.Seal(pub, b, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestCollectorPeriods: batches of different periods are estimated apart,
+// with the period's span and its weakest batch; a report sealed for one
+// period does not open in another period's batch; a batch of a period
+// length the plan does not have is refused; ?from= and ?to= filter; and
+// the horizon guarantee is the accountant's composition of each period's
+// smallest batch over the weakest window.
+func TestCollectorPeriods(t *testing.T) {
+	p := testPlan(t, 100)
+	p.Horizon = 2
+	f := newCollectorFixture(t, p)
+	pub, ep := f.c.PublicKey(), f.c.Plan().Epoch()
+	key := func(d report.Period) string { return report.PeriodPoolKey(metric, ep, d) }
+	post := func(k string, sealed [][]byte) IngestResult {
+		t.Helper()
+		code, res := f.postBatch(t, batchBody(k, sealed))
+		if code != http.StatusOK {
+			t.Fatalf("batch of %s: status %d", k, code)
+		}
+		return res
+	}
+	if res := post(key(day(0)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(300, 1), 1, day(0))); res.N != 300 || res.Period == nil || !res.Period.Start.Equal(time.Unix(day(0).Start, 0)) {
+		t.Fatalf("day 0: %+v", res)
+	}
+	post(key(day(1)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(200, 2), 2, day(1)))
+	post(key(day(1)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(150, 3), 3, day(1)))
+	// Day 0's reports replayed in a batch of day 2: none opens.
+	if res := post(key(day(2)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(120, 4), 4, day(0))); res.N != 0 || res.Malformed != 120 {
+		t.Fatalf("replayed into another period: %+v", res)
+	}
+	// A period of another length than the plan's 24h.
+	hour := report.Period{Start: day(3).Start, Length: 3600}
+	if code, _ := f.postBatch(t, batchBody(key(hour), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(100, 5), 5, hour))); code != http.StatusUnprocessableEntity {
+		t.Errorf("an hour-long period: status %d, want %d", code, http.StatusUnprocessableEntity)
+	}
+	if code, _ := f.postBatch(t, batchBody(metric+"#"+ep+"#1+0", fakeSealed(100))); code != http.StatusBadRequest {
+		t.Errorf("a malformed period tag: status %d, want %d", code, http.StatusBadRequest)
+	}
+
+	d := f.metric(t, metric)
+	// Day 2 has a row of its own (all malformed, no estimate needed).
+	if len(d.Periods) != 3 {
+		t.Fatalf("periods: %+v", d.Periods)
+	}
+	p0, p1 := d.Periods[0], d.Periods[1]
+	if p0.Start == nil || !p0.Start.Equal(time.Unix(day(0).Start, 0)) || !p0.End.Equal(time.Unix(day(0).End(), 0)) || p0.N != 300 || p0.Batches != 1 {
+		t.Errorf("day 0: %+v", p0)
+	}
+	if !p1.Start.Equal(time.Unix(day(1).Start, 0)) || p1.N != 350 || p1.Batches != 2 || p1.Guarantee == nil || p1.Guarantee.N != 150 || len(p1.Estimates) == 0 {
+		t.Errorf("day 1: %+v", p1)
+	}
+
+	var filtered MetricDetail
+	from := time.Unix(day(1).Start, 0).UTC().Format(time.RFC3339)
+	to := time.Unix(day(2).Start, 0).UTC().Format(time.RFC3339)
+	if code := getJSON(t, f.srv.URL+"/v1/metrics/"+metric+"?from="+from+"&to="+to, &filtered); code != http.StatusOK || len(filtered.Periods) != 1 || filtered.Periods[0].N != 350 {
+		t.Errorf("from day 1 to day 2: %d %+v", code, filtered.Periods)
+	}
+	for _, q := range []string{"?from=yesterday", "?to=2026-11-02", "?from=" + to + "&to=" + from} {
+		if code := getJSON(t, f.srv.URL+"/v1/metrics/"+metric+q, nil); code != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", q, code)
+		}
+	}
+
+	// The horizon: windows of 2 days; the weakest is days 0-1 with
+	// batches of 300 and 150 (day 1's smaller one); days 1-2 hold only
+	// day 1 (day 2 has no valid report).
+	h := d.Horizon
+	if h == nil || h.Eps == nil || h.Periods != 2 || h.Reports != 2 || h.Window == nil || !h.Window.Start.Equal(time.Unix(day(0).Start, 0)) {
+		t.Fatalf("horizon %+v", h)
+	}
+	mech, eps0, _, err := f.c.Plan().BatchMechanism(context.Background(), openBuiltin, metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := accountant.NewComposition(accountant.Part{Mech: mech, Eps0: eps0, N: 300, Rounds: 1}, accountant.Part{Mech: mech, Eps0: eps0, N: 150, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := c.Epsilon(p.Target.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *h.Eps != want.Upper || h.Delta != p.Target.Delta {
+		t.Errorf("horizon (%v, %v), want the composition's (%v, %v)", *h.Eps, h.Delta, want.Upper, p.Target.Delta)
+	}
+	// One period alone is weaker than none and stronger than both.
+	one, err := accountant.Epsilon(mech, eps0, 150, p.Target.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(one.Upper < *h.Eps) {
+		t.Errorf("day 1 alone %v not below the two-day window %v", one.Upper, *h.Eps)
+	}
+}
+
+// TestCollectorMigratesPeriods opens a collector on a database written
+// before periods existed (batches with messages, statistics keyed by
+// metric and epoch): its data is kept as the period-less entry of its
+// epoch, and batches of periods go next to it.
+func TestCollectorMigratesPeriods(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t, 100)
+	// The collector stores the plan at its first start: open once on the
+	// old schema's data directory to create the epochs table as today, then
+	// replace the two other tables by their old form.
+	c := openCollector(t, dir, p)
+	pub, published := c.PublicKey(), c.Plan()
+	ep := published.Epoch()
+	c.Close()
+	stat := &sdk.Statistic{Plugin: "krr", N: 100, Counts: []int64{20, 20, 20, 20, 20}}
+	enc, err := encodeStat(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, CollectorDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`DROP TABLE batches`, `DROP TABLE statistics`,
+		`CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL,
+			messages INTEGER NOT NULL, eps REAL, delta REAL, PRIMARY KEY (id, metric, epoch))`,
+		`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
+		`CREATE TABLE statistics (metric TEXT NOT NULL, epoch TEXT NOT NULL, stat BLOB NOT NULL, batches INTEGER NOT NULL, PRIMARY KEY (metric, epoch)) WITHOUT ROWID`,
+		`INSERT INTO batches VALUES (x'00112233445566778899aabbccddeeff', 'ui/screen', '` + ep + `', 100, 0, 100, 0.5, 1e-6)`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO statistics VALUES (?, ?, ?, 1)`, metric, ep, enc); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	f := &collectorFixture{dir: dir, p: p, swap: &swapHandler{}}
+	f.c = openCollector(t, dir, p)
+	t.Cleanup(func() { f.c.Close() })
+	f.install()
+	f.srv = newServer(t, f.swap)
+	code, res := f.postBatch(t, batchBody(report.PeriodPoolKey(metric, ep, day(0)), sealKRRPeriod(t, published, pub, krrValues(100, 1), 1, day(0))))
+	if code != http.StatusOK || res.N != 100 {
+		t.Fatalf("batch after the migration: %d %+v", code, res)
+	}
+	d := f.metric(t, metric)
+	if len(d.Periods) != 2 || d.Periods[0].Start != nil || d.Periods[0].N != 100 || len(d.Periods[0].BatchList) != 1 ||
+		d.Periods[1].Start == nil || d.Periods[1].N != 100 {
+		b, _ := json.Marshal(d.Periods)
+		t.Fatalf("periods after the migration: %s", b)
+	}
+}
