@@ -45,7 +45,12 @@
 // batch is one period's, a report replayed into another period's batch
 // does not open, and the collector keeps statistics and estimates per
 // metric, epoch and period (a batch of a period length its epoch's plan
-// does not have is refused). The shuffler holds at most
+// does not have is refused). A period's pools take reports until
+// ShufflerOptions.PeriodGrace (default: one period) after it ends; then a
+// pool still below n_min is deleted, never released, and counted
+// (ShufflerStats.Expired), and later envelopes of it are rejected
+// (ShufflerStats.Late), as are envelopes of a period starting more than one
+// period ahead of the shuffler's clock. The shuffler holds at most
 // MaxEpochsPerPool epochs of a pool at once, takes the pools of every plan
 // it relays (stored, so a restart keeps them), and under blanket serve the
 // pools of every plan the collector published.

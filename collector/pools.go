@@ -2,20 +2,61 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// accepts reports whether the shuffler pools envelopes of key: a pool of
-// its plan (plan.Plan.Pools), tagged with a plan epoch (report.PoolKey:
-// each epoch pools apart, so that a released batch holds at least n_min
-// reports of one epoch) or untagged.
-func (s *Shuffler) accepts(key string) bool {
-	pool, epoch := report.SplitPoolKey(key)
-	return (*s.pools.Load())[pool] && (epoch == "" || validEpoch(epoch))
+// errLate rejects an envelope of a period whose grace has passed.
+var errLate = errors.New("its period ended more than the grace ago")
+
+// accepts returns nil when the shuffler pools envelopes of key, else why
+// not: key must name a pool of its plan (plan.Plan.Pools), tagged with a
+// plan epoch (report.PoolKey: each epoch pools apart, so that a released
+// batch holds at least n_min reports of one epoch) or untagged, and with a
+// reporting period (report.PeriodPoolKey: each period pools apart) that is
+// open: not ended more than the grace ago (errLate), and not starting more
+// than one period ahead of the shuffler's clock.
+func (s *Shuffler) accepts(key string) error {
+	pool, epoch, period, err := report.ParsePoolKey(key)
+	switch {
+	case err != nil:
+		return err
+	case !(*s.pools.Load())[pool]:
+		return fmt.Errorf("unknown metric %q", key)
+	case epoch != "" && !validEpoch(epoch):
+		return fmt.Errorf("%q: malformed epoch %q", key, epoch)
+	case period.IsZero():
+		return nil
+	}
+	now := s.o.Now().Unix()
+	switch {
+	case now >= s.periodDeadline(period):
+		return fmt.Errorf("%q: %w", key, errLate)
+	case period.Start > now+period.Length:
+		return fmt.Errorf("%q: the period starts more than one period after the shuffler's clock", key)
+	}
+	return nil
+}
+
+// periodDeadline returns the Unix second from which period's pools are
+// closed: its end plus the grace.
+func (s *Shuffler) periodDeadline(p report.Period) int64 {
+	g := p.Length
+	if s.o.PeriodGrace > 0 {
+		g = int64(s.o.PeriodGrace / time.Second)
+	}
+	return p.End() + g
+}
+
+// expired reports whether key is a period's pool past its deadline.
+func (s *Shuffler) expired(key string) bool {
+	_, _, period, err := report.ParsePoolKey(key)
+	return err == nil && !period.IsZero() && s.o.Now().Unix() >= s.periodDeadline(period)
 }
 
 // AddPools makes the shuffler take envelopes of pools too, for instance
@@ -73,8 +114,8 @@ func (s *Shuffler) storedPools(ctx context.Context) ([]string, error) {
 func (s *Shuffler) trackEpochs(pools []poolSize) {
 	m := map[string]map[string]bool{}
 	for _, p := range pools {
-		pool, epoch := report.SplitPoolKey(p.metric)
-		if epoch == "" || p.n == 0 {
+		pool, epoch, _, err := report.ParsePoolKey(p.metric)
+		if err != nil || epoch == "" || p.n == 0 {
 			continue
 		}
 		if m[pool] == nil {
@@ -90,8 +131,8 @@ func (s *Shuffler) trackEpochs(pools []poolSize) {
 // admitEpoch reports whether an envelope of key may be pooled under
 // MaxEpochsPerPool, counting its epoch as pooled when it is.
 func (s *Shuffler) admitEpoch(key string) bool {
-	pool, epoch := report.SplitPoolKey(key)
-	if epoch == "" {
+	pool, epoch, _, err := report.ParsePoolKey(key)
+	if err != nil || epoch == "" {
 		return true
 	}
 	s.epochsMu.Lock()

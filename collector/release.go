@@ -15,9 +15,14 @@ import (
 // returns the number of batches released. Run calls it every
 // ReleaseInterval; it must not run concurrently with itself.
 func (s *Shuffler) Release(ctx context.Context) (int, error) {
-	if !s.poolDirty.Swap(false) {
+	// Pools are looked at when reports were pooled since the last look,
+	// and at least every expirySweep for the periods whose grace ends.
+	now := s.o.Now()
+	sweep := now.Sub(time.Unix(0, s.lastSweep.Load())) >= expirySweep
+	if !s.poolDirty.Swap(false) && !sweep {
 		return 0, nil
 	}
+	s.lastSweep.Store(now.UnixNano())
 	pools, err := s.poolSizes(ctx)
 	if err != nil {
 		s.poolDirty.Store(true)
@@ -28,7 +33,14 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	s.trackEpochs(pools)
 	released := 0
 	for _, p := range pools {
-		if !s.accepts(p.metric) {
+		if s.expired(p.metric) && p.n < int64(s.o.Plan.NMin) {
+			if err := s.expire(ctx, p.metric, p.suite); err != nil {
+				s.poolDirty.Store(true)
+				return released, err
+			}
+			continue
+		}
+		if s.accepts(p.metric) != nil && !s.expired(p.metric) {
 			continue
 		}
 		left := p.n
@@ -45,8 +57,9 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			left -= int64(n)
 		}
 		if left == 0 {
-			// Emptied: its epoch no longer counts toward MaxEpochsPerPool.
-			pool, epoch := report.SplitPoolKey(p.metric)
+			// Emptied: its epoch no longer counts toward MaxEpochsPerPool
+			// (until Release sees another period of it pooled).
+			pool, epoch, _, _ := report.ParsePoolKey(p.metric)
 			s.epochsMu.Lock()
 			delete(s.epochs[pool], epoch)
 			s.epochsMu.Unlock()
@@ -59,6 +72,23 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		}
 	}
 	return released, nil
+}
+
+// expirySweep is how often Release looks at the pools even when nothing
+// was pooled, to expire the pools of periods past their grace.
+const expirySweep = time.Minute
+
+// expire deletes the pooled reports of key (a period past its deadline,
+// below n_min) and counts them.
+func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
+	r, err := s.db.w.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
+	if err != nil {
+		return err
+	}
+	n, _ := r.RowsAffected()
+	s.c.expired.Add(n)
+	s.log.Warn("a period's pool did not reach n_min within its grace: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
+	return nil
 }
 
 // releaseOne moves up to MaxBatch pooled reports of one metric and suite,

@@ -105,6 +105,16 @@ type ShufflerOptions struct {
 	// RetryMin and RetryMax bound the exponential backoff between delivery
 	// attempts of one batch. Default to 200 ms and 1 minute.
 	RetryMin, RetryMax time.Duration
+	// PeriodGrace is how long after a reporting period ends its pools
+	// wait for late reports (apps seal a period's report once it has
+	// closed: at their next start, Record or upload): afterwards envelopes
+	// of that period are rejected (ShufflerStats.Late), and a pool of it
+	// still below n_min is deleted, never released (ShufflerStats.Expired).
+	// Defaults to the period's own length (report.Period.Length).
+	PeriodGrace time.Duration
+	// Now is the clock that ends periods. Defaults to time.Now. The
+	// shuffler never records when a report arrived.
+	Now func() time.Time
 }
 
 // ShufflerStats are a shuffler's counters since it was opened.
@@ -128,6 +138,12 @@ type ShufflerStats struct {
 	BatchesForwarded int64 `json:"batches_forwarded"`
 	// ForwardFailures counts failed delivery attempts.
 	ForwardFailures int64 `json:"forward_failures"`
+	// Late counts envelopes rejected because their period's grace had
+	// passed (included in Rejected).
+	Late int64 `json:"late"`
+	// Expired counts reports deleted, never released, from pools of a
+	// period that ended more than PeriodGrace ago below n_min.
+	Expired int64 `json:"expired"`
 	// Pools is the number of pooled reports per metric.
 	Pools map[string]int64 `json:"pools"`
 	// Outgoing is the number of released batches not yet acknowledged.
@@ -139,6 +155,7 @@ type shufflerCounters struct {
 	badRequests, tooLarge, rateLimited       atomic.Int64
 	batchesReleased, reportsReleased         atomic.Int64
 	batchesForwarded, forwardFailures        atomic.Int64
+	late, expired                            atomic.Int64
 }
 
 // Shuffler is the shuffler role: it takes sealed reports from apps (POST
@@ -191,6 +208,9 @@ type Shuffler struct {
 	// poolDirty is set when reports were pooled since Release last looked:
 	// Release skips the pool query otherwise.
 	poolDirty atomic.Bool
+	// lastSweep is when (Options.Now, Unix ns) Release last looked at the
+	// pools.
+	lastSweep atomic.Int64
 
 	// gen and genCount are the current dedup generation and its size; the
 	// committer goroutine owns them.
@@ -294,6 +314,12 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(time.Minute, o.RetryMin)
 	}
+	if o.PeriodGrace < 0 {
+		return nil, fmt.Errorf("%w: PeriodGrace = %v, must be >= 0", ErrOptions, o.PeriodGrace)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if err := EnsureDir(o.Dir); err != nil {
 		return nil, err
 	}
@@ -330,7 +356,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	}
 	s.trackEpochs(pools)
 	for _, p := range pools {
-		if !s.accepts(p.metric) {
+		if s.accepts(p.metric) != nil && !s.expired(p.metric) {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
 		}
 	}
@@ -370,6 +396,8 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 		ReportsReleased:  s.c.reportsReleased.Load(),
 		BatchesForwarded: s.c.batchesForwarded.Load(),
 		ForwardFailures:  s.c.forwardFailures.Load(),
+		Late:             s.c.late.Load(),
+		Expired:          s.c.expired.Load(),
 		Pools:            map[string]int64{},
 	}
 	pools, err := s.poolSizes(ctx)

@@ -154,9 +154,14 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i, e := range envs {
+		if err := s.accepts(e.Metric); err != nil {
+			if errors.Is(err, errLate) {
+				s.c.late.Add(1)
+			}
+			reject(i, "%v", err)
+			continue
+		}
 		switch {
-		case !s.accepts(e.Metric):
-			reject(i, "unknown metric %q", e.Metric)
 		case !s.admitEpoch(e.Metric):
 			reject(i, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
 		case e.Suite != report.SuiteX25519ChaCha:

@@ -148,6 +148,7 @@ type shufflerFlags struct {
 	connRate        float64
 	maxBody         int64
 	maxEnvelopes    int
+	periodGrace     time.Duration
 }
 
 func (f *shufflerFlags) add(cmd *cobra.Command) {
@@ -155,6 +156,7 @@ func (f *shufflerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.connRate, "conn-rate", collector.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", collector.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", collector.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
+	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports; then a pool below n_min is deleted, never released (default: one period)")
 }
 
 func (f *shufflerFlags) check() error {
@@ -169,6 +171,8 @@ func (f *shufflerFlags) check() error {
 		return usageErrorf("--conn-rate %v, must be finite", f.connRate)
 	case f.connRate == 0:
 		return usageErrorf("--conn-rate 0 would refuse every upload; use a negative value for no limit")
+	case f.periodGrace < 0:
+		return usageErrorf("--period-grace %v, must be >= 0", f.periodGrace)
 	}
 	return nil
 }
@@ -178,6 +182,7 @@ func (f *shufflerFlags) options(o collector.ShufflerOptions) collector.ShufflerO
 	o.ConnRate = f.connRate
 	o.MaxBodyBytes = f.maxBody
 	o.MaxEnvelopes = f.maxEnvelopes
+	o.PeriodGrace = f.periodGrace
 	return o
 }
 

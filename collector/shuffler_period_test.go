@@ -1,0 +1,87 @@
+package collector
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// testClock is a settable clock for ShufflerOptions.Now.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
+func (c *testClock) now() time.Time  { return time.Unix(0, c.ns.Load()) }
+
+// TestShufflerPoolsPerPeriod: envelopes of two periods pool apart, so each
+// released batch is one period's; a pool below n_min past its period's
+// grace is deleted and counted, never released; late and far-future
+// envelopes are rejected with a reason.
+func TestShufflerPoolsPerPeriod(t *testing.T) {
+	p := testPlan(t, 100)
+	ep := p.Epoch()
+	clock := &testClock{}
+	clock.set(time.Unix(day(2).Start+3600, 0)) // day 2, 01:00 UTC
+	sink := &sink{}
+	srv := newServer(t, sink)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, Now: clock.now, PeriodGrace: 36 * time.Hour})
+	key := func(d report.Period) string { return report.PeriodPoolKey(metric, ep, d) }
+	upload := func(envs []report.Envelope) UploadResult {
+		t.Helper()
+		var res UploadResult
+		if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("upload: status %d", resp.StatusCode)
+		}
+		return res
+	}
+	sealed := fakeSealed(370)
+	// Day 1 (ended an hour ago) reaches n_min; day 0 (ended 25 h ago,
+	// within the 36 h grace) does not; day 2 is the current day.
+	var envs []report.Envelope
+	envs = append(envs, envelopes(key(day(1)), sealed[:150])...)
+	envs = append(envs, envelopes(key(day(0)), sealed[150:210])...)
+	envs = append(envs, envelopes(key(day(2)), sealed[210:310])...)
+	if res := upload(envs); res.Accepted != 310 || res.Rejected != 0 {
+		t.Fatalf("upload: %+v", res)
+	}
+	// Ended 49 h ago (past the grace), and three days ahead.
+	res := upload(append(envelopes(key(day(-1)), sealed[310:320]), envelopes(key(day(5)), sealed[320:330])...))
+	if res.Accepted != 0 || res.Rejected != 20 || len(res.Errors) < 11 ||
+		!strings.Contains(res.Errors[0].Error, "grace") || !strings.Contains(res.Errors[10].Error, "after the shuffler's clock") {
+		t.Fatalf("late and future envelopes: %+v", res)
+	}
+	if n, err := f.s.Release(context.Background()); err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want the batches of days 1 and 2", n, err)
+	}
+	st, err := f.s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pools[key(day(0))] != 60 || st.Expired != 0 || st.Late != 10 {
+		t.Fatalf("after the release: %+v", st)
+	}
+	// 12 hours later day 0's grace has passed: its 60 reports go, unreleased.
+	clock.set(time.Unix(day(2).Start+13*3600, 0))
+	if n, err := f.s.Release(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Release after the grace = %d, %v", n, err)
+	}
+	if st, _ = f.s.Stats(context.Background()); st.Pools[key(day(0))] != 0 || st.Expired != 60 {
+		t.Fatalf("after day 0's grace: %+v", st)
+	}
+	if res := upload(envelopes(key(day(0)), sealed[330:340])); res.Rejected != 10 || !strings.Contains(res.Errors[0].Error, "grace") {
+		t.Fatalf("day 0 after its grace: %+v", res)
+	}
+	f.run(t)
+	waitFor(t, "two batches", func() bool { return len(sink.got()) == 2 })
+	got := map[string]int{}
+	for _, b := range sink.got() {
+		got[b.Metric] = len(b.Sealed)
+	}
+	if got[key(day(1))] != 150 || got[key(day(2))] != 100 {
+		t.Fatalf("batches %v: want one of day 1 (150) and one of day 2 (100)", got)
+	}
+}
