@@ -22,8 +22,10 @@ import (
 // mechanism of the batch holding the user's report, at that batch's size
 // (adaptive composition of dominating pairs, Zhu, Dong, Wang 2022). Which
 // batch of a period holds it is not known, so each period and pool counts
-// at its smallest batch: the single-report profile does not grow with n,
-// so the smallest batch dominates the others. The guarantee stated is the
+// at its smallest batch, rounded down to two significant digits: the
+// accountant's single-report bound is non-increasing in n (more users,
+// more blanket), so a bound at a smaller n holds for every batch of the
+// period. The guarantee stated is the
 // largest eps, at the plan's target delta, over every window of Horizon
 // consecutive periods with data (the weakest window), from the accountant's
 // composition (accountant.NewComposition, an upper bound).
@@ -171,7 +173,10 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 var errNoMechanism = errors.New("collector: horizon guarantee unknown")
 
 // composeParts returns the eps at delta of the composition of parts, each
-// one report at its batch size (memoised).
+// one report at its batch size rounded down to two significant digits
+// (memoised): a smaller batch only weakens the bound, and periods of
+// similar sizes then share one part with several rounds, which the
+// accountant composes much faster than as many different parts.
 func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta float64) (float64, error) {
 	type key struct {
 		epoch, pool string
@@ -179,7 +184,7 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 	}
 	rounds := map[key]int{}
 	for _, q := range parts {
-		rounds[key{q.epoch, q.pool, q.n}]++
+		rounds[key{q.epoch, q.pool, roundDown2(q.n)}]++
 	}
 	keys := make([]key, 0, len(rounds))
 	for k := range rounds {
@@ -232,6 +237,16 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 	}
 	c.horizon.put(sig.String(), r.Upper)
 	return r.Upper, nil
+}
+
+// roundDown2 rounds n >= 1 down to two significant digits (29871 ->
+// 29000, 99 -> 99).
+func roundDown2(n int64) int64 {
+	p := int64(1)
+	for n/p >= 100 {
+		p *= 10
+	}
+	return n / p * p
 }
 
 // periodParts returns, for every period, epoch and pool with batches, the

@@ -198,3 +198,11 @@ func TestCollectorMigratesPeriods(t *testing.T) {
 		t.Fatalf("periods after the migration: %s", b)
 	}
 }
+
+func TestRoundDown2(t *testing.T) {
+	for n, want := range map[int64]int64{1: 1, 99: 99, 100: 100, 150: 150, 199: 190, 29871: 29000, 1234567: 1200000} {
+		if got := roundDown2(n); got != want {
+			t.Errorf("roundDown2(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
