@@ -18,7 +18,8 @@ import (
 )
 
 // fastConfig is a ModeOn configuration against f that uploads at once and
-// retries quickly.
+// retries quickly, on a clock stopped at t0 (clockConfig gives one that
+// moves).
 func fastConfig(f *fakeServer, dir string) client.Config {
 	return client.Config{
 		Mode:        client.ModeOn,
@@ -28,6 +29,7 @@ func fastConfig(f *fakeServer, dir string) client.Config {
 		UploadDelay: time.Millisecond,
 		RetryMin:    5 * time.Millisecond,
 		RetryMax:    50 * time.Millisecond,
+		Now:         newTestClock().Now,
 	}
 }
 
@@ -50,27 +52,23 @@ func flush(t *testing.T, p *client.Provider) {
 	}
 }
 
-// TestRoundTrip records values of every kind through a real HTTP server and
-// the SQLite outbox; the server opens every report with the collector's
-// private key under its metric's binding and checks it is a valid report of
-// the metric's randomizer.
+// TestRoundTrip records values of every kind in 10 periods through a real
+// HTTP server and the SQLite outbox; the server opens every report with
+// the collector's private key under its metric's binding for its period
+// and checks it is a valid report of the metric's randomizer.
 func TestRoundTrip(t *testing.T) {
 	f := newFakeServer(t, nil)
-	p := newProvider(t, fastConfig(f, t.TempDir()))
+	cfg, clk := clockConfig(f, t.TempDir())
+	p := newProvider(t, cfg)
 	ctx := context.Background()
 	m := p.Meter("app")
 	screen, feature, bytes := m.Categorical("screen"), m.Categorical("feature"), m.Sum("bytes")
-	for i := range 10 {
-		if err := screen.Record(ctx, []string{"home", "search", "settings", "elsewhere"}[i%4]); err != nil {
-			t.Fatal(err)
-		}
-		if err := feature.Record(ctx, []string{"a", "b", "c", "d"}[i%4]); err != nil {
-			t.Fatal(err)
-		}
-		if err := bytes.Record(ctx, float64(10*i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recordPeriods(t, clk, 10, func(i int) error {
+		return errors.Join(
+			screen.Record(ctx, []string{"home", "search", "settings", "elsewhere"}[i%4]),
+			feature.Record(ctx, []string{"a", "b", "c", "d"}[i%4]),
+			bytes.Record(ctx, float64(10*i)))
+	})
 	flush(t, p)
 	got := f.checkReports(t, p.Plan())
 	for _, name := range []string{"app/screen", "app/feature", "app/bytes"} {
@@ -79,11 +77,16 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	st := p.Stats()
-	if st.Recorded != 30 || st.Uploaded != 30 || st.Accepted != 30 || st.Duplicates != 0 || st.Dropped != 0 {
-		t.Errorf("stats = %+v, want 30 recorded, uploaded and accepted", st)
+	if st.Recorded != 30 || st.Messages != 30 || st.Uploaded != 30 || st.Accepted != 30 || st.Duplicates != 0 || st.Dropped != 0 {
+		t.Errorf("stats = %+v, want 30 recorded, sealed, uploaded and accepted", st)
 	}
 	if distinct, raw, _ := f.counts(); distinct != 30 || raw != 30 {
 		t.Errorf("server: %d distinct ids, %d deliveries; want 30 and 30", distinct, raw)
+	}
+	for key, n := range f.keyCounts() {
+		if n != 1 {
+			t.Errorf("%d reports of pool key %q, want 1 per metric and period", n, key)
+		}
 	}
 }
 
@@ -96,25 +99,39 @@ func TestBindingSeparatesMetrics(t *testing.T) {
 		got = append(got, envs...)
 		return 0, nil, true
 	}, nil)
-	p := newProvider(t, fastConfig(f, t.TempDir()))
+	cfg, clk := clockConfig(f, t.TempDir())
+	p := newProvider(t, cfg)
 	if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
 	if len(got) != 1 {
 		t.Fatalf("server got %d envelopes, want 1", len(got))
 	}
 	pl := p.Plan()
-	if _, err := report.Open(f.priv, pl.Binding("app/screen"), got[0].Sealed); err != nil {
+	period := pl.ReportPeriod(t0)
+	bind := func(name string) report.Binding {
+		b := pl.Binding(name)
+		b.Period = period
+		return b
+	}
+	if _, err := report.Open(f.priv, bind("app/screen"), got[0].Sealed); err != nil {
 		t.Fatalf("opening under the plan's binding: %v", err)
 	}
-	if _, err := report.Open(f.priv, pl.Binding("app/feature"), got[0].Sealed); !errors.Is(err, report.ErrOpen) {
+	if _, err := report.Open(f.priv, bind("app/feature"), got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another metric's binding: err = %v, want ErrOpen", err)
 	}
-	wrongEps := pl.Binding("app/screen")
+	wrongEps := bind("app/screen")
 	wrongEps.Eps0++
 	if _, err := report.Open(f.priv, wrongEps, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another eps0: err = %v, want ErrOpen", err)
+	}
+	for _, other := range []report.Period{{}, pl.ReportPeriod(t0.Add(day))} {
+		b := bind("app/screen")
+		b.Period = other
+		if _, err := report.Open(f.priv, b, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
+			t.Errorf("opening under period %v: err = %v, want ErrOpen", other, err)
+		}
 	}
 	// Another plan with the same metric, plugin, version and eps0 but
 	// other categories is another epoch: the report does not open there.
@@ -123,11 +140,13 @@ func TestBindingSeparatesMetrics(t *testing.T) {
 	if other.Binding("app/screen").Eps0 != pl.Binding("app/screen").Eps0 {
 		t.Fatal("the other plan changed eps0")
 	}
-	if _, err := report.Open(f.priv, other.Binding("app/screen"), got[0].Sealed); !errors.Is(err, report.ErrOpen) {
+	otherBinding := other.Binding("app/screen")
+	otherBinding.Period = period
+	if _, err := report.Open(f.priv, otherBinding, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another epoch: err = %v, want ErrOpen", err)
 	}
-	if pool, epoch := report.SplitPoolKey(got[0].Metric); pool != "app/screen" || epoch != pl.Epoch() {
-		t.Errorf("envelope pool key %q, want app/screen tagged with epoch %s", got[0].Metric, pl.Epoch())
+	if want := report.PeriodPoolKey("app/screen", pl.Epoch(), period); got[0].Metric != want {
+		t.Errorf("envelope pool key %q, want %q", got[0].Metric, want)
 	}
 }
 
@@ -199,16 +218,17 @@ func TestPlanUnavailable(t *testing.T) {
 	}
 	p.Shutdown(context.Background())
 	f.setPlanErr(http.StatusServiceUnavailable)
-	p = newProvider(t, fastConfig(f, dir))
+	cfg, clk := clockConfig(f, dir)
+	p = newProvider(t, cfg)
 	if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
 		t.Fatalf("Record with the cached plan: %v", err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
 	if distinct, _, _ := f.counts(); distinct != 1 {
 		t.Errorf("server holds %d reports, want 1", distinct)
 	}
 	// A stricter app refuses the cached plan too.
-	cfg := fastConfig(f, dir)
+	cfg = fastConfig(f, dir)
 	cfg.MaxEps0 = 1
 	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrEps0AboveCeiling) {
 		t.Errorf("cached plan above the ceiling: err = %v, want ErrEps0AboveCeiling", err)
@@ -226,6 +246,7 @@ func TestConfigErrors(t *testing.T) {
 		"no data dir":    func(c *client.Config) { c.DataDir = "" },
 		"bad mode":       func(c *client.Config) { c.Mode = "maybe" },
 		"negative batch": func(c *client.Config) { c.BatchSize = -1 },
+		"negative grace": func(c *client.Config) { c.PeriodGrace = -time.Second },
 		"retry max<min":  func(c *client.Config) { c.RetryMin, c.RetryMax = time.Second, time.Millisecond },
 	}
 	for name, edit := range cases {
@@ -243,25 +264,22 @@ func TestConfigErrors(t *testing.T) {
 // disk; local stores sealed reports and never uploads them; on uploads.
 func TestModes(t *testing.T) {
 	ctx := context.Background()
-	record := func(t *testing.T, p *client.Provider) {
+	// record records both metrics in 3 periods, then moves clk to the
+	// next, so that the third closes at the next Record, tick or start.
+	record := func(t *testing.T, p *client.Provider, clk *testClock) {
 		t.Helper()
 		m := p.Meter("app")
-		for range 3 {
-			if err := m.Categorical("screen").Record(ctx, "home"); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Sum("bytes").Record(ctx, 5); err != nil {
-				t.Fatal(err)
-			}
-		}
+		recordPeriods(t, clk, 3, func(int) error {
+			return errors.Join(m.Categorical("screen").Record(ctx, "home"), m.Sum("bytes").Record(ctx, 5))
+		})
 	}
 	t.Run("off", func(t *testing.T) {
 		f := newFakeServer(t, nil)
 		dir := filepath.Join(t.TempDir(), "data")
-		cfg := fastConfig(f, dir)
+		cfg, clk := clockConfig(f, dir)
 		cfg.Mode = client.ModeOff
 		p := newProvider(t, cfg)
-		record(t, p)
+		record(t, p, clk)
 		// Even unknown metrics and bad values are silently ignored.
 		if err := p.Meter("app").Sum("nope").Record(ctx, math.NaN()); err != nil {
 			t.Errorf("Record in ModeOff: %v", err)
@@ -285,29 +303,40 @@ func TestModes(t *testing.T) {
 		if p.Mode() != client.ModeOff {
 			t.Errorf("mode = %v, want off", p.Mode())
 		}
-		record(t, p)
+		record(t, p, newTestClock())
 	})
 	t.Run("local", func(t *testing.T) {
 		f := newFakeServer(t, nil)
 		dir := t.TempDir()
-		cfg := fastConfig(f, dir)
+		cfg, clk := clockConfig(f, dir)
 		cfg.Mode = client.ModeLocal
 		p := newProvider(t, cfg)
-		record(t, p)
+		record(t, p, clk)
 		flush(t, p)
 		if !p.Meter("app").Categorical("screen").Enabled(ctx) {
 			t.Error("not Enabled in ModeLocal")
 		}
-		if st := p.Stats(); st.Recorded != 6 || st.Uploaded != 0 {
-			t.Errorf("stats = %+v, want 6 recorded, none uploaded", st)
+		// Without an uploader, the third period closes at the next start.
+		if st := p.Stats(); st.Recorded != 6 || st.Messages != 4 || st.Uploaded != 0 {
+			t.Errorf("stats = %+v, want 6 recorded, 4 sealed, none uploaded", st)
+		}
+		if err := p.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p = newProvider(t, cfg)
+		if st := p.Stats(); st.Messages != 2 {
+			t.Errorf("after a restart: stats = %+v, want the last period's 2 reports sealed", st)
 		}
 		l, err := p.Ledger(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(l) != 6 {
+			t.Errorf("ledger %+v, want 3 periods of 2 metrics", l)
+		}
 		for _, e := range l {
-			if e.LocalReports != 3 || e.Reports != 0 || e.Eps0 != 0 {
-				t.Errorf("ledger %+v: want 3 local reports, nothing charged", e)
+			if e.LocalReports != 1 || e.Reports != 0 || e.Eps0 != 0 {
+				t.Errorf("ledger %+v: want 1 local report, nothing charged", e)
 			}
 		}
 		if err := p.Shutdown(ctx); err != nil {
@@ -319,7 +348,7 @@ func TestModes(t *testing.T) {
 		if err := p.Meter("app").Categorical("screen").Record(ctx, "home"); err != nil {
 			t.Fatal(err)
 		}
-		flush(t, p)
+		closeAndFlush(t, p, clk)
 		if _, posts := f.requests(); posts != 1 {
 			t.Errorf("%d uploads, want 1", posts)
 		}
@@ -329,8 +358,9 @@ func TestModes(t *testing.T) {
 	})
 	t.Run("on", func(t *testing.T) {
 		f := newFakeServer(t, nil)
-		p := newProvider(t, fastConfig(f, t.TempDir()))
-		record(t, p)
+		cfg, clk := clockConfig(f, t.TempDir())
+		p := newProvider(t, cfg)
+		record(t, p, clk)
 		flush(t, p)
 		if distinct, _, _ := f.counts(); distinct != 6 {
 			t.Errorf("server holds %d reports, want 6", distinct)
@@ -432,6 +462,9 @@ func TestNilProvider(t *testing.T) {
 	if l, err := p.Ledger(ctx); err != nil || l != nil {
 		t.Error(l, err)
 	}
+	if w, err := p.LedgerWindow(ctx); err != nil || w != (client.LedgerWindow{}) {
+		t.Error(w, err)
+	}
 	if p.Mode() != client.ModeOff || p.Plan() != nil || p.Stats() != (client.Stats{}) {
 		t.Error("nil provider is not off")
 	}
@@ -440,83 +473,39 @@ func TestNilProvider(t *testing.T) {
 	}
 }
 
-// TestLedger checks the ledger's totals across days and restarts, and the
-// daily limit.
-func TestLedger(t *testing.T) {
-	f := newFakeServer(t, nil)
-	dir := t.TempDir()
-	day := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return day }
-	cfg := fastConfig(f, dir)
-	cfg.Now = now
-	cfg.MaxReportsPerDay = 4
-	p := newProvider(t, cfg)
-	ctx := context.Background()
-	screen, bytes := p.Meter("app").Categorical("screen"), p.Meter("app").Sum("bytes")
-	for range 4 {
-		if err := screen.Record(ctx, "home"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := screen.Record(ctx, "home"); !errors.Is(err, client.ErrDailyLimit) {
-		t.Fatalf("fifth Record of the day: %v, want ErrDailyLimit", err)
-	}
-	if err := bytes.Record(ctx, 3); err != nil {
-		t.Fatalf("the limit is per metric: %v", err)
-	}
-	mu.Lock()
-	day = day.Add(2 * time.Hour) // next UTC day
-	mu.Unlock()
-	if err := screen.Record(ctx, "home"); err != nil {
-		t.Fatalf("first Record of the next day: %v", err)
-	}
-	flush(t, p)
-	p.Shutdown(ctx)
-
-	// The ledger is durable: a new Provider on the same DataDir reads it.
-	p = newProvider(t, cfg)
-	got, err := p.Ledger(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []client.LedgerEntry{
-		{Day: "2026-03-01", Metric: "app/bytes", Reports: 1, Eps0: testEps0},
-		{Day: "2026-03-01", Metric: "app/screen", Reports: 4, Eps0: 4 * testEps0},
-		{Day: "2026-03-02", Metric: "app/screen", Reports: 1, Eps0: testEps0},
-	}
-	// eps0 sums of at most four terms of 2.0 are exact in floating point.
-	if len(got) != len(want) {
-		t.Fatalf("ledger = %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("ledger[%d] = %+v, want %+v", i, got[i], want[i])
-		}
-	}
-}
-
 // TestConcurrentRecord records from many goroutines released by a barrier
-// and checks the totals against the sequential count.
+// into one period and checks the outcome against the sequential ground
+// truth: every Record counted, the staged sum equal to the sum of the
+// values, and one report per metric when the period closes.
 func TestConcurrentRecord(t *testing.T) {
 	for _, store := range []string{"sqlite", "memory"} {
 		t.Run(store, func(t *testing.T) {
 			const goroutines, each = 16, 25
 			f := newFakeServer(t, nil)
-			cfg := fastConfig(f, t.TempDir())
-			cfg.BatchSize = 37 // several uploads, racing with the Records
+			cfg, clk := clockConfig(f, "")
 			if store == "memory" {
 				cfg.Outbox = client.NewMemoryOutbox()
+			} else {
+				o, err := client.OpenSQLiteOutbox(context.Background(), filepath.Join(t.TempDir(), "outbox.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { o.Close() })
+				cfg.Outbox = o
 			}
 			p := newProvider(t, cfg)
 			ctx := context.Background()
 			start := make(chan struct{})
 			errs := make(chan error, goroutines)
 			var wg sync.WaitGroup
+			var wantSum float64
 			for g := range goroutines {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				for i := range each {
+					if (g+i)%2 == 1 {
+						wantSum += float64(i)
+					}
+				}
+				wg.Go(func() {
 					m := p.Meter("app")
 					<-start
 					for i := range each {
@@ -531,7 +520,7 @@ func TestConcurrentRecord(t *testing.T) {
 							return
 						}
 					}
-				}()
+				})
 			}
 			close(start)
 			wg.Wait()
@@ -539,27 +528,29 @@ func TestConcurrentRecord(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			flush(t, p)
 			const n = goroutines * each
-			if distinct, raw, _ := f.counts(); distinct != n || raw != n {
-				t.Errorf("server: %d distinct, %d deliveries; want %d and %d", distinct, raw, n, n)
+			staged, err := cfg.Outbox.Staged(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if st := p.Stats(); st.Recorded != n || st.Uploaded != n {
-				t.Errorf("stats = %+v, want %d recorded and uploaded", st, n)
+			// Sums of small integers are exact in floating point, in any
+			// order.
+			if len(staged) != 2 || staged[0].Metric != "app/bytes" || staged[0].Sum != wantSum || staged[1].Category != "search" {
+				t.Fatalf("staged %+v, want app/bytes at %v and app/screen at search", staged, wantSum)
+			}
+			closeAndFlush(t, p, clk)
+			if distinct, raw, _ := f.counts(); distinct != 2 || raw != 2 {
+				t.Errorf("server: %d distinct, %d deliveries; want 2 and 2", distinct, raw)
+			}
+			if st := p.Stats(); st.Recorded != n || st.Messages != 2 || st.Uploaded != 2 {
+				t.Errorf("stats = %+v, want %d recorded, 2 sealed and uploaded", st, n)
 			}
 			l, err := p.Ledger(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var reports int64
-			var eps0 float64
-			for _, e := range l {
-				reports += e.Reports
-				eps0 += e.Eps0
-			}
-			// Sums of 400 copies of 2.0 are exact in floating point.
-			if reports != n || eps0 != n*testEps0 {
-				t.Errorf("ledger: %d reports, eps0 %v; want %d and %v", reports, eps0, n, n*testEps0)
+			if len(l) != 2 || l[0].Reports != 1 || l[1].Reports != 1 {
+				t.Errorf("ledger %+v, want one report per metric", l)
 			}
 			f.checkReports(t, p.Plan())
 		})
@@ -585,7 +576,7 @@ func TestSharedRandomizers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cfg := fastConfig(f, "")
+			cfg, clk := clockConfig(f, "")
 			cfg.Outbox, cfg.Randomizers, cfg.HTTPClient = client.NewMemoryOutbox(), cache, hc
 			p, err := client.NewProvider(context.Background(), cfg)
 			if err != nil {
@@ -595,6 +586,7 @@ func TestSharedRandomizers(t *testing.T) {
 			if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
 				t.Error(err)
 			}
+			clk.Advance(day) // Shutdown's flush closes the period
 			if err := p.Shutdown(context.Background()); err != nil {
 				t.Error(err)
 			}
@@ -607,7 +599,7 @@ func TestSharedRandomizers(t *testing.T) {
 		}
 	}
 	if distinct, _, _ := f.counts(); distinct != 20 {
-		t.Errorf("server holds %d reports, want 20 (Shutdown flushes)", distinct)
+		t.Errorf("server holds %d reports, want 20 (Shutdown closes the ended period and flushes)", distinct)
 	}
 }
 
@@ -616,13 +608,13 @@ func TestGivenPlan(t *testing.T) {
 	f := newFakeServer(t, nil)
 	first := newProvider(t, fastConfig(f, t.TempDir()))
 	pl := first.Plan()
-	cfg := fastConfig(f, "")
+	cfg, clk := clockConfig(f, "")
 	cfg.Outbox, cfg.Plan = client.NewMemoryOutbox(), pl
 	p := newProvider(t, cfg)
 	if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
 	if gets, posts := f.requests(); gets != 1 || posts != 1 {
 		t.Errorf("%d plan fetches and %d uploads, want 1 and 1", gets, posts)
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,10 +33,14 @@ func TestMain(m *testing.M) {
 }
 
 // crashChild records values into the SQLite outbox in its data dir with
-// uploads on, printing "ok" after each Record returns and "recorded" after
-// the last; then it waits to be killed.
+// uploads on, each in a reporting period of its own (Record i at t0 + i
+// days, so that it closes the period of Record i-1), printing "ok" after
+// each Record returns and "recorded" after the last; then it waits to be
+// killed.
 func crashChild() int {
 	ctx := context.Background()
+	var clock atomic.Int64 // Unix nanoseconds
+	clock.Store(t0.UnixNano())
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:        client.ModeOn,
 		Endpoint:    os.Getenv(childEndpoint),
@@ -45,6 +50,7 @@ func crashChild() int {
 		UploadDelay: time.Millisecond,
 		RetryMin:    5 * time.Millisecond,
 		RetryMax:    20 * time.Millisecond,
+		Now:         func() time.Time { return time.Unix(0, clock.Load()) },
 	})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -59,6 +65,7 @@ func crashChild() int {
 	}
 	screen := p.Meter("app").Categorical("screen")
 	for i := 0; n < 0 || i < n; i++ {
+		clock.Store(t0.Add(time.Duration(i) * day).UnixNano())
 		if err := screen.Record(ctx, "home"); err != nil {
 			fmt.Println("error:", err)
 			return 1
@@ -70,8 +77,10 @@ func crashChild() int {
 }
 
 // TestCrashRestart kills an app with SIGKILL while it uploads and checks
-// that a restart on the same DataDir delivers every recorded report exactly
-// once after the shuffler's deduplication: nothing lost, nothing doubled.
+// that a restart on the same DataDir delivers the report of every period
+// the app recorded in exactly once after the shuffler's deduplication:
+// nothing lost (the value staged for the last period is sealed at the
+// restart), nothing doubled.
 //
 // The server fails the first upload (503), acknowledges the next two, and
 // then stores each upload but holds its acknowledgement until the child is
@@ -177,9 +186,14 @@ func crashRestart(t *testing.T, n int) {
 		t.Fatalf("child confirmed %d Records, want %d", acked, n)
 	}
 
-	// Restart on the same data dir; the server now acknowledges at once.
+	// Restart on the same data dir, in the period after the last Record's
+	// (acked, or acked-1 when none was in flight), within the grace; the
+	// server now acknowledges at once.
 	f.setHooks(nil, nil)
-	p := newProvider(t, fastConfig(f, dir))
+	cfg, clk := clockConfig(f, dir)
+	clk.Set(t0.Add(time.Duration(acked+1) * day))
+	cfg.PeriodGrace = 7 * day
+	p := newProvider(t, cfg)
 	flush(t, p)
 	ledger, err := p.Ledger(context.Background())
 	if err != nil {

@@ -1,9 +1,12 @@
 // Package client is the app side of Blanket: it records telemetry values
-// with differential privacy in the shuffle model. Each value is randomized
-// on the device by its metric's local randomizer at the budget eps0 fixed by
-// the collector's plan, sealed to the collector's public key (HPKE), committed
-// to a durable outbox, and uploaded in the background to the shuffler, which
-// strips who sent it and forwards it only in large, randomly ordered batches.
+// with differential privacy in the shuffle model. The values of a metric
+// are gathered on the device over a reporting period of the collector's
+// plan (a day by default); once the period has closed, its value is
+// randomized by the metric's local randomizer at the budget eps0 fixed by
+// the plan, sealed to the collector's public key (HPKE), committed to a
+// durable outbox, and uploaded in the background to the shuffler, which
+// strips who sent it and forwards it only in large, randomly ordered
+// batches of reports of the same period.
 //
 // The API follows the OpenTelemetry metric API — a Provider hands out
 // Meters, a Meter hands out instruments, instruments Record with a context —
@@ -43,7 +46,43 @@
 // report carries the epoch of the plan it was sealed under (in its HPKE
 // binding and its envelope's pool key), so reports sealed under the
 // earlier plan still count, in that plan's epoch, and the shuffler batches
-// each epoch apart.
+// each epoch apart. Values staged under the earlier plan for a period
+// still open are dropped when it closes (Stats.Superseded): a Provider
+// holds one plan, and a report of an earlier epoch cannot be sealed
+// without that plan's binding.
+//
+// # Periods
+//
+// The plan fixes a reporting period (plan.Plan.Period, 24 h by default,
+// UTC, starting at multiples of the period since the Unix epoch) and a
+// horizon of periods over which its target (eps, delta) holds. The
+// guarantee assumes that a user sends at most one report per metric per
+// period (separate travel) or one message per period (joint, parallel
+// travel); the Provider enforces that bound from the plan, whatever the app
+// does. A Record does not report its value: it stages it for the period
+// holding Config.Now. Within a period a categorical metric keeps its last
+// value and a sum adds up its values (the period's total, clamped to the
+// metric's range [lo, hi] only when the period closes).
+//
+// A period closes at the first of: the next Record after its end, the next
+// upload tick (Config.UploadInterval) or Flush, and the next start of a
+// Provider on the same outbox. Closing randomizes the period's values at
+// the plan's eps0, seals them under the period's binding (the plan's
+// binding with the period set, report.Binding.Period, so that a report
+// does not open in another period), and commits the envelope, tagged with
+// its pool, the plan's epoch and the period (report.PeriodPoolKey), in one
+// transaction with removing the staged values, charging the ledger and
+// marking the period closed. A period once closed never reopens: a Record
+// into it is dropped and counted (Stats.Late), so that neither a clock
+// going back nor a second process on the outbox sends a second report for
+// it. A period is closed only by closing it: after the clock went back, a
+// Record into an earlier period that was never closed for its metric
+// (separate travel) or the plan's pool (joint, parallel) is staged for that
+// period and sent once, as any other.
+//
+// A staged period that could not close within Config.PeriodGrace of its
+// end (default: one period length, as the shuffler waits) is dropped
+// unsent and counted (Stats.Expired), never sent late into another period.
 //
 // # Travel
 //
@@ -51,24 +90,20 @@
 // assumes exactly that; the Provider follows it without the app changing a
 // line:
 //
-//   - separate: every Record sends one report of its metric, shuffled with
-//     that metric's reports.
-//   - joint: a Record randomizes its value and stages it; once every metric
-//     of the plan has a staged value, one message carrying all of them (in
-//     plan order) is sealed and committed, and a new round starts. A metric
-//     recorded again within a round replaces its staged value, so a user
-//     sends at most one message per round. The shuffler pools the plan's
-//     messages together.
-//   - parallel: each round draws one metric, with the plan's weights, from
-//     crypto randomness; the round's first Record of that metric sends a
-//     message carrying it alone and ends the round. Records of the other
-//     metrics send nothing (Stats.Skipped), and their instruments' Enabled
-//     is false, so an app can skip computing them.
-//
-// Staged values and a round's draw live in the outbox, durable like
-// reports: a restart loses no staged value and does not draw again (which
-// would let a user pick the metric). Staged values are randomized already;
-// nothing in clear is stored.
+//   - separate: each metric recorded in a period sends one report of it,
+//     shuffled with that metric's reports of the period. A metric not
+//     recorded in a period sends nothing for it.
+//   - joint: each period sends one message carrying every metric of the
+//     plan, in plan order. A sum not recorded in the period counts 0; a
+//     categorical metric not recorded leaves the period without a message
+//     (Stats.Incomplete). The shuffler pools the plan's messages together.
+//   - parallel: each period draws one metric, with the plan's weights,
+//     from crypto randomness; the period sends a message carrying that
+//     metric's value alone (nothing when it was not recorded). Records of
+//     the other metrics are dropped (Stats.Skipped), and their
+//     instruments' Enabled is false, so an app can skip computing them.
+//     The draw is staged in the outbox with the values: a restart does
+//     not draw again (which would let a user pick the metric).
 //
 // # Instruments
 //
@@ -76,36 +111,59 @@
 // is not in the plan, or whose kind does not match the metric's randomizer
 // (a Sum on a categorical metric), returns an error wrapping
 // ErrUnknownMetric or ErrWrongKind from every Record, and from Err at once.
+// A Record checks its value when it stages it, although the randomizer
+// sees it only at closing: a category outside the plan's without an other
+// bucket, NaN or an infinity fails with ErrBadValue and stages nothing.
 // Instruments carry no attributes: a report holds one value of one metric,
 // so that nothing in it singles out its sender.
 //
 // # Consent
 //
 // In ModeOff nothing is fetched, stored or sent, and Record returns nil. In
-// ModeLocal values are randomized and sealed as in ModeOn and kept in the
-// outbox, never uploaded (not even after the user switches to on, as in
-// x/telemetry), for Config.LocalRetention days. ModeOn uploads.
+// ModeLocal values are staged, and each period's report sealed, as in
+// ModeOn and kept in the outbox, never uploaded (not even after the user
+// switches to on, as in x/telemetry), for Config.LocalRetention days;
+// without an uploader a period closes at the next Record or start. ModeOn
+// uploads.
 //
-// # Durability
+// # Durability and what the device keeps
 //
-// Record returns only after the sealed report, with its random id, and its
-// ledger entry are committed in one SQLite transaction (WAL,
-// synchronous=FULL). The uploader deletes reports from the outbox only after
-// the shuffler acknowledged them with HTTP 202, which it sends after storing
-// them durably. A crash between the two sends the reports again at the next
-// start, and the shuffler drops them by id: nothing recorded is lost or
-// counted twice. Uploads retry with exponential backoff and jitter, and
-// honour Retry-After on 429 and 503.
+// Record returns only after its value is staged in one SQLite transaction
+// (WAL, synchronous=FULL): a crash or restart loses nothing staged, and
+// the next start closes the periods that ended meanwhile. The values of
+// the open period are kept in clear in the app's data dir (Config.DataDir,
+// the user's own device) until the period closes; they are never uploaded
+// unrandomized, and closing removes them in the transaction that commits
+// the sealed report. The uploader deletes reports from the outbox only
+// after the shuffler acknowledged them with HTTP 202, which it sends after
+// storing them durably. A crash between the two sends the reports again at
+// the next start, and the shuffler drops them by id: nothing recorded is
+// lost or counted twice. Uploads retry with exponential backoff and jitter,
+// and honour Retry-After on 429 and 503. An outbox file written by an
+// earlier version is migrated when opened: it keeps its pending reports
+// and its ledger (per UTC day, as 24 h periods); the joint and parallel
+// rounds the version before periods had staged (randomized, never sent, so
+// nothing was spent on them) are dropped.
 //
 // # The ledger
 //
-// Provider.Ledger reads the local privacy ledger: for each UTC day and
-// metric, the reports committed and the sum of their eps0, the local privacy
-// loss of the day by basic composition. Config.MaxReportsPerDay caps it.
+// Provider.Ledger reads the local privacy ledger: for each period and
+// metric, the report committed (at most one) and its eps0, the metric's
+// local privacy loss in the period. Provider.LedgerWindow sums it over the
+// plan's horizon ending with the current period, the window the plan's
+// target covers: the reports sent and their local loss by basic
+// composition (the sum of their eps0, a bound that does not trust the
+// shuffler), beside the plan's central guarantee over the horizon (which
+// holds given the shuffler's batches of at least n_min), and the reports
+// of the window sealed under another plan, which that guarantee does not
+// cover.
 //
 // # Simulations
 //
 // A process running many Providers (the fleet example runs 100,000) gives
 // each a MemoryOutbox (not durable), and shares one RandomizerCache and one
-// http.Client among them.
+// http.Client among them. Config.Now runs them on a simulated clock: a
+// Provider seals a period once its clock has passed the period's end (at
+// the next Record, Flush or start), so a simulation advances the clock past
+// a period and calls Flush to send it.
 package client

@@ -32,13 +32,18 @@ var (
 	// category outside the plan's list without an "other" bucket, NaN, an
 	// infinity). It also wraps sdk.ErrBadInput.
 	ErrBadValue = errors.New("client: bad value")
-	// ErrDailyLimit reports a Record over Config.MaxReportsPerDay.
-	ErrDailyLimit = errors.New("client: daily report limit reached")
-	// ErrStaleRound reports an Outbox.Add whose Entry.Unstage names a
-	// staged entry that is no longer staged as given: another process on
-	// the same outbox ended or changed the round first. The Provider reads
-	// the round again.
-	ErrStaleRound = errors.New("client: the round changed")
+	// ErrPeriodClosed reports an Outbox.Stage, Draw or ClosePeriod for a
+	// reporting period already closed for its pool (Outbox.ClosePeriod):
+	// a period never reopens, so that a user sends at most one report per
+	// metric (separate travel) or one message (joint, parallel) per
+	// period, whatever the clock does. A Record that meets it is dropped
+	// and counted in Stats.Late; it returns nil.
+	ErrPeriodClosed = errors.New("client: the reporting period is closed")
+	// ErrStalePeriod reports an Outbox.ClosePeriod whose values or draws
+	// are no longer staged as given: a Record or another process on the
+	// same outbox changed the period since it was read. The Provider
+	// reads the period again.
+	ErrStalePeriod = errors.New("client: the staged period changed")
 	// ErrShutdown reports a call after Shutdown.
 	ErrShutdown = errors.New("client: provider is shut down")
 )

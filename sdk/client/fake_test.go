@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,13 +61,19 @@ type fakeServer struct {
 	planErr int    // when non-zero, /v1/plan answers this status
 	// notModified counts plan requests answered 304.
 	notModified int
-	bind        map[string]report.Binding
+	pl          *plan.Plan        // the plan served, for its bindings
 	ids         map[report.ID]int // deliveries per id, counting duplicates
-	raw         int               // envelopes delivered, duplicates included
-	posts       int               // POST requests
-	gets        int               // GET requests
-	opened      map[string][][]byte
-	openErr     error
+	// keys counts the distinct envelopes per pool key (the pool, epoch
+	// and period they were sent for).
+	keys map[string]int
+	// allowUnperioded accepts reports without a period (sealed by an
+	// earlier version).
+	allowUnperioded bool
+	raw             int // envelopes delivered, duplicates included
+	posts           int // POST requests
+	gets            int // GET requests
+	opened          map[string][][]byte
+	openErr         error
 	// names are the plan's metrics in order; messages the decoded
 	// messages of pooled travel, in arrival order.
 	epoch          string // of the plan served
@@ -104,7 +111,7 @@ func startFake(p *plan.Plan) (*fakeServer, error) {
 	if p == nil {
 		p = testPlan(pub)
 	}
-	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, opened: map[string][][]byte{}}
+	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, keys: map[string]int{}, opened: map[string][][]byte{}}
 	f.setPlan(p)
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f, nil
@@ -140,16 +147,42 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	defer f.mu.Unlock()
 	f.plan = b
 	f.etag = `"` + p.Digest() + `"`
-	f.bind = map[string]report.Binding{}
+	f.pl = clonePlanJSON(p)
 	f.names = nil
 	f.epoch = p.Epoch()
 	for _, m := range p.Metrics {
-		f.bind[m.Name] = p.Binding(m.Name)
 		f.names = append(f.names, m.Name)
 	}
-	if p.Pooled() {
-		f.bind[p.Pool("")] = p.PoolBinding()
+}
+
+// clonePlanJSON returns a deep copy of p.
+func clonePlanJSON(p *plan.Plan) *plan.Plan {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err)
 	}
+	var c plan.Plan
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(err)
+	}
+	return &c
+}
+
+// periodBinding returns the binding reports of pool in period are sealed
+// under in plan p, as the collector computes it: the metric's binding with
+// the period set, or the pool's binding over every metric's binding with
+// the period set.
+func periodBinding(p *plan.Plan, pool string, period report.Period) report.Binding {
+	if p.Pooled() && pool == p.Pool("") {
+		bs := p.Bindings()
+		for i := range bs {
+			bs[i].Period = period
+		}
+		return report.PoolBinding(pool, p.Travel, bs)
+	}
+	b := p.Binding(pool)
+	b.Period = period
+	return b
 }
 
 func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -209,11 +242,18 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			acc++
-			pool, epoch := report.SplitPoolKey(e.Metric)
+			f.keys[e.Metric]++
+			pool, epoch, period, err := report.ParsePoolKey(e.Metric)
+			if err != nil && f.openErr == nil {
+				f.openErr = fmt.Errorf("report %s: %w", e.ID, err)
+			}
 			if epoch != f.epoch && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: epoch %q, the plan's is %q", e.ID, pool, epoch, f.epoch)
 			}
-			pt, err := report.Open(f.priv, f.bind[pool], e.Sealed)
+			if period.IsZero() && !f.allowUnperioded && f.openErr == nil {
+				f.openErr = fmt.Errorf("report %s of %q: no reporting period", e.ID, e.Metric)
+			}
+			pt, err := report.Open(f.priv, periodBinding(f.pl, pool, period), e.Sealed)
 			if err != nil && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: %w", e.ID, e.Metric, err)
 			}
@@ -256,6 +296,13 @@ func (f *fakeServer) counts() (distinct, raw, maxPerID int) {
 		maxPerID = max(maxPerID, c)
 	}
 	return len(f.ids), f.raw, maxPerID
+}
+
+// keyCounts returns a copy of the distinct envelopes per pool key.
+func (f *fakeServer) keyCounts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.keys)
 }
 
 // checkReports opens nothing new: it checks that every stored report

@@ -42,9 +42,9 @@ func (in *instrument) Name() string { return in.name }
 // Provider.
 func (in *instrument) off() bool { return in.p == nil || in.p.mode == ModeOff }
 
-// Enabled reports whether Record would report anything: the Provider is
-// in ModeLocal or ModeOn, the metric is in the plan with a matching kind,
-// and, with parallel travel, the current round chose this metric. An app
+// Enabled reports whether Record would take a value: the Provider is in
+// ModeLocal or ModeOn, the metric is in the plan with a matching kind,
+// and, with parallel travel, the current period drew this metric. An app
 // can skip computing an expensive value when it is false.
 func (in *instrument) Enabled(ctx context.Context) bool {
 	return !in.off() && in.p.enabled(ctx, in.name, in.kind)
@@ -79,10 +79,12 @@ func (m *Meter) Categorical(name string) *Categorical {
 	return &Categorical{m.instrument(name, sdk.InputCategorical)}
 }
 
-// Record randomizes v at the plan's eps0, seals it and commits it to the
-// outbox; it returns after the commit (durable with the SQLite outbox). A
-// v outside the plan's categories goes to the metric's "other" bucket, or
-// fails with ErrBadValue when it has none.
+// Record stages v as the metric's value for the current reporting period,
+// replacing the period's earlier value; it returns after the commit
+// (durable with the SQLite outbox). The period's last value is randomized
+// at the plan's eps0, sealed and sent once the period has closed (see the
+// package doc). A v outside the plan's categories goes to the metric's
+// "other" bucket, or fails with ErrBadValue when it has none.
 func (c *Categorical) Record(ctx context.Context, v string) error {
 	return c.record(ctx, sdk.Inputs{Categories: []string{v}})
 }
@@ -97,9 +99,10 @@ func (m *Meter) Sum(name string) *Sum {
 	return &Sum{m.instrument(name, sdk.InputReal)}
 }
 
-// Record randomizes v at the plan's eps0, seals it and commits it to the
-// outbox; it returns after the commit. A finite v outside the plan's
-// [lo, hi] is clamped to it; NaN and infinities fail with ErrBadValue.
+// Record adds v to the metric's total for the current reporting period; it
+// returns after the commit. Once the period has closed, its total, clamped
+// to the plan's [lo, hi], is randomized at the plan's eps0, sealed and sent
+// (see the package doc). NaN and infinities fail with ErrBadValue.
 func (s *Sum) Record(ctx context.Context, v float64) error {
 	return s.record(ctx, sdk.Inputs{Reals: []float64{v}})
 }

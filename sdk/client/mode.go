@@ -14,10 +14,12 @@ const (
 	// ModeOff records nothing: Record is a no-op, nothing is fetched,
 	// stored or uploaded. The zero Mode means ModeOff.
 	ModeOff Mode = "off"
-	// ModeLocal fetches the plan, randomizes and seals every value exactly
-	// as ModeOn does, and keeps the sealed reports on the device (for
-	// Config.LocalRetention days) without ever uploading them, not even
-	// after the user switches to ModeOn. The ledger counts them apart.
+	// ModeLocal fetches the plan, stages values and seals every period's
+	// report exactly as ModeOn does, and keeps the sealed reports on the
+	// device (for Config.LocalRetention days) without ever uploading
+	// them, not even after the user switches to ModeOn. The ledger counts
+	// them apart. Without an uploader, a period closes at the next Record
+	// or start.
 	ModeLocal Mode = "local"
 	// ModeOn also uploads the sealed reports to the shuffler.
 	ModeOn Mode = "on"

@@ -3,9 +3,12 @@ package client_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -24,60 +27,78 @@ func outboxes(t *testing.T) map[string]func() client.Outbox {
 	}
 }
 
-func entry(metric, day string, local bool) client.Entry {
-	return client.Entry{
-		Envelope: report.Envelope{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: []byte("sealed " + metric)},
-		Day:      day,
-		Eps0:     1.5,
+// dayPeriod returns the 24 h period starting on the UTC day, "2006-01-02".
+func dayPeriod(day string) report.Period {
+	d, err := time.Parse(time.DateOnly, day)
+	if err != nil {
+		panic(err)
+	}
+	return report.Period{Start: d.Unix(), Length: 86400}
+}
+
+// sealedClose returns the closing of metric's period of day with an
+// envelope charging eps0 1.5.
+func sealedClose(metric, day string, local bool) client.PeriodClose {
+	p := dayPeriod(day)
+	return client.PeriodClose{
+		Pool:     metric,
+		Period:   p,
+		Envelope: &report.Envelope{ID: report.NewID(), Metric: report.PeriodPoolKey(metric, "e1", p), Suite: report.SuiteX25519ChaCha, Sealed: []byte("sealed " + metric)},
 		Local:    local,
+		Epoch:    "e1",
+		Charges:  []client.Charge{{Metric: metric, Eps0: 1.5}},
 	}
 }
 
-// TestOutbox checks the Outbox contract on every implementation.
+// TestOutbox checks the envelopes and the ledger of the Outbox contract on
+// every implementation.
 func TestOutbox(t *testing.T) {
 	ctx := context.Background()
 	for name, open := range outboxes(t) {
 		t.Run(name, func(t *testing.T) {
 			o := open()
 			defer o.Close()
-			var added []client.Entry
+			var added []client.PeriodClose
 			for i := range 6 {
-				e := entry([]string{"a", "b"}[i%2], "2026-01-0"+string(rune('1'+i/3)), i == 4)
-				if err := o.Add(ctx, e, 0); err != nil {
+				c := sealedClose([]string{"a", "b", "c"}[i%3], "2026-01-0"+string(rune('1'+i/3)), i == 4)
+				if err := o.ClosePeriod(ctx, c); err != nil {
 					t.Fatal(err)
 				}
-				added = append(added, e)
+				added = append(added, c)
 			}
-			if err := o.Add(ctx, added[0], 0); err == nil {
-				t.Error("adding an id twice succeeded")
+			// A period closes once: a second envelope for it is refused.
+			again := sealedClose("a", "2026-01-01", false)
+			if err := o.ClosePeriod(ctx, again); !errors.Is(err, client.ErrPeriodClosed) {
+				t.Errorf("second envelope for a closed period: %v, want ErrPeriodClosed", err)
 			}
 			// Pending: oldest first, local entries excluded, limit honoured.
 			got, err := o.Pending(ctx, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []int{0, 1, 2}
-			if len(got) != len(want) {
+			if len(got) != 3 {
 				t.Fatalf("Pending(3) = %d envelopes, want 3", len(got))
 			}
-			for i, j := range want {
-				if got[i].ID != added[j].Envelope.ID || got[i].Metric != added[j].Envelope.Metric || string(got[i].Sealed) != string(added[j].Envelope.Sealed) || got[i].Suite != report.SuiteX25519ChaCha {
-					t.Errorf("Pending[%d] = %+v, want entry %d", i, got[i], j)
+			for i := range got {
+				want := added[i].Envelope
+				if got[i].ID != want.ID || got[i].Metric != want.Metric || string(got[i].Sealed) != string(want.Sealed) || got[i].Suite != report.SuiteX25519ChaCha {
+					t.Errorf("Pending[%d] = %+v, want entry %d", i, got[i], i)
 				}
 			}
 			if err := o.Ack(ctx, []report.ID{added[0].Envelope.ID, added[2].Envelope.ID, report.NewID()}); err != nil {
 				t.Fatal(err)
 			}
 			got, _ = o.Pending(ctx, 100)
-			for i, j := range []int{1, 3, 5} {
-				if i >= len(got) || got[i].ID != added[j].Envelope.ID {
-					t.Fatalf("after Ack, Pending = %d envelopes, want entries 1, 3, 5", len(got))
-				}
-			}
 			if len(got) != 3 {
 				t.Fatalf("after Ack, Pending = %d envelopes, want 3", len(got))
 			}
-			// DropLocal removes local entries before the day only.
+			for i, j := range []int{1, 3, 5} {
+				if got[i].ID != added[j].Envelope.ID {
+					t.Fatalf("after Ack, Pending[%d] is not entry %d", i, j)
+				}
+			}
+			// DropLocal removes local entries of periods starting before
+			// the day only.
 			if n, err := o.DropLocal(ctx, "2026-01-02"); err != nil || n != 0 {
 				t.Errorf("DropLocal(2026-01-02) = %d, %v; want 0 (the local entry is of that day)", n, err)
 			}
@@ -88,13 +109,15 @@ func TestOutbox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Acks and drops leave the ledger alone. eps0 sums of 1.5 are
-			// exact in floating point.
+			// Acks and drops leave the ledger alone.
+			d1, d2 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 			wantL := []client.LedgerEntry{
-				{Day: "2026-01-01", Metric: "a", Reports: 2, Eps0: 3},
-				{Day: "2026-01-01", Metric: "b", Reports: 1, Eps0: 1.5},
-				{Day: "2026-01-02", Metric: "a", LocalReports: 1}, // entry 4, local: not charged
-				{Day: "2026-01-02", Metric: "b", Reports: 2, Eps0: 3},
+				{Start: d1, End: d2, Metric: "a", Epoch: "e1", Reports: 1, Eps0: 1.5},
+				{Start: d1, End: d2, Metric: "b", Epoch: "e1", Reports: 1, Eps0: 1.5},
+				{Start: d1, End: d2, Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5},
+				{Start: d2, End: d2.Add(day), Metric: "a", Epoch: "e1", Reports: 1, Eps0: 1.5},
+				{Start: d2, End: d2.Add(day), Metric: "b", Epoch: "e1", LocalReports: 1}, // entry 4, local: not charged
+				{Start: d2, End: d2.Add(day), Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5},
 			}
 			if len(l) != len(wantL) {
 				t.Fatalf("ledger = %+v, want %+v", l, wantL)
@@ -104,27 +127,143 @@ func TestOutbox(t *testing.T) {
 					t.Errorf("ledger[%d] = %+v, want %+v", i, l[i], wantL[i])
 				}
 			}
-			// The daily limit counts local and uploadable reports, and a
-			// refused Add stores nothing.
-			if err := o.Add(ctx, entry("a", "2026-01-02", false), 1); !errors.Is(err, client.ErrDailyLimit) {
-				t.Errorf("Add over the limit: %v, want ErrDailyLimit", err)
+			// An envelope id stored twice is refused.
+			dup := sealedClose("d", "2026-01-01", false)
+			dup.Envelope.ID = added[1].Envelope.ID
+			if err := o.ClosePeriod(ctx, dup); err == nil {
+				t.Error("storing an id twice succeeded")
 			}
-			if err := o.Add(ctx, entry("a", "2026-01-02", false), 2); err != nil {
-				t.Errorf("Add at the limit: %v", err)
+		})
+	}
+}
+
+// TestOutboxStaging checks Stage, Draw and ClosePeriod on every outbox: a
+// categorical value replaced, a sum added up (saturating), a draw staged
+// once per period, a closing that must name exactly what is staged
+// (ErrStalePeriod otherwise, changing nothing), and a closed period that
+// never reopens (ErrPeriodClosed).
+func TestOutboxStaging(t *testing.T) {
+	ctx := context.Background()
+	p1, p2 := dayPeriod("2026-01-01"), dayPeriod("2026-01-02")
+	for name, open := range outboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			o := open()
+			defer o.Close()
+			stage := func(v client.Value) client.Value {
+				t.Helper()
+				got, err := o.Stage(ctx, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
 			}
-			if err := o.Add(ctx, entry("c", "2026-01-02", true), 1); err != nil {
-				t.Errorf("Add of a new metric with limit 1: %v", err)
+			cat := func(c string) client.Value {
+				return client.Value{Pool: "@joint", Period: p1, Metric: "screen", Plan: "d1", Kind: sdk.InputCategorical, Category: c}
 			}
-			got, _ = o.Pending(ctx, 100)
-			if len(got) != 4 {
-				t.Errorf("Pending = %d envelopes, want 4", len(got))
+			sum := func(x float64) client.Value {
+				return client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: x}
+			}
+			stage(cat("home"))
+			screen := stage(cat("search"))
+			if screen.Category != "search" {
+				t.Errorf("categorical value %q, want the last, search", screen.Category)
+			}
+			stage(sum(30))
+			bytes := stage(sum(-45.5))
+			if bytes.Sum != -15.5 {
+				t.Errorf("sum %v, want the total -15.5", bytes.Sum)
+			}
+			// Another plan's value of the same metric and period is apart.
+			other := stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d0", Kind: sdk.InputReal, Sum: 1})
+			huge := stage(client.Value{Pool: "bytes", Period: p2, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: math.MaxFloat64})
+			huge = stage(huge)
+			if huge.Sum != math.MaxFloat64 {
+				t.Errorf("sum of two MaxFloat64: %v, want it saturated at MaxFloat64", huge.Sum)
+			}
+			got, err := o.Staged(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []client.Value{other, bytes, screen, huge}
+			if len(got) != len(want) {
+				t.Fatalf("staged %+v, want %+v", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("staged[%d] = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			// The first draw of a period stands.
+			d := client.Draw{Pool: "@joint", Period: p1, Plan: "d1", Metric: "screen"}
+			if got, err := o.Draw(ctx, d); err != nil || got != d {
+				t.Fatalf("first draw: %+v, %v", got, err)
+			}
+			if got, err := o.Draw(ctx, client.Draw{Pool: "@joint", Period: p1, Plan: "d1", Metric: "bytes"}); err != nil || got != d {
+				t.Fatalf("second draw: %+v, %v; want the first to stand", got, err)
+			}
+
+			// A closing naming a changed value, or not every value, or
+			// not the draw, changes nothing.
+			env := &report.Envelope{ID: report.NewID(), Metric: "@joint#e#1+1", Suite: report.SuiteX25519ChaCha, Sealed: []byte("x")}
+			c := client.PeriodClose{Pool: "@joint", Period: p1, Envelope: env, Epoch: "e", Charges: []client.Charge{{Metric: "screen", Eps0: 1}, {Metric: "bytes", Eps0: 1}},
+				Unstage: []client.Value{screen, bytes, other}, Undraw: []client.Draw{d}}
+			screen2 := stage(cat("settings"))
+			for what, bad := range map[string]client.PeriodClose{
+				"changed value": c,
+				"missing value": {Pool: c.Pool, Period: c.Period, Envelope: env, Unstage: []client.Value{screen2, bytes}, Undraw: c.Undraw},
+				"missing draw":  {Pool: c.Pool, Period: c.Period, Envelope: env, Unstage: []client.Value{screen2, bytes, other}},
+			} {
+				if err := o.ClosePeriod(ctx, bad); !errors.Is(err, client.ErrStalePeriod) {
+					t.Errorf("%s: %v, want ErrStalePeriod", what, err)
+				}
+			}
+			if p, _ := o.Pending(ctx, 10); len(p) != 0 {
+				t.Fatalf("the refused closings stored %d reports", len(p))
+			}
+			if l, _ := o.Ledger(ctx); len(l) != 0 {
+				t.Fatalf("the refused closings charged %+v", l)
+			}
+			if got, _ := o.Staged(ctx); len(got) != 4 {
+				t.Fatalf("the refused closings unstaged values: %+v", got)
+			}
+			c.Unstage[0] = screen2
+			if err := o.ClosePeriod(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := o.Staged(ctx); err != nil || len(got) != 1 || got[0] != huge {
+				t.Fatalf("after closing: staged %+v, %v; want the other period's value alone", got, err)
+			}
+			if ds, err := o.Draws(ctx); err != nil || len(ds) != 0 {
+				t.Fatalf("after closing: draws %+v, %v; want none", ds, err)
+			}
+			if l, _ := o.Ledger(ctx); len(l) != 2 || l[0].Metric != "bytes" || l[1].Metric != "screen" || l[0].Reports != 1 {
+				t.Fatalf("ledger %+v, want bytes and screen charged once", l)
+			}
+			// The period is closed for the pool, for good.
+			if _, err := o.Stage(ctx, cat("home")); !errors.Is(err, client.ErrPeriodClosed) {
+				t.Errorf("Stage into the closed period: %v, want ErrPeriodClosed", err)
+			}
+			if _, err := o.Draw(ctx, d); !errors.Is(err, client.ErrPeriodClosed) {
+				t.Errorf("Draw in the closed period: %v, want ErrPeriodClosed", err)
+			}
+			// Other pools of the period are open; closing without an
+			// envelope drops values and charges nothing.
+			if _, err := o.Stage(ctx, client.Value{Pool: "screen", Period: p1, Metric: "screen", Plan: "d2", Kind: sdk.InputCategorical, Category: "x"}); err != nil {
+				t.Fatalf("Stage into another pool of the period: %v", err)
+			}
+			if err := o.ClosePeriod(ctx, client.PeriodClose{Pool: "bytes", Period: p2, Unstage: []client.Value{huge}}); err != nil {
+				t.Fatal(err)
+			}
+			if l, _ := o.Ledger(ctx); len(l) != 2 {
+				t.Errorf("closing without an envelope charged: %+v", l)
 			}
 		})
 	}
 }
 
 // TestSQLiteOutboxReopen checks that the SQLite outbox keeps its contents
-// across a close and reopen.
+// across a close and reopen: envelopes, ledger, staged values, draws and
+// closed periods.
 func TestSQLiteOutboxReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "outbox.db")
@@ -132,8 +271,16 @@ func TestSQLiteOutboxReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := entry("a", "2026-01-01", false)
-	if err := o.Add(ctx, e, 0); err != nil {
+	c := sealedClose("a", "2026-01-01", false)
+	if err := o.ClosePeriod(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	v, err := o.Stage(ctx, client.Value{Pool: "b", Period: dayPeriod("2026-01-01"), Metric: "b", Plan: "d", Kind: sdk.InputReal, Sum: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := o.Draw(ctx, client.Draw{Pool: "@parallel", Period: dayPeriod("2026-01-01"), Plan: "d", Metric: "b"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	o.Close()
@@ -143,10 +290,19 @@ func TestSQLiteOutboxReopen(t *testing.T) {
 	}
 	defer o.Close()
 	got, err := o.Pending(ctx, 10)
-	if err != nil || len(got) != 1 || got[0].ID != e.Envelope.ID {
+	if err != nil || len(got) != 1 || got[0].ID != c.Envelope.ID {
 		t.Fatalf("after reopen: Pending = %v, %v", got, err)
 	}
 	if l, _ := o.Ledger(ctx); len(l) != 1 || l[0].Reports != 1 {
 		t.Errorf("after reopen: ledger = %+v", l)
+	}
+	if vs, err := o.Staged(ctx); err != nil || len(vs) != 1 || vs[0] != v {
+		t.Errorf("after reopen: staged %+v, %v; want %+v", vs, err, v)
+	}
+	if ds, err := o.Draws(ctx); err != nil || len(ds) != 1 || ds[0] != d {
+		t.Errorf("after reopen: draws %+v, %v; want %+v", ds, err, d)
+	}
+	if _, err := o.Stage(ctx, client.Value{Pool: "a", Period: dayPeriod("2026-01-01"), Metric: "a", Plan: "d", Kind: sdk.InputReal}); !errors.Is(err, client.ErrPeriodClosed) {
+		t.Errorf("after reopen: Stage into the closed period: %v, want ErrPeriodClosed", err)
 	}
 }

@@ -43,13 +43,44 @@ func planCacheFile(base string) string {
 
 // metricState is a verified plan metric, ready to report.
 type metricState struct {
-	name    string
-	index   int // in the plan's metric list
-	r       sdk.Randomizer
-	kind    sdk.InputKind
-	eps0    float64
+	name  string
+	index int // in the plan's metric list
+	r     sdk.Randomizer
+	kind  sdk.InputKind
+	eps0  float64
+	// binding is the metric's binding without a period.
 	binding report.Binding
+	// pool is where the metric's reports go: the metric itself with
+	// separate travel, the plan's pool with pooled travel.
+	pool string
+	// categories and other are a categorical randomizer's buckets and
+	// catch-all (sdk.Description); lo and hi a real randomizer's range.
+	categories map[string]bool
+	other      string
+	lo, hi     float64
 }
+
+// check returns an error wrapping ErrBadValue and sdk.ErrBadInput when the
+// metric's randomizer would refuse in (sdk.Inputs): a category outside its
+// buckets when it has no catch-all, NaN or an infinity. A Record checks
+// its value before staging it, since it is randomized only when its
+// period closes.
+func (ms *metricState) check(in sdk.Inputs) error {
+	for _, c := range in.Categories {
+		if ms.other == "" && !ms.categories[c] {
+			return fmt.Errorf("%w: metric %q: %w: category %q is not in the plan and the metric has no other bucket", ErrBadValue, ms.name, sdk.ErrBadInput, c)
+		}
+	}
+	for _, x := range in.Reals {
+		if !finite(x) {
+			return fmt.Errorf("%w: metric %q: %w: value %v is not finite", ErrBadValue, ms.name, sdk.ErrBadInput, x)
+		}
+	}
+	return nil
+}
+
+// clamp returns x clamped to the metric's range [lo, hi].
+func (ms *metricState) clamp(x float64) float64 { return max(ms.lo, min(ms.hi, x)) }
 
 // verifiedPlan is a plan that passed every check of verifyPlan.
 type verifiedPlan struct {
@@ -62,10 +93,10 @@ type verifiedPlan struct {
 	travel accountant.Travel
 	// order lists the metrics in plan order.
 	order []*metricState
-	// pool and poolBinding are the shuffler pool of pooled travel and the
-	// binding its messages are sealed under.
-	pool        string
-	poolBinding report.Binding
+	// pool is the shuffler pool of pooled travel.
+	pool string
+	// bindings are the metrics' bindings in plan order, without a period.
+	bindings []report.Binding
 	// cumWeights are the cumulative selection probabilities of parallel
 	// travel, in plan order; the last is 1.
 	cumWeights []float64
@@ -161,6 +192,7 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
 	v.epoch = v.digest[:plan.EpochLen]
 	bindings := p.Bindings()
+	v.bindings = bindings
 	var reportBytes []int
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
@@ -191,6 +223,24 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			kind:    d.Input,
 			eps0:    m.Eps0,
 			binding: bindings[i],
+			pool:    p.Pool(m.Name),
+			other:   d.Other,
+		}
+		// A sum is clamped to the metric's range: the plan's, else the
+		// one the randomizer declares, else none (the randomizer clamps).
+		switch {
+		case m.Lo < m.Hi:
+			ms.lo, ms.hi = m.Lo, m.Hi
+		case d.Lo < d.Hi:
+			ms.lo, ms.hi = d.Lo, d.Hi
+		default:
+			ms.lo, ms.hi = -math.MaxFloat64, math.MaxFloat64
+		}
+		if d.Input == sdk.InputCategorical {
+			ms.categories = make(map[string]bool, len(d.Categories))
+			for _, c := range d.Categories {
+				ms.categories[c] = true
+			}
 		}
 		v.metrics[m.Name] = ms
 		v.order = append(v.order, ms)
@@ -200,7 +250,6 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			return nil, err
 		}
 		v.pool = p.Pool("")
-		v.poolBinding = report.PoolBinding(v.pool, p.Travel, bindings)
 		var cum float64
 		for _, w := range p.Weights() {
 			cum += w

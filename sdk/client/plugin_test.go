@@ -31,12 +31,13 @@ func TestPluginDir(t *testing.T) {
 		t.Fatal("a plan naming olh was accepted without its plugin")
 	}
 	cfg.PluginDir = dir
+	clk := newTestClock()
+	cfg.Now = clk.Now
 	p := newProvider(t, cfg)
-	for _, v := range []string{"a", "b", "c", "d"} {
-		if err := p.Meter("app").Categorical("feature").Record(context.Background(), v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	values := []string{"a", "b", "c", "d"}
+	recordPeriods(t, clk, len(values), func(i int) error {
+		return p.Meter("app").Categorical("feature").Record(context.Background(), values[i])
+	})
 	flush(t, p)
 	if got := f.checkReportsWith(t, p.Plan(), client.PluginOpener(dir)); got["app/feature"] != 4 {
 		t.Errorf("server holds %d olh reports, want 4", got["app/feature"])

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -63,13 +61,15 @@ type Config struct {
 	// MaxEps0 is this app's local ceiling: a plan with any metric's eps0
 	// above it is refused. Required unless Mode is ModeOff: finite, > 0.
 	MaxEps0 float64
-	// DataDir holds the SQLite outbox (OutboxFile) and the last verified
-	// plan of each collector. Required in ModeLocal and ModeOn unless Outbox is set; created
-	// if missing.
+	// DataDir holds the SQLite outbox (OutboxFile), with the values of
+	// the open period in clear, and the last verified plan of each
+	// collector. Required in ModeLocal and ModeOn unless Outbox is set;
+	// created if missing, with mode 0700.
 	DataDir string
-	// Outbox stores sealed reports and the ledger. Defaults to the SQLite
-	// outbox in DataDir, which the Provider closes on Shutdown; an Outbox
-	// passed here is the caller's to close.
+	// Outbox stores the values staged for open periods, sealed reports
+	// and the ledger. Defaults to the SQLite outbox in DataDir, which the
+	// Provider closes on Shutdown; an Outbox passed here is the caller's
+	// to close.
 	Outbox Outbox
 	// Randomizers opens and shares the plan's randomizers. Defaults to a
 	// cache of the Provider's own, closed on Shutdown, opening built-ins in
@@ -86,12 +86,13 @@ type Config struct {
 	// BatchSize is the most envelopes per upload. Defaults to
 	// DefaultBatchSize.
 	BatchSize int
-	// UploadDelay is how long the uploader waits after a Record before
-	// uploading, so that a burst of Records goes in one request. Defaults
-	// to DefaultUploadDelay. Flush does not wait.
+	// UploadDelay is how long the uploader waits after a period closed
+	// before uploading, so that the reports of a burst of closings go in
+	// one request. Defaults to DefaultUploadDelay. Flush does not wait.
 	UploadDelay time.Duration
-	// UploadInterval is how often the uploader also looks for pending
-	// reports by itself. Defaults to DefaultUploadInterval.
+	// UploadInterval is how often the uploader closes the periods that
+	// ended and looks for pending reports by itself. Defaults to
+	// DefaultUploadInterval.
 	UploadInterval time.Duration
 	// PlanRefresh is how often, in ModeOn, the Provider asks the collector
 	// whether its plan changed (a conditional GET: a 304 costs nothing)
@@ -103,21 +104,21 @@ type Config struct {
 	// uploads (jittered, see backoff); a 429 or 503 with Retry-After waits
 	// as told instead. Default to DefaultRetryMin and DefaultRetryMax.
 	RetryMin, RetryMax time.Duration
-	// MaxReportsPerDay is the most reports of one metric per UTC day;
-	// Records beyond it fail with ErrDailyLimit. The plan's central
-	// guarantee holds per report, so an app that records a metric many
-	// times a day should set it. With joint travel a message counts for
-	// every metric: a Record that completes a round over the limit fails
-	// with ErrDailyLimit and its value stays staged (the latest value of
-	// each metric wins), to go out with the first round completed on a
-	// later day. Defaults to 0: no limit.
-	MaxReportsPerDay int
+	// PeriodGrace is how long after a reporting period ends its staged
+	// values may still be sealed and sent. A period closes at the first
+	// Record, upload tick or start after its end; when that comes more
+	// than PeriodGrace after the end (the app did not run, the device was
+	// off), the period's values are dropped unsent (Stats.Expired), never
+	// sent late into another period. Defaults to the plan's period length
+	// (plan.Plan.PeriodLength), as the shuffler's grace does. Must be >= 0.
+	PeriodGrace time.Duration
 	// LocalRetention is how many days reports recorded in ModeLocal are
 	// kept. Defaults to DefaultLocalRetention.
 	LocalRetention int
 	// Logger receives upload warnings. Defaults to discarding them.
 	Logger *slog.Logger
-	// Now is the clock of the ledger's days. Defaults to time.Now.
+	// Now is the clock that places Records in reporting periods and ends
+	// them. Defaults to time.Now. A simulation may pass a faster clock.
 	Now func() time.Time
 }
 
@@ -146,27 +147,55 @@ type Provider struct {
 
 	mu       sync.RWMutex // Records hold it shared; Shutdown exclusive
 	shutdown bool
-	// roundMu serializes the rounds of joint and parallel travel.
-	roundMu sync.Mutex
+	// closeMu serializes the closing of periods (close.go).
+	closeMu sync.Mutex
+	// nextClose is the Unix second before which no staged period can
+	// have ended, as of the last closing: a Record before it does not
+	// look for periods to close. 0: look.
+	nextClose atomic.Int64
 
 	stats struct {
-		recorded, skipped, messages    atomic.Int64
-		uploaded, retries, dropped     atomic.Int64
-		accepted, duplicates, rejected atomic.Int64
+		recorded, skipped, late, messages atomic.Int64
+		expired, incomplete, superseded   atomic.Int64
+		uploaded, retries, dropped        atomic.Int64
+		accepted, duplicates, rejected    atomic.Int64
 	}
 }
 
-// Stats are a Provider's counters since it started.
+// Stats are a Provider's counters since it started. The closing counters
+// (Messages, Expired, Incomplete, Superseded) count the periods this
+// Provider closed; a period closed by another process on the same outbox
+// counts there.
 type Stats struct {
-	// Recorded counts Records that took their value: committed a report,
-	// or staged it toward a joint message.
+	// Recorded counts Records that staged their value for their period.
 	Recorded int64
-	// Skipped counts Records of parallel travel for a metric the round
-	// did not choose: they report nothing.
+	// Skipped counts Records of parallel travel for a metric their period
+	// did not draw: they report nothing.
 	Skipped int64
-	// Messages counts envelopes committed to the outbox: one per Record
-	// with separate travel, one per round with joint or parallel travel.
+	// Late counts Records dropped because their period was already
+	// closed for their metric (separate travel) or the plan's pool (joint,
+	// parallel): the clock went back into a closed period, or another
+	// process on the outbox closed it first. Also Records whose clock
+	// reads before 1970, which is in no period.
+	Late int64
+	// Messages counts envelopes committed to the outbox: one per metric
+	// and closed period with separate travel, one per closed period with
+	// joint or parallel travel.
 	Messages int64
+	// Expired counts staged periods dropped unsent because they could
+	// not close within Config.PeriodGrace of their end: one per metric
+	// and period with separate travel, one per period with joint or
+	// parallel travel.
+	Expired int64
+	// Incomplete counts periods of joint travel closed without a message
+	// because a categorical metric had no value in them (a sum without a
+	// value counts 0).
+	Incomplete int64
+	// Superseded counts staged values dropped at closing because they
+	// were recorded under a plan the Provider no longer reports by: a
+	// report is sealed under its plan's binding, which the Provider no
+	// longer holds once a new plan replaced it (RefreshPlan).
+	Superseded int64
 	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
 	Uploaded int64
 	// Accepted, Duplicates and Rejected are the shuffler's counts over
@@ -186,8 +215,9 @@ type Stats struct {
 // collector cannot be reached), verifies it — refusing, with an error
 // wrapping ErrPlanRefused, a plan that is not calibrated, has no collector
 // key, uses an unknown travel mode, sets an eps0 above
-// cfg.MaxEps0 or names a randomizer this app cannot open — and, in ModeOn,
-// starts the background uploader.
+// cfg.MaxEps0 or names a randomizer this app cannot open —, closes the
+// reporting periods that ended since the last run and, in ModeOn, starts
+// the background uploader.
 //
 // On error the Provider is nil, and a nil Provider records nothing.
 func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
@@ -250,6 +280,14 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 	if _, err := p.outbox.DropLocal(ctx, cutoff); err != nil {
 		return nil, err
 	}
+	// Periods that ended while the app was not running close now. A
+	// failure leaves them staged for the next try.
+	if err := p.closePeriods(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		p.log.Warn("blanket closing periods", "error", err)
+	}
 	if mode == ModeOn {
 		if p.up, err = newUploader(p); err != nil {
 			return nil, err
@@ -278,11 +316,12 @@ func (p *Provider) fillDefaults() error {
 	if c.Outbox == nil && c.DataDir == "" {
 		return fmt.Errorf("%w: DataDir is required in mode %s unless Outbox is set", ErrBadConfig, p.mode)
 	}
-	if c.BatchSize < 0 || c.MaxReportsPerDay < 0 || c.LocalRetention < 0 {
-		return fmt.Errorf("%w: BatchSize = %d, MaxReportsPerDay = %d, LocalRetention = %d: must be >= 0", ErrBadConfig, c.BatchSize, c.MaxReportsPerDay, c.LocalRetention)
+	if c.BatchSize < 0 || c.LocalRetention < 0 {
+		return fmt.Errorf("%w: BatchSize = %d, LocalRetention = %d: must be >= 0", ErrBadConfig, c.BatchSize, c.LocalRetention)
 	}
-	if c.UploadDelay < 0 || c.UploadInterval < 0 || c.RetryMin < 0 || c.RetryMax < 0 {
-		return fmt.Errorf("%w: durations must be >= 0", ErrBadConfig)
+	if c.UploadDelay < 0 || c.UploadInterval < 0 || c.RetryMin < 0 || c.RetryMax < 0 || c.PeriodGrace < 0 {
+		return fmt.Errorf("%w: UploadDelay = %v, UploadInterval = %v, RetryMin = %v, RetryMax = %v, PeriodGrace = %v: durations must be >= 0",
+			ErrBadConfig, c.UploadDelay, c.UploadInterval, c.RetryMin, c.RetryMax, c.PeriodGrace)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
@@ -357,8 +396,10 @@ func (p *Provider) currentPlan() *verifiedPlan { return p.plan.Load() }
 // NewProvider does and reports by it from then on: a Record in progress
 // finishes under the plan it started with, reports already in the outbox
 // keep the plan they were sealed
-// under (the collector counts them in that plan's epoch), and a joint or
-// parallel round starts over. It reports whether the plan changed. When
+// under (the collector counts them in that plan's epoch), and values staged
+// under the earlier plan for a period still open are dropped when it
+// closes (Stats.Superseded): they would need that plan's binding. It
+// reports whether the plan changed. When
 // the new plan is refused (an error wrapping ErrPlanRefused) or cannot be
 // fetched, the Provider goes on with the plan it has. The uploader calls
 // it every Config.PlanRefresh in ModeOn; an app may call it at any time.
@@ -382,6 +423,7 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 		return false, err
 	}
 	p.plan.Store(v)
+	p.nextClose.Store(0) // the new plan's periods may end sooner
 	if p.cfg.DataDir != "" {
 		// Best effort, as in loadPlan.
 		_ = writeFileAtomic(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)), raw)
@@ -416,32 +458,11 @@ func (p *Provider) Meter(scope string) *Meter {
 	return &Meter{p: p, scope: scope}
 }
 
-// record reports one value of metric name as the plan's travel mode says
-// (travel.go).
-func (p *Provider) record(ctx context.Context, name string, kind sdk.InputKind, in sdk.Inputs) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.shutdown {
-		return ErrShutdown
-	}
-	v := p.plan.Load()
-	ms, err := v.resolve(name, kind)
-	if err != nil {
-		return err
-	}
-	switch v.travel {
-	case accountant.TravelJoint:
-		return p.recordJoint(ctx, v, ms, in)
-	case accountant.TravelParallel:
-		return p.recordParallel(ctx, v, ms, in)
-	default:
-		return p.recordSeparate(ctx, v, ms, in)
-	}
-}
-
-// Flush uploads every pending report, retrying with backoff, and returns
-// when the outbox holds none or ctx is done (then with ctx's error and the
-// last upload error). It returns nil at once outside ModeOn.
+// Flush closes the reporting periods that have ended (as an upload tick
+// does), then uploads every pending report, retrying with backoff, and
+// returns when the outbox holds none or ctx is done (then with ctx's error
+// and the last upload error). Values of the period still open stay
+// staged. It returns nil at once outside ModeOn.
 func (p *Provider) Flush(ctx context.Context) error {
 	if p == nil || p.up == nil {
 		return nil
@@ -451,21 +472,13 @@ func (p *Provider) Flush(ctx context.Context) error {
 	if p.shutdown {
 		return ErrShutdown
 	}
+	if err := p.closePeriods(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("blanket closing periods", "error", err)
+	}
 	return p.up.drain(ctx)
-}
-
-// Ledger returns the local privacy ledger: per UTC day and metric, the
-// reports committed and the sum of their eps0. It is empty in ModeOff.
-func (p *Provider) Ledger(ctx context.Context) ([]LedgerEntry, error) {
-	if p == nil || p.outbox == nil {
-		return nil, nil
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.shutdown {
-		return nil, ErrShutdown
-	}
-	return p.outbox.Ledger(ctx)
 }
 
 // Stats returns the Provider's counters.
@@ -476,7 +489,11 @@ func (p *Provider) Stats() Stats {
 	return Stats{
 		Recorded:   p.stats.recorded.Load(),
 		Skipped:    p.stats.skipped.Load(),
+		Late:       p.stats.late.Load(),
 		Messages:   p.stats.messages.Load(),
+		Expired:    p.stats.expired.Load(),
+		Incomplete: p.stats.incomplete.Load(),
+		Superseded: p.stats.superseded.Load(),
 		Uploaded:   p.stats.uploaded.Load(),
 		Accepted:   p.stats.accepted.Load(),
 		Duplicates: p.stats.duplicates.Load(),
@@ -486,11 +503,13 @@ func (p *Provider) Stats() Stats {
 	}
 }
 
-// Shutdown uploads what it can until ctx is done (in ModeOn), stops the
-// uploader and closes what the Provider opened. Reports not uploaded stay
-// in a durable outbox for the next Provider on the same DataDir. It waits
-// for Records and Flushes in progress, and returns the flush error, if
-// any. Calls after the first return nil.
+// Shutdown closes the periods that have ended and uploads what it can
+// until ctx is done (in ModeOn, as Flush does), stops the uploader and
+// closes what the Provider opened. Reports not uploaded, and the values
+// staged for the open period, stay in a durable outbox for the next
+// Provider on the same DataDir, which closes the period once it has ended.
+// It waits for Records and Flushes in progress, and returns the flush
+// error, if any. Calls after the first return nil.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil

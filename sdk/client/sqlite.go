@@ -7,51 +7,23 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 )
 
-// outboxSchemaVersion is stored in PRAGMA user_version.
-const outboxSchemaVersion = 2
-
-// outboxSchema is the SQLite outbox. A row of outbox is one sealed report,
-// deleted once the shuffler acknowledged it (HTTP 202); ledger has one row
-// per UTC day and metric, updated in the same transaction that inserts the
-// report it charges.
-const outboxSchema = `
-CREATE TABLE IF NOT EXISTS outbox (
-	seq    INTEGER PRIMARY KEY AUTOINCREMENT, -- upload order
-	id     BLOB    NOT NULL UNIQUE,           -- report.ID, 16 random bytes
-	metric TEXT    NOT NULL,
-	suite  INTEGER NOT NULL,
-	sealed BLOB    NOT NULL,                  -- HPKE ciphertext
-	day    TEXT    NOT NULL,                  -- UTC "2006-01-02"
-	local  INTEGER NOT NULL DEFAULT 0         -- 1: ModeLocal, never uploaded
-);
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (local, seq);
-CREATE TABLE IF NOT EXISTS ledger (
-	day           TEXT    NOT NULL,
-	metric        TEXT    NOT NULL,
-	reports       INTEGER NOT NULL DEFAULT 0,
-	eps0          REAL    NOT NULL DEFAULT 0,
-	local_reports INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (day, metric)
-);
-CREATE TABLE IF NOT EXISTS staged (                -- schema version 2
-	metric TEXT PRIMARY KEY,
-	plan   TEXT NOT NULL,                          -- plan digest
-	report BLOB                                    -- randomized, unsealed; NULL: parallel choice
-);
-`
-
 // SQLiteOutbox is the durable Outbox: a SQLite database (modernc.org/sqlite,
-// pure Go) in WAL mode with synchronous=FULL, so that every committed Add is
-// on disk (the WAL is fsynced at each commit) before Add returns and
+// pure Go) in WAL mode with synchronous=FULL, so that every committed change
+// (a staged value, a closed period with its report and ledger charge) is on
+// disk (the WAL is fsynced at each commit) before the call returns and
 // survives a crash of the process or of the machine. Transactions begin
 // IMMEDIATE, so concurrent processes on the same file serialize instead of
-// failing, and the ledger check of Add cannot race.
+// failing, and the checks of Stage and ClosePeriod cannot race. The schema
+// is versioned (PRAGMA user_version); a file written by an earlier version
+// is migrated when opened, keeping its pending envelopes.
 type SQLiteOutbox struct {
 	db   *sql.DB
 	path string
@@ -86,31 +58,6 @@ func OpenSQLiteOutbox(ctx context.Context, path string) (*SQLiteOutbox, error) {
 	return o, nil
 }
 
-func (o *SQLiteOutbox) migrate(ctx context.Context) error {
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return o.errf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return o.errf("schema version: %w", err)
-	}
-	if v > outboxSchemaVersion {
-		return o.errf("schema version %d is newer than this client's %d", v, outboxSchemaVersion)
-	}
-	if _, err := tx.ExecContext(ctx, outboxSchema); err != nil {
-		return o.errf("schema: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", outboxSchemaVersion)); err != nil {
-		return o.errf("schema version: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return o.errf("commit: %w", err)
-	}
-	return nil
-}
-
 func (o *SQLiteOutbox) errf(format string, args ...any) error {
 	return fmt.Errorf("client: outbox %s: "+format, append([]any{o.path}, args...)...)
 }
@@ -118,59 +65,233 @@ func (o *SQLiteOutbox) errf(format string, args ...any) error {
 // Path returns the database file's path.
 func (o *SQLiteOutbox) Path() string { return o.path }
 
-// Add implements Outbox.
-func (o *SQLiteOutbox) Add(ctx context.Context, e Entry, maxPerDay int) error {
+// isClosed reports whether (pool, period) is closed.
+func isClosed(ctx context.Context, tx *sql.Tx, pool string, p report.Period) (bool, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM closed_periods WHERE pool = ? AND start = ? AND length = ?", pool, p.Start, p.Length).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Stage implements Outbox. The check, the read and the write are one
+// transaction.
+func (o *SQLiteOutbox) Stage(ctx context.Context, v Value) (Value, error) {
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Value{}, o.errf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if closed, err := isClosed(ctx, tx, v.Pool, v.Period); err != nil {
+		return Value{}, o.errf("stage: %w", err)
+	} else if closed {
+		return Value{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, v.Pool, v.Period)
+	}
+	cur := v
+	cur.Sum, cur.Category, cur.Rev = 0, "", 0
+	var kind int
+	err = tx.QueryRowContext(ctx, "SELECT pool, kind, category, total, rev FROM staged_values WHERE metric = ? AND plan = ? AND start = ? AND length = ?",
+		v.Metric, v.Plan, v.Period.Start, v.Period.Length).Scan(&cur.Pool, &kind, &cur.Category, &cur.Sum, &cur.Rev)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return Value{}, o.errf("stage: %w", err)
+	default:
+		cur.Kind = sdk.InputKind(kind)
+	}
+	cur = cur.merge(v)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO staged_values (metric, plan, start, length, pool, kind, category, total, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (metric, plan, start, length) DO UPDATE SET category = excluded.category, total = excluded.total, rev = excluded.rev`,
+		cur.Metric, cur.Plan, cur.Period.Start, cur.Period.Length, cur.Pool, int(cur.Kind), cur.Category, cur.Sum, cur.Rev); err != nil {
+		return Value{}, o.errf("stage: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Value{}, o.errf("commit: %w", err)
+	}
+	return cur, nil
+}
+
+// Staged implements Outbox.
+func (o *SQLiteOutbox) Staged(ctx context.Context) ([]Value, error) {
+	rows, err := o.db.QueryContext(ctx, "SELECT metric, plan, start, length, pool, kind, category, total, rev FROM staged_values ORDER BY start, length, pool, metric, plan")
+	if err != nil {
+		return nil, o.errf("staged: %w", err)
+	}
+	defer rows.Close()
+	var out []Value
+	for rows.Next() {
+		var v Value
+		var kind int
+		if err := rows.Scan(&v.Metric, &v.Plan, &v.Period.Start, &v.Period.Length, &v.Pool, &kind, &v.Category, &v.Sum, &v.Rev); err != nil {
+			return nil, o.errf("staged: %w", err)
+		}
+		v.Kind = sdk.InputKind(kind)
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, o.errf("staged: %w", err)
+	}
+	return out, nil
+}
+
+// Draw implements Outbox. The check, the insert and the read back are one
+// transaction, so processes sharing the file agree on a period's draw.
+func (o *SQLiteOutbox) Draw(ctx context.Context, d Draw) (Draw, error) {
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Draw{}, o.errf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if closed, err := isClosed(ctx, tx, d.Pool, d.Period); err != nil {
+		return Draw{}, o.errf("draw: %w", err)
+	} else if closed {
+		return Draw{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, d.Pool, d.Period)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO draws (plan, start, length, pool, metric) VALUES (?, ?, ?, ?, ?) ON CONFLICT (plan, start, length) DO NOTHING",
+		d.Plan, d.Period.Start, d.Period.Length, d.Pool, d.Metric); err != nil {
+		return Draw{}, o.errf("draw: %w", err)
+	}
+	got := d
+	if err := tx.QueryRowContext(ctx, "SELECT pool, metric FROM draws WHERE plan = ? AND start = ? AND length = ?", d.Plan, d.Period.Start, d.Period.Length).Scan(&got.Pool, &got.Metric); err != nil {
+		return Draw{}, o.errf("draw: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Draw{}, o.errf("commit: %w", err)
+	}
+	return got, nil
+}
+
+// Draws implements Outbox.
+func (o *SQLiteOutbox) Draws(ctx context.Context) ([]Draw, error) {
+	rows, err := o.db.QueryContext(ctx, "SELECT plan, start, length, pool, metric FROM draws ORDER BY start, length, pool, plan")
+	if err != nil {
+		return nil, o.errf("draws: %w", err)
+	}
+	defer rows.Close()
+	var out []Draw
+	for rows.Next() {
+		var d Draw
+		if err := rows.Scan(&d.Plan, &d.Period.Start, &d.Period.Length, &d.Pool, &d.Metric); err != nil {
+			return nil, o.errf("draws: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, o.errf("draws: %w", err)
+	}
+	return out, nil
+}
+
+// ClosePeriod implements Outbox.
+func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
 		return o.errf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	charges := e.charges()
-	if maxPerDay > 0 {
-		for _, c := range charges {
-			var n int64
-			err := tx.QueryRowContext(ctx, "SELECT reports + local_reports FROM ledger WHERE day = ? AND metric = ?", e.Day, c.Metric).Scan(&n)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	p := c.Period
+	if c.Envelope != nil {
+		if closed, err := isClosed(ctx, tx, c.Pool, p); err != nil {
+			return o.errf("close period: %w", err)
+		} else if closed {
+			return fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, c.Pool, p)
+		}
+	}
+	if err := o.checkStaged(ctx, tx, c); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		"DELETE FROM staged_values WHERE pool = ? AND start = ? AND length = ?",
+		"DELETE FROM draws WHERE pool = ? AND start = ? AND length = ?",
+		"INSERT INTO closed_periods (pool, start, length) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	} {
+		if _, err := tx.ExecContext(ctx, q, c.Pool, p.Start, p.Length); err != nil {
+			return o.errf("close period: %w", err)
+		}
+	}
+	if e := c.Envelope; e != nil {
+		local := 0
+		if c.Local {
+			local = 1
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (id, metric, suite, sealed, day, local) VALUES (?, ?, ?, ?, ?, ?)",
+			e.ID[:], e.Metric, int(e.Suite), e.Sealed, periodDay(p), local); err != nil {
+			return o.errf("insert report %s: %w", e.ID, err)
+		}
+		for _, ch := range c.Charges {
+			reports, eps0 := 1, ch.Eps0
+			if c.Local {
+				reports, eps0 = 0, 0
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (start, length, metric) DO UPDATE SET epoch = excluded.epoch, reports = reports + excluded.reports,
+				eps0 = eps0 + excluded.eps0, local_reports = local_reports + excluded.local_reports`,
+				p.Start, p.Length, ch.Metric, c.Epoch, reports, eps0, local); err != nil {
 				return o.errf("ledger: %w", err)
 			}
-			if n >= int64(maxPerDay) {
-				return fmt.Errorf("%w: metric %q has %d reports on %s, limit %d", ErrDailyLimit, c.Metric, n, e.Day, maxPerDay)
-			}
-		}
-	}
-	local := 0
-	if e.Local {
-		local = 1
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (id, metric, suite, sealed, day, local) VALUES (?, ?, ?, ?, ?, ?)",
-		e.Envelope.ID[:], e.Envelope.Metric, int(e.Envelope.Suite), e.Envelope.Sealed, e.Day, local); err != nil {
-		return o.errf("insert report %s: %w", e.Envelope.ID, err)
-	}
-	for _, c := range charges {
-		reports, eps0 := 1, c.Eps0
-		if e.Local {
-			reports, eps0 = 0, 0
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger (day, metric, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (day, metric) DO UPDATE SET reports = reports + excluded.reports, eps0 = eps0 + excluded.eps0,
-			local_reports = local_reports + excluded.local_reports`,
-			e.Day, c.Metric, reports, eps0, local); err != nil {
-			return o.errf("ledger: %w", err)
-		}
-	}
-	for _, st := range e.Unstage {
-		res, err := tx.ExecContext(ctx, "DELETE FROM staged WHERE metric = ? AND plan = ? AND report = ?", st.Metric, st.Plan, st.Report)
-		if err != nil {
-			return o.errf("unstage: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return o.errf("unstage: %w", err)
-		} else if n != 1 {
-			return fmt.Errorf("%w: metric %q", ErrStaleRound, st.Metric)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return o.errf("commit: %w", err)
+	}
+	return nil
+}
+
+// checkStaged returns an error wrapping ErrStalePeriod unless c names
+// exactly the values and draws staged for its period, unchanged.
+func (o *SQLiteOutbox) checkStaged(ctx context.Context, tx *sql.Tx, c PeriodClose) error {
+	type vk struct{ metric, plan string }
+	want := map[vk]int64{}
+	for _, v := range c.Unstage {
+		if v.Pool != c.Pool || v.Period != c.Period {
+			return fmt.Errorf("%w: value of %q in period %s is not of %s in period %s", ErrStalePeriod, v.Metric, v.Period, c.Pool, c.Period)
+		}
+		want[vk{v.Metric, v.Plan}] = v.Rev
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT metric, plan, rev FROM staged_values WHERE pool = ? AND start = ? AND length = ?", c.Pool, c.Period.Start, c.Period.Length)
+	if err != nil {
+		return o.errf("close period: %w", err)
+	}
+	n := 0
+	for rows.Next() {
+		var k vk
+		var rev int64
+		if err := rows.Scan(&k.metric, &k.plan, &rev); err != nil {
+			rows.Close()
+			return o.errf("close period: %w", err)
+		}
+		if r, ok := want[k]; !ok || r != rev {
+			rows.Close()
+			return fmt.Errorf("%w: value of %q in period %s changed", ErrStalePeriod, k.metric, c.Period)
+		}
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return o.errf("close period: %w", err)
+	}
+	if n != len(want) || n != len(c.Unstage) {
+		return fmt.Errorf("%w: %s in period %s has %d values staged, the closing names %d", ErrStalePeriod, c.Pool, c.Period, n, len(c.Unstage))
+	}
+	nd := 0
+	for _, d := range c.Undraw {
+		var metric string
+		err := tx.QueryRowContext(ctx, "SELECT metric FROM draws WHERE plan = ? AND start = ? AND length = ? AND pool = ?", d.Plan, d.Period.Start, d.Period.Length, c.Pool).Scan(&metric)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && (metric != d.Metric || d.Period != c.Period)) {
+			return fmt.Errorf("%w: draw of period %s changed", ErrStalePeriod, d.Period)
+		}
+		if err != nil {
+			return o.errf("close period: %w", err)
+		}
+		nd++
+	}
+	var total int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM draws WHERE pool = ? AND start = ? AND length = ?", c.Pool, c.Period.Start, c.Period.Length).Scan(&total); err != nil {
+		return o.errf("close period: %w", err)
+	}
+	if total != nd {
+		return fmt.Errorf("%w: %s in period %s has %d draws staged, the closing names %d", ErrStalePeriod, c.Pool, c.Period, total, nd)
 	}
 	return nil
 }
@@ -245,7 +366,7 @@ func (o *SQLiteOutbox) DropLocal(ctx context.Context, day string) (int, error) {
 
 // Ledger implements Outbox.
 func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
-	rows, err := o.db.QueryContext(ctx, "SELECT day, metric, reports, eps0, local_reports FROM ledger ORDER BY day, metric")
+	rows, err := o.db.QueryContext(ctx, "SELECT start, length, metric, epoch, reports, eps0, local_reports FROM period_ledger ORDER BY start, length, metric")
 	if err != nil {
 		return nil, o.errf("ledger: %w", err)
 	}
@@ -253,61 +374,15 @@ func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	for rows.Next() {
 		var l LedgerEntry
-		if err := rows.Scan(&l.Day, &l.Metric, &l.Reports, &l.Eps0, &l.LocalReports); err != nil {
+		var p report.Period
+		if err := rows.Scan(&p.Start, &p.Length, &l.Metric, &l.Epoch, &l.Reports, &l.Eps0, &l.LocalReports); err != nil {
 			return nil, o.errf("ledger: %w", err)
 		}
+		l.Start, l.End = time.Unix(p.Start, 0).UTC(), time.Unix(p.End(), 0).UTC()
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, o.errf("ledger: %w", err)
-	}
-	return out, nil
-}
-
-// Stage implements Outbox. The insert and the read back are one
-// transaction (BEGIN IMMEDIATE), so processes sharing the file agree on
-// an entry staged once.
-func (o *SQLiteOutbox) Stage(ctx context.Context, st Staged, once bool) (Staged, error) {
-	tx, err := o.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Staged{}, o.errf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	q := `INSERT INTO staged (metric, plan, report) VALUES (?, ?, ?)
-		ON CONFLICT (metric) DO UPDATE SET plan = excluded.plan, report = excluded.report`
-	if once {
-		q += ` WHERE staged.plan != excluded.plan`
-	}
-	if _, err := tx.ExecContext(ctx, q, st.Metric, st.Plan, st.Report); err != nil {
-		return Staged{}, o.errf("stage: %w", err)
-	}
-	var got Staged
-	if err := tx.QueryRowContext(ctx, "SELECT metric, plan, report FROM staged WHERE metric = ?", st.Metric).Scan(&got.Metric, &got.Plan, &got.Report); err != nil {
-		return Staged{}, o.errf("stage: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return Staged{}, o.errf("commit: %w", err)
-	}
-	return got, nil
-}
-
-// Staged implements Outbox.
-func (o *SQLiteOutbox) Staged(ctx context.Context) ([]Staged, error) {
-	rows, err := o.db.QueryContext(ctx, "SELECT metric, plan, report FROM staged ORDER BY metric")
-	if err != nil {
-		return nil, o.errf("staged: %w", err)
-	}
-	defer rows.Close()
-	var out []Staged
-	for rows.Next() {
-		var st Staged
-		if err := rows.Scan(&st.Metric, &st.Plan, &st.Report); err != nil {
-			return nil, o.errf("staged: %w", err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, o.errf("staged: %w", err)
 	}
 	return out, nil
 }

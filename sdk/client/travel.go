@@ -4,38 +4,145 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// How values travel under each mode of the plan (see the package doc):
+// What each travel mode makes of a closed period's values (see the package
+// doc), all randomized at the plan's eps0 and sealed under the period's
+// binding:
 //
-//   - separate: every Record randomizes, seals and commits one report of
-//     its metric, pooled by the shuffler with that metric's reports.
-//   - joint: a Record randomizes its value and stages the report; when
-//     every metric of the plan has a staged report, they are sealed
-//     together as one message (report.EncodeMessage, plan order) and
-//     committed, and the round starts over. A metric recorded again before
-//     the round completes replaces its staged report.
-//   - parallel: each round draws one metric at random, with the plan's
-//     weights, from crypto randomness, and stages the draw; the first
-//     Record of that metric is sealed as a one-part message and committed,
-//     which ends the round; so does the end of the UTC day. Records of
-//     other metrics report nothing (Stats.Skipped counts them; Enabled
-//     tells an app ahead of time).
+//   - separate: each metric with a value in the period sends one report
+//     of it, pooled by the shuffler with that metric's reports of the
+//     period (report.PeriodPoolKey). A metric without a value sends
+//     nothing.
+//   - joint: one message carries every metric of the plan in plan order
+//     (report.EncodeMessage), sealed under the pool's binding over every
+//     metric's binding with the period set (report.PoolBinding). A sum
+//     without a value in the period contributes 0 (clamped to its range);
+//     a categorical metric without one leaves the period without a
+//     message (Stats.Incomplete), since no value stands for "nothing".
+//   - parallel: the period drew one metric (record.go); its value is sent
+//     as a one-part message, sealed like a joint one. Without a value of
+//     it the period sends nothing.
 //
-// Staged reports and draws are in the outbox, so a restart neither loses
-// a staged report nor draws a round's metric again. Ending a round
-// consumes exactly the staged entries it used, atomically with the
-// message (Entry.Unstage), so processes sharing an outbox never send a
-// staged report twice.
+// A categorical value is the period's last; a sum is the period's total,
+// clamped to the metric's range here, at closing.
 
-// randomize randomizes one value of ms at the plan's eps0.
-func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs) ([]byte, error) {
+// makeReport returns what plan v's values cur of period k (and, with
+// parallel travel, its draw) make.
+func (p *Provider) makeReport(ctx context.Context, v *verifiedPlan, k periodKey, cur []Value, draw *Draw) (sealed, error) {
+	if len(cur) == 0 {
+		return sealed{}, nil
+	}
+	switch v.travel {
+	case accountant.TravelJoint:
+		return p.sealJoint(ctx, v, k.period, cur)
+	case accountant.TravelParallel:
+		return p.sealParallel(ctx, v, k.period, cur, draw)
+	default:
+		return p.sealSeparate(ctx, v, k.period, cur)
+	}
+}
+
+// sealSeparate seals the period's value of one metric as its report.
+func (p *Provider) sealSeparate(ctx context.Context, v *verifiedPlan, period report.Period, cur []Value) (sealed, error) {
+	if len(cur) != 1 {
+		return sealed{}, fmt.Errorf("client: %d values of metric %q staged for period %s, want 1", len(cur), cur[0].Metric, period)
+	}
+	ms := v.metrics[cur[0].Metric]
+	if ms == nil {
+		return sealed{}, fmt.Errorf("client: a value of %q is staged under the plan, which has no such metric", cur[0].Metric)
+	}
+	rep, err := randomizeValue(ctx, ms, cur[0])
+	if err != nil {
+		return sealed{}, err
+	}
+	env, err := seal(v, ms.pool, period, ms.binding, rep)
+	if err != nil {
+		return sealed{}, err
+	}
+	return sealed{envelope: env, charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}}, nil
+}
+
+// sealJoint seals one message carrying every metric's value of the period.
+func (p *Provider) sealJoint(ctx context.Context, v *verifiedPlan, period report.Period, cur []Value) (sealed, error) {
+	byMetric := make(map[string]Value, len(cur))
+	for _, val := range cur {
+		byMetric[val.Metric] = val
+	}
+	parts := make([]report.Part, len(v.order))
+	charges := make([]Charge, len(v.order))
+	for i, ms := range v.order {
+		val, ok := byMetric[ms.name]
+		if !ok {
+			if ms.kind != sdk.InputReal {
+				return sealed{incomplete: true}, nil
+			}
+			val = Value{Metric: ms.name, Kind: sdk.InputReal} // a sum of nothing
+		}
+		rep, err := randomizeValue(ctx, ms, val)
+		if err != nil {
+			return sealed{}, err
+		}
+		parts[i] = report.Part{Metric: i, Report: rep}
+		charges[i] = Charge{Metric: ms.name, Eps0: ms.eps0}
+	}
+	env, err := seal(v, v.pool, period, v.poolBinding(period), report.EncodeMessage(parts))
+	if err != nil {
+		return sealed{}, err
+	}
+	return sealed{envelope: env, charges: charges}, nil
+}
+
+// sealParallel seals the drawn metric's value of the period as a one-part
+// message.
+func (p *Provider) sealParallel(ctx context.Context, v *verifiedPlan, period report.Period, cur []Value, draw *Draw) (sealed, error) {
+	if draw == nil {
+		return sealed{}, nil
+	}
+	ms := v.metrics[draw.Metric]
+	if ms == nil {
+		return sealed{}, fmt.Errorf("client: the staged draw names %q, not a metric of the plan", draw.Metric)
+	}
+	for _, val := range cur {
+		if val.Metric != ms.name {
+			continue
+		}
+		rep, err := randomizeValue(ctx, ms, val)
+		if err != nil {
+			return sealed{}, err
+		}
+		msg := report.EncodeMessage([]report.Part{{Metric: ms.index, Report: rep}})
+		env, err := seal(v, v.pool, period, v.poolBinding(period), msg)
+		if err != nil {
+			return sealed{}, err
+		}
+		return sealed{envelope: env, charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}}, nil
+	}
+	return sealed{}, nil
+}
+
+// poolBinding returns the binding of the pooled messages of period: the
+// pool's binding over every metric's binding with the period set.
+func (v *verifiedPlan) poolBinding(period report.Period) report.Binding {
+	bs := make([]report.Binding, len(v.bindings))
+	for i, b := range v.bindings {
+		b.Period = period
+		bs[i] = b
+	}
+	return report.PoolBinding(v.pool, v.plan.Travel, bs)
+}
+
+// randomizeValue randomizes a period's value of ms at the plan's eps0: a
+// category as it is, a sum clamped to the metric's range.
+func randomizeValue(ctx context.Context, ms *metricState, val Value) ([]byte, error) {
+	in := sdk.Inputs{Categories: []string{val.Category}}
+	if ms.kind == sdk.InputReal {
+		in = sdk.Inputs{Reals: []float64{ms.clamp(val.Sum)}}
+	}
 	reps, err := ms.r.Randomize(ctx, ms.eps0, in)
 	if err != nil {
 		if errors.Is(err, sdk.ErrBadInput) {
@@ -47,176 +154,4 @@ func (p *Provider) randomize(ctx context.Context, ms *metricState, in sdk.Inputs
 		return nil, fmt.Errorf("client: metric %q: randomizer returned %d reports for one value", ms.name, len(reps))
 	}
 	return reps[0], nil
-}
-
-// commit seals plaintext to plan v's key under binding and commits it in
-// an envelope of pool, tagged with v's epoch (report.PoolKey).
-func (p *Provider) commit(ctx context.Context, v *verifiedPlan, pool string, binding report.Binding, plaintext []byte, e Entry) error {
-	sealed, err := report.Seal(v.key, binding, plaintext)
-	if err != nil {
-		return fmt.Errorf("client: %s: seal: %w", pool, err)
-	}
-	e.Envelope = report.Envelope{ID: report.NewID(), Metric: report.PoolKey(pool, v.epoch), Suite: report.SuiteX25519ChaCha, Sealed: sealed}
-	e.Day = p.now().UTC().Format(time.DateOnly)
-	e.Local = p.mode == ModeLocal
-	if err := p.outbox.Add(ctx, e, p.cfg.MaxReportsPerDay); err != nil {
-		return err
-	}
-	p.stats.messages.Add(1)
-	if p.up != nil {
-		p.up.notify()
-	}
-	return nil
-}
-
-// recordSeparate reports one value of ms on its own.
-func (p *Provider) recordSeparate(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
-	rep, err := p.randomize(ctx, ms, in)
-	if err != nil {
-		return err
-	}
-	if err := p.commit(ctx, v, ms.name, ms.binding, rep, Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}}); err != nil {
-		return err
-	}
-	p.stats.recorded.Add(1)
-	return nil
-}
-
-// maxRoundTries bounds how often a Record reads a round again after
-// another process on the same outbox changed it (ErrStaleRound).
-const maxRoundTries = 8
-
-// recordJoint stages one value of ms and commits the round's message when
-// every metric has one.
-func (p *Provider) recordJoint(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
-	rep, err := p.randomize(ctx, ms, in)
-	if err != nil {
-		return err
-	}
-	p.roundMu.Lock()
-	defer p.roundMu.Unlock()
-	if _, err := p.outbox.Stage(ctx, Staged{Metric: ms.name, Plan: v.digest, Report: rep}, false); err != nil {
-		return err
-	}
-	p.stats.recorded.Add(1)
-	for range maxRoundTries {
-		staged, err := p.outbox.Staged(ctx)
-		if err != nil {
-			return err
-		}
-		round := make([]Staged, len(v.order))
-		have := 0
-		for _, st := range staged {
-			if m := v.metrics[st.Metric]; m != nil && st.Plan == v.digest && len(st.Report) > 0 && round[m.index].Report == nil {
-				round[m.index] = st
-				have++
-			}
-		}
-		if have < len(v.order) {
-			return nil // the value is staged; the round goes out with its last metric
-		}
-		parts := make([]report.Part, len(v.order))
-		charges := make([]Charge, len(v.order))
-		for i, m := range v.order {
-			parts[i] = report.Part{Metric: i, Report: round[i].Report}
-			charges[i] = Charge{Metric: m.name, Eps0: m.eps0}
-		}
-		err = p.commit(ctx, v, v.pool, v.poolBinding, report.EncodeMessage(parts), Entry{Charges: charges, Unstage: round})
-		if !errors.Is(err, ErrStaleRound) {
-			return err
-		}
-	}
-	// Other processes on the outbox keep changing the round. The value is
-	// staged: the next Record to find the round complete sends it.
-	return nil
-}
-
-// recordParallel reports one value of ms if the round drew ms. The value is
-// randomized either way, so that a bad value fails whatever the draw.
-func (p *Provider) recordParallel(ctx context.Context, v *verifiedPlan, ms *metricState, in sdk.Inputs) error {
-	rep, err := p.randomize(ctx, ms, in)
-	if err != nil {
-		return err
-	}
-	p.roundMu.Lock()
-	defer p.roundMu.Unlock()
-	msg := report.EncodeMessage([]report.Part{{Metric: ms.index, Report: rep}})
-	for range maxRoundTries {
-		draw, chosen, err := p.parallelDraw(ctx, v)
-		if err != nil {
-			return err
-		}
-		if chosen != ms {
-			p.stats.skipped.Add(1)
-			return nil
-		}
-		e := Entry{Charges: []Charge{{Metric: ms.name, Eps0: ms.eps0}}, Unstage: []Staged{draw}}
-		err = p.commit(ctx, v, v.pool, v.poolBinding, msg, e)
-		if err == nil {
-			p.stats.recorded.Add(1)
-		}
-		if !errors.Is(err, ErrStaleRound) {
-			return err
-		}
-	}
-	// Other processes on the outbox keep ending rounds first: this value
-	// does not go out, as if the round had drawn another metric.
-	p.stats.skipped.Add(1)
-	return nil
-}
-
-// parallelDraw returns the staged draw of the current parallel round of
-// plan v and the metric it drew, drawing one if the round has none. A
-// round lasts until its metric is recorded or the UTC day ends, so that a
-// metric an app never records holds the user's reports back one day at
-// most. The caller holds roundMu.
-func (p *Provider) parallelDraw(ctx context.Context, v *verifiedPlan) (Staged, *metricState, error) {
-	m := v.order[pickIndex(v.cumWeights, ldp.NewCryptoSource())]
-	round := v.digest + "/" + p.now().UTC().Format(time.DateOnly)
-	// Staged once: a draw already staged for this round, by this process
-	// or another on the same outbox, stands.
-	draw, err := p.outbox.Stage(ctx, Staged{Metric: "", Plan: round, Report: []byte(m.name)}, true)
-	if err != nil {
-		return Staged{}, nil, err
-	}
-	chosen := v.metrics[string(draw.Report)]
-	if chosen == nil {
-		return Staged{}, nil, fmt.Errorf("client: the staged draw names %q, not a metric of the plan", draw.Report)
-	}
-	return draw, chosen, nil
-}
-
-// pickIndex returns i with probability cum[i] - cum[i-1], for cumulative
-// probabilities cum ending in 1, from 53 uniform bits of src.
-func pickIndex(cum []float64, src ldp.Source) int {
-	u := float64(src.Uint64()>>11) / (1 << 53)
-	for i, c := range cum {
-		if u < c {
-			return i
-		}
-	}
-	return len(cum) - 1
-}
-
-// enabled reports whether a Record of metric name of kind kind would
-// report: when the plan has it, always, except with parallel travel for a
-// metric the current round did not choose.
-func (p *Provider) enabled(ctx context.Context, name string, kind sdk.InputKind) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.shutdown {
-		return false
-	}
-	v := p.plan.Load()
-	ms, err := v.resolve(name, kind)
-	if err != nil {
-		return false
-	}
-	if v.travel != accountant.TravelParallel {
-		return true
-	}
-	p.roundMu.Lock()
-	defer p.roundMu.Unlock()
-	_, chosen, err := p.parallelDraw(ctx, v)
-	return err != nil || chosen == ms
 }

@@ -1,14 +1,12 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,55 +44,52 @@ func fakeKey(t *testing.T, f *fakeServer) string {
 }
 
 // TestJointTravel records the test plan's three metrics under joint
-// travel: nothing is sent until every metric has a value, then one message
-// carries all three in plan order under the pool's binding; a metric
-// recorded twice in a round keeps its last value; staged values survive a
-// restart of the Provider; the ledger charges each metric.
+// travel in five periods: nothing is sent while a period is open; once it
+// has closed, one message carries all three in plan order under the
+// pool's binding for the period, made of each metric's last value (a
+// sum's total); staged values survive a restart of the Provider; the
+// ledger charges each metric once per period.
 func TestJointTravel(t *testing.T) {
 	f := newPooledServer(t, "joint")
 	dir := t.TempDir()
-	cfg := fastConfig(f, dir)
+	cfg, clk := clockConfig(f, dir)
+	var sp spy
+	cfg.Randomizers = sp.cache(t)
 	p := newProvider(t, cfg)
 	ctx := context.Background()
 	m := p.Meter("app")
-	if err := m.Categorical("screen").Record(ctx, "home"); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Categorical("feature").Record(ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Categorical("feature").Record(ctx, "c"); err != nil {
+	if err := errors.Join(
+		m.Categorical("screen").Record(ctx, "home"),
+		m.Categorical("feature").Record(ctx, "b"),
+		m.Categorical("feature").Record(ctx, "c"),
+		m.Sum("bytes").Record(ctx, 15),
+	); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p)
-	if st := p.Stats(); st.Recorded != 3 || st.Messages != 0 || st.Uploaded != 0 {
-		t.Fatalf("before the round completes: stats %+v, want 3 recorded, no message", st)
+	if st := p.Stats(); st.Recorded != 4 || st.Messages != 0 || st.Uploaded != 0 {
+		t.Fatalf("while the period is open: stats %+v, want 4 recorded, no message", st)
 	}
 	if _, raw, _ := f.counts(); raw != 0 {
-		t.Fatalf("the server got %d envelopes before the round completed", raw)
+		t.Fatalf("the server got %d envelopes while the period was open", raw)
 	}
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	// A new Provider on the same DataDir completes the round with the
-	// staged reports.
+	// A new Provider on the same DataDir adds to the staged values.
 	p = newProvider(t, cfg)
 	m = p.Meter("app")
-	if err := m.Sum("bytes").Record(ctx, 40); err != nil {
+	if err := m.Sum("bytes").Record(ctx, 25); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 4 {
-		for _, rec := range []func() error{
-			func() error { return m.Categorical("screen").Record(ctx, "search") },
-			func() error { return m.Categorical("feature").Record(ctx, "d") },
-			func() error { return m.Sum("bytes").Record(ctx, float64(i)) },
-		} {
-			if err := rec(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	clk.Advance(day)
+	recordPeriods(t, clk, 4, func(i int) error {
+		return errors.Join(
+			m.Categorical("screen").Record(ctx, "search"),
+			m.Categorical("feature").Record(ctx, "d"),
+			m.Sum("bytes").Record(ctx, float64(i)))
+	})
 	flush(t, p)
 	if st := p.Stats(); st.Messages != 5 || st.Uploaded != 5 {
 		t.Fatalf("stats %+v, want 5 messages uploaded", st)
@@ -115,6 +110,17 @@ func TestJointTravel(t *testing.T) {
 			}
 		}
 	}
+	// The first period's message was made of the last category of each
+	// categorical metric and the total of the sum, across the restart.
+	if in := sp.got("krr"); len(in) != 5 || in[0].Categories[0] != "home" {
+		t.Errorf("screen randomized %+v, want home first", in)
+	}
+	if in := sp.got("rappor"); len(in) != 5 || in[0].Categories[0] != "c" {
+		t.Errorf("feature randomized %+v, want c (the last) first", in)
+	}
+	if in := sp.got("summation"); len(in) != 5 || in[0].Reals[0] != 40 {
+		t.Errorf("bytes randomized %+v, want the total 40 first", in)
+	}
 	// Every part is a valid report of its metric's randomizer.
 	got := f.checkReports(t, p.Plan())
 	for _, name := range []string{"app/screen", "app/feature", "app/bytes"} {
@@ -122,71 +128,46 @@ func TestJointTravel(t *testing.T) {
 			t.Errorf("metric %q: %d reports, want 5", name, got[name])
 		}
 	}
+	for key, n := range f.keyCounts() {
+		if n != 1 {
+			t.Errorf("%d messages of pool key %q, want 1 per period", n, key)
+		}
+	}
 	ledger, err := p.Ledger(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ledger) != 3 {
-		t.Fatalf("ledger %+v, want one entry per metric", ledger)
+	if len(ledger) != 15 {
+		t.Fatalf("ledger %+v, want one entry per metric and period", ledger)
 	}
 	for _, l := range ledger {
-		if l.Reports != 5 || l.Eps0 != 5*testEps0 {
-			t.Errorf("ledger %+v, want 5 reports at eps0 %v", l, testEps0)
+		if l.Reports != 1 || l.Eps0 != testEps0 {
+			t.Errorf("ledger %+v, want 1 report at eps0 %v", l, testEps0)
 		}
 	}
-	// The pool's binding covers every metric's: a message does not open
-	// under a plan with another eps0.
+	// The pool's binding for the period covers every metric's: a message
+	// does not open under a plan with another eps0, nor in another period.
 	pl := p.Plan()
+	period := pl.ReportPeriod(t0)
 	f.mu.Lock()
 	sealed := f.sealedMessages[0]
 	f.mu.Unlock()
-	if _, err := report.Open(f.priv, pl.PoolBinding(), sealed); err != nil {
+	if _, err := report.Open(f.priv, periodBinding(pl, "@joint", period), sealed); err != nil {
 		t.Fatalf("opening under the plan's pool binding: %v", err)
 	}
+	if _, err := report.Open(f.priv, periodBinding(pl, "@joint", pl.ReportPeriod(t0.Add(day))), sealed); !errors.Is(err, report.ErrOpen) {
+		t.Errorf("opening under the next period: %v, want ErrOpen", err)
+	}
 	pl.Metrics[1].Eps0++
-	if _, err := report.Open(f.priv, pl.PoolBinding(), sealed); !errors.Is(err, report.ErrOpen) {
+	if _, err := report.Open(f.priv, periodBinding(pl, "@joint", period), sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under another eps0: %v, want ErrOpen", err)
 	}
 }
 
-// TestJointDailyLimit checks that MaxReportsPerDay applies to every
-// metric of a joint message, and that a refused round keeps its staged
-// reports.
-func TestJointDailyLimit(t *testing.T) {
-	f := newPooledServer(t, "joint")
-	cfg := fastConfig(f, t.TempDir())
-	cfg.MaxReportsPerDay = 1
-	p := newProvider(t, cfg)
-	ctx := context.Background()
-	m := p.Meter("app")
-	round := func() error {
-		for _, rec := range []func() error{
-			func() error { return m.Categorical("screen").Record(ctx, "home") },
-			func() error { return m.Categorical("feature").Record(ctx, "a") },
-			func() error { return m.Sum("bytes").Record(ctx, 1) },
-		} {
-			if err := rec(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := round(); err != nil {
-		t.Fatal(err)
-	}
-	if err := round(); !errors.Is(err, client.ErrDailyLimit) {
-		t.Fatalf("second round of the day: %v, want ErrDailyLimit", err)
-	}
-	if st := p.Stats(); st.Messages != 1 {
-		t.Fatalf("stats %+v, want 1 message", st)
-	}
-}
-
 // TestParallelChoice checks parallel travel over many instances: each
-// round chooses exactly one metric (Enabled is true for it alone), with
+// period draws exactly one metric (Enabled is true for it alone), with
 // the plan's weights (chi-square test, false-failure rate 1e-6); a Record
-// of the chosen metric sends a one-part message and starts a new round,
-// Records of the others send nothing.
+// of the chosen metric is staged, Records of the others are skipped.
 func TestParallelChoice(t *testing.T) {
 	f := newPooledServer(t, "parallel")
 	ctx := context.Background()
@@ -238,8 +219,8 @@ func TestParallelChoice(t *testing.T) {
 			}
 		}
 		st := p.Stats()
-		if st.Messages != 1 || st.Recorded != 1 || st.Skipped != 2 {
-			t.Fatalf("stats %+v, want 1 message, 1 recorded, 2 skipped", st)
+		if st.Recorded != 1 || st.Skipped != 2 {
+			t.Fatalf("stats %+v, want 1 recorded, 2 skipped", st)
 		}
 		p.Shutdown(ctx)
 	}
@@ -256,12 +237,14 @@ func TestParallelChoice(t *testing.T) {
 	t.Logf("choices %v for weights %v: chi-square %.2f", chosen, w, chi2)
 }
 
-// TestParallelRoundSurvivesRestart checks that a round's choice is kept in
-// the outbox (a restart does not draw again) and that the message reaches
-// the server as one part of the chosen metric under the pool's binding.
+// TestParallelRoundSurvivesRestart checks that a period's draw is kept in
+// the outbox (a restart in the period does not draw again), that the
+// drawn metric's Records, however many, send one message for the period,
+// as one part of that metric under the pool's binding, and the others'
+// nothing.
 func TestParallelRoundSurvivesRestart(t *testing.T) {
 	f := newPooledServer(t, "parallel")
-	cfg := fastConfig(f, t.TempDir())
+	cfg, clk := clockConfig(f, t.TempDir())
 	ctx := context.Background()
 	names := []string{"screen", "feature", "bytes"}
 	enabled := func(p *client.Provider) int {
@@ -273,33 +256,47 @@ func TestParallelRoundSurvivesRestart(t *testing.T) {
 		}
 		return -1
 	}
-	for round := range 5 {
+	const periods = 5
+	var drawn []int
+	for round := range periods {
 		p := newProvider(t, cfg)
 		which := enabled(p)
 		for range 3 {
 			p.Shutdown(ctx)
 			p = newProvider(t, cfg)
 			if again := enabled(p); again != which {
-				t.Fatalf("round %d: metric %d chosen, %d after a restart", round, which, again)
+				t.Fatalf("period %d: metric %d drawn, %d after a restart", round, which, again)
 			}
 		}
+		drawn = append(drawn, which)
 		m := p.Meter("app")
-		var err error
-		if which == 2 {
-			err = m.Sum(names[which]).Record(ctx, 7)
-		} else {
-			err = m.Categorical(names[which]).Record(ctx, "a")
+		for range 3 {
+			if err := errors.Join(m.Sum("bytes").Record(ctx, 7), m.Categorical("screen").Record(ctx, "home"), m.Categorical("feature").Record(ctx, "a")); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err != nil {
-			t.Fatal(err)
+		if st := p.Stats(); st.Recorded != 3 || st.Skipped != 6 {
+			t.Fatalf("period %d: stats %+v, want 3 recorded, 6 skipped", round, st)
 		}
-		flush(t, p)
 		p.Shutdown(ctx)
-		f.mu.Lock()
-		msgs := f.messages
-		f.mu.Unlock()
-		if len(msgs) != round+1 || len(msgs[round]) != 1 || msgs[round][0].Metric != which {
-			t.Fatalf("round %d: messages %v, want one more with one part of metric %d", round, msgs, which)
+		clk.Advance(day)
+	}
+	p := newProvider(t, cfg) // closes the last period
+	flush(t, p)
+	f.mu.Lock()
+	msgs := f.messages
+	f.mu.Unlock()
+	if len(msgs) != periods {
+		t.Fatalf("%d messages, want one per period", len(msgs))
+	}
+	for i, msg := range msgs {
+		if len(msg) != 1 || msg[0].Metric != drawn[i] {
+			t.Errorf("period %d: message %v, want one part of metric %d", i, msg, drawn[i])
+		}
+	}
+	for key, n := range f.keyCounts() {
+		if n != 1 {
+			t.Errorf("%d messages of pool key %q, want 1 per period", n, key)
 		}
 	}
 	pl := testPlan(nil)
@@ -309,134 +306,34 @@ func TestParallelRoundSurvivesRestart(t *testing.T) {
 	for _, c := range got {
 		total += c
 	}
-	if total != 5 {
-		t.Errorf("%d valid reports, want 5", total)
+	if total != periods {
+		t.Errorf("%d valid reports, want %d", total, periods)
 	}
 }
 
-// TestOutboxStaging checks Stage and Staged on every outbox: replacing,
-// staging once (a draw already staged for the round stands), and an Add
-// consuming exactly the entries it names, atomically with the report,
-// refusing (ErrStaleRound, storing nothing) when one changed.
-func TestOutboxStaging(t *testing.T) {
-	ctx := context.Background()
-	for name, open := range outboxes(t) {
-		t.Run(name, func(t *testing.T) {
-			o := open()
-			defer o.Close()
-			stage := func(st client.Staged, once bool) client.Staged {
-				t.Helper()
-				got, err := o.Stage(ctx, st, once)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
-			stage(client.Staged{Metric: "b", Plan: "p1", Report: []byte{1}}, false)
-			a := stage(client.Staged{Metric: "a", Plan: "p1", Report: []byte{2}}, false)
-			b := stage(client.Staged{Metric: "b", Plan: "p2", Report: []byte{3}}, false) // replaces b
-			draw := stage(client.Staged{Metric: "", Plan: "p2/day1", Report: []byte("a")}, true)
-			if again := stage(client.Staged{Metric: "", Plan: "p2/day1", Report: []byte("b")}, true); string(again.Report) != "a" {
-				t.Fatalf("staged once: the second draw %q replaced the first", again.Report)
-			}
-			if next := stage(client.Staged{Metric: "", Plan: "p2/day2", Report: []byte("b")}, true); string(next.Report) != "b" {
-				t.Fatalf("a new round's draw: %q, want b", next.Report)
-			}
-			draw = stage(draw, false) // back to day 1's draw
-			got, err := o.Staged(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []client.Staged{draw, a, b}
-			if len(got) != len(want) {
-				t.Fatalf("staged %+v, want %+v", got, want)
-			}
-			for i := range want {
-				if got[i].Metric != want[i].Metric || got[i].Plan != want[i].Plan || !bytes.Equal(got[i].Report, want[i].Report) {
-					t.Errorf("staged[%d] = %+v, want %+v", i, got[i], want[i])
-				}
-			}
-			// An Add naming an entry that changed stores nothing.
-			stale := entry("@joint", "2026-01-01", false)
-			stale.Charges = []client.Charge{{Metric: "a", Eps0: 0.5}}
-			stale.Unstage = []client.Staged{a, {Metric: "b", Plan: "p1", Report: []byte{1}}}
-			if err := o.Add(ctx, stale, 0); !errors.Is(err, client.ErrStaleRound) {
-				t.Fatalf("Add with a replaced entry: %v, want ErrStaleRound", err)
-			}
-			if p, _ := o.Pending(ctx, 10); len(p) != 0 {
-				t.Fatalf("the refused Add stored %d reports", len(p))
-			}
-			if l, _ := o.Ledger(ctx); len(l) != 0 {
-				t.Fatalf("the refused Add charged %+v", l)
-			}
-			e := entry("@joint", "2026-01-01", false)
-			e.Charges = []client.Charge{{Metric: "a", Eps0: 0.5}, {Metric: "b", Eps0: 0.25}}
-			e.Unstage = []client.Staged{a, b}
-			if err := o.Add(ctx, e, 0); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := o.Staged(ctx); err != nil || len(got) != 1 || got[0].Metric != "" {
-				t.Fatalf("after the Add: staged %+v, %v; want the draw alone", got, err)
-			}
-			l, err := o.Ledger(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(l) != 2 || l[0].Metric != "a" || l[0].Eps0 != 0.5 || l[1].Metric != "b" || l[1].Eps0 != 0.25 || l[0].Reports != 1 {
-				t.Fatalf("ledger %+v, want a and b charged once", l)
-			}
-		})
-	}
-	// Durable: staged entries survive closing and reopening the file.
-	path := filepath.Join(t.TempDir(), "outbox.db")
-	o, err := client.OpenSQLiteOutbox(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.Stage(ctx, client.Staged{Metric: "m", Plan: "p", Report: []byte("r")}, false); err != nil {
-		t.Fatal(err)
-	}
-	o.Close()
-	if o, err = client.OpenSQLiteOutbox(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	if got, err := o.Staged(ctx); err != nil || len(got) != 1 || string(got[0].Report) != "r" {
-		t.Fatalf("after reopening: %+v, %v", got, err)
-	}
-}
-
-// slowAdd widens the window between reading a round and committing it,
-// as sealing and an fsync do on a slow device, and makes every staged
-// report unique (a counter appended), so that a report sent twice shows.
-type slowAdd struct {
+// slowClose widens the window between reading a period and committing
+// its closing, as randomizing, sealing and an fsync do on a slow device.
+type slowClose struct {
 	client.Outbox
-	n *atomic.Int64
 }
 
-func (o slowAdd) Add(ctx context.Context, e client.Entry, maxPerDay int) error {
+func (o slowClose) ClosePeriod(ctx context.Context, c client.PeriodClose) error {
 	time.Sleep(3 * time.Millisecond)
-	return o.Outbox.Add(ctx, e, maxPerDay)
-}
-
-func (o slowAdd) Stage(ctx context.Context, st client.Staged, once bool) (client.Staged, error) {
-	if st.Metric != "" {
-		st.Report = fmt.Appendf(append([]byte(nil), st.Report...), "#%d", o.n.Add(1))
-	}
-	return o.Outbox.Stage(ctx, st, once)
+	return o.Outbox.ClosePeriod(ctx, c)
 }
 
 // TestJointTwoProcesses runs two Providers on one SQLite outbox file (two
-// processes of one app) recording joint rounds concurrently, with a slow
-// commit: no staged report goes out twice. Each message consumes three
-// staged reports and each Record stages one, so messages*3 plus the
-// reports still staged cannot exceed the Records.
+// processes of one app) recording joint periods concurrently on a clock
+// that moves on while they record, with a slow commit: whatever the
+// interleaving, no period sends two messages, every message the providers
+// committed reaches the server, and nothing stays staged once every
+// period has closed.
 func TestJointTwoProcesses(t *testing.T) {
 	f := newPooledServer(t, "joint")
 	path := filepath.Join(t.TempDir(), "outbox.db")
 	ctx := context.Background()
+	clk := newTestClock()
 	var ps [2]*client.Provider
-	var counter atomic.Int64
 	for i := range ps {
 		o, err := client.OpenSQLiteOutbox(ctx, path)
 		if err != nil {
@@ -444,7 +341,7 @@ func TestJointTwoProcesses(t *testing.T) {
 		}
 		t.Cleanup(func() { o.Close() })
 		cfg := fastConfig(f, "")
-		cfg.Outbox, cfg.UploadDelay = slowAdd{o, &counter}, time.Hour
+		cfg.Outbox, cfg.UploadDelay, cfg.Now = slowClose{o}, time.Hour, clk.Now
 		ps[i] = newProvider(t, cfg)
 	}
 	const records = 60
@@ -466,6 +363,9 @@ func TestJointTwoProcesses(t *testing.T) {
 					errs <- err
 					return
 				}
+				if i == 0 && r%12 == 11 {
+					clk.Advance(day)
+				}
 			}
 			errs <- nil
 		}()
@@ -475,52 +375,48 @@ func TestJointTwoProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	clk.Advance(day)
 	for _, p := range ps {
 		flush(t, p)
 	}
-	messages := ps[0].Stats().Messages + ps[1].Stats().Messages
+	var messages, late, incomplete int64
+	for _, p := range ps {
+		st := p.Stats()
+		messages, late, incomplete = messages+st.Messages, late+st.Late, incomplete+st.Incomplete
+	}
 	f.mu.Lock()
 	got := len(f.messages)
 	f.mu.Unlock()
+	keys := f.keyCounts()
+	t.Logf("%d messages in %d periods, %d incomplete, %d Records late, from %d Records", messages, len(keys), incomplete, late, 2*records)
+	if int64(got) != messages || messages == 0 {
+		t.Fatalf("server has %d messages, the providers committed %d", got, messages)
+	}
+	for key, n := range keys {
+		if n != 1 {
+			t.Errorf("%d messages of pool key %q, want at most 1 per period", n, key)
+		}
+	}
 	o, err := client.OpenSQLiteOutbox(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	left, err := o.Staged(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if left, err := o.Staged(ctx); err != nil || len(left) != 0 {
+		t.Errorf("staged after every period closed: %+v, %v", left, err)
 	}
-	t.Logf("%d messages, %d reports still staged, from %d Records", messages, len(left), 2*records)
-	if int64(got) != messages || messages == 0 {
-		t.Fatalf("server has %d messages, the providers committed %d", got, messages)
-	}
-	if 3*messages+int64(len(left)) > 2*records {
-		t.Fatalf("%d messages and %d staged reports from %d Records: a staged report went out twice", messages, len(left), 2*records)
-	}
-	// Every staged report is unique: none may be in two messages.
-	seen := map[string]int{}
-	f.mu.Lock()
-	for i, msg := range f.messages {
-		for _, part := range msg {
-			if j, dup := seen[string(part.Report)]; dup {
-				t.Errorf("staged report %q sent in messages %d and %d", part.Report, j, i)
-			}
-			seen[string(part.Report)] = i
-		}
-	}
-	f.mu.Unlock()
 }
 
 // TestPlanRefresh checks that a Provider picks up a new plan: a
 // conditional GET that costs a 304 while the plan is the same, a switch to
-// a changed plan (reports sealed under it from then on, the cache file
-// updated for an offline start), a refused plan leaving the old one in
-// use, and the background refresh of Config.PlanRefresh.
+// a changed plan (reports sealed under it from then on, a value staged
+// under the old plan in the open period dropped, the cache file updated
+// for an offline start), a refused plan leaving the old one in use, and
+// the background refresh of Config.PlanRefresh.
 func TestPlanRefresh(t *testing.T) {
 	f := newFakeServer(t, nil)
 	dir := t.TempDir()
-	cfg := fastConfig(f, dir)
+	cfg, clk := clockConfig(f, dir)
 	cfg.PlanRefresh = -1 // by hand first
 	p := newProvider(t, cfg)
 	ctx := context.Background()
@@ -528,7 +424,11 @@ func TestPlanRefresh(t *testing.T) {
 	if err := screen.Record(ctx, "home"); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
+	// Staged under the old plan, in the period the plan changes in.
+	if err := screen.Record(ctx, "settings"); err != nil {
+		t.Fatal(err)
+	}
 	if changed, err := p.RefreshPlan(ctx); changed || err != nil {
 		t.Fatalf("same plan: changed %v, %v", changed, err)
 	}
@@ -554,15 +454,19 @@ func TestPlanRefresh(t *testing.T) {
 	if err := screen.Record(ctx, "search"); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
 	// The fake server opens under the plan it serves: the report after
 	// the switch opened (checkReports fails on any report that did not).
+	// The period of the switch sent one report, under the new plan.
 	if got := f.checkReports(t, next); got["app/screen"] != 2 {
 		t.Fatalf("reports %v, want 2 of app/screen", got)
 	}
+	if st := p.Stats(); st.Superseded != 1 || st.Messages != 2 {
+		t.Fatalf("stats %+v, want 2 reports and the old plan's value superseded", st)
+	}
 	ledger, _ := p.Ledger(ctx)
-	if len(ledger) != 1 || ledger[0].Eps0 != testEps0+2.5 {
-		t.Fatalf("ledger %+v, want eps0 %v + 2.5", ledger, testEps0)
+	if len(ledger) != 2 || ledger[0].Eps0 != testEps0 || ledger[1].Eps0 != 2.5 || ledger[1].Epoch != next.Epoch() {
+		t.Fatalf("ledger %+v, want eps0 %v then 2.5 under the new epoch", ledger, testEps0)
 	}
 
 	// A plan above the ceiling is refused; the Provider keeps reporting

@@ -72,9 +72,11 @@ func (u *uploader) notify() {
 	}
 }
 
-// run is the background loop: it uploads UploadDelay after a Record (so
-// that a burst of Records goes in one request), every UploadInterval (for
-// reports left from an earlier run), and until ctx is cancelled.
+// run is the background loop: it uploads UploadDelay after a closing
+// committed a report (so that the reports of a burst of closings go in one
+// request), and every UploadInterval closes the periods that ended and
+// uploads (also reports left from an earlier run), until ctx is
+// cancelled.
 func (u *uploader) run(ctx context.Context) {
 	tick := time.NewTicker(u.p.cfg.UploadInterval)
 	defer tick.Stop()
@@ -103,6 +105,11 @@ func (u *uploader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			// The tick also closes the periods that ended since the last
+			// Record, so that an app that stops recording still reports.
+			if err := u.p.closePeriods(ctx); err != nil && ctx.Err() == nil {
+				u.p.log.Warn("blanket closing periods", "error", err)
+			}
 		case <-u.kick:
 			if !sleep(ctx, u.p.cfg.UploadDelay) {
 				return

@@ -28,13 +28,13 @@ func TestRetryAfter(t *testing.T) {
 		}
 		return 0, nil, true
 	}, nil)
-	cfg := fastConfig(f, t.TempDir())
+	cfg, clk := clockConfig(f, t.TempDir())
 	cfg.RetryMin, cfg.RetryMax = 10*time.Millisecond, 10*time.Millisecond
 	p := newProvider(t, cfg)
 	if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, p)
+	closeAndFlush(t, p, clk)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(at) != 2 {
@@ -70,12 +70,11 @@ func TestRetryStatuses(t *testing.T) {
 				}
 				return 0, nil, true
 			}, nil)
-			p := newProvider(t, fastConfig(f, t.TempDir()))
-			for range 5 {
-				if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
-					t.Fatal(err)
-				}
-			}
+			cfg, clk := clockConfig(f, t.TempDir())
+			p := newProvider(t, cfg)
+			recordPeriods(t, clk, 5, func(int) error {
+				return p.Meter("app").Categorical("screen").Record(context.Background(), "home")
+			})
 			flush(t, p)
 			if distinct, raw, _ := f.counts(); distinct != 5 || raw != 5 {
 				t.Errorf("server: %d distinct, %d stored deliveries; want 5 and 5", distinct, raw)
@@ -103,14 +102,12 @@ func TestRetryStatuses(t *testing.T) {
 				}
 				return 0, nil, true
 			}, nil)
-			cfg := fastConfig(f, t.TempDir())
+			cfg, clk := clockConfig(f, t.TempDir())
 			cfg.UploadDelay = time.Hour // only Flush uploads, all 10 at once
 			p := newProvider(t, cfg)
-			for range 10 {
-				if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
-					t.Fatal(err)
-				}
-			}
+			recordPeriods(t, clk, 10, func(int) error {
+				return p.Meter("app").Categorical("screen").Record(context.Background(), "home")
+			})
 			flush(t, p)
 			if distinct, _, _ := f.counts(); distinct != 9 {
 				t.Errorf("server holds %d reports, want the 9 unrefused", distinct)
@@ -137,10 +134,12 @@ func TestFlushContext(t *testing.T) {
 		}
 		return 0, nil, true
 	}, nil)
-	p := newProvider(t, fastConfig(f, t.TempDir()))
+	cfg, clk := clockConfig(f, t.TempDir())
+	p := newProvider(t, cfg)
 	if err := p.Meter("app").Sum("bytes").Record(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(day)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := p.Flush(ctx)

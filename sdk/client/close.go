@@ -1,0 +1,221 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// Closing a period. closePeriods runs at every Record (when a staged
+// period may have ended), at every upload tick and Flush, and when a
+// Provider starts. It reads every staged value and draw, groups them by
+// pool and period, and closes each group whose period has ended (its end
+// <= now) in one Outbox.ClosePeriod, with what the period's travel mode
+// makes of it (travel.go):
+//
+//   - ended more than the grace ago: dropped unsent (Stats.Expired);
+//   - values staged under another plan than the current one: dropped
+//     (Stats.Superseded), since a report is sealed under its plan's
+//     binding, which the Provider no longer holds;
+//   - the current plan's values: randomized at the plan's eps0, sealed
+//     under the period's binding and committed as the period's one report
+//     or message, with its ledger charge, in the same transaction that
+//     removes the values and marks the period closed.
+//
+// A value changed between the read and the commit (a Record, or another
+// process) makes the commit fail with ErrStalePeriod, and the pass reads
+// again. Periods close in order of their start.
+
+// maxCloseTries bounds how often a closing reads the outbox again after
+// another Record or process changed a period it was closing.
+const maxCloseTries = 8
+
+// periodGroup is what is staged for one period of one pool.
+type periodGroup struct {
+	key    periodKey
+	values []Value
+	draws  []Draw
+}
+
+// closePeriods closes every staged period that has ended.
+func (p *Provider) closePeriods(ctx context.Context) error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	v := p.plan.Load()
+	now := p.now()
+	grace := p.cfg.PeriodGrace
+	if grace == 0 {
+		grace = v.plan.PeriodLength()
+	}
+	var lastErr error
+	for range maxCloseTries {
+		groups, next, err := p.readGroups(ctx, v, now)
+		if err != nil {
+			return err
+		}
+		stale, committed := false, false
+		lastErr = nil
+		for _, g := range groups {
+			sent, err := p.closeGroup(ctx, v, g, now, grace)
+			committed = committed || sent
+			switch {
+			case errors.Is(err, ErrStalePeriod):
+				stale = true
+			case err != nil:
+				lastErr = err
+				next = 0 // try again at the next Record
+			}
+		}
+		if committed && p.up != nil {
+			p.up.notify()
+		}
+		if !stale {
+			p.nextClose.Store(next)
+			return lastErr
+		}
+	}
+	p.nextClose.Store(0)
+	if lastErr == nil {
+		lastErr = fmt.Errorf("%w: periods kept changing while closing; they close at the next try", ErrStalePeriod)
+	}
+	return lastErr
+}
+
+// readGroups returns the staged periods that have ended by now, in order
+// of start, and the Unix second before which no other can end: the
+// earliest end of the periods still open, at most the end of the current
+// period of plan v.
+func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Time) ([]*periodGroup, int64, error) {
+	vals, err := p.outbox.Staged(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	draws, err := p.outbox.Draws(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	next := v.plan.ReportPeriod(now).End()
+	t := now.Unix()
+	byKey := map[periodKey]*periodGroup{}
+	var groups []*periodGroup
+	group := func(k periodKey) *periodGroup {
+		g := byKey[k]
+		if g == nil {
+			g = &periodGroup{key: k}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		return g
+	}
+	for _, val := range vals {
+		if end := val.Period.End(); end > t {
+			next = min(next, end)
+			continue
+		}
+		g := group(periodKey{val.Pool, val.Period})
+		g.values = append(g.values, val)
+	}
+	for _, d := range draws {
+		if end := d.Period.End(); end > t {
+			next = min(next, end)
+			continue
+		}
+		g := group(periodKey{d.Pool, d.Period})
+		g.draws = append(g.draws, d)
+	}
+	// Both lists are sorted by period start; keep that order overall.
+	sortGroups(groups)
+	return groups, next, nil
+}
+
+// closeGroup closes one ended period of one pool. It reports whether it
+// committed an envelope.
+func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGroup, now time.Time, grace time.Duration) (bool, error) {
+	c := PeriodClose{Pool: g.key.pool, Period: g.key.period, Unstage: g.values, Undraw: g.draws}
+	end := time.Unix(g.key.period.End(), 0)
+	if now.Sub(end) > grace {
+		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+			return false, err
+		}
+		if len(g.values) > 0 {
+			p.stats.expired.Add(1)
+		}
+		return false, nil
+	}
+	var cur []Value
+	for _, val := range g.values {
+		if val.Plan == v.digest {
+			cur = append(cur, val)
+		}
+	}
+	var draw *Draw
+	for i := range g.draws {
+		if g.draws[i].Plan == v.digest {
+			draw = &g.draws[i]
+		}
+	}
+	superseded := int64(len(g.values) - len(cur))
+	out, err := p.makeReport(ctx, v, g.key, cur, draw)
+	if err != nil {
+		return false, err
+	}
+	if out.envelope != nil {
+		c.Envelope, c.Local, c.Epoch, c.Charges = out.envelope, p.mode == ModeLocal, v.epoch, out.charges
+	}
+	err = p.outbox.ClosePeriod(ctx, c)
+	if errors.Is(err, ErrPeriodClosed) && c.Envelope != nil {
+		// Values staged for a period closed already (which Stage
+		// refuses, so only an outbox that lost that check has them): drop
+		// them as late rather than send a second report.
+		c.Envelope = nil
+		if err = p.outbox.ClosePeriod(ctx, c); err == nil {
+			p.stats.late.Add(int64(len(g.values)))
+			return false, nil
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	p.stats.superseded.Add(superseded)
+	if out.incomplete {
+		p.stats.incomplete.Add(1)
+	}
+	if c.Envelope != nil {
+		p.stats.messages.Add(1)
+	}
+	return c.Envelope != nil, nil
+}
+
+// sealed is what a period's values make: an envelope with its ledger
+// charges, or nothing (and why).
+type sealed struct {
+	envelope *report.Envelope
+	charges  []Charge
+	// incomplete marks a joint period without a value of some
+	// categorical metric: it sends nothing.
+	incomplete bool
+}
+
+// seal seals plaintext under binding for period and wraps it in an
+// envelope of pool, tagged with plan v's epoch and the period
+// (report.PeriodPoolKey).
+func seal(v *verifiedPlan, pool string, period report.Period, binding report.Binding, plaintext []byte) (*report.Envelope, error) {
+	binding.Period = period
+	b, err := report.Seal(v.key, binding, plaintext)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: seal: %w", pool, err)
+	}
+	return &report.Envelope{ID: report.NewID(), Metric: report.PeriodPoolKey(pool, v.epoch, period), Suite: report.SuiteX25519ChaCha, Sealed: b}, nil
+}
+
+// sortGroups orders groups by period, then pool.
+func sortGroups(gs []*periodGroup) {
+	slices.SortFunc(gs, func(a, b *periodGroup) int {
+		return cmp.Or(comparePeriod(a.key.period, b.key.period), cmp.Compare(a.key.pool, b.key.pool))
+	})
+}

@@ -1,0 +1,309 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// MemoryOutbox is an Outbox in memory. It is NOT durable: whatever it holds
+// is lost when the process exits. It exists for tests and simulations (the
+// fleet example runs 100,000 providers on it); apps use the SQLite outbox.
+type MemoryOutbox struct {
+	mu      sync.Mutex
+	envs    []memEntry // in insertion order; acknowledged ones removed lazily
+	ids     map[report.ID]int
+	removed int
+	ledger  map[memLedgerKey]*LedgerEntry
+	values  map[memValueKey]Value
+	draws   map[memDrawKey]Draw
+	closed  map[periodKey]bool
+	shut    bool
+}
+
+type memEntry struct {
+	env   report.Envelope
+	day   string
+	local bool
+	gone  bool
+}
+
+type memLedgerKey struct {
+	period report.Period
+	metric string
+}
+
+type memValueKey struct {
+	metric, plan string
+	period       report.Period
+}
+
+type memDrawKey struct {
+	plan   string
+	period report.Period
+}
+
+var _ Outbox = (*MemoryOutbox)(nil)
+
+// NewMemoryOutbox returns an empty, non-durable outbox.
+func NewMemoryOutbox() *MemoryOutbox {
+	return &MemoryOutbox{
+		ids:    map[report.ID]int{},
+		ledger: map[memLedgerKey]*LedgerEntry{},
+		values: map[memValueKey]Value{},
+		draws:  map[memDrawKey]Draw{},
+		closed: map[periodKey]bool{},
+	}
+}
+
+func (o *MemoryOutbox) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.shut {
+		return fmt.Errorf("client: memory outbox: %w", ErrShutdown)
+	}
+	return nil
+}
+
+// Stage implements Outbox.
+func (o *MemoryOutbox) Stage(ctx context.Context, v Value) (Value, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return Value{}, err
+	}
+	if o.closed[periodKey{v.Pool, v.Period}] {
+		return Value{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, v.Pool, v.Period)
+	}
+	k := memValueKey{v.Metric, v.Plan, v.Period}
+	cur, ok := o.values[k]
+	if !ok {
+		cur = v
+		cur.Sum, cur.Category, cur.Rev = 0, "", 0
+	}
+	cur = cur.merge(v)
+	o.values[k] = cur
+	return cur, nil
+}
+
+// Staged implements Outbox.
+func (o *MemoryOutbox) Staged(ctx context.Context) ([]Value, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, len(o.values))
+	for _, v := range o.values {
+		out = append(out, v)
+	}
+	sortValues(out)
+	return out, nil
+}
+
+// Draw implements Outbox.
+func (o *MemoryOutbox) Draw(ctx context.Context, d Draw) (Draw, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return Draw{}, err
+	}
+	if o.closed[periodKey{d.Pool, d.Period}] {
+		return Draw{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, d.Pool, d.Period)
+	}
+	k := memDrawKey{d.Plan, d.Period}
+	if cur, ok := o.draws[k]; ok {
+		return cur, nil
+	}
+	o.draws[k] = d
+	return d, nil
+}
+
+// Draws implements Outbox.
+func (o *MemoryOutbox) Draws(ctx context.Context) ([]Draw, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Draw, 0, len(o.draws))
+	for _, d := range o.draws {
+		out = append(out, d)
+	}
+	sortDraws(out)
+	return out, nil
+}
+
+// ClosePeriod implements Outbox.
+func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return err
+	}
+	pk := periodKey{c.Pool, c.Period}
+	if c.Envelope != nil {
+		if o.closed[pk] {
+			return fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, c.Pool, c.Period)
+		}
+		if _, dup := o.ids[c.Envelope.ID]; dup {
+			return fmt.Errorf("client: memory outbox: report id %s already stored", c.Envelope.ID)
+		}
+	}
+	// The values and draws named must be exactly those staged.
+	nv := 0
+	for _, v := range o.values {
+		if v.Pool == c.Pool && v.Period == c.Period {
+			nv++
+		}
+	}
+	nd := 0
+	for _, d := range o.draws {
+		if d.Pool == c.Pool && d.Period == c.Period {
+			nd++
+		}
+	}
+	if nv != len(c.Unstage) || nd != len(c.Undraw) {
+		return fmt.Errorf("%w: %s in period %s has %d values and %d draws staged, the closing names %d and %d", ErrStalePeriod, c.Pool, c.Period, nv, nd, len(c.Unstage), len(c.Undraw))
+	}
+	for _, v := range c.Unstage {
+		cur, ok := o.values[memValueKey{v.Metric, v.Plan, v.Period}]
+		if !ok || cur.Rev != v.Rev || cur.Pool != c.Pool || v.Period != c.Period {
+			return fmt.Errorf("%w: value of %q in period %s", ErrStalePeriod, v.Metric, v.Period)
+		}
+	}
+	for _, d := range c.Undraw {
+		cur, ok := o.draws[memDrawKey{d.Plan, d.Period}]
+		if !ok || cur != d || d.Pool != c.Pool || d.Period != c.Period {
+			return fmt.Errorf("%w: draw of period %s", ErrStalePeriod, d.Period)
+		}
+	}
+	for _, v := range c.Unstage {
+		delete(o.values, memValueKey{v.Metric, v.Plan, v.Period})
+	}
+	for _, d := range c.Undraw {
+		delete(o.draws, memDrawKey{d.Plan, d.Period})
+	}
+	o.closed[pk] = true
+	if c.Envelope == nil {
+		return nil
+	}
+	for _, ch := range c.Charges {
+		k := memLedgerKey{c.Period, ch.Metric}
+		l := o.ledger[k]
+		if l == nil {
+			start := time.Unix(c.Period.Start, 0).UTC()
+			l = &LedgerEntry{Start: start, End: time.Unix(c.Period.End(), 0).UTC(), Metric: ch.Metric}
+			o.ledger[k] = l
+		}
+		l.Epoch = c.Epoch
+		if c.Local {
+			l.LocalReports++
+		} else {
+			l.Reports++
+			l.Eps0 += ch.Eps0
+		}
+	}
+	o.ids[c.Envelope.ID] = len(o.envs) + o.removed
+	o.envs = append(o.envs, memEntry{env: *c.Envelope, day: periodDay(c.Period), local: c.Local})
+	return nil
+}
+
+// Pending implements Outbox.
+func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelope, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []report.Envelope
+	for _, m := range o.envs {
+		if len(out) >= limit {
+			break
+		}
+		if !m.gone && !m.local {
+			out = append(out, m.env)
+		}
+	}
+	return out, nil
+}
+
+// Ack implements Outbox.
+func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if i, ok := o.ids[id]; ok {
+			o.envs[i-o.removed].gone = true
+			delete(o.ids, id)
+		}
+	}
+	o.compact()
+	return nil
+}
+
+// compact drops the acknowledged prefix so memory stays bounded by what is
+// pending.
+func (o *MemoryOutbox) compact() {
+	n := 0
+	for n < len(o.envs) && o.envs[n].gone {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	o.envs = slices.Delete(o.envs, 0, n)
+	o.removed += n
+}
+
+// DropLocal implements Outbox.
+func (o *MemoryOutbox) DropLocal(ctx context.Context, day string) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range o.envs {
+		m := &o.envs[i]
+		if !m.gone && m.local && m.day < day {
+			m.gone = true
+			delete(o.ids, m.env.ID)
+			n++
+		}
+	}
+	o.compact()
+	return n, nil
+}
+
+// Ledger implements Outbox.
+func (o *MemoryOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]LedgerEntry, 0, len(o.ledger))
+	for _, l := range o.ledger {
+		out = append(out, *l)
+	}
+	sortLedger(out)
+	return out, nil
+}
+
+// Close implements Outbox. The contents are dropped.
+func (o *MemoryOutbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.shut = true
+	o.envs, o.ids, o.ledger, o.values, o.draws, o.closed = nil, nil, nil, nil, nil, nil
+	return nil
+}

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// A Record does not report its value: it stages it for its reporting
+// period (plan.Plan.ReportPeriod of the Provider's clock), in clear, in
+// the outbox, keyed by metric, plan and period. A categorical value
+// replaces the period's earlier value; a real value adds to the period's
+// total. When the period has closed (close.go), the staged value is
+// randomized, sealed and committed as the period's one report, so a user
+// sends at most one report per metric (separate travel) or one message
+// (joint, parallel travel) per period however often the app records.
+//
+// Before staging, a Record closes the periods that have ended, so that a
+// Record in a new period seals the last one. A Record whose period is
+// already closed for its pool is dropped (Stats.Late): the clock went
+// back, or another process on the outbox closed it first. A period is
+// closed for a pool only by closing it, never because a later period was
+// staged: a Record of a period earlier than one already staged (the clock
+// went back) is staged for its own period if that period is not closed,
+// which keeps the bound of one report per period.
+
+// record stages one value of metric name as the plan's travel mode says.
+func (p *Provider) record(ctx context.Context, name string, kind sdk.InputKind, in sdk.Inputs) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return ErrShutdown
+	}
+	v := p.plan.Load()
+	ms, err := v.resolve(name, kind)
+	if err != nil {
+		return err
+	}
+	if err := ms.check(in); err != nil {
+		return err
+	}
+	now := p.now()
+	if now.Unix() >= p.nextClose.Load() {
+		if err := p.closePeriods(ctx); err != nil && ctx.Err() == nil {
+			// The value is staged all the same; the ended periods close
+			// at the next try, or expire after the grace.
+			p.log.Warn("blanket closing periods", "error", err)
+		}
+	}
+	period := v.plan.ReportPeriod(now)
+	if period.Valid() != nil {
+		p.stats.late.Add(1) // a clock before 1970: no period holds it
+		return nil
+	}
+	if v.travel == accountant.TravelParallel {
+		chosen, err := p.draw(ctx, v, period)
+		if errors.Is(err, ErrPeriodClosed) {
+			p.stats.late.Add(1)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if chosen != ms {
+			p.stats.skipped.Add(1)
+			return nil
+		}
+	}
+	val := Value{Pool: ms.pool, Period: period, Metric: ms.name, Plan: v.digest, Kind: ms.kind}
+	if ms.kind == sdk.InputReal {
+		val.Sum = in.Reals[0]
+	} else {
+		val.Category = in.Categories[0]
+	}
+	if _, err := p.outbox.Stage(ctx, val); err != nil {
+		if errors.Is(err, ErrPeriodClosed) {
+			p.stats.late.Add(1)
+			return nil
+		}
+		return err
+	}
+	p.stats.recorded.Add(1)
+	return nil
+}
+
+// draw returns the metric period of plan v drew with parallel travel,
+// drawing it if the period has none yet: with the plan's weights, from
+// crypto randomness, staged once, so that neither a restart nor another
+// process on the outbox draws again (which would let a user pick the
+// metric). It fails with ErrPeriodClosed once the period is closed.
+func (p *Provider) draw(ctx context.Context, v *verifiedPlan, period report.Period) (*metricState, error) {
+	m := v.order[pickIndex(v.cumWeights, ldp.NewCryptoSource())]
+	d, err := p.outbox.Draw(ctx, Draw{Pool: v.pool, Period: period, Plan: v.digest, Metric: m.name})
+	if err != nil {
+		return nil, err
+	}
+	chosen := v.metrics[d.Metric]
+	if chosen == nil {
+		return nil, fmt.Errorf("client: the staged draw names %q, not a metric of the plan", d.Metric)
+	}
+	return chosen, nil
+}
+
+// pickIndex returns i with probability cum[i] - cum[i-1], for cumulative
+// probabilities cum ending in 1, from 53 uniform bits of src.
+func pickIndex(cum []float64, src ldp.Source) int {
+	u := float64(src.Uint64()>>11) / (1 << 53)
+	for i, c := range cum {
+		if u < c {
+			return i
+		}
+	}
+	return len(cum) - 1
+}
+
+// enabled reports whether a Record of metric name of kind kind would
+// stage its value: when the plan has it, always, except with parallel
+// travel for a metric the current period did not draw, or whose period
+// is closed.
+func (p *Provider) enabled(ctx context.Context, name string, kind sdk.InputKind) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return false
+	}
+	v := p.plan.Load()
+	ms, err := v.resolve(name, kind)
+	if err != nil {
+		return false
+	}
+	if v.travel != accountant.TravelParallel {
+		return true
+	}
+	period := v.plan.ReportPeriod(p.now())
+	if period.Valid() != nil {
+		return false
+	}
+	chosen, err := p.draw(ctx, v, period)
+	if errors.Is(err, ErrPeriodClosed) {
+		return false
+	}
+	return err != nil || chosen == ms
+}

@@ -1,0 +1,126 @@
+package client
+
+import (
+	"context"
+	"fmt"
+)
+
+// outboxMigrations are the SQLite outbox's schema versions: migration i
+// takes a file at version i (PRAGMA user_version) to version i+1. A new
+// file runs them all, so that a new file and a migrated one have the same
+// schema. They never remove an envelope waiting for upload.
+var outboxMigrations = []string{
+	// Version 1: sealed reports and a per-day ledger. A row of outbox is
+	// one sealed report, deleted once the shuffler acknowledged it (HTTP
+	// 202).
+	`
+CREATE TABLE IF NOT EXISTS outbox (
+	seq    INTEGER PRIMARY KEY AUTOINCREMENT, -- upload order
+	id     BLOB    NOT NULL UNIQUE,           -- report.ID, 16 random bytes
+	metric TEXT    NOT NULL,                  -- pool key (report.PeriodPoolKey)
+	suite  INTEGER NOT NULL,
+	sealed BLOB    NOT NULL,                  -- HPKE ciphertext
+	day    TEXT    NOT NULL,                  -- UTC "2006-01-02" (since version 3: of the period's start)
+	local  INTEGER NOT NULL DEFAULT 0         -- 1: ModeLocal, never uploaded
+);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (local, seq);
+CREATE TABLE IF NOT EXISTS ledger (
+	day           TEXT    NOT NULL,
+	metric        TEXT    NOT NULL,
+	reports       INTEGER NOT NULL DEFAULT 0,
+	eps0          REAL    NOT NULL DEFAULT 0,
+	local_reports INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (day, metric)
+);`,
+	// Version 2: the staged reports of joint and parallel rounds.
+	`
+CREATE TABLE IF NOT EXISTS staged (
+	metric TEXT PRIMARY KEY,
+	plan   TEXT NOT NULL,
+	report BLOB
+);`,
+	// Version 3: reporting periods. Values are staged in clear per
+	// metric, plan and period until the period closes; closed_periods
+	// remembers every (pool, period) closed, so that none reopens; the
+	// ledger is per period. The per-day ledger becomes a ledger of 24 h
+	// periods (the days were UTC, as the periods are); the rounds staged
+	// by version 2 (randomized joint reports and parallel draws, without
+	// a period) cannot be sealed for a period and are dropped: they were
+	// never sent, so no privacy was spent on them.
+	`
+CREATE TABLE staged_values (
+	metric   TEXT    NOT NULL,
+	plan     TEXT    NOT NULL,            -- plan digest
+	start    INTEGER NOT NULL,            -- period start, Unix seconds
+	length   INTEGER NOT NULL,            -- period length, seconds
+	pool     TEXT    NOT NULL,            -- the metric, or the pool of pooled travel
+	kind     INTEGER NOT NULL,            -- sdk.InputKind
+	category TEXT    NOT NULL DEFAULT '', -- categorical: the period's last value
+	total    REAL    NOT NULL DEFAULT 0,  -- real: the period's total, not clamped
+	rev      INTEGER NOT NULL,
+	PRIMARY KEY (metric, plan, start, length)
+);
+CREATE INDEX staged_values_pool ON staged_values (pool, start, length);
+CREATE TABLE draws (
+	plan   TEXT    NOT NULL,
+	start  INTEGER NOT NULL,
+	length INTEGER NOT NULL,
+	pool   TEXT    NOT NULL,
+	metric TEXT    NOT NULL,              -- the metric the period drew
+	PRIMARY KEY (plan, start, length)
+);
+CREATE TABLE closed_periods (
+	pool   TEXT    NOT NULL,
+	start  INTEGER NOT NULL,
+	length INTEGER NOT NULL,
+	PRIMARY KEY (pool, start, length)
+);
+CREATE TABLE period_ledger (
+	start         INTEGER NOT NULL,
+	length        INTEGER NOT NULL,
+	metric        TEXT    NOT NULL,
+	epoch         TEXT    NOT NULL DEFAULT '', -- '': migrated from the per-day ledger
+	reports       INTEGER NOT NULL DEFAULT 0,
+	eps0          REAL    NOT NULL DEFAULT 0,
+	local_reports INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (start, length, metric)
+);
+INSERT INTO period_ledger (start, length, metric, reports, eps0, local_reports)
+	SELECT CAST(strftime('%s', day) AS INTEGER), 86400, metric, reports, eps0, local_reports FROM ledger;
+DROP TABLE ledger;
+DROP TABLE staged;`,
+}
+
+// outboxSchemaVersion is the version this client writes.
+var outboxSchemaVersion = len(outboxMigrations)
+
+// migrate brings the file to outboxSchemaVersion in one transaction.
+func (o *SQLiteOutbox) migrate(ctx context.Context) error {
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return o.errf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return o.errf("schema version: %w", err)
+	}
+	if v > outboxSchemaVersion {
+		return o.errf("schema version %d is newer than this client's %d", v, outboxSchemaVersion)
+	}
+	if v == outboxSchemaVersion {
+		return nil
+	}
+	for i := v; i < outboxSchemaVersion; i++ {
+		if _, err := tx.ExecContext(ctx, outboxMigrations[i]); err != nil {
+			return o.errf("schema version %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", outboxSchemaVersion)); err != nil {
+		return o.errf("schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return o.errf("commit: %w", err)
+	}
+	return nil
+}
