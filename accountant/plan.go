@@ -156,9 +156,15 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 	}
 	res := &PlanResult{Travel: travel, Rounds: rounds}
 	target := Target{Eps: spec.Eps, Delta: spec.Delta, N: spec.NMin, Rounds: rounds}
+	// One report: the single-report engine. Several: the horizon search,
+	// whose own PLDs prove the guarantee (no second, full query).
+	calibrate := Calibrate
+	if rounds > 1 {
+		calibrate = calibrateUpperRounds // the arguments are checked above
+	}
 	switch travel {
 	case TravelJoint:
-		c, err := Calibrate(JointMech{Parts: parts, Weights: weights}, target)
+		c, err := calibrate(JointMech{Parts: parts, Weights: weights}, target)
 		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
@@ -168,7 +174,7 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 		res.Eps, res.Delta = c.Achieved.Upper, spec.Delta
 		res.Rule = "one message carries every metric; the calibrated total budget is split in proportion to the weights"
 	case TravelParallel:
-		c, err := Calibrate(ParallelMech{Weights: weights, Parts: parts}, target)
+		c, err := calibrate(ParallelMech{Weights: weights, Parts: parts}, target)
 		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}

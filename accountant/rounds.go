@@ -522,49 +522,9 @@ func (c *Composition) DeltaBaselines(eps float64) (map[string]*float64, error) {
 // safeguarded regula falsi on the first grid level, then certifies the
 // answer with Epsilon and steps eps0 down until Epsilon meets the target.
 func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
-	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
+	eps0, _, err := searchRounds(m, t)
 	if err != nil {
 		return CalibrationResult{}, err
-	}
-	// g(eps0) = log(delta_up / delta): negative where the target is met.
-	g := func(eps0 float64) (float64, error) {
-		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
-		if err != nil {
-			return 0, err
-		}
-		if c.LocalEps() <= t.Eps {
-			return math.Inf(-1), nil
-		}
-		h := c.plds(t.Delta, 0, true)
-		d := composedDelta(h.upper, t.Eps, true)
-		if d <= 0 {
-			return math.Inf(-1), nil
-		}
-		return math.Log(d / t.Delta), nil
-	}
-	// Bracket: more reports never need less noise, so eps0 <= the
-	// single-report answer (with a margin for the two analyses' slack).
-	b := math.Min(one.Eps0*1.25, MaxEps0)
-	gb, err := g(b)
-	if err != nil {
-		return CalibrationResult{}, err
-	}
-	a, ga := b, gb
-	for ga > 0 {
-		b, gb = a, ga
-		a /= 2
-		if a < 1e-6 {
-			return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
-		}
-		if ga, err = g(a); err != nil {
-			return CalibrationResult{}, err
-		}
-	}
-	eps0 := a
-	if gb > 0 {
-		if eps0, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
-			return CalibrationResult{}, err
-		}
 	}
 	for range 40 {
 		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
@@ -581,6 +541,81 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 		eps0 *= 1 - calTol
 	}
 	return CalibrationResult{}, fmt.Errorf("%w: calibration over %d rounds did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Rounds, t.Eps, t.Delta, t.N)
+}
+
+// calibrateUpperRounds is calibrateRounds without the final full query:
+// the eps0 found by the search and the upper bound proven for it by the
+// search's own pessimistic PLDs (no lower bound, Tight false). Plans use
+// it: their guarantee needs only the proof.
+func calibrateUpperRounds(m Mechanism, t Target) (CalibrationResult, error) {
+	eps0, proven, err := searchRounds(m, t)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	up, local := proven()
+	return CalibrationResult{Eps0: eps0, Achieved: EpsilonResult{Upper: up, LocalEps: local, Amplified: up < local*(1-rootTol)}}, nil
+}
+
+// searchRounds returns the largest eps0 (to relative calTol) for which the
+// pessimistic PLDs at refinement 0 of t.Rounds reports of m at t.N prove
+// delta(t.Eps) <= t.Delta, and a function giving the eps at t.Delta those
+// PLDs prove for it (at most t.Eps) and the composition's local eps.
+func searchRounds(m Mechanism, t Target) (float64, func() (float64, float64), error) {
+	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
+	if err != nil {
+		return 0, nil, err
+	}
+	proven := map[float64]func() (float64, float64){}
+	// g(eps0) = log(delta_up / delta): negative where the target is met.
+	g := func(eps0 float64) (float64, error) {
+		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+		if err != nil {
+			return 0, err
+		}
+		le := c.LocalEps()
+		if le <= t.Eps {
+			proven[eps0] = func() (float64, float64) { return le, le }
+			return math.Inf(-1), nil
+		}
+		h := c.plds(t.Delta, 0, true)
+		d := composedDelta(h.upper, t.Eps, true)
+		if d <= t.Delta {
+			proven[eps0] = func() (float64, float64) { return math.Min(epsUpperOf(h.upper, t.Delta, t.Eps), t.Eps), le }
+		}
+		if d <= 0 {
+			return math.Inf(-1), nil
+		}
+		return math.Log(d / t.Delta), nil
+	}
+	// Bracket: more reports never need less noise, so eps0 <= the
+	// single-report answer (with a margin for the two analyses' slack).
+	b := math.Min(one.Eps0*1.25, MaxEps0)
+	gb, err := g(b)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, ga := b, gb
+	for ga > 0 {
+		b, gb = a, ga
+		a /= 2
+		if a < 1e-6 {
+			return 0, nil, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
+		}
+		if ga, err = g(a); err != nil {
+			return 0, nil, err
+		}
+	}
+	eps0 := a
+	if gb > 0 {
+		if eps0, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
+			return 0, nil, err
+		}
+	}
+	p, ok := proven[eps0]
+	if !ok {
+		return 0, nil, fmt.Errorf("accountant: internal error: horizon calibration ended at an unproven eps0 = %g", eps0)
+	}
+	return eps0, p, nil
 }
 
 // calTol is the relative accuracy of horizon calibration in eps0.
