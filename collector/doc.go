@@ -78,14 +78,14 @@
 //	  400 undecodable, 401 token, 413 too large, 422 refused (not a pool of
 //	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
 //	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches"}], "ingest": {...}}
-//	GET  /v1/metrics/{name}[?from=RFC3339&to=RFC3339]
+//	GET  /v1/metrics/{name}[?from=RFC3339&to=RFC3339][&horizon=0]
 //	                          MetricDetail: "periods", per period (start, end; null for
 //	                          reports sealed before periods existed) and epoch the estimates
 //	                          (value, variance, CI, post-processed), n, malformed, batches,
 //	                          the weakest batch's guarantee and every batch's (eps, delta);
 //	                          "horizon": the per-user guarantee over the plan's horizon at
 //	                          the stored batch sizes, weakest window (horizon.go), next to
-//	                          the target; 400 for a bad from or to
+//	                          the target (skipped with horizon=0); 400 for a bad from or to
 //
 // # Privacy of the shuffler
 //

@@ -81,7 +81,8 @@ type MetricDetail struct {
 	Periods []PeriodEstimate `json:"periods"`
 	// Horizon is the guarantee per user over the plan's horizon at the
 	// stored batch sizes (see HorizonGuarantee); null when there is no
-	// periodic data.
+	// periodic data or with ?horizon=0 (a composition may take seconds
+	// when the batches changed: pollers skip it).
 	Horizon *HorizonGuarantee `json:"horizon"`
 }
 
@@ -205,6 +206,9 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out.Periods = append(out.Periods, e)
+	}
+	if r.URL.Query().Get("horizon") == "0" {
+		periodic = nil // skipped on request: it may take seconds
 	}
 	if out.Horizon, err = c.horizonGuarantee(ctx, periodic); err != nil {
 		c.log.Error("horizon guarantee", "metric", name, "error", err)

@@ -111,8 +111,8 @@ func TestCollectorPeriods(t *testing.T) {
 	}
 
 	// The horizon: windows of 2 days; the weakest is days 0-1 with
-	// batches of 300 and 150 (day 1's smaller one); days 1-2 hold only
-	// day 1 (day 2 has no valid report).
+	// batches of 300 and 150 (day 1's smaller one, not 200); days 1-2
+	// hold only day 1 (day 2 has no valid report).
 	h := d.Horizon
 	if h == nil || h.Eps == nil || h.Periods != 2 || h.Reports != 2 || h.Window == nil || !h.Window.Start.Equal(time.Unix(day(0).Start, 0)) {
 		t.Fatalf("horizon %+v", h)
@@ -121,7 +121,9 @@ func TestCollectorPeriods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := accountant.NewComposition(accountant.Part{Mech: mech, Eps0: eps0, N: 300, Rounds: 1}, accountant.Part{Mech: mech, Eps0: eps0, N: 150, Rounds: 1})
+	// Both days at the window's smallest batch (150): sound, and what the
+	// collector composes.
+	c, err := accountant.NewComposition(accountant.Part{Mech: mech, Eps0: eps0, N: 150, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
