@@ -48,6 +48,6 @@ func main() {
 	}
 	ledger, _ := p.Ledger(ctx)
 	for _, e := range ledger {
-		log.Printf("%s %s: %d reports, eps0 spent %.3g (%d kept local)", e.Day, e.Metric, e.Reports, e.Eps0, e.LocalReports)
+		log.Printf("%s %s: %d reports, eps0 spent %.3g (%d kept local)", e.Start.Format(time.DateOnly), e.Metric, e.Reports, e.Eps0, e.LocalReports)
 	}
 }

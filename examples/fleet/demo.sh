@@ -33,9 +33,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Port 0: the server picks a free port and prints "blanket serve listening
-# on URL" once it serves (after calibrating the plan).
-echo "== blanket serve --addr 127.0.0.1:0 --plan $plan (data in $data, log in $out/serve.log)"
-"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 >"$out/serve.out" 2>"$out/serve.log" &
+# on URL" once it serves (after calibrating the plan). The fleet simulates
+# the last week, so the shuffler takes late reports of periods up to 8 days
+# old (--period-grace; the default is one period).
+echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h (data in $data, log in $out/serve.log)"
+"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h >"$out/serve.out" 2>"$out/serve.log" &
 server=$!
 url=
 for _ in $(seq 600); do

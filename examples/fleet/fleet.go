@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +25,13 @@ type config struct {
 	zipfS    float64
 	timeout  time.Duration
 	maxEps0  float64
+	// days is the number of simulated reporting periods (the plan's
+	// period), ending at the start of the current one; active is the
+	// chance that an instance uses the app on a given day, records the
+	// most Records of each metric on an active day.
+	days    int
+	active  float64
+	records int
 	// wait is how long to wait for the server to answer at start.
 	wait time.Duration
 	// poll is the interval between polls of the collector. Defaults to
@@ -57,19 +59,22 @@ type fleet struct {
 	plan    *plan.Plan
 	metrics [numRoles]*plan.Metric
 	pop     *population
+	// first is the start of the first simulated day, period the plan's.
+	first  time.Time
+	period time.Duration
 
 	mu    sync.Mutex
-	truth [numRoles]*truth // guarded by mu
+	truth [numRoles][]*truth // per role and day; guarded by mu
 
+	next                                     atomic.Uint64 // instance numbers
 	instances, retries, duplicates, messages atomic.Int64
 }
 
-// instance is one simulated app instance: the value of each metric it
-// records (has[r] false: it records no value of role r).
-type instance struct {
-	has    [numRoles]bool
-	cat    [numRoles]string
-	amount float64
+// job is one instance to simulate: only >= 0 makes it a top-up instance
+// active on that day alone, recording the roles in roles.
+type job struct {
+	only  int
+	roles [numRoles]bool
 }
 
 // run simulates the fleet and reports; ok is false when an estimate is off.
@@ -95,16 +100,16 @@ func run(ctx context.Context, cfg config, out, log io.Writer) (ok bool, err erro
 		return false, err
 	}
 	start := time.Now()
-	jobs := make([]instance, cfg.n)
+	jobs := make([]job, cfg.n)
 	for i := range jobs {
-		jobs[i] = f.pop.draw([numRoles]bool{true, true, true})
+		jobs[i] = job{only: -1, roles: [numRoles]bool{true, true, true}}
 	}
 	if err := f.simulate(ctx, jobs); err != nil {
 		return false, err
 	}
 	el := time.Since(start)
-	fmt.Fprintf(out, "simulated %d instances in %.1fs (%.0f/s): %d messages sealed and acknowledged; %d upload retries, %d duplicates dropped by the shuffler\n",
-		cfg.n, el.Seconds(), float64(cfg.n)/el.Seconds(), f.messages.Load(), f.retries.Load(), f.duplicates.Load())
+	fmt.Fprintf(out, "simulated %d instances over %d days in %.1fs (%.0f/s): %d messages sealed and acknowledged; %d upload retries, %d duplicates dropped by the shuffler\n",
+		cfg.n, cfg.days, el.Seconds(), float64(cfg.n)/el.Seconds(), f.messages.Load(), f.retries.Load(), f.duplicates.Load())
 	if err := f.awaitBatches(ctx); err != nil {
 		return false, err
 	}
@@ -147,10 +152,10 @@ func (f *fleet) waitReady(ctx context.Context) error {
 	}
 }
 
-// setup fetches the plan through a first Provider (which verifies it) and
-// assigns the metrics their roles.
+// setup fetches the plan through a first Provider (which verifies it),
+// assigns the metrics their roles and places the simulated days.
 func (f *fleet) setup(ctx context.Context) error {
-	p, err := client.NewProvider(ctx, f.providerConfig())
+	p, err := client.NewProvider(ctx, f.providerConfig(nil))
 	if err != nil {
 		return err
 	}
@@ -179,18 +184,24 @@ func (f *fleet) setup(ctx context.Context) error {
 		if m == nil {
 			return fmt.Errorf("the plan has no %s metric; the fleet needs one of each (see examples/plan.yaml)", roleNames[r])
 		}
-		f.truth[r] = newTruth(m)
+		for range f.cfg.days {
+			f.truth[r] = append(f.truth[r], newTruth(m))
+		}
 	}
-	f.pop = newPopulation(f.cfg.seed, f.cfg.zipfS, f.metrics[roleZipf], f.metrics[roleFeature], f.metrics[roleSum])
+	f.pop = newPopulation(f.cfg, f.metrics[roleZipf], f.metrics[roleFeature], f.metrics[roleSum])
+	f.period = f.plan.PeriodLength()
+	f.first = f.plan.PeriodStart(f.plan.PeriodOf(time.Now()) - int64(f.cfg.days))
 	g := f.plan.Guarantee
-	fmt.Fprintf(f.out, "plan: target (eps, delta) = (%g, %g) per user, %s travel, n_min = %d; the plan proves (%.4g, %.3g)\n",
-		f.plan.Target.Eps, f.plan.Target.Delta, f.plan.Travel, f.plan.NMin, g.Eps, g.Delta)
+	fmt.Fprintf(f.out, "plan: target (eps, delta) = (%g, %g) per user over any %d periods of %v, %s travel, n_min = %d; the plan proves (%.4g, %.3g)\n",
+		f.plan.Target.Eps, f.plan.Target.Delta, f.plan.HorizonPeriods(), f.period, f.plan.Travel, f.plan.NMin, g.Eps, g.Delta)
 	for r, m := range f.metrics {
 		fmt.Fprintf(f.out, "  %-18s %-10s eps0 = %.4f  (%s)\n", m.Name, m.Plugin, m.Eps0, roleNames[r])
 	}
+	fmt.Fprintf(f.out, "simulating %d days from %s (each instance active on a day with probability %g, 1 to %d Records per metric then)\n",
+		f.cfg.days, f.first.Format(time.DateOnly), f.cfg.active, f.cfg.records)
 	// The collector must start empty, or the truth would not match.
 	for _, m := range f.metrics {
-		d, err := f.detail(ctx, m.Name)
+		d, err := f.detail(ctx, m.Name, false)
 		if err != nil {
 			return err
 		}
@@ -201,8 +212,15 @@ func (f *fleet) setup(ctx context.Context) error {
 	return nil
 }
 
-// providerConfig is the configuration of every simulated instance.
-func (f *fleet) providerConfig() client.Config {
+// providerConfig is the configuration of every simulated instance, on the
+// clock now (nil: the real one). The grace of a staged period covers the
+// whole simulation: an instance that skips days reports its last active
+// day at its next Record (or at the end), days later in simulated time.
+func (f *fleet) providerConfig(now func() time.Time) client.Config {
+	grace := time.Duration(0) // the first Provider, before the plan is known
+	if f.plan != nil {
+		grace = time.Duration(f.cfg.days+1) * f.plan.PeriodLength()
+	}
 	return client.Config{
 		Mode:        client.ModeOn,
 		Endpoint:    f.cfg.endpoint,
@@ -214,12 +232,14 @@ func (f *fleet) providerConfig() client.Config {
 		UploadDelay: time.Hour, // upload once, in Flush
 		RetryMin:    50 * time.Millisecond,
 		RetryMax:    2 * time.Second,
+		Now:         now,
+		PeriodGrace: grace,
 	}
 }
 
-// simulate runs the instances with cfg.workers at a time. Each is its own
-// Provider: plan fetched and verified, values recorded, flushed, shut down.
-func (f *fleet) simulate(ctx context.Context, jobs []instance) error {
+// simulate runs jobs with cfg.workers at a time. Each is its own
+// Provider: plan verified, values recorded day by day, flushed, shut down.
+func (f *fleet) simulate(ctx context.Context, jobs []job) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next, done atomic.Int64
@@ -234,7 +254,7 @@ func (f *fleet) simulate(ctx context.Context, jobs []instance) error {
 				if i >= len(jobs) || ctx.Err() != nil {
 					return
 				}
-				if err := f.runInstance(ctx, &jobs[i]); err != nil {
+				if err := f.runInstance(ctx, jobs[i]); err != nil {
 					cancel(fmt.Errorf("instance %d: %w", i, err))
 					return
 				}
@@ -246,309 +266,90 @@ func (f *fleet) simulate(ctx context.Context, jobs []instance) error {
 		}()
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return context.Cause(ctx)
 }
 
-func (f *fleet) runInstance(ctx context.Context, in *instance) error {
-	p, err := client.NewProvider(ctx, f.providerConfig())
+// runInstance simulates one instance over the days on its own clock: on
+// each active day it records its values at a random time of the day; the
+// SDK keeps one report per metric and period and seals a period once it
+// has closed (at the next day's first Record, or at the Flush after the
+// last day), so the shuffler gets one report per metric per active day.
+func (f *fleet) runInstance(ctx context.Context, j job) error {
+	id := f.next.Add(1)
+	days := f.pop.instance(id, j.only)
+	var clock atomic.Int64
+	clock.Store(f.first.UnixNano())
+	p, err := client.NewProvider(ctx, f.providerConfig(func() time.Time { return time.Unix(0, clock.Load()) }))
 	if err != nil {
 		return err
 	}
 	defer p.Shutdown(ctx)
 	m := p.Meter("")
-	// With parallel travel the round's metric is the only one Enabled;
-	// the others would report nothing, so they are not recorded (nor
-	// counted in the truth). Recording it ends the round, and an instance
-	// simulates one round: it stops there.
-	var sent [numRoles]bool
-	for r, mm := range f.metrics {
-		if !in.has[r] {
+	rng := id * 0x9e3779b97f4a7c15
+	// sent[d][r]: the instance reports role r on day d.
+	sent := make([][numRoles]bool, len(days))
+	for d := range days {
+		v := &days[d]
+		if !v.active {
 			continue
 		}
-		if f.plan.Travel == "parallel" && slices.Contains(sent[:], true) {
-			break
-		}
-		if r == roleSum {
-			sum := m.Sum(mm.Name)
-			if sent[r] = sum.Enabled(ctx); sent[r] {
-				err = sum.Record(ctx, in.amount)
+		rng = rng*6364136223846793005 + 1442695040888963407
+		offset := time.Duration(rng>>11) % f.period
+		clock.Store(f.first.Add(time.Duration(d)*f.period + offset).UnixNano())
+		for r, mm := range f.metrics {
+			if !j.roles[r] {
+				continue
 			}
-		} else {
-			cat := m.Categorical(mm.Name)
-			if sent[r] = cat.Enabled(ctx); sent[r] {
-				err = cat.Record(ctx, in.cat[r])
+			if r == roleSum {
+				sum := m.Sum(mm.Name)
+				if !sum.Enabled(ctx) {
+					continue
+				}
+				for _, a := range v.amounts {
+					if err := sum.Record(ctx, a); err != nil {
+						return err
+					}
+				}
+			} else {
+				cat := m.Categorical(mm.Name)
+				if !cat.Enabled(ctx) {
+					continue // parallel travel: another metric's period
+				}
+				for _, c := range v.cats[r] {
+					if err := cat.Record(ctx, c); err != nil {
+						return err
+					}
+				}
 			}
-		}
-		if err != nil {
-			return err
+			sent[d][r] = true
 		}
 	}
+	// Past the last day: the last active day's period closes in Flush.
+	clock.Store(f.first.Add(time.Duration(len(days))*f.period + time.Minute).UnixNano())
 	if err := p.Flush(ctx); err != nil {
 		return err
 	}
 	st := p.Stats()
-	if st.Rejected != 0 || st.Dropped != 0 {
-		return fmt.Errorf("the shuffler refused %d reports", st.Rejected+st.Dropped)
+	if st.Rejected != 0 || st.Dropped != 0 || st.Expired != 0 || st.Late != 0 || st.Incomplete != 0 {
+		return fmt.Errorf("instance stats %+v: reports refused, expired, late or incomplete", st)
 	}
 	if st.Uploaded != st.Messages {
-		// Joint travel: an instance that records only some metrics leaves
-		// them staged (the fleet's top-ups record every metric).
 		return fmt.Errorf("%d of %d messages uploaded", st.Uploaded, st.Messages)
 	}
 	f.retries.Add(st.Retries)
 	f.duplicates.Add(st.Duplicates)
 	f.messages.Add(st.Messages)
 	f.mu.Lock()
-	for r := range f.metrics {
-		if sent[r] {
-			f.truth[r].add(in, r)
+	defer f.mu.Unlock()
+	for d := range days {
+		for r, mm := range f.metrics {
+			if sent[d][r] {
+				cat, amount := days[d].value(r, mm.Lo, mm.Hi)
+				f.truth[r][d].add(cat, amount, r == roleSum)
+			}
 		}
 	}
-	f.mu.Unlock()
 	return nil
-}
-
-// awaitBatches polls the collector until it has estimated every report the
-// fleet sent. The shuffler never releases a batch below n_min, so when fewer
-// than n_min reports of a pool are missing they all wait in it (any batch in
-// flight holds at least n_min): the fleet then sends just enough fresh
-// instances to release them. With separate travel each metric is its own
-// pool and one instance covers every metric that needs topping up; with
-// joint or parallel travel the plan's messages share one pool, each
-// instance sends one message and records every metric.
-func (f *fleet) awaitBatches(ctx context.Context) error {
-	last := time.Now()
-	lastTotal := int64(-1)
-	for {
-		done := true
-		var total int64
-		var need [numRoles]int64
-		var missingMessages int64
-		for r, m := range f.metrics {
-			d, err := f.detail(ctx, m.Name)
-			if err != nil {
-				return err
-			}
-			got := d.total()
-			total += got
-			f.mu.Lock()
-			sent := f.truth[r].n
-			f.mu.Unlock()
-			missing := sent - got
-			if f.plan.Pooled() && missing > 0 {
-				done = false
-				if f.plan.Travel == "joint" {
-					missingMessages = max(missingMessages, missing) // every message carries every metric
-				} else {
-					missingMessages += missing // a message carries one metric
-				}
-				continue
-			}
-			switch {
-			case missing < 0:
-				return fmt.Errorf("metric %q: the collector holds %d reports, the fleet sent %d", m.Name, got, sent)
-			case missing == 0:
-			case missing < int64(f.plan.NMin):
-				done = false
-				need[r] = int64(f.plan.NMin) - missing
-				fmt.Fprintf(f.out, "%s: %d reports wait in the shuffler's pool (below n_min = %d); topping up with %d reports\n", m.Name, missing, f.plan.NMin, need[r])
-			default:
-				done = false // a batch is on its way
-			}
-		}
-		if done {
-			return nil
-		}
-		if missingMessages > 0 && missingMessages < int64(f.plan.NMin) {
-			top := int64(f.plan.NMin) - missingMessages
-			fmt.Fprintf(f.out, "%s: %d messages wait in the shuffler's pool (below n_min = %d); topping up with %d messages\n", f.plan.Pool(""), missingMessages, f.plan.NMin, top)
-			for r := range need {
-				need[r] = top
-			}
-		}
-		var top int64
-		for _, n := range need {
-			top = max(top, n)
-		}
-		if top > 0 {
-			jobs := make([]instance, top)
-			for i := range jobs {
-				var has [numRoles]bool
-				for r := range has {
-					has[r] = int64(i) < need[r]
-				}
-				jobs[i] = f.pop.draw(has)
-			}
-			if err := f.simulate(ctx, jobs); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.out, "topped up with %d more instances\n", top)
-			continue
-		}
-		if total != lastTotal {
-			last, lastTotal = time.Now(), total
-		} else if time.Since(last) > 60*time.Second {
-			return fmt.Errorf("no progress for a minute: the collector holds %d reports", total)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the batches: %w", ctx.Err())
-		case <-time.After(f.cfg.poll):
-		}
-	}
-}
-
-// metricDetail is what the fleet reads of GET /v1/metrics/{name}.
-type metricDetail struct {
-	Name   string `json:"name"`
-	Epochs []struct {
-		Current       bool    `json:"current"`
-		Plugin        string  `json:"plugin"`
-		Eps0          float64 `json:"eps0"`
-		N             int64   `json:"n"`
-		Malformed     int64   `json:"malformed"`
-		Batches       int64   `json:"batches"`
-		Confidence    float64 `json:"confidence"`
-		EstimateError string  `json:"estimate_error"`
-		Estimates     []struct {
-			Label    string  `json:"label"`
-			Value    float64 `json:"value"`
-			Variance float64 `json:"variance"`
-			Lo       float64 `json:"lo"`
-			Hi       float64 `json:"hi"`
-		} `json:"estimates"`
-		Guarantee *struct {
-			Eps      float64 `json:"eps"`
-			Delta    float64 `json:"delta"`
-			N        int64   `json:"n"`
-			Messages int64   `json:"messages"`
-		} `json:"guarantee"`
-	} `json:"periods"`
-}
-
-// total returns the reports of the current epoch, valid and malformed,
-// over all its periods.
-func (d *metricDetail) total() int64 {
-	var n int64
-	for _, e := range d.Epochs {
-		if e.Current {
-			n += e.N + e.Malformed
-		}
-	}
-	return n
-}
-
-func (f *fleet) detail(ctx context.Context, name string) (*metricDetail, error) {
-	u, err := url.JoinPath(f.cfg.endpoint, "/v1/metrics", name)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := f.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusNotFound {
-		return &metricDetail{Name: name}, nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %.200s", u, resp.Status, body)
-	}
-	var d metricDetail
-	if err := json.Unmarshal(body, &d); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	return &d, nil
-}
-
-// population draws simulated instances' values from a seeded generator.
-type population struct {
-	mu      sync.Mutex
-	rng     *rand.Rand
-	zipf    *rand.Zipf
-	screens []string
-	feats   []string
-	featCDF []float64
-	lo, hi  float64
-}
-
-// featureWeights is the popularity of the RAPPOR metric's categories, in
-// plan order (cycled when the plan has more).
-var featureWeights = []float64{30, 22, 15, 10, 8, 5, 4, 2, 1.5, 1, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1}
-
-func newPopulation(seed uint64, s float64, zipf, feat, sum *plan.Metric) *population {
-	rng := rand.New(rand.NewPCG(seed, 0x626c616e6b6574))
-	p := &population{
-		rng:     rng,
-		zipf:    rand.NewZipf(rng, s, 1, uint64(len(zipf.Categories)-1)),
-		screens: zipf.Categories,
-		feats:   feat.Categories,
-		lo:      sum.Lo,
-		hi:      sum.Hi,
-	}
-	var c float64
-	for i := range feat.Categories {
-		c += featureWeights[i%len(featureWeights)]
-		p.featCDF = append(p.featCDF, c)
-	}
-	for i := range p.featCDF {
-		p.featCDF[i] /= c
-	}
-	return p
-}
-
-// draw returns an instance recording the roles in has.
-func (p *population) draw(has [numRoles]bool) instance {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	in := instance{has: has}
-	in.cat[roleZipf] = p.screens[p.zipf.Uint64()]
-	u := p.rng.Float64()
-	in.cat[roleFeature] = p.feats[min(sort.SearchFloat64s(p.featCDF, u), len(p.feats)-1)]
-	// Bytes synced: log-normal around an eighth of the range, clamped to
-	// it as the randomizer does, so that the truth is what is estimated.
-	v := (p.hi - p.lo) / 8 * math.Exp(p.rng.NormFloat64())
-	in.amount = min(max(p.lo+v, p.lo), p.hi)
-	return in
-}
-
-// truth is the exact aggregate of what the fleet sent for one metric.
-type truth struct {
-	n      int64
-	index  map[string]int
-	labels []string
-	counts []float64
-	sum    float64
-}
-
-func newTruth(m *plan.Metric) *truth {
-	t := &truth{index: map[string]int{}}
-	for i, c := range m.Categories {
-		t.index[c] = i
-		t.labels = append(t.labels, c)
-	}
-	t.counts = make([]float64, len(t.labels))
-	return t
-}
-
-func (t *truth) add(in *instance, r int) {
-	t.n++
-	if r == roleSum {
-		t.sum += in.amount
-		return
-	}
-	t.counts[t.index[in.cat[r]]]++
 }
 
 // errNoEstimate reports a metric without an estimate.

@@ -37,6 +37,7 @@ func startServer(t testing.TB, p *plan.Plan) string {
 	t.Cleanup(func() { c.Close() })
 	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{
 		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
+		PeriodGrace: 8 * 24 * time.Hour, // the fleet simulates the last week
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func loadPlan(t testing.TB, nMin int) *plan.Plan {
 // make several batches and a top-up; the estimates must pass the fleet's
 // own check (false-failure rate about 1e-6 per metric, see check).
 func TestFleet(t *testing.T) {
-	n, nMin := 2000, 600
+	n, nMin := 1200, 300
 	if testing.Short() {
 		n, nMin = 600, 250
 	}
@@ -90,7 +91,7 @@ func TestFleet(t *testing.T) {
 	if v := os.Getenv("BLANKET_FLEET_WORKERS"); v != "" {
 		workers, _ = strconv.Atoi(v)
 	}
-	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, poll: 50 * time.Millisecond}, &out, &log)
+	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: 4, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestFleet(t *testing.T) {
 	if !ok {
 		t.Fatal("estimates off")
 	}
-	for _, want := range []string{"demo/screen", "demo/feature", "demo/sync-bytes", "central guarantee", "generic clone bound", "all reports estimated"} {
+	for _, want := range []string{"demo/screen", "demo/feature", "demo/sync-bytes", "guarantee per user over the horizon", "generic clone bound", "all reports estimated", "estimates of all days"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -123,7 +124,7 @@ func TestBinomialAllowance(t *testing.T) {
 func TestFleetPooled(t *testing.T) {
 	for _, travel := range []string{"joint", "parallel"} {
 		t.Run(travel, func(t *testing.T) {
-			n, nMin := 1500, 500
+			n, nMin := 800, 250
 			if testing.Short() {
 				n, nMin = 600, 250
 			}
@@ -133,7 +134,7 @@ func TestFleetPooled(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			var out, log bytes.Buffer
-			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, poll: 50 * time.Millisecond}, &out, &log)
+			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: 2, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
 			t.Log("\n" + out.String())
 			if err != nil {
 				t.Fatal(err)
@@ -141,11 +142,19 @@ func TestFleetPooled(t *testing.T) {
 			if !ok {
 				t.Fatal("estimates off")
 			}
-			for _, want := range []string{travel + " travel", "central guarantee", "generic clone bound", "all reports estimated"} {
+			for _, want := range []string{travel + " travel", "guarantee per user over the horizon", "generic clone bound", "all reports estimated"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q", want)
 				}
 			}
 		})
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for in, want := range map[string]string{"24h0m0s": "24h", "1h30m0s": "1h30m", "1m0s": "1m", "30s": "30s", "1h0m30s": "1h0m30s"} {
+		if got := shortDuration(in); got != want {
+			t.Errorf("shortDuration(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -1,30 +1,38 @@
 // Command fleet simulates a fleet of app instances reporting telemetry
-// through the real Blanket SDK (package sdk/client) to a Blanket server, and
-// checks the server's private estimates against the known ground truth.
+// through the real Blanket SDK (package sdk/client) to a Blanket server over
+// several reporting periods, and checks the server's private per-period
+// estimates against the known ground truth.
 //
-// Each simulated instance is its own client.Provider: it verifies the plan
-// (fetched once, by the first instance), records one value of each metric (a Zipf-distributed
-// screen for the categorical metric, a favourite feature for the RAPPOR
-// metric, bytes synced for the summed metric), seals and uploads them, and
-// shuts down. Instances share what a real process would not need to repeat
-// (one RandomizerCache and one http.Client) and keep their outbox in memory
-// (client.MemoryOutbox, not durable: a simulated instance never restarts).
+// Each simulated instance is its own client.Provider on its own simulated
+// clock (client.Config.Now): over the last -days days it uses the app on a
+// day with probability -active and then records each metric one to
+// -records times (a screen for the categorical metric, a favourite feature
+// for the RAPPOR metric, bytes synced for the summed metric; the ground
+// truth trends from day to day). The SDK sends one report per metric and
+// day: the day's last category, or the day's clamped total, sealed once the
+// day has closed. Instances share what a real process would not need to
+// repeat (one RandomizerCache and one http.Client) and keep their outbox in
+// memory (client.MemoryOutbox, not durable: a simulated instance never
+// restarts).
 //
-// The shuffler releases a metric's reports only in batches of at least
-// n_min, so up to n_min-1 reports can wait in its pool after the fleet is
-// done. The fleet then tops the metric up with just enough fresh instances
-// to release that last batch; every report sent is then estimated, and the
-// ground truth is exact.
+// The shuffler releases a pool (a metric's reports of one day) only in
+// batches of at least n_min, so up to n_min-1 reports can wait in it after
+// the fleet is done. The fleet then tops the day up with just enough fresh
+// instances to release that last batch; every report sent is then
+// estimated, and the ground truth is exact.
 //
-//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 &
+//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 --period-grace 192h &
 //	go run ./examples/fleet -endpoint http://127.0.0.1:8080 -n 100000
 //
-// It prints every estimate next to the truth with its confidence interval
-// and the central (eps, delta) the collector records for it, and the mean
-// absolute error of the categorical estimates at the plan's eps0 against the
-// error at the smaller eps0 the generic clone bound would allow for the same
-// target. It exits 1 when a metric is missing or an estimate is off by more
-// than chance allows (see check), 2 on bad flags.
+// It prints per day each metric's estimate of its trending category (or
+// sum) next to the truth, with the confidence interval and the central
+// (eps, delta) of the day's weakest batch, checks every estimate of every
+// day, prints the per-user guarantee over the plan's horizon the collector
+// computes, and the mean absolute error of the last day's categorical
+// estimates at the plan's eps0 against the error at the smaller eps0 the
+// generic clone bound would allow for the same target. It exits 1 when a
+// metric is missing or an estimate is off by more than chance allows (see
+// check), 2 on bad flags.
 package main
 
 import (
@@ -47,8 +55,11 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 150*time.Second, "give up after this long")
 	flag.Float64Var(&cfg.maxEps0, "max-eps0", 8, "the simulated app's local ceiling on eps0")
 	flag.DurationVar(&cfg.wait, "wait", 0, "wait up to this long for the server to serve its plan (it calibrates at start)")
+	flag.IntVar(&cfg.days, "days", 7, "simulated reporting periods (the plan's period), ending where the current one starts (the server's --period-grace must cover them)")
+	flag.Float64Var(&cfg.active, "active", 0.15, "chance that an instance uses the app on a given day")
+	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
 	flag.Parse()
-	if flag.NArg() != 0 || cfg.n < 1 || cfg.workers < 1 || !(cfg.zipfS > 1) {
+	if flag.NArg() != 0 || cfg.n < 1 || cfg.workers < 1 || !(cfg.zipfS > 1) || cfg.days < 1 || !(cfg.active > 0 && cfg.active <= 1) || cfg.records < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}

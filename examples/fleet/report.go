@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
@@ -14,9 +16,10 @@ import (
 const falseFailure = 1e-6
 
 // zFail is the |z| beyond which one estimate fails the run: the two-sided
-// normal tail P(|Z| > 5) = 5.7e-7, so over the fleet's ~35 estimated
-// quantities a correct run fails with probability about 2e-5.
-const zFail = 5
+// normal tail P(|Z| > 5.5) = 3.8e-8, so over the fleet's ~250 estimated
+// quantities (7 days of 34) a correct run fails with probability about
+// 1e-5.
+const zFail = 5.5
 
 // item is one estimate next to its truth.
 type item struct {
@@ -36,97 +39,162 @@ func (it item) z() float64 {
 	return (it.value - it.truth) / math.Sqrt(it.variance)
 }
 
-// report prints every metric's estimates next to the truth and the error
-// comparison; ok is false when an estimate fails check.
+// report prints, per metric and day, the estimates next to the truth and
+// the period's guarantee, checks every estimate of every day, prints the
+// guarantee over the horizon and the error comparison; ok is false when an
+// estimate fails check or a guarantee is missing.
 func (f *fleet) report(ctx context.Context) (ok bool, err error) {
 	ok = true
-	var zipfItems []item
+	var lastZipf []item
+	var horizonShown bool
 	for r, m := range f.metrics {
-		d, err := f.detail(ctx, m.Name)
+		d, err := f.detail(ctx, m.Name, true)
 		if err != nil {
 			return false, err
 		}
-		idx := -1
-		for i := range d.Epochs {
-			if d.Epochs[i].Current {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return false, fmt.Errorf("metric %q: the collector has no estimate", m.Name)
-		}
-		e := d.Epochs[idx]
-		if e.EstimateError != "" || len(e.Estimates) == 0 {
-			return false, fmt.Errorf("metric %q: %w: %s", m.Name, errNoEstimate, e.EstimateError)
-		}
-		t := f.truth[r]
+		days := d.byDay(f.first, f.period, f.cfg.days)
 		fmt.Fprintln(f.out)
-		switch r {
-		case roleSum:
-			fmt.Fprintf(f.out, "%s (%s, values in [%g, %g], eps0 = %.4f): n = %d in %d batches\n", m.Name, m.Plugin, m.Lo, m.Hi, e.Eps0, e.N, e.Batches)
-		default:
-			fmt.Fprintf(f.out, "%s (%s, %d categories, eps0 = %.4f): n = %d in %d batches\n", m.Name, m.Plugin, len(t.labels), e.Eps0, e.N, e.Batches)
-		}
-		if g := e.Guarantee; g != nil {
-			if f.plan.Pooled() {
-				fmt.Fprintf(f.out, "  central guarantee of its weakest batch (%d %s messages, %d of this metric): (eps, delta) = (%.4g, %.3g)\n", g.Messages, f.plan.Travel, g.N, g.Eps, g.Delta)
-			} else {
-				fmt.Fprintf(f.out, "  central guarantee of its smallest batch (n = %d): (eps, delta) = (%.4g, %.3g)\n", g.N, g.Eps, g.Delta)
-			}
+		if r == roleSum {
+			fmt.Fprintf(f.out, "%s (%s, values in [%g, %g] per user and day, eps0 = %.4f), per day:\n", m.Name, m.Plugin, m.Lo, m.Hi, m.Eps0)
+			fmt.Fprintf(f.out, "  %-10s %7s %8s %16s %16s  %-36s %6s\n", "day", "n", "eps", "truth (sum)", "estimate", "confidence interval", "z")
 		} else {
-			fmt.Fprintln(f.out, "  central guarantee: unknown")
-			ok = false
+			trend := f.trending(r)
+			fmt.Fprintf(f.out, "%s (%s, %d categories, eps0 = %.4f), per day; the trending category %q shown, all checked:\n", m.Name, m.Plugin, len(m.Categories), m.Eps0, trend)
+			fmt.Fprintf(f.out, "  %-10s %7s %8s %16s %16s  %-36s %6s\n", "day", "n", "eps", "truth", "estimate", "confidence interval", "z")
 		}
-		var items []item
-		for _, es := range e.Estimates {
-			it := item{label: es.Label, value: es.Value, variance: es.Variance, lo: es.Lo, hi: es.Hi}
-			switch {
-			case r == roleSum && es.Label == "sum":
-				it.truth = t.sum
-			case r == roleSum && es.Label == "mean":
-				it.truth = t.sum / float64(t.n)
-			case r == roleSum:
+		var all []item
+		conf := 0.0
+		for day, p := range days {
+			label := f.first.Add(time.Duration(day) * f.period).Format(time.DateOnly)
+			t := f.truth[r][day]
+			if p == nil {
+				if t.n > 0 {
+					return false, fmt.Errorf("metric %q, day %s: no estimate of %d reports", m.Name, label, t.n)
+				}
 				continue
-			default:
-				i, found := t.index[es.Label]
-				if found {
-					it.truth = t.counts[i]
-				} // an "other" bucket holds no simulated value: truth 0
 			}
-			items = append(items, it)
+			if p.EstimateError != "" || len(p.Estimates) == 0 {
+				return false, fmt.Errorf("metric %q, day %s: %w: %s", m.Name, label, errNoEstimate, p.EstimateError)
+			}
+			conf = p.Confidence
+			eps := "unknown"
+			if g := p.Guarantee; g != nil {
+				eps = fmt.Sprintf("%.4f", g.Eps)
+			} else {
+				ok = false
+			}
+			items := f.items(r, p, t)
+			all = append(all, items...)
+			var shown item
+			for _, it := range items {
+				if (r == roleSum && it.label == "sum") || (r != roleSum && it.label == f.trending(r)) {
+					shown = it
+				}
+			}
+			fmt.Fprintf(f.out, "  %-10s %7d %8s %16s %16s  [%15s, %15s] %6.2f\n", label, p.N, eps, num(shown.truth), num(shown.value), num(shown.lo), num(shown.hi), shown.z())
+			if r == roleZipf {
+				lastZipf = items
+			}
 		}
-		if !f.printItems(items, e.Confidence) {
+		if !f.check(all, conf) {
 			ok = false
 		}
-		if r == roleZipf {
-			zipfItems = items
+		if !horizonShown && d.Horizon != nil {
+			horizonShown = true
+			if !f.printHorizon(d) {
+				ok = false
+			}
 		}
 	}
-	if err := f.compare(ctx, zipfItems); err != nil {
+	if !horizonShown {
+		fmt.Fprintln(f.out, "\nguarantee over the horizon: not reported by the collector")
+		ok = false
+	}
+	if err := f.compare(ctx, lastZipf); err != nil {
 		return false, err
 	}
 	return ok, nil
 }
 
-// printItems prints a table of estimates and checks them: every |z| must
-// be at most zFail, and the number of truths outside their confidence
+// trending returns the category whose share the population grows (see
+// population).
+func (f *fleet) trending(r int) string {
+	cats := f.metrics[r].Categories
+	if r == roleFeature {
+		return cats[len(cats)-1]
+	}
+	return cats[min(1, len(cats)-1)]
+}
+
+// items pairs a period's estimates with the day's truth t.
+func (f *fleet) items(r int, p *periodDetail, t *truth) []item {
+	var items []item
+	for _, es := range p.Estimates {
+		it := item{label: es.Label, value: es.Value, variance: es.Variance, lo: es.Lo, hi: es.Hi}
+		switch {
+		case r == roleSum && es.Label == "sum":
+			it.truth = t.sum
+		case r == roleSum && es.Label == "mean":
+			it.truth = t.sum / float64(t.n)
+		case r == roleSum:
+			continue
+		default:
+			if i, found := t.index[es.Label]; found {
+				it.truth = t.counts[i]
+			} // an "other" bucket holds no simulated value: truth 0
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// shortDuration drops a Go duration's zero minutes and seconds ("24h").
+func shortDuration(d string) string {
+	if strings.HasSuffix(d, "m0s") {
+		d = d[:len(d)-2]
+	}
+	if strings.HasSuffix(d, "h0m") {
+		d = d[:len(d)-2]
+	}
+	return d
+}
+
+// printHorizon prints the collector's guarantee over the plan's horizon;
+// it reports false when the guarantee is missing or above the target
+// (the plan was calibrated for batches of n_min, every batch is larger).
+func (f *fleet) printHorizon(d *metricDetail) bool {
+	h := d.Horizon
+	over := fmt.Sprintf("any %d consecutive periods of %s", h.Periods, shortDuration(h.Period))
+	if h.Periods == 1 {
+		over = "one period of " + shortDuration(h.Period)
+	}
+	fmt.Fprintf(f.out, "\nguarantee per user over the horizon (%s, every metric):", over)
+	if h.Eps == nil {
+		fmt.Fprintf(f.out, " unknown (%s)\n", h.Note)
+		return f.plan.Travel == "parallel"
+	}
+	win := ""
+	if h.Window != nil {
+		win = fmt.Sprintf(", weakest window from %s, %d reports of a user", h.Window.Start.Format(time.DateOnly), h.Reports)
+	}
+	fmt.Fprintf(f.out, " (eps, delta) = (%.4g, %.3g)%s; the plan's target is (%g, %g)\n", *h.Eps, h.Delta, win, h.TargetEps, h.TargetDelta)
+	return *h.Eps <= h.TargetEps
+}
+
+// check checks items (every estimate of every day of a metric): every |z|
+// must be at most zFail, and the number of truths outside their confidence
 // intervals at most what chance allows at falseFailure (a binomial tail,
-// treating the items' misses as independent).
-func (f *fleet) printItems(items []item, conf float64) bool {
+// treating the items' misses as independent). It prints one line.
+func (f *fleet) check(items []item, conf float64) bool {
 	if conf == 0 {
 		conf = 0.95
 	}
-	fmt.Fprintf(f.out, "  %-16s %14s %14s  %-32s %7s\n", "", "truth", "estimate", fmt.Sprintf("%g%% confidence interval", 100*conf), "z")
 	outside, worst := 0, 0.0
 	for _, it := range items {
-		mark := ""
 		if it.truth < it.lo || it.truth > it.hi {
 			outside++
-			mark = "  *"
 		}
-		z := it.z()
-		worst = math.Max(worst, math.Abs(z))
-		fmt.Fprintf(f.out, "  %-16s %14s %14s  [%14s, %14s] %7.2f%s\n", it.label, num(it.truth), num(it.value), num(it.lo), num(it.hi), z, mark)
+		worst = math.Max(worst, math.Abs(it.z()))
 	}
 	allowed := binomialAllowance(len(items), 1-conf, falseFailure)
 	verdict := "ok"
@@ -134,7 +202,8 @@ func (f *fleet) printItems(items []item, conf float64) bool {
 	if !good {
 		verdict = "OFF"
 	}
-	fmt.Fprintf(f.out, "  truth outside the interval: %d of %d (up to %d expected by chance); largest |z| = %.2f (limit %d): %s\n", outside, len(items), allowed, worst, zFail, verdict)
+	fmt.Fprintf(f.out, "  all %d estimates of all days: truth outside the %g%% interval %d times (up to %d expected by chance); largest |z| = %.2f (limit %g): %s\n",
+		len(items), 100*conf, outside, allowed, worst, zFail, verdict)
 	return good
 }
 
@@ -176,7 +245,7 @@ func num(v float64) string {
 // sampling noise of roughly 1/sqrt(2k) relative for k categories.
 func (f *fleet) compare(ctx context.Context, served []item) error {
 	m := f.metrics[roleZipf]
-	t := f.truth[roleZipf]
+	t := f.truth[roleZipf][f.cfg.days-1] // the last day's
 	ws := f.plan.Weights()
 	w := ws[f.plan.MetricIndex(m.Name)] // the metric's normalised weight
 	// The same target under the generic clone bound, and with local DP
@@ -184,8 +253,9 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	// joint travel gives it its share of the total local budget; parallel
 	// travel gives every metric the whole budget.
 	share := f.plan.Target.Eps * w
+	H := f.plan.HorizonPeriods()
 	var genEps0 float64
-	genName := "generic clone bound, same (eps, delta, n_min)"
+	genName := fmt.Sprintf("generic clone bound composed over %d periods, same (eps, delta, n_min)", H)
 	switch f.plan.Travel {
 	case "joint", "parallel":
 		k := len(f.plan.Metrics)
@@ -199,7 +269,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		} else {
 			share = f.plan.Target.Eps
 		}
-		gen, err := accountant.Calibrate(mech, accountant.Target{Eps: f.plan.Target.Eps, Delta: f.plan.Target.Delta, N: f.plan.NMin})
+		gen, err := accountant.Calibrate(mech, accountant.Target{Eps: f.plan.Target.Eps, Delta: f.plan.Target.Delta, N: f.plan.NMin, Rounds: H})
 		if err != nil {
 			return fmt.Errorf("generic calibration: %w", err)
 		}
@@ -210,8 +280,8 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	default:
 		// The plan composes the metrics' reports; the baseline is the
 		// generic clone bound with today's linear split of the target.
-		genName = "generic clone bound, linear split of (eps, delta)"
-		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin})
+		genName = fmt.Sprintf("generic clone bound composed over %d periods, linear split of (eps, delta)", H)
+		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin, Rounds: H})
 		if err != nil {
 			return fmt.Errorf("generic calibration: %w", err)
 		}
@@ -237,7 +307,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		eps0 float64
 	}{
 		{genName, genEps0},
-		{"local DP alone, no shuffling", share},
+		{fmt.Sprintf("local DP alone, no shuffling, basic composition over %d periods", H), share / float64(H)},
 	} {
 		items, err := simulateEstimate(ctx, r, c.eps0, values, t)
 		if err != nil {
@@ -249,8 +319,8 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 			items []item
 		}{c.name + ", in process", c.eps0, items})
 	}
-	fmt.Fprintf(f.out, "\nmean absolute error of the %s counts (%d categories, n = %d), plan target (eps, delta) = (%.4g, %.3g) per user at n_min = %d, the baselines' share for this metric eps = %.4g, delta = %.3g:\n",
-		m.Name, len(t.labels), t.n, f.plan.Target.Eps, f.plan.Target.Delta, f.plan.NMin, share, m.Delta)
+	fmt.Fprintf(f.out, "\nmean absolute error of the %s counts of the last day (%d categories, n = %d), plan target (eps, delta) = (%.4g, %.3g) per user over %d periods at n_min = %d, the baselines' share for this metric eps = %.4g, delta = %.3g:\n",
+		m.Name, len(t.labels), t.n, f.plan.Target.Eps, f.plan.Target.Delta, H, f.plan.NMin, share, m.Delta)
 	var expected []float64
 	for _, row := range rows {
 		mae, exp := mae(row.items)
