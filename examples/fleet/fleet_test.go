@@ -130,6 +130,10 @@ func TestFleetPooled(t *testing.T) {
 			}
 			p := loadPlan(t, nMin)
 			p.Travel = travel
+			// One period's horizon: the collector calibrates the pooled
+			// mechanism in a second instead of composing 30 periods (the
+			// horizon calibration is TestFleet's and sdk/plan's).
+			p.Horizon = 1
 			url := startServer(t, p)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
