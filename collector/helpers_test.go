@@ -117,6 +117,12 @@ func truth(values []string) map[string]int {
 // seals each report to pub with the metric's binding.
 func sealKRR(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, values []string, seed uint64) [][]byte {
 	t.Helper()
+	return sealKRRIn(t, p, metric, pub, values, seed, report.Period{})
+}
+
+// sealKRRIn is sealKRR for reports of period.
+func sealKRRIn(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, values []string, seed uint64, period report.Period) [][]byte {
+	t.Helper()
 	m := p.Metric(metric)
 	r, err := krr.New(krr.Options{Categories: m.Categories, Other: m.Other, Rand: rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})})
 	if err != nil {
@@ -127,6 +133,7 @@ func sealKRR(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, v
 		t.Fatal(err)
 	}
 	b := p.Binding(m.Name)
+	b.Period = period
 	out := make([][]byte, len(reps))
 	for i, rep := range reps {
 		if out[i], err = report.Seal(pub, b, rep); err != nil {

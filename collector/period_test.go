@@ -4,16 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -22,29 +19,6 @@ func day(i int) report.Period {
 	const d = 86400
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Unix() + int64(i)*d
 	return report.Period{Start: start, Length: d}
-}
-
-// sealKRRPeriod is sealKRR for reports of period.
-func sealKRRPeriod(t testing.TB, p *plan.Plan, pub *report.PublicKey, values []string, seed uint64, period report.Period) [][]byte {
-	t.Helper()
-	m := p.Metric(metric)
-	r, err := krr.New(krr.Options{Categories: m.Categories, Other: m.Other, Rand: rand.NewChaCha8([32]byte{byte(seed), 7})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reps, err := r.Randomize(context.Background(), m.Eps0, sdk.Inputs{Categories: values})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := p.Binding(m.Name)
-	b.Period = period
-	out := make([][]byte, len(reps))
-	for i, rep := range reps {
-		if out[i], err = report.Seal(pub, b, rep); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
 }
 
 // TestCollectorPeriods: batches of different periods are estimated apart,
@@ -67,18 +41,18 @@ func TestCollectorPeriods(t *testing.T) {
 		}
 		return res
 	}
-	if res := post(key(day(0)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(300, 1), 1, day(0))); res.N != 300 || res.Period == nil || !res.Period.Start.Equal(time.Unix(day(0).Start, 0)) {
+	if res := post(key(day(0)), sealKRRIn(t, f.c.Plan(), metric, pub, krrValues(300, 1), 1, day(0))); res.N != 300 || res.Period == nil || !res.Period.Start.Equal(time.Unix(day(0).Start, 0)) {
 		t.Fatalf("day 0: %+v", res)
 	}
-	post(key(day(1)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(200, 2), 2, day(1)))
-	post(key(day(1)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(150, 3), 3, day(1)))
+	post(key(day(1)), sealKRRIn(t, f.c.Plan(), metric, pub, krrValues(200, 2), 2, day(1)))
+	post(key(day(1)), sealKRRIn(t, f.c.Plan(), metric, pub, krrValues(150, 3), 3, day(1)))
 	// Day 0's reports replayed in a batch of day 2: none opens.
-	if res := post(key(day(2)), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(120, 4), 4, day(0))); res.N != 0 || res.Malformed != 120 {
+	if res := post(key(day(2)), sealKRRIn(t, f.c.Plan(), metric, pub, krrValues(120, 4), 4, day(0))); res.N != 0 || res.Malformed != 120 {
 		t.Fatalf("replayed into another period: %+v", res)
 	}
 	// A period of another length than the plan's 24h.
 	hour := report.Period{Start: day(3).Start, Length: 3600}
-	if code, _ := f.postBatch(t, batchBody(key(hour), sealKRRPeriod(t, f.c.Plan(), pub, krrValues(100, 5), 5, hour))); code != http.StatusUnprocessableEntity {
+	if code, _ := f.postBatch(t, batchBody(key(hour), sealKRRIn(t, f.c.Plan(), metric, pub, krrValues(100, 5), 5, hour))); code != http.StatusUnprocessableEntity {
 		t.Errorf("an hour-long period: status %d, want %d", code, http.StatusUnprocessableEntity)
 	}
 	if code, _ := f.postBatch(t, batchBody(metric+"#"+ep+"#1+0", fakeSealed(100))); code != http.StatusBadRequest {
@@ -189,7 +163,7 @@ func TestCollectorMigratesPeriods(t *testing.T) {
 	t.Cleanup(func() { f.c.Close() })
 	f.install()
 	f.srv = newServer(t, f.swap)
-	code, res := f.postBatch(t, batchBody(report.PeriodPoolKey(metric, ep, day(0)), sealKRRPeriod(t, published, pub, krrValues(100, 1), 1, day(0))))
+	code, res := f.postBatch(t, batchBody(report.PeriodPoolKey(metric, ep, day(0)), sealKRRIn(t, published, metric, pub, krrValues(100, 1), 1, day(0))))
 	if code != http.StatusOK || res.N != 100 {
 		t.Fatalf("batch after the migration: %d %+v", code, res)
 	}
