@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,8 +26,14 @@ import (
 // at its smallest batch; and to keep the composition fast, every period of
 // a pool in the window counts at the pool's smallest batch of the window,
 // rounded down to two significant digits. Both only lower n, which is
-// sound: the accountant's single-report bound is non-increasing in n (more
-// users, more blanket). The guarantee stated is the
+// sound: the true single-report profile does not grow with n (a batch with
+// one more randomized report, reshuffled, is a post-processing of the
+// smaller one), and the accountant's bound at the smaller n is an upper
+// bound of the true profile there.
+//
+// Reports stored without a period (from an SDK before periods) were not
+// held to one per period and cannot be placed in a window: when any is
+// stored the guarantee is stated as unknown. The guarantee stated is the
 // largest eps, at the plan's target delta, over every window of Horizon
 // consecutive periods with data (the weakest window), from the accountant's
 // composition (accountant.NewComposition, an upper bound).
@@ -106,6 +113,16 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		h.Note = "not computed for parallel travel: its batches' mechanisms depend on their mix of metrics"
 		return h, nil
 	}
+	legacy, err := c.st.unperiodedReports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if legacy > 0 {
+		// Their senders were not held to one report per period, and when
+		// they were sent is not stored: no window can account for them.
+		h.Note = fmt.Sprintf("unknown: %d stored reports carry no reporting period (sealed by an SDK from before periods), so no window can account for them", legacy)
+		return h, nil
+	}
 	rowsByMetric, err := c.st.periodParts(ctx)
 	if err != nil {
 		return nil, err
@@ -136,18 +153,23 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	window := time.Duration(h.Periods) * p.PeriodLength()
+	// Windows in Unix seconds (H <= MaxRounds periods of at most a year:
+	// below 2^45, no overflow), one starting at each period with data: any
+	// window is dominated by the one starting at its first period with
+	// data. A period is in a window when it overlaps it (an earlier epoch
+	// may have longer periods).
+	window := int64(h.Periods) * int64(p.PeriodLength()/time.Second)
 	var worst float64
 	found := false
 	for i := range parts {
 		if i > 0 && parts[i].period.Start == parts[i-1].period.Start {
 			continue // the same window
 		}
-		start := time.Unix(parts[i].period.Start, 0)
-		end := start.Add(window)
+		start := parts[i].period.Start
+		end := start + window
 		var in []horizonPart
 		for _, q := range parts {
-			if t := time.Unix(q.period.Start, 0); !t.Before(start) && t.Before(end) {
+			if q.period.Start < end && q.period.End() > start {
 				in = append(in, q)
 			}
 		}
@@ -161,7 +183,7 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		}
 		if !found || eps > worst {
 			worst, found = eps, true
-			h.Window = &PeriodSpan{Start: start.UTC(), End: end.UTC()}
+			h.Window = &PeriodSpan{Start: time.Unix(start, 0).UTC(), End: time.Unix(min(end, maxJSONTime), 0).UTC()}
 			h.Reports = len(in)
 		}
 	}
@@ -169,6 +191,10 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	h.Note = "every user's reports of every metric in the weakest window of the horizon, each metric's at its smallest batch in the window (an upper bound)"
 	return h, nil
 }
+
+// maxJSONTime is the last Unix second of year 9999, the largest time
+// encoding/json writes.
+const maxJSONTime = 253402300799
 
 // errNoMechanism reports a part whose plan or mechanism is unavailable.
 var errNoMechanism = errors.New("collector: horizon guarantee unknown")
@@ -265,8 +291,11 @@ func roundDown2(n int64) int64 {
 func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// With pooled travel every metric of a batch has a row (with the same
 	// messages): the caller merges them into the pool's one part.
+	// A batch with no valid report (n = 0) or no fully valid message
+	// (messages = 0: every message of a pooled batch had a part the plugin
+	// refused) holds no honest user's report.
 	rows, err := st.db.r.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(messages) FROM batches
-		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+		WHERE period_len > 0 AND n > 0 AND messages > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +309,14 @@ func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
 		out = append(out, q)
 	}
 	return out, rows.Err()
+}
+
+// unperiodedReports returns the number of valid reports stored without a
+// reporting period.
+func (st *store) unperiodedReports(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	err := st.db.r.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
+	return n.Int64, err
 }
 
 // timeFilter parses ?from= and ?to= (RFC 3339; either may be absent).

@@ -133,6 +133,10 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 		return res, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
 	res.Period = newPeriodSpan(period)
+	if tag == "" && !period.IsZero() {
+		c.c.refused.Add(1)
+		return res, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)
+	}
 	var epochs []*epochState
 	if tag != "" {
 		e, err := c.epochByID(ctx, tag)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,20 @@ func TestCollectorPeriods(t *testing.T) {
 	if *h.Eps != want.Upper || h.Delta != p.Target.Delta {
 		t.Errorf("horizon (%v, %v), want the composition's (%v, %v)", *h.Eps, h.Delta, want.Upper, p.Target.Delta)
 	}
+	// A stored batch with valid reports but no fully valid message (a
+	// pooled batch whose every message had a refused part) holds no honest
+	// user's report: the horizon ignores it instead of failing.
+	if _, err := f.c.st.db.w.Exec(`INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, 5, 0, 0, ?, ?)`,
+		[]byte("0123456789abcdef"), metric, ep, day(5).Start, day(5).Length); err != nil {
+		t.Fatal(err)
+	}
+	if d2 := f.metric(t, metric); d2.Horizon == nil || d2.Horizon.Eps == nil || *d2.Horizon.Eps != *h.Eps {
+		t.Errorf("horizon with a batch of no valid message: %+v", d2.Horizon)
+	}
+	// A period tag needs an epoch tag.
+	if code, _ := f.postBatch(t, batchBody(metric+"##"+day(4).String(), fakeSealed(100))); code != http.StatusUnprocessableEntity {
+		t.Errorf("a period without an epoch: status %d, want 422", code)
+	}
 	// One period alone is weaker than none and stronger than both.
 	one, err := accountant.Epsilon(mech, eps0, 150, p.Target.Delta)
 	if err != nil {
@@ -168,6 +183,9 @@ func TestCollectorMigratesPeriods(t *testing.T) {
 		t.Fatalf("batch after the migration: %d %+v", code, res)
 	}
 	d := f.metric(t, metric)
+	if h := d.Horizon; h == nil || h.Eps != nil || !strings.Contains(h.Note, "no reporting period") {
+		t.Errorf("horizon with reports from before periods: %+v; want unknown", h)
+	}
 	if len(d.Periods) != 2 || d.Periods[0].Start != nil || d.Periods[0].N != 100 || len(d.Periods[0].BatchList) != 1 ||
 		d.Periods[1].Start == nil || d.Periods[1].N != 100 {
 		b, _ := json.Marshal(d.Periods)

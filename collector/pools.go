@@ -32,6 +32,8 @@ func (s *Shuffler) accepts(key string) error {
 		return fmt.Errorf("%q: malformed epoch %q", key, epoch)
 	case period.IsZero():
 		return nil
+	case epoch == "":
+		return fmt.Errorf("%q: a period tag without an epoch tag", key)
 	}
 	now := s.o.Now().Unix()
 	switch {

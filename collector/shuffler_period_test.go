@@ -48,6 +48,10 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 	if res := upload(envs); res.Accepted != 310 || res.Rejected != 0 {
 		t.Fatalf("upload: %+v", res)
 	}
+	// A period without an epoch tag.
+	if res := upload(envelopes(metric+"##"+day(2).String(), sealed[:1])); res.Rejected != 1 || !strings.Contains(res.Errors[0].Error, "without an epoch") {
+		t.Fatalf("a period without an epoch: %+v", res)
+	}
 	// Ended 49 h ago (past the grace), and three days ahead.
 	res := upload(append(envelopes(key(day(-1)), sealed[310:320]), envelopes(key(day(5)), sealed[320:330])...))
 	if res.Accepted != 0 || res.Rejected != 20 || len(res.Errors) < 11 ||
