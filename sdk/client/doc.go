@@ -72,7 +72,8 @@
 // does not open in another period), and commits the envelope, tagged with
 // its pool, the plan's epoch and the period (report.PeriodPoolKey), in one
 // transaction with removing the staged values, charging the ledger and
-// marking the period closed. A period once closed never reopens: a Record
+// marking the period closed, for its pool and for every metric the
+// envelope carries. A period once closed never reopens: a Record
 // into it is dropped and counted (Stats.Late), so that neither a clock
 // going back nor a second process on the outbox sends a second report for
 // it. A period is closed only by closing it: after the clock went back, a
@@ -141,9 +142,10 @@
 // lost or counted twice. Uploads retry with exponential backoff and jitter,
 // and honour Retry-After on 429 and 503. An outbox file written by an
 // earlier version is migrated when opened: it keeps its pending reports
-// and its ledger (per UTC day, as 24 h periods); the joint and parallel
-// rounds the version before periods had staged (randomized, never sent, so
-// nothing was spent on them) are dropped.
+// and its ledger (per UTC day, as 24 h periods, each day with a report
+// closed for its metric, so that it sends no second one); the joint and
+// parallel rounds the version before periods had staged (randomized,
+// never sent, so nothing was spent on them) are dropped.
 //
 // # The ledger
 //

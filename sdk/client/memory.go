@@ -77,8 +77,8 @@ func (o *MemoryOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 	if err := o.check(ctx); err != nil {
 		return Value{}, err
 	}
-	if o.closed[periodKey{v.Pool, v.Period}] {
-		return Value{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, v.Pool, v.Period)
+	if o.closed[periodKey{v.Pool, v.Period}] || o.closed[periodKey{v.Metric, v.Period}] {
+		return Value{}, fmt.Errorf("%w: %s (%s) in period %s", ErrPeriodClosed, v.Metric, v.Pool, v.Period)
 	}
 	k := memValueKey{v.Metric, v.Plan, v.Period}
 	cur, ok := o.values[k]
@@ -113,8 +113,8 @@ func (o *MemoryOutbox) Draw(ctx context.Context, d Draw) (Draw, error) {
 	if err := o.check(ctx); err != nil {
 		return Draw{}, err
 	}
-	if o.closed[periodKey{d.Pool, d.Period}] {
-		return Draw{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, d.Pool, d.Period)
+	if o.closed[periodKey{d.Pool, d.Period}] || o.closed[periodKey{d.Metric, d.Period}] {
+		return Draw{}, fmt.Errorf("%w: %s (%s) in period %s", ErrPeriodClosed, d.Metric, d.Pool, d.Period)
 	}
 	k := memDrawKey{d.Plan, d.Period}
 	if cur, ok := o.draws[k]; ok {
@@ -148,8 +148,10 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 	}
 	pk := periodKey{c.Pool, c.Period}
 	if c.Envelope != nil {
-		if o.closed[pk] {
-			return fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, c.Pool, c.Period)
+		for _, n := range closedNames(c) {
+			if o.closed[periodKey{n, c.Period}] {
+				return fmt.Errorf("%w: %s or a metric it carries in period %s", ErrPeriodClosed, c.Pool, c.Period)
+			}
 		}
 		if _, dup := o.ids[c.Envelope.ID]; dup {
 			return fmt.Errorf("client: memory outbox: report id %s already stored", c.Envelope.ID)
@@ -194,14 +196,16 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		return nil
 	}
 	for _, ch := range c.Charges {
+		o.closed[periodKey{ch.Metric, c.Period}] = true
 		k := memLedgerKey{c.Period, ch.Metric}
 		l := o.ledger[k]
 		if l == nil {
 			start := time.Unix(c.Period.Start, 0).UTC()
-			l = &LedgerEntry{Start: start, End: time.Unix(c.Period.End(), 0).UTC(), Metric: ch.Metric}
+			l = &LedgerEntry{Start: start, End: time.Unix(c.Period.End(), 0).UTC(), Metric: ch.Metric, Epoch: c.Epoch}
 			o.ledger[k] = l
+		} else if l.Epoch != "" {
+			l.Epoch = c.Epoch
 		}
-		l.Epoch = c.Epoch
 		if c.Local {
 			l.LocalReports++
 		} else {

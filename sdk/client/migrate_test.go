@@ -80,7 +80,9 @@ func TestOutboxMigration(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := db.ExecContext(ctx, "INSERT INTO ledger (day, metric, reports, eps0, local_reports) VALUES ('2026-02-27', 'app/screen', 2, 4, 0)"); err != nil {
+			// The old SDK also reported app/bytes on the day of t0.
+			if _, err := db.ExecContext(ctx, `INSERT INTO ledger (day, metric, reports, eps0, local_reports) VALUES
+				('2026-02-27', 'app/screen', 2, 4, 0), ('2026-03-01', 'app/bytes', 1, 2, 0)`); err != nil {
 				t.Fatal(err)
 			}
 			if name == "v2" {
@@ -99,9 +101,11 @@ func TestOutboxMigration(t *testing.T) {
 				t.Fatalf("pending after the migration: %+v, %v; want the 2 envelopes in order", pending, err)
 			}
 			d := time.Date(2026, 2, 27, 0, 0, 0, 0, time.UTC)
+			d0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+			bytesDay := client.LedgerEntry{Start: d0, End: d0.Add(day), Metric: "app/bytes", Reports: 1, Eps0: 2}
 			l, err := o.Ledger(ctx)
-			if err != nil || len(l) != 1 || l[0] != (client.LedgerEntry{Start: d, End: d.Add(day), Metric: "app/screen", Reports: 2, Eps0: 4}) {
-				t.Fatalf("ledger after the migration: %+v, %v; want the day as a 24 h period", l, err)
+			if err != nil || len(l) != 2 || l[0] != (client.LedgerEntry{Start: d, End: d.Add(day), Metric: "app/screen", Reports: 2, Eps0: 4}) || l[1] != bytesDay {
+				t.Fatalf("ledger after the migration: %+v, %v; want the days as 24 h periods", l, err)
 			}
 			if vs, err := o.Staged(ctx); err != nil || len(vs) != 0 {
 				t.Fatalf("staged after the migration: %+v, %v; want none", vs, err)
@@ -114,6 +118,13 @@ func TestOutboxMigration(t *testing.T) {
 			p := newProvider(t, cfg)
 			if err := p.Meter("app").Categorical("screen").Record(ctx, "home"); err != nil {
 				t.Fatal(err)
+			}
+			// app/bytes was reported on this day already: late.
+			if err := p.Meter("app").Sum("bytes").Record(ctx, 5); err != nil {
+				t.Fatal(err)
+			}
+			if st := p.Stats(); st.Late != 1 || st.Recorded != 1 {
+				t.Fatalf("stats %+v, want app/bytes late on the day the old SDK reported it", st)
 			}
 			flush(t, p)
 			if distinct, _, _ := f.counts(); distinct != 2 {
@@ -134,8 +145,8 @@ func TestOutboxMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer o.Close()
-			if l, _ := o.Ledger(ctx); len(l) != 2 {
-				t.Errorf("ledger %+v, want the migrated day and the new period", l)
+			if l, _ := o.Ledger(ctx); len(l) != 3 || l[1] != bytesDay {
+				t.Errorf("ledger %+v, want the migrated days (app/bytes unchanged) and the new period", l)
 			}
 		})
 	}

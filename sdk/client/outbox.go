@@ -25,31 +25,33 @@ type Outbox interface {
 	// v.Period) and returns the value now staged: a categorical value
 	// replaces the staged Category, a real value adds to the staged Sum
 	// (saturating at ±math.MaxFloat64, so that the total stays finite).
-	// A new or changed value gets a new Rev. When (v.Pool, v.Period) is
-	// closed (ClosePeriod), Stage stages nothing and returns an error
-	// wrapping ErrPeriodClosed.
+	// A new or changed value gets a new Rev. When v.Period is closed
+	// (ClosePeriod) for v.Pool or for v.Metric, Stage stages nothing and
+	// returns an error wrapping ErrPeriodClosed.
 	Stage(ctx context.Context, v Value) (Value, error)
 	// Staged returns the staged values ordered by period start, pool,
 	// metric and plan.
 	Staged(ctx context.Context) ([]Value, error)
 	// Draw stages d unless a draw of the same Plan and Period is staged,
 	// and returns the draw now staged: the first draw of a period stands,
-	// whichever process on the outbox made it. When (d.Pool, d.Period) is
-	// closed it stages nothing and returns an error wrapping
-	// ErrPeriodClosed.
+	// whichever process on the outbox made it. When d.Period is closed
+	// for d.Pool or for d.Metric it stages nothing and returns an error
+	// wrapping ErrPeriodClosed.
 	Draw(ctx context.Context, d Draw) (Draw, error)
 	// Draws returns the staged draws ordered by period start, pool and plan.
 	Draws(ctx context.Context) ([]Draw, error)
 	// ClosePeriod closes (c.Pool, c.Period) in one atomic step: it removes
 	// the period's staged values and draws, records the period as closed
-	// (for good: Stage and Draw refuse it from then on), and, when
-	// c.Envelope is set, stores the envelope and charges c.Charges to the
-	// ledger. c.Unstage and c.Undraw must be exactly the values and draws
+	// for c.Pool (for good: Stage and Draw refuse it from then on), and,
+	// when c.Envelope is set, stores the envelope, charges c.Charges to
+	// the ledger and records the period as closed for each charged metric
+	// too (so that no other pool, under another plan's travel or another
+	// process's, reports the metric again in the period). c.Unstage and c.Undraw must be exactly the values and draws
 	// staged for (c.Pool, c.Period), each unchanged (same Rev): otherwise
 	// nothing changes and the error wraps ErrStalePeriod (another Record
 	// or process changed the period since it was read). Closing with an
-	// envelope a period already closed stores nothing and returns an error
-	// wrapping ErrPeriodClosed; closing without one is allowed (it only
+	// envelope a period already closed for c.Pool or a charged metric
+	// stores nothing and returns an error wrapping ErrPeriodClosed; closing without one is allowed (it only
 	// removes what c names). Storing an envelope id already stored is an
 	// error.
 	ClosePeriod(ctx context.Context, c PeriodClose) error
@@ -164,7 +166,18 @@ func periodDay(p report.Period) string {
 	return time.Unix(p.Start, 0).UTC().Format(time.DateOnly)
 }
 
-// periodKey identifies a reporting period of a pool.
+// closedNames returns what closing c with an envelope closes the period
+// for: its pool and every metric the envelope carries.
+func closedNames(c PeriodClose) []string {
+	names := []string{c.Pool}
+	for _, ch := range c.Charges {
+		names = append(names, ch.Metric)
+	}
+	return names
+}
+
+// periodKey identifies a reporting period of a pool (or, in the closed
+// periods, of a pool or a metric).
 type periodKey struct {
 	pool   string
 	period report.Period

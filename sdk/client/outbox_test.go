@@ -246,9 +246,17 @@ func TestOutboxStaging(t *testing.T) {
 			if _, err := o.Draw(ctx, d); !errors.Is(err, client.ErrPeriodClosed) {
 				t.Errorf("Draw in the closed period: %v, want ErrPeriodClosed", err)
 			}
-			// Other pools of the period are open; closing without an
-			// envelope drops values and charges nothing.
-			if _, err := o.Stage(ctx, client.Value{Pool: "screen", Period: p1, Metric: "screen", Plan: "d2", Kind: sdk.InputCategorical, Category: "x"}); err != nil {
+			// It is closed for the metrics the envelope carried too, in
+			// any pool (another plan's travel, another process's).
+			if _, err := o.Stage(ctx, client.Value{Pool: "screen", Period: p1, Metric: "screen", Plan: "d2", Kind: sdk.InputCategorical, Category: "x"}); !errors.Is(err, client.ErrPeriodClosed) {
+				t.Errorf("Stage of a carried metric into another pool of the period: %v, want ErrPeriodClosed", err)
+			}
+			if _, err := o.Draw(ctx, client.Draw{Pool: "@parallel", Period: p1, Plan: "d2", Metric: "bytes"}); !errors.Is(err, client.ErrPeriodClosed) {
+				t.Errorf("Draw of a carried metric in the period: %v, want ErrPeriodClosed", err)
+			}
+			// Other metrics' pools of the period are open; closing without
+			// an envelope drops values and charges nothing.
+			if _, err := o.Stage(ctx, client.Value{Pool: "feature", Period: p1, Metric: "feature", Plan: "d2", Kind: sdk.InputCategorical, Category: "x"}); err != nil {
 				t.Fatalf("Stage into another pool of the period: %v", err)
 			}
 			if err := o.ClosePeriod(ctx, client.PeriodClose{Pool: "bytes", Period: p2, Unstage: []client.Value{huge}}); err != nil {

@@ -447,3 +447,49 @@ func TestJointPeriods(t *testing.T) {
 		t.Errorf("ledger %+v, want 3 metrics in 2 periods", l)
 	}
 }
+
+// TestClosedPeriodPerMetric checks that a period closed by a joint
+// message is closed for every metric the message carried: after the plan
+// changes to separate travel and the clock goes back into that period, a
+// Record of one of those metrics is late, not sent as a second report of
+// the metric in the period. The same holds on both outboxes.
+func TestClosedPeriodPerMetric(t *testing.T) {
+	for _, name := range []string{"sqlite", "memory"} {
+		t.Run(name, func(t *testing.T) {
+			f := newPooledServer(t, "joint")
+			cfg, clk := clockConfig(f, t.TempDir())
+			cfg.PlanRefresh = -1
+			if name == "memory" {
+				cfg.Outbox = client.NewMemoryOutbox()
+			}
+			p := newProvider(t, cfg)
+			ctx := context.Background()
+			m := p.Meter("app")
+			if err := errors.Join(m.Categorical("screen").Record(ctx, "home"), m.Categorical("feature").Record(ctx, "a")); err != nil {
+				t.Fatal(err)
+			}
+			closeAndFlush(t, p, clk) // period of t0: one joint message
+			if st := p.Stats(); st.Messages != 1 {
+				t.Fatalf("stats %+v, want the joint message", st)
+			}
+			next := p.Plan()
+			next.Travel = "separate"
+			f.setPlan(next)
+			if changed, err := p.RefreshPlan(ctx); !changed || err != nil {
+				t.Fatalf("new plan: changed %v, %v", changed, err)
+			}
+			clk.Set(t0) // back into the closed period
+			if err := m.Categorical("screen").Record(ctx, "search"); err != nil {
+				t.Fatal(err)
+			}
+			closeAndFlush(t, p, clk)
+			if st := p.Stats(); st.Late != 1 || st.Messages != 1 {
+				t.Errorf("stats %+v, want the Record late and no second message", st)
+			}
+			period := next.ReportPeriod(t0)
+			if k := report.PeriodPoolKey("app/screen", next.Epoch(), period); f.keyCounts()[k] != 0 {
+				t.Errorf("pool keys %v: app/screen reported again in the period of the joint message", f.keyCounts())
+			}
+		})
+	}
+}

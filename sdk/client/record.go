@@ -22,8 +22,9 @@ import (
 //
 // Before staging, a Record closes the periods that have ended, so that a
 // Record in a new period seals the last one. A Record whose period is
-// already closed for its pool is dropped (Stats.Late): the clock went
-// back, or another process on the outbox closed it first. A period is
+// already closed for its pool, or for its metric (a report of it went out
+// in the period, in whatever pool), is dropped (Stats.Late): the clock
+// went back, or another process on the outbox closed it first. A period is
 // closed for a pool only by closing it, never because a later period was
 // staged: a Record of a period earlier than one already staged (the clock
 // went back) is staged for its own period if that period is not closed,

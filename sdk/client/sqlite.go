@@ -65,10 +65,15 @@ func (o *SQLiteOutbox) errf(format string, args ...any) error {
 // Path returns the database file's path.
 func (o *SQLiteOutbox) Path() string { return o.path }
 
-// isClosed reports whether (pool, period) is closed.
-func isClosed(ctx context.Context, tx *sql.Tx, pool string, p report.Period) (bool, error) {
+// isClosed reports whether period p is closed for any of names (pools
+// and metrics; see Outbox.ClosePeriod).
+func isClosed(ctx context.Context, tx *sql.Tx, p report.Period, names ...string) (bool, error) {
+	args := []any{p.Start, p.Length}
+	for _, n := range names {
+		args = append(args, n)
+	}
 	var one int
-	err := tx.QueryRowContext(ctx, "SELECT 1 FROM closed_periods WHERE pool = ? AND start = ? AND length = ?", pool, p.Start, p.Length).Scan(&one)
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM closed_periods WHERE start = ? AND length = ? AND pool IN (?"+strings.Repeat(", ?", len(names)-1)+") LIMIT 1", args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -83,10 +88,10 @@ func (o *SQLiteOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 		return Value{}, o.errf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if closed, err := isClosed(ctx, tx, v.Pool, v.Period); err != nil {
+	if closed, err := isClosed(ctx, tx, v.Period, v.Pool, v.Metric); err != nil {
 		return Value{}, o.errf("stage: %w", err)
 	} else if closed {
-		return Value{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, v.Pool, v.Period)
+		return Value{}, fmt.Errorf("%w: %s (%s) in period %s", ErrPeriodClosed, v.Metric, v.Pool, v.Period)
 	}
 	cur := v
 	cur.Sum, cur.Category, cur.Rev = 0, "", 0
@@ -143,10 +148,10 @@ func (o *SQLiteOutbox) Draw(ctx context.Context, d Draw) (Draw, error) {
 		return Draw{}, o.errf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if closed, err := isClosed(ctx, tx, d.Pool, d.Period); err != nil {
+	if closed, err := isClosed(ctx, tx, d.Period, d.Pool, d.Metric); err != nil {
 		return Draw{}, o.errf("draw: %w", err)
 	} else if closed {
-		return Draw{}, fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, d.Pool, d.Period)
+		return Draw{}, fmt.Errorf("%w: %s (%s) in period %s", ErrPeriodClosed, d.Metric, d.Pool, d.Period)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO draws (plan, start, length, pool, metric) VALUES (?, ?, ?, ?, ?) ON CONFLICT (plan, start, length) DO NOTHING",
 		d.Plan, d.Period.Start, d.Period.Length, d.Pool, d.Metric); err != nil {
@@ -192,10 +197,10 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 	defer tx.Rollback()
 	p := c.Period
 	if c.Envelope != nil {
-		if closed, err := isClosed(ctx, tx, c.Pool, p); err != nil {
+		if closed, err := isClosed(ctx, tx, p, closedNames(c)...); err != nil {
 			return o.errf("close period: %w", err)
 		} else if closed {
-			return fmt.Errorf("%w: %s in period %s", ErrPeriodClosed, c.Pool, p)
+			return fmt.Errorf("%w: %s or a metric it carries in period %s", ErrPeriodClosed, c.Pool, p)
 		}
 	}
 	if err := o.checkStaged(ctx, tx, c); err != nil {
@@ -211,6 +216,13 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		}
 	}
 	if e := c.Envelope; e != nil {
+		// The period closes for every metric the envelope carries too,
+		// whatever pool a later plan or another process stages it in.
+		for _, ch := range c.Charges {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO closed_periods (pool, start, length) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", ch.Metric, p.Start, p.Length); err != nil {
+				return o.errf("close period: %w", err)
+			}
+		}
 		local := 0
 		if c.Local {
 			local = 1
@@ -225,7 +237,7 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 				reports, eps0 = 0, 0
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (start, length, metric) DO UPDATE SET epoch = excluded.epoch, reports = reports + excluded.reports,
+				ON CONFLICT (start, length, metric) DO UPDATE SET epoch = CASE epoch WHEN '' THEN '' ELSE excluded.epoch END, reports = reports + excluded.reports,
 				eps0 = eps0 + excluded.eps0, local_reports = local_reports + excluded.local_reports`,
 				p.Start, p.Length, ch.Metric, c.Epoch, reports, eps0, local); err != nil {
 				return o.errf("ledger: %w", err)

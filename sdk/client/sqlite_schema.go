@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS staged (
 );`,
 	// Version 3: reporting periods. Values are staged in clear per
 	// metric, plan and period until the period closes; closed_periods
-	// remembers every (pool, period) closed, so that none reopens; the
+	// remembers every (pool, period) closed, so that none reopens (since
+	// version 4 also every (metric, period) reported); the
 	// ledger is per period. The per-day ledger becomes a ledger of 24 h
 	// periods (the days were UTC, as the periods are); the rounds staged
 	// by version 2 (randomized joint reports and parallel draws, without
@@ -89,6 +90,17 @@ INSERT INTO period_ledger (start, length, metric, reports, eps0, local_reports)
 	SELECT CAST(strftime('%s', day) AS INTEGER), 86400, metric, reports, eps0, local_reports FROM ledger;
 DROP TABLE ledger;
 DROP TABLE staged;`,
+	// Version 4: a period is closed for every metric it reported, not
+	// only for its pool, so that a metric reported in a joint message is
+	// not reported again under separate travel (a later plan, another
+	// process). Every ledger row with a report closes its period for its
+	// metric: the days of the per-day ledger migrated by version 3 (their
+	// reports were sent, so no second one may be), and the periods closed
+	// by version 3, which marked only the pool.
+	`
+INSERT INTO closed_periods (pool, start, length)
+	SELECT metric, start, length FROM period_ledger WHERE reports > 0
+	ON CONFLICT DO NOTHING;`,
 }
 
 // outboxSchemaVersion is the version this client writes.
