@@ -45,7 +45,10 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		}
 		left := p.n
 		for left >= int64(s.o.Plan.NMin) {
-			n, err := s.releaseOne(ctx, p.metric, p.suite)
+			// Equal batches of at most MaxBatch: releasing MaxBatch first
+			// could leave a remainder below n_min that a split keeps.
+			parts := (left + int64(s.o.MaxBatch) - 1) / int64(s.o.MaxBatch)
+			n, err := s.releaseOne(ctx, p.metric, p.suite, max(int((left+parts-1)/parts), s.o.Plan.NMin))
 			if err != nil {
 				s.poolDirty.Store(true)
 				return released, err
@@ -91,16 +94,16 @@ func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
 	return nil
 }
 
-// releaseOne moves up to MaxBatch pooled reports of one metric and suite,
+// releaseOne moves up to limit (at most MaxBatch) pooled reports of one metric and suite,
 // shuffled, into one outgoing batch, in one transaction. It releases
 // nothing (and returns 0) when fewer than NMin are pooled.
-func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16) (int, error) {
+func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, limit int) (int, error) {
 	tx, err := s.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, metric, int64(suite), s.o.MaxBatch)
+	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, metric, int64(suite), min(limit, s.o.MaxBatch))
 	if err != nil {
 		return 0, err
 	}

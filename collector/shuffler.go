@@ -174,8 +174,8 @@ type shufflerCounters struct {
 // what the accountant's mechanism for that travel mode assumes.
 //
 // Release policy: when a metric's pool holds at least NMin reports, all of
-// them (up to MaxBatch per batch, and never a batch below NMin) go out as
-// one batch. Releasing everything rather than exactly NMin makes batches
+// them go out as one batch, or as equal batches of at most MaxBatch (never
+// one below NMin) when there are more. Releasing everything rather than exactly NMin makes batches
 // larger, which only strengthens the central guarantee, and keeps no report
 // waiting behind a full batch.
 type Shuffler struct {

@@ -89,3 +89,28 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 		t.Fatalf("batches %v: want one of day 1 (150) and one of day 2 (100)", got)
 	}
 }
+
+// TestShufflerSplitsEvenly: a pool above MaxBatch goes out in equal
+// batches, so no remainder below n_min is left to wait (or expire): 200
+// reports with MaxBatch 150 and n_min 100 make two batches of 100, not
+// 150 and a stranded 50.
+func TestShufflerSplitsEvenly(t *testing.T) {
+	p := testPlan(t, 100)
+	sink := &sink{}
+	srv := newServer(t, sink)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, MaxBatch: 150})
+	var res UploadResult
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(200))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 200 {
+		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
+	}
+	if n, err := f.s.Release(context.Background()); err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want 2 batches", n, err)
+	}
+	st, err := f.s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pools[metric] != 0 || st.ReportsReleased != 200 {
+		t.Fatalf("after the release: %+v", st)
+	}
+}

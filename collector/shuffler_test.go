@@ -45,20 +45,21 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 	if n, err := f.s.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("Release with n_min pooled = %d, %v; want 1", n, err)
 	}
-	// 31 more with MaxBatch 15: two batches of 15, one report waits.
+	// 31 more with MaxBatch 15: three equal batches (11, 10, 10), none
+	// waits (15 + 15 would strand one below n_min).
 	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed[10:41])), nil)
-	if n, err := f.s.Release(ctx); err != nil || n != 2 {
-		t.Fatalf("Release with 31 pooled = %d, %v; want 2", n, err)
+	if n, err := f.s.Release(ctx); err != nil || n != 3 {
+		t.Fatalf("Release with 31 pooled = %d, %v; want 3", n, err)
 	}
 	st, err := f.s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[metric] != 1 || st.Outgoing != 3 {
-		t.Fatalf("after releases: pool %d, outgoing %d; want 1 and 3", st.Pools[metric], st.Outgoing)
+	if st.Pools[metric] != 0 || st.Outgoing != 4 {
+		t.Fatalf("after releases: pool %d, outgoing %d; want 0 and 4", st.Pools[metric], st.Outgoing)
 	}
 	f.run(t)
-	waitFor(t, "3 batches delivered", func() bool { return len(col.got()) == 3 })
+	waitFor(t, "4 batches delivered", func() bool { return len(col.got()) == 4 })
 	var all [][]byte
 	for _, b := range col.got() {
 		if len(b.Sealed) < nMin {
@@ -69,8 +70,8 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 		}
 		all = append(all, b.Sealed...)
 	}
-	if want := sortedCopy(sealed[:40]); !slices.EqualFunc(sortedCopy(all), want, bytes.Equal) {
-		t.Errorf("delivered reports are not the 40 released ones")
+	if want := sortedCopy(sealed[:41]); !slices.EqualFunc(sortedCopy(all), want, bytes.Equal) {
+		t.Errorf("delivered reports are not the 41 released ones")
 	}
 	waitFor(t, "outgoing emptied", func() bool {
 		st, _ := f.s.Stats(ctx)
