@@ -271,19 +271,30 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 			cur.stat.Malformed = cur.rec.malformed
 		}
 	}
-	dup, err := c.st.commitBatch(ctx, parts)
-	if err != nil {
-		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)
+	if dup, err := c.commit(ctx, b.ID, parts, &res); err != nil || dup {
+		return res, err
 	}
-	if dup {
-		c.c.duplicates.Add(1)
-		return IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}, nil
-	}
-	c.c.batches.Add(1)
 	c.c.reports.Add(res.N)
 	c.c.malformed.Add(res.Malformed)
 	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
 	return res, nil
+}
+
+// commit stores batch id's parts and counts the batch. For a batch
+// already stored it counts a duplicate and turns *res into the duplicate's
+// result (nothing counted again).
+func (c *Collector) commit(ctx context.Context, id report.ID, parts []metricBatch, res *IngestResult) (duplicate bool, err error) {
+	dup, err := c.st.commitBatch(ctx, parts)
+	if err != nil {
+		return false, fmt.Errorf("collector: storing batch %s: %w", id, err)
+	}
+	if dup {
+		c.c.duplicates.Add(1)
+		*res = IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}
+		return true, nil
+	}
+	c.c.batches.Add(1)
+	return false, nil
 }
 
 // ingestUnopenable records batch b, tagged with an epoch whose reports
@@ -291,15 +302,9 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, period report.Period, res IngestResult, why error) (IngestResult, error) {
 	res.Epoch, res.Malformed = tag, int64(len(b.Sealed))
 	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed, period: period}
-	dup, err := c.st.commitBatch(ctx, []metricBatch{{rec: rec}})
-	if err != nil {
-		return res, fmt.Errorf("collector: storing batch %s: %w", b.ID, err)
+	if dup, err := c.commit(ctx, b.ID, []metricBatch{{rec: rec}}, &res); err != nil || dup {
+		return res, err
 	}
-	if dup {
-		c.c.duplicates.Add(1)
-		return IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}, nil
-	}
-	c.c.batches.Add(1)
 	c.c.malformed.Add(res.Malformed)
 	c.log.Warn("batch of an epoch whose reports cannot open here: all counted malformed", "batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
 	return res, nil
