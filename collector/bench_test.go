@@ -108,7 +108,8 @@ func benchPipeline(b *testing.B, clients, per, nMin int) {
 	}
 	defer s.Close()
 	s.Register(mux)
-	sealed := sealKRR(b, c.Plan(), metric, c.PublicKey(), krrValues(sealedPool, 1), 1)
+	sealed := sealKRRIn(b, c.Plan(), metric, c.PublicKey(), krrValues(sealedPool, 1), 1, today)
+	key := periodKey(metric, c.Epoch())
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { s.Run(runCtx); close(done) }()
@@ -133,7 +134,7 @@ func benchPipeline(b *testing.B, clients, per, nMin int) {
 				hi := min(lo+per, total)
 				envs = envs[:0]
 				for i := lo; i < hi; i++ {
-					envs = append(envs, report.Envelope{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: sealed[i%sealedPool]})
+					envs = append(envs, report.Envelope{ID: report.NewID(), Metric: key, Suite: report.SuiteX25519ChaCha, Sealed: sealed[i%sealedPool]})
 				}
 				resp, err := hc.Post(srv.URL+"/v1/reports", "application/octet-stream", bytes.NewReader(report.EncodeEnvelopes(envs)))
 				if err != nil {
@@ -158,8 +159,8 @@ func benchPipeline(b *testing.B, clients, per, nMin int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		want = int64(total) - st.Pools[metric]
-		if st.Pools[metric] < int64(p.NMin) && c.Stats().Reports >= want {
+		want = int64(total) - st.Pools[key]
+		if st.Pools[key] < int64(p.NMin) && c.Stats().Reports >= want {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -184,18 +185,19 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			c := openCollector(b, b.TempDir(), testPlan(b, 1000))
 			defer c.Close()
-			pool := sealKRR(b, c.Plan(), metric, c.PublicKey(), krrValues(sealedPool, 2), 2)
+			pool := sealKRRIn(b, c.Plan(), metric, c.PublicKey(), krrValues(sealedPool, 2), 2, today)
+			key := periodKey(metric, c.Epoch())
 			sealed := make([][]byte, n)
 			for i := range sealed {
 				sealed[i] = pool[i%sealedPool]
 			}
 			bodies := make([][]byte, b.N)
 			for i := range bodies {
-				bodies[i] = batchBody(metric, sealed)
+				bodies[i] = batchBody(key, sealed)
 			}
 			// Warm the guarantee cache: the accountant's time is per
 			// batch size, not per report.
-			if _, err := c.Ingest(context.Background(), batchBody(metric, sealed)); err != nil {
+			if _, err := c.Ingest(context.Background(), batchBody(key, sealed)); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

@@ -184,7 +184,7 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 	}
 	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: f.srv.URL, Token: testToken})
 	values := krrValues(250, 3)
-	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), values, 3))), nil)
+	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, f.c.Epoch()), sealKRRIn(t, f.c.Plan(), metric, f.c.PublicKey(), values, 3, today))), nil)
 	if n, err := s.s.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("Release = %d, %v", n, err)
 	}
@@ -335,7 +335,7 @@ func TestCollectorSIGKILLDuringIngest(t *testing.T) {
 	}
 	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
 	const n = 5000
-	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(metric, sealKRR(t, &pub, metric, pk, krrValues(n, 4), 4))), nil)
+	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealKRRIn(t, &pub, metric, pk, krrValues(n, 4), 4, today))), nil)
 	if k, err := s.s.Release(ctx); err != nil || k != 1 {
 		t.Fatalf("Release = %d, %v", k, err)
 	}
@@ -639,7 +639,7 @@ func TestEndToEnd(t *testing.T) {
 	pk, _ := report.ParsePublicKey(raw)
 	const n = 4000
 	values := krrValues(n, 9)
-	sealed := sealKRR(t, &pub, metric, pk, values, 9)
+	sealed := sealKRRIn(t, &pub, metric, pk, values, 9, today)
 	// Each 1000 reports arrive as two uploads of 500 from two
 	// connections; the first waits in the pool (below n_min) for the
 	// second, and the next 1000 go up once these are counted, so that no
@@ -648,7 +648,7 @@ func TestEndToEnd(t *testing.T) {
 	for i := 0; i < n; i += 500 {
 		var res UploadResult
 		c := &http.Client{Transport: &http.Transport{}}
-		if resp := post(t, c, srv.URL+"/v1/reports", report.EncodeEnvelopes(envelopes(metric, sealed[i:i+500])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 500 {
+		if resp := post(t, c, srv.URL+"/v1/reports", report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealed[i:i+500])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 500 {
 			t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 		}
 		if (i+500)%p.NMin == 0 {

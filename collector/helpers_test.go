@@ -79,6 +79,14 @@ func fakeSealed(n int) [][]byte {
 	return out
 }
 
+// today is the 24-hour reporting period (the test plan's) that the tests
+// started in.
+var today = report.Period{Start: time.Now().Unix() / 86400 * 86400, Length: 86400}
+
+// periodKey returns the pool key an app tags a report of pool with under
+// epoch for today's reporting period (report.PeriodPoolKey).
+func periodKey(pool, epoch string) string { return report.PeriodPoolKey(pool, epoch, today) }
+
 // envelopes wraps sealed reports of metric in envelopes with random ids.
 func envelopes(metric string, sealed [][]byte) []report.Envelope {
 	out := make([]report.Envelope, len(sealed))

@@ -310,13 +310,14 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 	srv := newServer(t, sink)
 	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL})
 	var res UploadResult
-	envs := append(envelopes("@joint", fakeSealed(100)), envelopes("ui/screen", fakeSealed(1))...)
+	joint := periodKey("@joint", p.Epoch())
+	envs := append(envelopes(joint, fakeSealed(100)), envelopes(periodKey("ui/screen", p.Epoch()), fakeSealed(1))...)
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 100 || res.Rejected != 1 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
 	f.run(t)
 	waitFor(t, "one batch", func() bool { return len(sink.got()) == 1 })
-	if b := sink.got()[0]; b.Metric != "@joint" || len(b.Sealed) != 100 {
+	if b := sink.got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports", b.Metric, len(b.Sealed))
 	}
 }
@@ -353,14 +354,14 @@ func TestCollectorMigratesBatches(t *testing.T) {
 }
 
 // TestShufflerPoolsPerEpoch checks that envelopes tagged with a plan epoch
-// (report.PoolKey) pool apart: a batch is released only when one epoch has
+// (report.PeriodPoolKey) pool apart: a batch is released only when one epoch has
 // n_min reports, and holds that epoch's only; a malformed tag is refused.
 func TestShufflerPoolsPerEpoch(t *testing.T) {
 	p := testPlan(t, 100)
 	sink := &sink{}
 	srv := newServer(t, sink)
 	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, ReleaseInterval: 10 * time.Millisecond})
-	a, b := report.PoolKey(metric, "00000000000000aa"), report.PoolKey(metric, "00000000000000bb")
+	a, b := periodKey(metric, "00000000000000aa"), periodKey(metric, "00000000000000bb")
 	upload := func(envs []report.Envelope, accepted, rejected int) {
 		t.Helper()
 		var res UploadResult
@@ -369,7 +370,7 @@ func TestShufflerPoolsPerEpoch(t *testing.T) {
 		}
 	}
 	upload(append(envelopes(a, fakeSealed(60)), envelopes(b, fakeSealed(60))...), 120, 0)
-	upload(append(envelopes(metric+"#nothex", fakeSealed(1)), envelopes(metric+"#00aa", fakeSealed(1))...), 0, 2)
+	upload(append(envelopes(periodKey(metric, "nothex"), fakeSealed(1)), envelopes(periodKey(metric, "00aa"), fakeSealed(1))...), 0, 2)
 	f.run(t)
 	time.Sleep(100 * time.Millisecond)
 	if got := sink.got(); len(got) != 0 {
@@ -452,7 +453,7 @@ func TestCollectorTravelChange(t *testing.T) {
 	}
 	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPools: pools, Collector: f.srv.URL})
 	var up UploadResult
-	envs := append(envelopes(report.PoolKey(metric, old), fakeSealed(2)), envelopes(report.PoolKey("@joint", f.c.Epoch()), fakeSealed(2))...)
+	envs := append(envelopes(periodKey(metric, old), fakeSealed(2)), envelopes(periodKey("@joint", f.c.Epoch()), fakeSealed(2))...)
 	if resp := post(t, nil, s.url, report.EncodeEnvelopes(envs), &up); resp.StatusCode != http.StatusAccepted || up.Accepted != 4 {
 		t.Fatalf("upload of late and current envelopes: %d %+v", resp.StatusCode, up)
 	}
@@ -471,7 +472,7 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 	mux := http.NewServeMux()
 	(&PlanRelay{Collector: cf.srv.URL, OnPlan: func(p *plan.Plan) { f.s.AddPools(p.Pools()) }}).Register(mux)
 	relay := newServer(t, mux)
-	envs := envelopes(report.PoolKey("@joint", cf.c.Epoch()), fakeSealed(1))
+	envs := envelopes(periodKey("@joint", cf.c.Epoch()), fakeSealed(1))
 	var res UploadResult
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 1 {
 		t.Fatalf("before the relay: %d %+v, want the joint envelope rejected", resp.StatusCode, res)
@@ -480,7 +481,7 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 	if code := getJSON(t, relay.URL+"/v1/plan", &pub); code != http.StatusOK || pub.Travel != "joint" {
 		t.Fatalf("relayed plan: %d %q", code, pub.Travel)
 	}
-	envs = append(envelopes(report.PoolKey("@joint", cf.c.Epoch()), fakeSealed(1)), envelopes(metric, fakeSealed(1))...)
+	envs = append(envelopes(periodKey("@joint", cf.c.Epoch()), fakeSealed(1)), envelopes(periodKey(metric, sep.Epoch()), fakeSealed(1))...)
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 2 {
 		t.Fatalf("after the relay: %d %+v, want both taken", resp.StatusCode, res)
 	}
@@ -495,7 +496,7 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	srv := newServer(t, sink)
 	dir := t.TempDir()
 	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, MaxEpochsPerPool: 2, ReleaseInterval: 10 * time.Millisecond})
-	key := func(e string) string { return report.PoolKey(metric, "00000000000000"+e) }
+	key := func(e string) string { return periodKey(metric, "00000000000000"+e) }
 	upload := func(url string, envs []report.Envelope, accepted, rejected int) {
 		t.Helper()
 		var res UploadResult
@@ -505,7 +506,9 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	}
 	upload(f.url, append(envelopes(key("a1"), fakeSealed(3)), envelopes(key("a2"), fakeSealed(3))...), 6, 0)
 	upload(f.url, envelopes(key("a3"), fakeSealed(1)), 0, 1)
-	upload(f.url, envelopes(metric, fakeSealed(1)), 1, 0) // untagged: not an epoch
+	// Another period of an epoch already pooled is not another epoch.
+	yesterday := report.Period{Start: today.Start - today.Length, Length: today.Length}
+	upload(f.url, envelopes(report.PeriodPoolKey(metric, "00000000000000a2", yesterday), fakeSealed(1)), 1, 0)
 	f.run(t)
 	upload(f.url, envelopes(key("a1"), fakeSealed(7)), 7, 0) // a1 reaches n_min
 	waitFor(t, "the a1 batch", func() bool { return len(sink.got()) == 1 })
@@ -518,5 +521,5 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	f.s.AddPools([]string{"@joint"})
 	f.s.Close()
 	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
-	upload(g.url, envelopes(report.PoolKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
+	upload(g.url, envelopes(periodKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
 }

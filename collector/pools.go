@@ -14,14 +14,13 @@ import (
 // errLate rejects an envelope of a period whose grace has passed.
 var errLate = errors.New("its period ended more than the grace ago")
 
-// accepts returns nil when the shuffler pools envelopes of key, else why
-// not: key must name a pool of its plan (plan.Plan.Pools), tagged with a
-// plan epoch (report.PoolKey: each epoch pools apart, so that a released
-// batch holds at least n_min reports of one epoch) or untagged, and with a
-// reporting period (report.PeriodPoolKey: each period pools apart) that is
-// open: not ended more than the grace ago (errLate), and not starting more
-// than one period ahead of the shuffler's clock.
-func (s *Shuffler) accepts(key string) error {
+// known returns nil when key names a pool the shuffler may hold and
+// release: a pool of its plan (plan.Plan.Pools), untagged or tagged with a
+// well-formed plan epoch (report.PoolKey), and a period tag only after an
+// epoch tag. Untagged and epoch-only keys are no longer accepted from apps
+// (accepts) but may sit in a database written before reporting periods;
+// they are released as before.
+func (s *Shuffler) known(key string) error {
 	pool, epoch, period, err := report.ParsePoolKey(key)
 	switch {
 	case err != nil:
@@ -30,10 +29,29 @@ func (s *Shuffler) accepts(key string) error {
 		return fmt.Errorf("unknown metric %q", key)
 	case epoch != "" && !validEpoch(epoch):
 		return fmt.Errorf("%q: malformed epoch %q", key, epoch)
-	case period.IsZero():
-		return nil
-	case epoch == "":
+	case !period.IsZero() && epoch == "":
 		return fmt.Errorf("%q: a period tag without an epoch tag", key)
+	}
+	return nil
+}
+
+// errNoPeriod rejects an envelope without a reporting period.
+var errNoPeriod = errors.New("no reporting period: sealed by an SDK older than reporting periods, whose reports no per-period guarantee covers; update the SDK")
+
+// accepts returns nil when the shuffler pools envelopes of key, else why
+// not: key must be known, tagged with a plan epoch and a reporting period
+// (report.PeriodPoolKey: each epoch and each period pools apart, so that a
+// released batch holds at least n_min reports of one epoch and one period;
+// errNoPeriod otherwise), and the period must be open: not ended more than
+// the grace ago (errLate), and not starting more than one period ahead of
+// the shuffler's clock.
+func (s *Shuffler) accepts(key string) error {
+	if err := s.known(key); err != nil {
+		return err
+	}
+	_, _, period, _ := report.ParsePoolKey(key)
+	if period.IsZero() {
+		return fmt.Errorf("%q: %w", key, errNoPeriod)
 	}
 	now := s.o.Now().Unix()
 	switch {

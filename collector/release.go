@@ -31,6 +31,23 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	// Epochs admitted after this query are lost from the count until the
 	// next Release: the bound may be overshot briefly, never by much.
 	s.trackEpochs(pools)
+	// An epoch stops counting toward MaxEpochsPerPool once every period
+	// (and suite) of it pooled here is emptied.
+	type poolEpoch struct{ pool, epoch string }
+	pending := map[poolEpoch]int{}
+	for _, p := range pools {
+		pool, epoch, _, _ := report.ParsePoolKey(p.metric)
+		pending[poolEpoch{pool, epoch}]++
+	}
+	emptied := func(key string) {
+		pool, epoch, _, _ := report.ParsePoolKey(key)
+		if pending[poolEpoch{pool, epoch}]--; pending[poolEpoch{pool, epoch}] > 0 {
+			return
+		}
+		s.epochsMu.Lock()
+		delete(s.epochs[pool], epoch)
+		s.epochsMu.Unlock()
+	}
 	released := 0
 	for _, p := range pools {
 		if s.expired(p.metric) && p.n < int64(s.o.Plan.NMin) {
@@ -38,9 +55,10 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 				s.poolDirty.Store(true)
 				return released, err
 			}
+			emptied(p.metric)
 			continue
 		}
-		if s.accepts(p.metric) != nil && !s.expired(p.metric) {
+		if s.known(p.metric) != nil {
 			continue
 		}
 		left := p.n
@@ -60,12 +78,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			left -= int64(n)
 		}
 		if left == 0 {
-			// Emptied: its epoch no longer counts toward MaxEpochsPerPool
-			// (until Release sees another period of it pooled).
-			pool, epoch, _, _ := report.ParsePoolKey(p.metric)
-			s.epochsMu.Lock()
-			delete(s.epochs[pool], epoch)
-			s.epochsMu.Unlock()
+			emptied(p.metric)
 		}
 	}
 	if released > 0 {

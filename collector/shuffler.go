@@ -356,7 +356,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	}
 	s.trackEpochs(pools)
 	for _, p := range pools {
-		if s.accepts(p.metric) != nil && !s.expired(p.metric) {
+		if s.known(p.metric) != nil {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
 		}
 	}

@@ -2,7 +2,9 @@ package collector
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,7 +102,7 @@ func TestShufflerSplitsEvenly(t *testing.T) {
 	srv := newServer(t, sink)
 	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, MaxBatch: 150})
 	var res UploadResult
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(200))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 200 {
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(200))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 200 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
 	if n, err := f.s.Release(context.Background()); err != nil || n != 2 {
@@ -110,7 +112,52 @@ func TestShufflerSplitsEvenly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[metric] != 0 || st.ReportsReleased != 200 {
+	if st.Pools[todayKey] != 0 || st.ReportsReleased != 200 {
 		t.Fatalf("after the release: %+v", st)
+	}
+}
+
+// TestShufflerReleasesLegacyPools: reports pooled without a period by a
+// shuffler of before reporting periods (the key the SDK then sent) are
+// still released after the upgrade, though new ones are refused, so that
+// nothing acknowledged is lost.
+func TestShufflerReleasesLegacyPools(t *testing.T) {
+	p := testPlan(t, 10)
+	dir := t.TempDir()
+	sink := &sink{}
+	srv := newServer(t, sink)
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	f.s.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := []string{metric, report.PoolKey(metric, p.Epoch())}
+	for _, key := range legacy {
+		for _, s := range fakeSealed(10) {
+			if _, err := db.Exec(`INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`, key, report.SuiteX25519ChaCha, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	var res UploadResult
+	if resp := post(t, nil, g.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(1))), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 1 {
+		t.Fatalf("new untagged envelope: %d %+v, want it rejected", resp.StatusCode, res)
+	}
+	if n, err := g.s.Release(context.Background()); err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want the 2 legacy pools released", n, err)
+	}
+	g.run(t)
+	waitFor(t, "two batches", func() bool { return len(sink.got()) == 2 })
+	got := map[string]int{}
+	for _, b := range sink.got() {
+		got[b.Metric] = len(b.Sealed)
+	}
+	for _, key := range legacy {
+		if got[key] != 10 {
+			t.Errorf("batches %v, want 10 reports of %q", got, key)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,11 @@ import (
 )
 
 const metric = "ui/screen"
+
+// todayKey is the pool key the shuffler tests upload to: what an app tags
+// a report of metric with for today's reporting period (report.PeriodPoolKey)
+// under an epoch (the shuffler checks only its form).
+var todayKey = periodKey(metric, "00000000000000e1")
 
 // sortedCopy returns the sealed reports sorted, to compare multisets.
 func sortedCopy(s [][]byte) [][]byte {
@@ -34,20 +40,20 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 
 	// 9 pooled: below n_min, nothing goes out.
 	var res UploadResult
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed[:9])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 9 {
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed[:9])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 9 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
 	if n, err := f.s.Release(ctx); err != nil || n != 0 {
 		t.Fatalf("Release with 9 < n_min pooled = %d, %v; want 0", n, err)
 	}
 	// One more: exactly n_min, one batch.
-	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed[9:10])), nil)
+	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed[9:10])), nil)
 	if n, err := f.s.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("Release with n_min pooled = %d, %v; want 1", n, err)
 	}
 	// 31 more with MaxBatch 15: three equal batches (11, 10, 10), none
 	// waits (15 + 15 would strand one below n_min).
-	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed[10:41])), nil)
+	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed[10:41])), nil)
 	if n, err := f.s.Release(ctx); err != nil || n != 3 {
 		t.Fatalf("Release with 31 pooled = %d, %v; want 3", n, err)
 	}
@@ -55,8 +61,8 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[metric] != 0 || st.Outgoing != 4 {
-		t.Fatalf("after releases: pool %d, outgoing %d; want 0 and 4", st.Pools[metric], st.Outgoing)
+	if st.Pools[todayKey] != 0 || st.Outgoing != 4 {
+		t.Fatalf("after releases: pool %d, outgoing %d; want 0 and 4", st.Pools[todayKey], st.Outgoing)
 	}
 	f.run(t)
 	waitFor(t, "4 batches delivered", func() bool { return len(col.got()) == 4 })
@@ -65,7 +71,7 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 		if len(b.Sealed) < nMin {
 			t.Errorf("batch %s of %d reports, below n_min = %d", b.ID, len(b.Sealed), nMin)
 		}
-		if b.Metric != metric || b.Suite != report.SuiteX25519ChaCha {
+		if b.Metric != todayKey || b.Suite != report.SuiteX25519ChaCha {
 			t.Errorf("batch metric %q suite %d", b.Metric, b.Suite)
 		}
 		all = append(all, b.Sealed...)
@@ -85,7 +91,7 @@ func TestShufflerBatchCarriesNoIDs(t *testing.T) {
 	col := &sink{}
 	colSrv := newServer(t, col)
 	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 5), Collector: colSrv.URL})
-	envs := envelopes(metric, fakeSealed(5))
+	envs := envelopes(todayKey, fakeSealed(5))
 	post(t, nil, f.url, report.EncodeEnvelopes(envs), nil)
 	f.run(t)
 	waitFor(t, "batch delivered", func() bool { return len(col.got()) == 1 })
@@ -108,7 +114,7 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		seed := [32]byte{42}
 		f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 20), Collector: colSrv.URL, Rand: rand.NewChaCha8(seed)})
 		sealed := fakeSealed(20)
-		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed)), nil)
+		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
 		if n, err := f.s.Release(ctx); err != nil || n != 1 {
 			t.Fatalf("Release = %d, %v", n, err)
 		}
@@ -130,13 +136,13 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		colSrv := newServer(t, col)
 		f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 8), Collector: colSrv.URL})
 		sealed := fakeSealed(64)
-		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, sealed)), nil)
+		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
 		if _, err := f.s.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		seen := map[int]bool{}
 		for range 200 {
-			post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(8))), nil)
+			post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(8))), nil)
 			if _, err := f.s.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +171,7 @@ func TestShufflerDedupesRetries(t *testing.T) {
 	dir := t.TempDir()
 	o := ShufflerOptions{Plan: testPlan(t, 1000), Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, o)
-	envs := envelopes(metric, fakeSealed(10))
+	envs := envelopes(todayKey, fakeSealed(10))
 	body := report.EncodeEnvelopes(envs)
 	var first, second UploadResult
 	post(t, nil, f.url, body, &first)
@@ -175,7 +181,7 @@ func TestShufflerDedupesRetries(t *testing.T) {
 	}
 	// A duplicate inside one upload, next to a new report.
 	var mixed UploadResult
-	extra := envelopes(metric, fakeSealed(1))
+	extra := envelopes(todayKey, fakeSealed(1))
 	post(t, nil, f.url, report.EncodeEnvelopes([]report.Envelope{envs[0], extra[0], extra[0]}), &mixed)
 	if !reflect.DeepEqual(mixed, UploadResult{Accepted: 1, Duplicates: 2}) {
 		t.Fatalf("mixed upload %+v", mixed)
@@ -193,8 +199,8 @@ func TestShufflerDedupesRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[metric] != 11 {
-		t.Fatalf("pool holds %d reports, want 11", st.Pools[metric])
+	if st.Pools[todayKey] != 11 {
+		t.Fatalf("pool holds %d reports, want 11", st.Pools[todayKey])
 	}
 }
 
@@ -205,7 +211,7 @@ func TestDedupRetention(t *testing.T) {
 	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", DedupWindow: window})
 	var all []report.Envelope
 	for i := range 40 {
-		e := envelopes(metric, fakeSealed(1))
+		e := envelopes(todayKey, fakeSealed(1))
 		all = append(all, e...)
 		var res UploadResult
 		post(t, nil, f.url, report.EncodeEnvelopes(e), &res)
@@ -235,7 +241,7 @@ func TestDedupRetention(t *testing.T) {
 
 func TestShufflerRejectsOversizeAndKeepsServing(t *testing.T) {
 	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", MaxBodyBytes: 4 << 10, MaxEnvelopes: 20})
-	big := report.EncodeEnvelopes(envelopes(metric, fakeSealed(60))) // about 6 KiB
+	big := report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(60))) // about 6 KiB
 	if len(big) <= 4<<10 {
 		t.Fatalf("test body of %d bytes is not over the limit", len(big))
 	}
@@ -253,11 +259,11 @@ func TestShufflerRejectsOversizeAndKeepsServing(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("chunked oversize body: status %d, want 413", resp.StatusCode)
 	}
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(21))), nil); resp.StatusCode != http.StatusRequestEntityTooLarge {
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(21))), nil); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("21 envelopes, limit 20: status %d, want 413", resp.StatusCode)
 	}
 	var res UploadResult
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(20))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 20 {
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(20))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 20 {
 		t.Fatalf("upload after the refusals: %d %+v", resp.StatusCode, res)
 	}
 	st, _ := f.s.Stats(context.Background())
@@ -268,16 +274,26 @@ func TestShufflerRejectsOversizeAndKeepsServing(t *testing.T) {
 
 func TestShufflerValidatesEnvelopes(t *testing.T) {
 	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1"})
-	envs := envelopes(metric, fakeSealed(5))
+	envs := envelopes(todayKey, fakeSealed(5))
 	envs[1].Metric = "no/such/metric"
 	envs[2].Suite = 99
 	envs[3].Sealed = envs[3].Sealed[:MinSealedLen-1]
+	// Reports of an SDK older than reporting periods: untagged, or tagged
+	// with an epoch only.
+	untagged := envelopes(metric, fakeSealed(2))
+	untagged[1].Metric = report.PoolKey(metric, "00000000000000e1")
+	envs = append(envs, untagged...)
 	var res UploadResult
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if res.Accepted != 2 || res.Rejected != 3 || len(res.Errors) != 3 || res.Errors[0].Index != 1 {
+	if res.Accepted != 2 || res.Rejected != 5 || len(res.Errors) != 5 || res.Errors[0].Index != 1 {
 		t.Fatalf("result %+v", res)
+	}
+	for _, e := range res.Errors[3:] {
+		if !strings.Contains(e.Error, "no reporting period") {
+			t.Errorf("envelope %d: error %q, want it to name the missing reporting period", e.Index, e.Error)
+		}
 	}
 	// Bad bytes: 400, and the shuffler keeps serving.
 	for _, body := range [][]byte{[]byte("garbage"), report.EncodeEnvelopes(envs)[:50]} {
@@ -293,7 +309,7 @@ func TestShufflerValidatesEnvelopes(t *testing.T) {
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Fatalf("text/plain: status %d, want 415", resp.StatusCode)
 	}
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(1))), &res); resp.StatusCode != http.StatusAccepted {
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(1))), &res); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("good upload after bad ones: status %d", resp.StatusCode)
 	}
 }
@@ -302,10 +318,10 @@ func TestShufflerRateLimitPerConnection(t *testing.T) {
 	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", ConnRate: 1, MaxEnvelopes: 10})
 	newClient := func() *http.Client { return &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}} }
 	a := newClient()
-	if resp := post(t, a, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(10))), nil); resp.StatusCode != http.StatusAccepted {
+	if resp := post(t, a, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(10))), nil); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("first upload: %d", resp.StatusCode)
 	}
-	resp := post(t, a, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(5))), nil)
+	resp := post(t, a, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(5))), nil)
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("second upload on the same connection: %d, want 429", resp.StatusCode)
 	}
@@ -314,7 +330,7 @@ func TestShufflerRateLimitPerConnection(t *testing.T) {
 		t.Fatalf("Retry-After %q, want about 5", resp.Header.Get("Retry-After"))
 	}
 	// Another connection has its own budget.
-	if resp := post(t, newClient(), f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(10))), nil); resp.StatusCode != http.StatusAccepted {
+	if resp := post(t, newClient(), f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(10))), nil); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("upload on a new connection: %d", resp.StatusCode)
 	}
 }
@@ -354,7 +370,7 @@ func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 	// First run: release with the collector unreachable, then stop.
 	down := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, down)
-	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(5))), nil)
+	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(5))), nil)
 	if n, err := f.s.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("Release = %d, %v", n, err)
 	}
@@ -392,7 +408,7 @@ func TestShufflerConcurrentUploads(t *testing.T) {
 			<-start
 			c := &http.Client{Transport: &http.Transport{}}
 			for range uploads {
-				body := report.EncodeEnvelopes(envelopes(metric, fakeSealed(per)))
+				body := report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(per)))
 				for range 2 { // the second is a retry
 					var res UploadResult
 					resp := post(t, c, f.url, body, &res)
@@ -417,7 +433,7 @@ func TestShufflerConcurrentUploads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[metric] != int64(want) || st.Accepted != int64(want) {
-		t.Fatalf("pool %d, counter %d; want %d", st.Pools[metric], st.Accepted, want)
+	if st.Pools[todayKey] != int64(want) || st.Accepted != int64(want) {
+		t.Fatalf("pool %d, counter %d; want %d", st.Pools[todayKey], st.Accepted, want)
 	}
 }

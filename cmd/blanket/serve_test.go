@@ -234,13 +234,15 @@ func appReports(t *testing.T, base, metric string, values []string) []report.Env
 		t.Fatal(err)
 	}
 	b := p.Binding(m.Name)
+	b.Period = p.ReportPeriod(time.Now())
+	key := report.PeriodPoolKey(metric, p.Epoch(), b.Period)
 	envs := make([]report.Envelope, len(reps))
 	for i, rep := range reps {
 		sealed, err := report.Seal(pk, b, rep)
 		if err != nil {
 			t.Fatal(err)
 		}
-		envs[i] = report.Envelope{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: sealed}
+		envs[i] = report.Envelope{ID: report.NewID(), Metric: key, Suite: report.SuiteX25519ChaCha, Sealed: sealed}
 	}
 	return envs
 }
