@@ -5,7 +5,8 @@ import (
 	"math"
 )
 
-// Form names the three forms of a declaration (spec section 2).
+// Form names the forms of a declaration (spec section 2; FormSegments is
+// segments.go's).
 type Form string
 
 // The declaration forms.
@@ -29,11 +30,12 @@ type Declaration struct {
 	Form Form `json:"form"`
 	// Matrix is the full output distribution (FormMatrix).
 	Matrix *Matrix `json:"matrix,omitempty"`
-	// Pairs are the atoms of the worst-case neighbouring pairs (FormAtoms).
+	// Pairs are the atoms of the worst-case neighbouring pairs (FormAtoms,
+	// FormSegments).
 	// A mechanism that is not input-symmetric declares several.
 	Pairs []DeclaredSet `json:"pairs,omitempty"`
-	// Triples are lower-bound triples (x, x', x3) (FormAtoms). Optional: with
-	// none the lower bound is 0.
+	// Triples are lower-bound triples (x, x', x3) (FormAtoms, FormSegments).
+	// Optional: with none the lower bound is 0.
 	Triples []DeclaredSet `json:"triples,omitempty"`
 }
 
@@ -44,6 +46,13 @@ type DeclaredSet struct {
 	// Atoms are (r, p, q) per merged group of outputs; the residual atom is
 	// implicit.
 	Atoms []Atom `json:"atoms"`
+	// Bins are groups of outputs on segments of the ratio plane
+	// (FormSegments only), besides the exact Atoms.
+	Bins []Bin `json:"bins,omitempty"`
+	// Inputs optionally names the inputs of the set as real values (x, x'
+	// and, for a triple, x3), for tools such as the conformance kit that
+	// sample the randomizer at them.
+	Inputs []float64 `json:"inputs,omitempty"`
 }
 
 // Validate checks the declaration against spec section 2. Errors wrap
@@ -72,48 +81,70 @@ func (d *Declaration) Decompose() (*Decomposition, error) {
 			return nil, fmt.Errorf("%w: form %q without a matrix", ErrInvalidDeclaration, d.Form)
 		}
 		return d.Matrix.Decompose(d.Eps0)
-	case FormAtoms:
+	case FormAtoms, FormSegments:
 		if d.Eps0 == 0 {
-			return nil, fmt.Errorf("%w: atoms declaration needs eps0 > 0", ErrInvalidDeclaration)
+			return nil, fmt.Errorf("%w: %s declaration needs eps0 > 0", ErrInvalidDeclaration, d.Form)
 		}
 		if len(d.Pairs) == 0 {
-			return nil, fmt.Errorf("%w: atoms declaration without pairs", ErrInvalidDeclaration)
+			return nil, fmt.Errorf("%w: %s declaration without pairs", ErrInvalidDeclaration, d.Form)
 		}
 		dec := &Decomposition{LocalEps: d.Eps0}
 		for i, p := range d.Pairs {
-			s := AtomSet(p.Atoms)
-			if err := s.validate(d.Eps0, false, setName("pair", i, p.Label)); err != nil {
+			m, err := d.atomSet(p, false, setName("pair", i, p.Label))
+			if err != nil {
 				return nil, err
 			}
-			m := s.Merge()
 			dec.Upper = append(dec.Upper, m, m.swap().Merge())
-			same1, same2 := make(AtomSet, len(m)), make(AtomSet, len(m))
-			for j, a := range m {
-				same1[j] = Atom{a.R, a.P, a.P}
-				same2[j] = Atom{a.R, a.Q, a.Q}
-			}
-			dec.UpperSame = append(dec.UpperSame, same1, same2)
+			dec.UpperSame = append(dec.UpperSame, m.same(false), m.same(true))
 		}
 		for i, t := range d.Triples {
-			s := AtomSet(t.Atoms)
-			if err := s.validate(d.Eps0, true, setName("triple", i, t.Label)); err != nil {
+			m, err := d.atomSet(t, true, setName("triple", i, t.Label))
+			if err != nil {
 				return nil, err
 			}
-			m := s.Merge()
 			dec.Lower = append(dec.Lower, m, m.swap().Merge())
-			same1, same2 := make(AtomSet, len(m)), make(AtomSet, len(m))
-			for j, a := range m {
-				same1[j] = Atom{a.R, a.P, a.P}
-				same2[j] = Atom{a.R, a.Q, a.Q}
-			}
-			dec.LowerSame = append(dec.LowerSame, same1, same2)
+			dec.LowerSame = append(dec.LowerSame, m.same(false), m.same(true))
 		}
 		dec.Upper, dec.UpperSame = dedupe(dec.Upper), dedupe(dec.UpperSame)
 		dec.Lower, dec.LowerSame = dedupe(dec.Lower), dedupe(dec.LowerSame)
 		return dec, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown form %q (want %q, %q or %q)", ErrInvalidDeclaration, d.Form, FormMatrix, FormAtoms, FormGeneric)
+		return nil, fmt.Errorf("%w: unknown form %q (want %q, %q, %q or %q)", ErrInvalidDeclaration, d.Form, FormMatrix, FormAtoms, FormSegments, FormGeneric)
 	}
+}
+
+// atomSet validates one declared pair (lower false) or triple (lower true)
+// and returns its merged atoms: the declared atoms, and for the segments
+// form the bins split (pairs) or collapsed (triples; see segments.go).
+func (d *Declaration) atomSet(s DeclaredSet, lower bool, what string) (AtomSet, error) {
+	atoms := AtomSet(s.Atoms)
+	switch {
+	case d.Form == FormSegments:
+		var err error
+		if atoms, err = segmentAtoms(s, d.Eps0, lower, what); err != nil {
+			return nil, err
+		}
+	case len(s.Bins) > 0:
+		return nil, fmt.Errorf("%w: %s has bins, which only form %q declares", ErrInvalidDeclaration, what, FormSegments)
+	}
+	if err := atoms.validate(d.Eps0, lower, what); err != nil {
+		return nil, err
+	}
+	return atoms.Merge(), nil
+}
+
+// same returns the atoms (r, p, p) of the pair's first input (second when
+// second is set): an attribute a neighbour leaves unchanged.
+func (s AtomSet) same(second bool) AtomSet {
+	out := make(AtomSet, len(s))
+	for j, a := range s {
+		v := a.P
+		if second {
+			v = a.Q
+		}
+		out[j] = Atom{a.R, v, v}
+	}
+	return out
 }
 
 func setName(kind string, i int, label string) string {
