@@ -1,0 +1,10 @@
+// Command blanket-laplace serves the Laplace randomizer as a Blanket plugin; the host
+// (sdk.Open) starts it. Run by hand it explains that and exits.
+package main
+
+import (
+	"github.com/blanket-dp/blanket/plugins/laplace"
+	"github.com/blanket-dp/blanket/sdk"
+)
+
+func main() { sdk.Serve(sdk.FactoryOf(laplace.FromConfig)) }
