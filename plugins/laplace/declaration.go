@@ -110,7 +110,7 @@ func Declaration(eps0 float64, bins int) *accountant.Declaration {
 	b := newBinning(eps0, bins)
 	m := b.m
 	tail := math.Exp(-b.lam) / (1 + math.Exp(-b.lam)) // sum_{j>=1} t·u^j
-	far := math.Exp(-b.lam*float64(m)) * tail           // sum_{j>=1} t·u^(m+j)
+	far := math.Exp(-b.lam*float64(m)) * tail         // sum_{j>=1} t·u^(m+j)
 	point := func(x, y float64) [2]float64 { return [2]float64{x, y} }
 
 	pair := accountant.DeclaredSet{Label: "x=lo, x'=hi"}
