@@ -322,34 +322,25 @@ func (c *Collector) publish(ctx context.Context) error {
 	return c.openOlder(ctx, pubKey)
 }
 
-// EarlierPools returns the pools of the plans this collector published
-// before the current one under its key (see ShufflerOptions.EarlierPools).
-func (c *Collector) EarlierPools(ctx context.Context) ([]string, error) {
+// EarlierPlans returns the plans published before the current one under
+// the collector's key, for the shuffler to keep taking their apps' late
+// reports (ShufflerOptions.EarlierPlans). An old plan that no longer
+// parses is left out.
+func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
 	rows, err := c.st.db.r.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	seen := map[string]bool{}
-	for _, p := range c.plan.Pools() {
-		seen[p] = true
-	}
-	var out []string
+	var out []*plan.Plan
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
 			return nil, err
 		}
-		p, err := plan.Parse(b)
-		if err != nil {
-			continue // an unreadable old plan: its pools are not taken
-		}
-		for _, pool := range p.Pools() {
-			if !seen[pool] {
-				seen[pool] = true
-				out = append(out, pool)
-			}
+		if p, err := plan.Parse(b); err == nil {
+			out = append(out, p)
 		}
 	}
 	return out, rows.Err()

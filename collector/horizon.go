@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,6 +78,9 @@ type horizonPart struct {
 	n      int64
 }
 
+// horizonCacheSize bounds the compositions memoised.
+const horizonCacheSize = 256
+
 // horizonCache memoises compositions by their parts.
 type horizonCache struct {
 	mu sync.Mutex
@@ -93,8 +97,8 @@ func (h *horizonCache) get(k string) (float64, bool) {
 func (h *horizonCache) put(k string, v float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[string]float64{}
+	if h.m == nil || len(h.m) >= horizonCacheSize {
+		h.m = map[string]float64{} // bounded: start over
 	}
 	h.m[k] = v
 }
@@ -153,27 +157,11 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	// Windows in Unix seconds (H <= MaxRounds periods of at most a year:
-	// below 2^45, no overflow), one starting at each period with data: any
-	// window is dominated by the one starting at its first period with
-	// data. A period is in a window when it overlaps it (an earlier epoch
-	// may have longer periods).
-	window := int64(h.Periods) * int64(p.PeriodLength()/time.Second)
+	windows := horizonWindows(parts, int64(p.PeriodLength()/time.Second), int64(h.Periods))
 	var worst float64
 	found := false
-	for i := range parts {
-		if i > 0 && parts[i].period.Start == parts[i-1].period.Start {
-			continue // the same window
-		}
-		start := parts[i].period.Start
-		end := start + window
-		var in []horizonPart
-		for _, q := range parts {
-			if q.period.Start < end && q.period.End() > start {
-				in = append(in, q)
-			}
-		}
-		eps, err := c.composeParts(ctx, in, p.Target.Delta)
+	for _, w := range windows {
+		eps, err := c.composeParts(ctx, w.in, p.Target.Delta)
 		if errors.Is(err, errNoMechanism) {
 			h.Note = err.Error()
 			return h, nil
@@ -183,13 +171,109 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		}
 		if !found || eps > worst {
 			worst, found = eps, true
-			h.Window = &PeriodSpan{Start: time.Unix(start, 0).UTC(), End: time.Unix(min(end, maxJSONTime), 0).UTC()}
-			h.Reports = len(in)
+			h.Window = &PeriodSpan{Start: time.Unix(w.start, 0).UTC(), End: time.Unix(min(w.end, maxJSONTime), 0).UTC()}
+			h.Reports = len(w.in)
 		}
 	}
 	h.Eps = &worst
 	h.Note = "every user's reports of every metric in the weakest window of the horizon, each metric's at its smallest batch in the window (an upper bound)"
 	return h, nil
+}
+
+// horizonWindow is a window of the horizon and the parts it overlaps.
+type horizonWindow struct {
+	start, end int64
+	in         []horizonPart
+}
+
+// horizonWindows returns the windows of h periods of length l seconds
+// (aligned to the current plan's periods: starts at multiples of l, in
+// Unix seconds; h <= MaxRounds periods of at most a year stay below 2^45,
+// no overflow) whose compositions bound every window's, skipping those
+// another one dominates. parts are sorted by period start.
+//
+// Which windows suffice: a period is in a window [s, s+h*l) when it
+// overlaps it (an earlier epoch may have longer or shorter periods). Take
+// any window W and let e be the earliest end among its periods. The window
+// starting at s' = floor((e-1)/l)*l still holds all of W's periods: s'
+// >= W's start (both are multiples of l and W's start <= e-1), so every
+// period starting before W's end starts before the end of s'; and every
+// period of W ends at or after e > s'. So the windows starting at
+// floor((end-1)/l)*l for each period's end cover every window, including
+// those after an epoch of longer periods (a window starting at a period's
+// start would miss them).
+//
+// Which can be skipped: a window is dominated when another holds, for
+// every (epoch, pool) of it, at least as many periods at a smallest batch
+// no larger (both as composeParts rounds them). Its composition is then
+// a sub-composition of the other's with larger batches, whose true profile
+// the other's bound dominates (an extra mechanism composed, or a larger
+// batch, never lowers the privacy loss's profile; see the top of the
+// file); so only undominated windows are composed.
+func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
+	starts := map[int64]bool{}
+	var order []int64
+	for _, q := range parts {
+		s := (q.period.End() - 1) / l * l
+		if !starts[s] {
+			starts[s] = true
+			order = append(order, s)
+		}
+	}
+	slices.Sort(order)
+	type pk struct{ epoch, pool string }
+	type load struct {
+		rounds int
+		n      int64
+	}
+	var ws []horizonWindow
+	var loads []map[pk]load
+	for _, s := range order {
+		w := horizonWindow{start: s, end: s + h*l}
+		m := map[pk]load{}
+		for _, q := range parts {
+			if q.period.Start < w.end && q.period.End() > w.start {
+				w.in = append(w.in, q)
+				k := pk{q.epoch, q.pool}
+				ld, ok := m[k]
+				if !ok || q.n < ld.n {
+					ld.n = q.n
+				}
+				ld.rounds++
+				m[k] = ld
+			}
+		}
+		for k, ld := range m {
+			m[k] = load{ld.rounds, roundDown2(ld.n)}
+		}
+		ws = append(ws, w)
+		loads = append(loads, m)
+	}
+	dominates := func(a, b map[pk]load) bool { // a dominates b
+		for k, lb := range b {
+			la, ok := a[k]
+			if !ok || la.rounds < lb.rounds || la.n > lb.n {
+				return false
+			}
+		}
+		return true
+	}
+	var out []horizonWindow
+	for i := range ws {
+		skip := false
+		for j := range ws {
+			// Of two windows dominating each other (equal loads) the
+			// earlier is kept.
+			if j != i && dominates(loads[j], loads[i]) && (j < i || !dominates(loads[i], loads[j])) {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			out = append(out, ws[i])
+		}
+	}
+	return out
 }
 
 // maxJSONTime is the last Unix second of year 9999, the largest time
@@ -291,11 +375,14 @@ func roundDown2(n int64) int64 {
 func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// With pooled travel every metric of a batch has a row (with the same
 	// messages): the caller merges them into the pool's one part.
-	// A batch with no valid report (n = 0) or no fully valid message
-	// (messages = 0: every message of a pooled batch had a part the plugin
-	// refused) holds no honest user's report.
-	rows, err := st.db.r.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(messages) FROM batches
-		WHERE period_len > 0 AND n > 0 AND messages > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+	// A batch with no valid report (n = 0) holds no honest user's report.
+	// One with valid reports counts at its messages, at least one: the
+	// messages of a pooled batch are counted as its valid messages less
+	// every refused part (a lower bound, 0 when each refused part is
+	// counted against another message), and an honest message in it is
+	// then still composed, alone at worst.
+	rows, err := st.db.r.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
+		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
 	}

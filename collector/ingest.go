@@ -150,8 +150,10 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, erro
 			return res, err
 		}
 		if !period.IsZero() && period.Length != int64(e.plan.PeriodLength()/time.Second) {
-			c.c.refused.Add(1)
-			return res, fmt.Errorf("%w: period %s is not one of epoch %s's periods of %v", ErrBatchRefused, period, e.epoch, e.plan.PeriodLength())
+			// Its reports are bound to a period the epoch's SDKs never
+			// seal for: none can open. Acknowledged once, as above.
+			return c.ingestUnopenable(ctx, b, pool, tag, period, res,
+				fmt.Errorf("period %s is not one of epoch %s's periods of %v", period, e.epoch, e.plan.PeriodLength()))
 		}
 		epochs, res.Epoch = []*epochState{e}, e.epoch
 	} else {

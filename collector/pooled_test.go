@@ -427,19 +427,19 @@ func TestCollectorTaggedEpoch(t *testing.T) {
 
 // TestCollectorTravelChange switches a collector from separate to joint
 // travel: late reports of the separate plan, tagged with its epoch, are
-// still ingested there, and EarlierPools gives the shuffler their pools.
+// still ingested there, and EarlierPlans gives the shuffler their pools.
 func TestCollectorTravelChange(t *testing.T) {
 	f := newCollectorFixture(t, testPlan(t, 10))
 	oldPlan, old := f.c.Plan(), f.c.Epoch()
 	f.p = testPlan(t, 10)
 	f.p.Travel = "joint"
 	f.restart(t)
-	pools, err := f.c.EarlierPools(context.Background())
+	earlier, err := f.c.EarlierPlans(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(pools, ",") != "ui/screen,net/latency_ms" {
-		t.Fatalf("earlier pools %q", pools)
+	if len(earlier) != 1 || strings.Join(earlier[0].Pools(), ",") != "ui/screen,net/latency_ms" {
+		t.Fatalf("earlier plans %+v", earlier)
 	}
 	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(20, 13), 13)
 	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), late))
@@ -451,7 +451,7 @@ func TestCollectorTravelChange(t *testing.T) {
 	if code, res := f.postBatch(t, batchBody(metric, late)); code != http.StatusOK || res.N != 20 || res.Epoch != old {
 		t.Fatalf("late untagged batch of the earlier pool: %d %+v", code, res)
 	}
-	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPools: pools, Collector: f.srv.URL})
+	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPlans: earlier, Collector: f.srv.URL})
 	var up UploadResult
 	envs := append(envelopes(periodKey(metric, old), fakeSealed(2)), envelopes(periodKey("@joint", f.c.Epoch()), fakeSealed(2))...)
 	if resp := post(t, nil, s.url, report.EncodeEnvelopes(envs), &up); resp.StatusCode != http.StatusAccepted || up.Accepted != 4 {
@@ -470,7 +470,7 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 	sep := testPlan(t, 10)
 	f := newShufflerFixture(t, ShufflerOptions{Plan: sep, Collector: cf.srv.URL})
 	mux := http.NewServeMux()
-	(&PlanRelay{Collector: cf.srv.URL, OnPlan: func(p *plan.Plan) { f.s.AddPools(p.Pools()) }}).Register(mux)
+	(&PlanRelay{Collector: cf.srv.URL, OnPlan: f.s.AddPlan}).Register(mux)
 	relay := newServer(t, mux)
 	envs := envelopes(periodKey("@joint", cf.c.Epoch()), fakeSealed(1))
 	var res UploadResult
@@ -489,7 +489,8 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 
 // TestShufflerEpochCapAndLearnedPools checks MaxEpochsPerPool (an envelope
 // of one epoch too many is rejected until an epoch is released) and that
-// pools learned with AddPools survive a restart.
+// pools and period lengths learned with AddPlan survive a restart, and
+// a period of another length is refused until a plan brings it.
 func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	p := testPlan(t, 10)
 	sink := &sink{}
@@ -518,8 +519,13 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 		return res.Accepted == 1
 	})
 
-	f.s.AddPools([]string{"@joint"})
+	hourly := testPlan(t, 10)
+	hourly.Travel, hourly.Period = "joint", "1h"
+	hour := report.Period{Start: time.Now().Unix() / 3600 * 3600, Length: 3600}
+	upload(f.url, envelopes(report.PeriodPoolKey(metric, "00000000000000a1", hour), fakeSealed(1)), 0, 1)
+	f.s.AddPlan(hourly)
 	f.s.Close()
 	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
 	upload(g.url, envelopes(periodKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
+	upload(g.url, envelopes(report.PeriodPoolKey("@joint", "00000000000000b1", hour), fakeSealed(1)), 1, 0)
 }

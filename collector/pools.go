@@ -2,9 +2,12 @@ package collector
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -44,7 +47,9 @@ var errNoPeriod = errors.New("no reporting period: sealed by an SDK older than r
 // released batch holds at least n_min reports of one epoch and one period;
 // errNoPeriod otherwise), and the period must be open: not ended more than
 // the grace ago (errLate), and not starting more than one period ahead of
-// the shuffler's clock.
+// the shuffler's clock. Its length must be that of a known plan's periods
+// (AddPlan): other lengths would only make pools that never fill, and
+// batches the collector cannot place.
 func (s *Shuffler) accepts(key string) error {
 	if err := s.known(key); err != nil {
 		return err
@@ -55,12 +60,24 @@ func (s *Shuffler) accepts(key string) error {
 	}
 	now := s.o.Now().Unix()
 	switch {
+	case !(*s.lengths.Load())[period.Length]:
+		return fmt.Errorf("%q: a period of %v is not a period of any plan the shuffler knows (%v)", key, time.Duration(period.Length)*time.Second, s.knownLengths())
 	case now >= s.periodDeadline(period):
 		return fmt.Errorf("%q: %w", key, errLate)
 	case period.Start > now+period.Length:
 		return fmt.Errorf("%q: the period starts more than one period after the shuffler's clock", key)
 	}
 	return nil
+}
+
+// knownLengths lists the period lengths taken, for errors.
+func (s *Shuffler) knownLengths() []time.Duration {
+	var out []time.Duration
+	for l := range *s.lengths.Load() {
+		out = append(out, time.Duration(l)*time.Second)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // periodDeadline returns the Unix second from which period's pools are
@@ -73,61 +90,147 @@ func (s *Shuffler) periodDeadline(p report.Period) int64 {
 	return p.End() + g
 }
 
-// expired reports whether key is a period's pool past its deadline.
+// expired reports whether key is a period's pool past its deadline, or a
+// pool without a period past the legacy deadline.
 func (s *Shuffler) expired(key string) bool {
 	_, _, period, err := report.ParsePoolKey(key)
-	return err == nil && !period.IsZero() && s.o.Now().Unix() >= s.periodDeadline(period)
+	switch {
+	case err != nil:
+		return false
+	case period.IsZero():
+		return s.legacyDeadline > 0 && s.o.Now().Unix() >= s.legacyDeadline
+	}
+	return s.o.Now().Unix() >= s.periodDeadline(period)
 }
 
-// AddPools makes the shuffler take envelopes of pools too, for instance
-// those of a new plan the collector published (PlanRelay.OnPlan), so that
-// apps that fetched it are not refused. Pools are never removed: late
-// reports of an earlier plan keep their pools.
-func (s *Shuffler) AddPools(pools []string) {
+// loadLegacyDeadline sets the deadline of pools without a period, when
+// some hold reports: a period of the plan and its grace after the first
+// open that found them (stored in meta, so restarts do not postpone it).
+// Such pools were filled by SDKs from before periods, whose envelopes are
+// now refused (errNoPeriod): one below n_min can never be released, and
+// would hold a MaxEpochsPerPool slot for ever.
+func (s *Shuffler) loadLegacyDeadline(ctx context.Context, pools []poolSize) error {
+	legacy := false
+	for _, p := range pools {
+		_, _, period, err := report.ParsePoolKey(p.metric)
+		legacy = legacy || (err == nil && period.IsZero() && p.n > 0)
+	}
+	if !legacy {
+		return nil
+	}
+	l := int64(s.o.Plan.PeriodLength() / time.Second)
+	deadline := s.periodDeadline(report.Period{Start: s.o.Now().Unix(), Length: l})
+	if _, err := s.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
+		return fmt.Errorf("collector: shuffler meta: %w", err)
+	}
+	var v string
+	if err := s.db.w.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
+		return fmt.Errorf("collector: shuffler meta: %w", err)
+	}
+	d, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("collector: shuffler meta: legacy deadline %q: %w", v, err)
+	}
+	s.legacyDeadline = d
+	return nil
+}
+
+// AddPlan makes the shuffler take envelopes of p's pools and period
+// length too, for instance those of a new plan the collector published
+// (PlanRelay.OnPlan), so that apps that fetched it are not refused. Pools
+// and lengths are never removed: late reports of an earlier plan keep
+// their pools.
+func (s *Shuffler) AddPlan(p *plan.Plan) {
+	s.addPools(p.Pools(), []int64{int64(p.PeriodLength() / time.Second)})
+}
+
+// addPools adds pools and period lengths (in seconds), storing those not
+// known yet.
+func (s *Shuffler) addPools(pools []string, lengths []int64) {
 	s.poolsMu.Lock()
 	defer s.poolsMu.Unlock()
 	next := map[string]bool{}
 	if cur := s.pools.Load(); cur != nil {
 		maps.Copy(next, *cur)
 	}
-	added := 0
+	nextL := map[int64]bool{}
+	if cur := s.lengths.Load(); cur != nil {
+		maps.Copy(nextL, *cur)
+	}
+	var added []string
 	for _, p := range pools {
 		if !next[p] {
 			next[p] = true
-			added++
+			added = append(added, p)
 		}
 	}
-	if added > 0 || s.pools.Load() == nil {
+	var addedL []int64
+	for _, l := range lengths {
+		if l > 0 && !nextL[l] {
+			nextL[l] = true
+			addedL = append(addedL, l)
+		}
+	}
+	if len(added) > 0 || s.pools.Load() == nil {
 		s.pools.Store(&next)
 	}
-	if s.db == nil || added == 0 {
+	if len(addedL) > 0 || s.lengths.Load() == nil {
+		s.lengths.Store(&nextL)
+	}
+	if s.db == nil {
 		return
 	}
-	for _, p := range pools {
-		// Best effort: a pool not stored is learned again at the next
-		// relayed plan.
+	// Best effort: what is not stored is learned again at the next
+	// relayed plan.
+	for _, p := range added {
 		if _, err := s.db.w.Exec(`INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
 			s.log.Warn("storing a learned pool", "pool", p, "error", err)
 		}
 	}
+	for _, l := range addedL {
+		if _, err := s.db.w.Exec(`INSERT OR IGNORE INTO period_lengths (seconds) VALUES (?)`, l); err != nil {
+			s.log.Warn("storing a learned period length", "seconds", l, "error", err)
+		}
+	}
 }
 
-// storedPools returns the pools learned by earlier runs.
-func (s *Shuffler) storedPools(ctx context.Context) ([]string, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT name FROM pools`)
+// storedPools returns the pools and period lengths learned by earlier
+// runs.
+func (s *Shuffler) storedPools(ctx context.Context) ([]string, []int64, error) {
+	var pools []string
+	var lengths []int64
+	if err := queryColumn(ctx, s.db, `SELECT name FROM pools`, func(r *sql.Rows) error {
+		var p string
+		err := r.Scan(&p)
+		pools = append(pools, p)
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("collector: learned pools: %w", err)
+	}
+	if err := queryColumn(ctx, s.db, `SELECT seconds FROM period_lengths`, func(r *sql.Rows) error {
+		var l int64
+		err := r.Scan(&l)
+		lengths = append(lengths, l)
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("collector: learned period lengths: %w", err)
+	}
+	return pools, lengths, nil
+}
+
+// queryColumn calls scan for each row of q.
+func queryColumn(ctx context.Context, db *database, q string, scan func(*sql.Rows) error) error {
+	rows, err := db.r.QueryContext(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("collector: learned pools: %w", err)
+		return err
 	}
 	defer rows.Close()
-	var out []string
 	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, err
+		if err := scan(rows); err != nil {
+			return err
 		}
-		out = append(out, p)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // trackEpochs resets the pooled epochs from the pool sizes.

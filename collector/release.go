@@ -103,7 +103,7 @@ func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
 	}
 	n, _ := r.RowsAffected()
 	s.c.expired.Add(n)
-	s.log.Warn("a period's pool did not reach n_min within its grace: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
+	s.log.Warn("a pool did not reach n_min by its deadline: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
 	return nil
 }
 

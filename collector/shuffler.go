@@ -48,12 +48,13 @@ type ShufflerOptions struct {
 	// make the shuffler hold with made-up epoch tags, each a pool that may
 	// never reach n_min. Defaults to DefaultMaxEpochsPerPool.
 	MaxEpochsPerPool int
-	// EarlierPools are pools of earlier plans, besides Plan's, whose late
-	// reports the shuffler still takes (Collector.EarlierPools gives those
-	// of the plans a collector published), so that apps that have not yet
-	// fetched a plan with another travel mode or without some metric do
-	// not have their reports refused. Defaults to none.
-	EarlierPools []string
+	// EarlierPlans are earlier plans, besides Plan, whose pools and
+	// period lengths the shuffler still takes late reports of
+	// (Collector.EarlierPlans gives the plans a collector published), so
+	// that apps that have not yet fetched a plan with another travel
+	// mode, period or set of metrics do not have their reports refused.
+	// Defaults to none.
+	EarlierPlans []*plan.Plan
 	// Dir is the data directory; the pool lives in Dir/shuffler.db.
 	// Required.
 	Dir string
@@ -142,7 +143,10 @@ type ShufflerStats struct {
 	// passed (included in Rejected).
 	Late int64 `json:"late"`
 	// Expired counts reports deleted, never released, from pools of a
-	// period that ended more than PeriodGrace ago below n_min.
+	// period that ended more than PeriodGrace ago below n_min, and from
+	// pools without a period (stored before periods; no report can join
+	// them any more) still below n_min a period and its grace after this
+	// version of the shuffler first opened the database.
 	Expired int64 `json:"expired"`
 	// Pools is the number of pooled reports per metric.
 	Pools map[string]int64 `json:"pools"`
@@ -181,10 +185,11 @@ type shufflerCounters struct {
 type Shuffler struct {
 	o   ShufflerOptions
 	log *slog.Logger
-	// pools is the set of pools the shuffler takes (copied on write by
-	// AddPools).
+	// pools is the set of pools the shuffler takes and lengths the
+	// period lengths in seconds (both copied on write by AddPlan).
 	pools   atomic.Pointer[map[string]bool]
-	poolsMu sync.Mutex // serializes AddPools
+	lengths atomic.Pointer[map[int64]bool]
+	poolsMu sync.Mutex // serializes AddPlan
 
 	// epochsMu guards epochs: per pool, the epoch tags with reports
 	// pooled (or admitted since Release last looked), for
@@ -215,6 +220,9 @@ type Shuffler struct {
 	// gen and genCount are the current dedup generation and its size; the
 	// committer goroutine owns them.
 	gen, genCount int64
+	// legacyDeadline is the Unix second from which pools without a
+	// period below n_min are expired (0: there are none).
+	legacyDeadline int64
 
 	c shufflerCounters
 }
@@ -234,17 +242,24 @@ var shufflerSchema = []string{
 	)`,
 	`CREATE INDEX IF NOT EXISTS pool_metric ON pool (metric, suite, id)`,
 	// seen holds HMAC-SHA256(salt, report id)[:16] of recently accepted
-	// reports, by dedup generation.
+	// reports, by dedup generation, with the end and length of the
+	// report's period (kept until its pools close; 0 for none).
 	`CREATE TABLE IF NOT EXISTS seen (
 		h BLOB PRIMARY KEY,
-		gen INTEGER NOT NULL
+		gen INTEGER NOT NULL,
+		period_end INTEGER NOT NULL DEFAULT 0,
+		period_len INTEGER NOT NULL DEFAULT 0
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
-	// pools holds the pools learned after start (AddPools: the pools of
-	// plans the shuffler relayed), so that a restart keeps taking them.
+	// pools holds the pools learned after start (AddPlan: the pools of
+	// plans the shuffler relayed), so that a restart keeps taking them;
+	// period_lengths their periods' lengths in seconds.
 	`CREATE TABLE IF NOT EXISTS pools (
 		name TEXT PRIMARY KEY
 	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS period_lengths (
+		seconds INTEGER PRIMARY KEY
+	)`,
 	// outgoing holds released batches (report.EncodeBatch bytes) until the
 	// collector acknowledges them.
 	`CREATE TABLE IF NOT EXISTS outgoing (
@@ -338,13 +353,19 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	s.AddPools(append(o.Plan.Pools(), o.EarlierPools...))
-	learned, err := s.storedPools(ctx)
+	if err := migrateSeen(ctx, db); err != nil {
+		db.close()
+		return nil, err
+	}
+	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
+		s.AddPlan(p)
+	}
+	learned, lengths, err := s.storedPools(ctx)
 	if err != nil {
 		db.close()
 		return nil, err
 	}
-	s.AddPools(learned)
+	s.addPools(learned, lengths)
 	if err := s.loadMeta(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -355,6 +376,10 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		return nil, err
 	}
 	s.trackEpochs(pools)
+	if err := s.loadLegacyDeadline(ctx, pools); err != nil {
+		db.close()
+		return nil, err
+	}
 	for _, p := range pools {
 		if s.known(p.metric) != nil {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
@@ -409,4 +434,23 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 	}
 	err = s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&st.Outgoing)
 	return st, err
+}
+
+// migrateSeen adds the period columns to a seen table from before
+// reporting periods (its ids are then kept by generation only, as they
+// were).
+func migrateSeen(ctx context.Context, db *database) error {
+	has, err := hasColumn(ctx, db, "seen", "period_end")
+	if err != nil || has {
+		return err
+	}
+	for _, q := range []string{
+		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
+	} {
+		if _, err := db.w.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("collector: migrating the shuffler's seen table: %w", err)
+		}
+	}
+	return nil
 }

@@ -83,6 +83,7 @@ type acceptItem struct {
 	suite  uint16
 	sealed []byte
 	h      []byte
+	period report.Period
 }
 
 type acceptReq struct {
@@ -169,7 +170,8 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		case len(e.Sealed) < MinSealedLen:
 			reject(i, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
 		default:
-			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID)})
+			_, _, period, _ := report.ParsePoolKey(e.Metric)
+			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), period: period})
 		}
 	}
 	if len(req.items) > 0 {
@@ -248,7 +250,7 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
-	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen) VALUES (?, ?)`)
+	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen, period_end, period_len) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +264,7 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	results := make([]acceptRes, len(group))
 	for i, r := range group {
 		for _, it := range r.items {
-			res, err := seen.ExecContext(ctx, it.h, gen)
+			res, err := seen.ExecContext(ctx, it.h, gen, it.period.End(), it.period.Length)
 			if err != nil {
 				return nil, err
 			}
@@ -281,7 +283,12 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	}
 	if count >= s.genSize {
 		gen, count = gen+1, 0
-		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE gen <= ?`, gen-1-dedupGenerations); err != nil {
+		// An id is kept past its generation while its period's pools
+		// are open (until the deadline, periodDeadline): a retry then
+		// is always a duplicate, never a second report of the period.
+		grace := int64(s.o.PeriodGrace / time.Second)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`,
+			gen-1-dedupGenerations, grace, grace, s.o.Now().Unix()); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'gen'`, strconv.FormatInt(gen, 10)); err != nil {

@@ -245,11 +245,11 @@ the next start.`,
 			}
 			defer c.Close()
 			url := loopbackURL(ln.Addr())
-			earlier, err := c.EarlierPools(ctx)
+			earlier, err := c.EarlierPlans(ctx)
 			if err != nil {
 				return err
 			}
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPools: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/collector"
-	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/spf13/cobra"
 )
 
@@ -83,7 +82,7 @@ the collector's token file there (mode 0600).`,
 			// A plan the collector publishes later (another travel mode,
 			// a new metric) brings its pools: apps that fetched it are
 			// not refused, and earlier pools stay for late reports.
-			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: func(p *plan.Plan) { s.AddPools(p.Pools()) }}
+			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
 			relay.Register(mux)
 			go refreshPlan(ctx, relay, time.Minute)
 			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)

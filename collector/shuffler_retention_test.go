@@ -1,0 +1,124 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// TestShufflerDedupWithinPeriod: an app's retry of an envelope whose id
+// the dedup window has long rolled past is still a duplicate while its
+// period's pools are open (one report per period, however many other
+// reports arrived in between); once the period's grace has passed, the id
+// is forgotten at the next generation and the period refuses the envelope
+// anyway.
+func TestShufflerDedupWithinPeriod(t *testing.T) {
+	p := testPlan(t, 1000)
+	clock := &testClock{}
+	clock.set(time.Unix(today.Start+3600, 0))
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8})
+	key := periodKey(metric, p.Epoch())
+	upload := func(envs []report.Envelope) UploadResult {
+		t.Helper()
+		var res UploadResult
+		if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("upload: status %d", resp.StatusCode)
+		}
+		return res
+	}
+	first := envelopes(key, fakeSealed(1))
+	if res := upload(first); res.Accepted != 1 {
+		t.Fatalf("first upload: %+v", res)
+	}
+	// 40 other reports, one per upload: ten generations of 2 ids roll by.
+	for range 40 {
+		if res := upload(envelopes(key, fakeSealed(1))); res.Accepted != 1 {
+			t.Fatalf("other upload: %+v", res)
+		}
+	}
+	if res := upload(first); res.Accepted != 0 || res.Duplicates != 1 {
+		t.Fatalf("retry within the period: %+v, want a duplicate", res)
+	}
+	st, err := f.s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pools[key] != 41 {
+		t.Fatalf("pool %d, want 41 reports (the retry not pooled again)", st.Pools[key])
+	}
+	// Past today's grace (a period by default): ids of today go with the
+	// next generation, and today's envelopes are refused as late.
+	clock.set(time.Unix(today.End()+today.Length+1, 0))
+	tomorrow := report.PeriodPoolKey(metric, p.Epoch(), report.Period{Start: today.End(), Length: today.Length})
+	for range 12 {
+		upload(envelopes(tomorrow, fakeSealed(1)))
+	}
+	var kept int
+	if err := f.s.db.r.QueryRow(`SELECT COUNT(*) FROM seen WHERE period_end = ?`, today.End()).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 0 {
+		t.Errorf("%d ids of a closed period still kept, want none", kept)
+	}
+	if res := upload(first); res.Rejected != 1 {
+		t.Errorf("retry after the grace: %+v, want it refused as late", res)
+	}
+}
+
+// TestShufflerExpiresLegacyPools: a pool stored without a period (before
+// periods) that is below n_min can never grow, since such envelopes are
+// refused: a period and its grace after the first open that found it, it
+// is deleted and counted Expired, and a restart does not postpone that.
+func TestShufflerExpiresLegacyPools(t *testing.T) {
+	p := testPlan(t, 10)
+	dir := t.TempDir()
+	clock := &testClock{}
+	t0 := time.Unix(today.Start, 0)
+	clock.set(t0)
+	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
+	f := newShufflerFixture(t, o)
+	f.s.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range fakeSealed(4) {
+		if _, err := db.Exec(`INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`, metric, report.SuiteX25519ChaCha, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	release := func(s *Shuffler) ShufflerStats {
+		t.Helper()
+		if n, err := s.Release(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Release = %d, %v; want nothing released", n, err)
+		}
+		st, err := s.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	g := newShufflerFixture(t, o)
+	if st := release(g.s); st.Pools[metric] != 4 || st.Expired != 0 {
+		t.Fatalf("at the first open: %+v", st)
+	}
+	g.s.Close()
+	// Reopened a day later: the deadline (24 h period + 24 h grace after
+	// t0) stands.
+	clock.set(t0.Add(24 * time.Hour))
+	h := newShufflerFixture(t, o)
+	clock.set(t0.Add(48*time.Hour - time.Second))
+	if st := release(h.s); st.Pools[metric] != 4 || st.Expired != 0 {
+		t.Fatalf("before the deadline: %+v", st)
+	}
+	clock.set(t0.Add(48*time.Hour + expirySweep)) // the next sweep
+	if st := release(h.s); st.Pools[metric] != 0 || st.Expired != 4 {
+		t.Fatalf("at the deadline: %+v, want the 4 reports expired", st)
+	}
+}
