@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -21,7 +23,10 @@ import (
 //   - ended more than the grace ago: dropped unsent (Stats.Expired);
 //   - values staged under another plan than the current one: dropped
 //     (Stats.Superseded), since a report is sealed under its plan's
-//     binding, which the Provider no longer holds;
+//     binding, which the Provider no longer holds. A plan change closes
+//     the periods that ended under the plan it replaces first (swapPlan,
+//     and closeCachedPlan at start), so only values staged for a period
+//     still open at the change come here;
 //   - the current plan's values: randomized at the plan's eps0, sealed
 //     under the period's binding and committed as the period's one report
 //     or message, with its ledger charge, in the same transaction that
@@ -42,12 +47,46 @@ type periodGroup struct {
 	draws  []Draw
 }
 
-// closePeriods closes every staged period that has ended.
+// closePeriods closes every staged period that has ended, under the
+// current plan.
 func (p *Provider) closePeriods(ctx context.Context) error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
-	v := p.plan.Load()
-	now := p.now()
+	return p.closeEnded(ctx, p.plan.Load(), p.now())
+}
+
+// swapPlan makes v the plan the Provider reports by, unless it is the plan
+// in use already, and reports whether it did. Before the swap it closes,
+// under the plan in use, every staged period that has ended by now, so
+// that their values are sealed under the plan they were recorded under
+// and sent: after the swap the Provider no longer holds that plan, and
+// closing would drop them (Stats.Superseded). Only the values staged for a
+// period still open at the swap are dropped so. It holds closeMu from the
+// closing to the swap, so that no other closing runs in between. When the
+// closing fails the plan in use stays and the error is returned: the
+// values stay staged, and the next refresh tries again (a period that
+// cannot be sealed expires after the grace, which ends the wait).
+func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	cur := p.plan.Load()
+	if cur.digest == v.digest {
+		return false, nil // a concurrent refresh took it
+	}
+	if err := p.closeEnded(ctx, cur, p.now()); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("client: plan %s not taken yet: closing the periods that ended under plan %s: %w", v.epoch, cur.epoch, err)
+	}
+	p.plan.Store(v)
+	p.nextClose.Store(0) // the new plan's periods may end sooner
+	return true, nil
+}
+
+// closeEnded closes every staged period that has ended by now, sealing
+// plan v's values under v. The caller holds closeMu.
+func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time) error {
 	grace := p.cfg.PeriodGrace
 	if grace == 0 {
 		grace = v.plan.PeriodLength()
@@ -84,6 +123,58 @@ func (p *Provider) closePeriods(ctx context.Context) error {
 		lastErr = fmt.Errorf("%w: periods kept changing while closing; they close at the next try", ErrStalePeriod)
 	}
 	return lastErr
+}
+
+// closeCachedPlan closes, when a Provider starts, the staged periods that
+// ended under the plan the last run cached in DataDir (planCacheFile), the
+// plan their values were recorded under, before NewProvider takes the
+// collector's plan: when the collector has moved on to a new plan, closing
+// them under it would drop them (Stats.Superseded), as swapPlan prevents
+// for a running Provider. When the collector still serves the cached plan
+// this is the closing NewProvider does anyway. It does nothing when
+// nothing staged under the cached plan has ended, and cannot help when no
+// plan is cached (no DataDir, the cache write failed, the file is gone) or
+// the cached plan no longer passes verifyPlan (a lower MaxEps0, a
+// randomizer gone): then the values of a plan the collector replaced are
+// superseded when they close, as before. It returns only ctx's error;
+// other failures are logged and leave the values staged.
+func (p *Provider) closeCachedPlan(ctx context.Context) error {
+	if p.cfg.DataDir == "" {
+		return nil
+	}
+	fail := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.log.Warn("blanket closing periods under the cached plan", "step", what, "error", err)
+		return nil
+	}
+	raw, err := os.ReadFile(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)))
+	if err != nil {
+		return nil // none cached: a first start
+	}
+	pl, err := decodePlan(raw)
+	if err != nil {
+		return fail("decode", err)
+	}
+	digest, now := pl.Digest(), p.now()
+	vals, err := p.outbox.Staged(ctx)
+	if err != nil {
+		return fail("read", err)
+	}
+	if !slices.ContainsFunc(vals, func(val Value) bool { return val.Plan == digest && val.Period.End() <= now.Unix() }) {
+		return nil // spare verifying the plan (opening its randomizers)
+	}
+	v, err := verifyPlan(ctx, pl, p.cfg.MaxEps0, p.cache)
+	if err != nil {
+		return fail("verify", err)
+	}
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if err := p.closeEnded(ctx, v, now); err != nil {
+		return fail("close", err)
+	}
+	return nil
 }
 
 // readGroups returns the staged periods that have ended by now, in order

@@ -133,7 +133,8 @@ type Provider struct {
 	hc   *http.Client
 	now  func() time.Time
 	// plan is the verified plan. A Record loads it once and uses that
-	// plan throughout; RefreshPlan swaps it without waiting for anyone.
+	// plan throughout; RefreshPlan swaps it without waiting for Records
+	// (swapPlan, under closeMu, after a closing in progress).
 	plan     atomic.Pointer[verifiedPlan]
 	planBase string
 	outbox   Outbox
@@ -194,7 +195,12 @@ type Stats struct {
 	// Superseded counts staged values dropped at closing because they
 	// were recorded under a plan the Provider no longer reports by: a
 	// report is sealed under its plan's binding, which the Provider no
-	// longer holds once a new plan replaced it (RefreshPlan).
+	// longer holds once a new plan replaced it (RefreshPlan). A plan
+	// change first closes, under the plan it replaces, the periods that
+	// have ended, so this counts the values staged for a period still
+	// open at the change; and, at start, the values of ended periods
+	// recorded under a plan the collector replaced when the plan cached
+	// in DataDir is not that plan or is missing (see NewProvider).
 	Superseded int64
 	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
 	Uploaded int64
@@ -218,6 +224,15 @@ type Stats struct {
 // cfg.MaxEps0 or names a randomizer this app cannot open —, closes the
 // reporting periods that ended since the last run and, in ModeOn, starts
 // the background uploader.
+//
+// The periods that ended since the last run close under the plan their
+// values were recorded under when the Provider can: before fetching the
+// plan it closes them under the last verified plan cached in DataDir, so
+// that a new plan served by the collector does not drop them. Values
+// recorded under another plan than the cached one (a plan given by
+// Config.Plan, a cache file lost or no longer passing the checks above)
+// are dropped when they close (Stats.Superseded), as are values staged
+// for a period still open when the plan changes.
 //
 // On error the Provider is nil, and a nil Provider records nothing.
 func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
@@ -270,6 +285,11 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		}
 		v, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
 	} else {
+		// Periods that ended under the last run's plan close under it
+		// first, in case the collector serves a new one.
+		if err := p.closeCachedPlan(ctx); err != nil {
+			return nil, err
+		}
 		v, err = loadPlan(ctx, p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
 	}
 	if err != nil {
@@ -393,17 +413,21 @@ func (p *Provider) currentPlan() *verifiedPlan { return p.plan.Load() }
 
 // RefreshPlan asks the collector whether its plan changed since the one
 // the Provider reports by and, when it did, verifies the new plan as
-// NewProvider does and reports by it from then on: a Record in progress
-// finishes under the plan it started with, reports already in the outbox
-// keep the plan they were sealed
-// under (the collector counts them in that plan's epoch), and values staged
+// NewProvider does and reports by it from then on. Before it takes the new
+// plan it closes, under the plan in use, the periods that have ended, so
+// that their values are sealed and sent under the plan they were recorded
+// under. Then a Record in progress finishes under the plan it started
+// with, reports already in the outbox keep the plan they were sealed under
+// (the collector counts them in that plan's epoch), and values staged
 // under the earlier plan for a period still open are dropped when it
 // closes (Stats.Superseded): they would need that plan's binding. It
-// reports whether the plan changed. When
-// the new plan is refused (an error wrapping ErrPlanRefused) or cannot be
-// fetched, the Provider goes on with the plan it has. The uploader calls
-// it every Config.PlanRefresh in ModeOn; an app may call it at any time.
-// It does nothing outside ModeOn or for a Provider given Config.Plan.
+// reports whether the plan changed. When the new plan is refused (an
+// error wrapping ErrPlanRefused) or cannot be fetched, or the ended
+// periods fail to close (the plan waits for the next refresh, their values
+// staged), the Provider goes on with the plan it has and RefreshPlan
+// returns the error. The uploader calls it every Config.PlanRefresh in
+// ModeOn; an app may call it at any time. It does nothing outside ModeOn
+// or for a Provider given Config.Plan.
 func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	if p == nil || p.mode != ModeOn || p.cfg.Plan != nil {
 		return false, nil
@@ -422,8 +446,9 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	p.plan.Store(v)
-	p.nextClose.Store(0) // the new plan's periods may end sooner
+	if changed, err := p.swapPlan(ctx, v); !changed || err != nil {
+		return false, err
+	}
 	if p.cfg.DataDir != "" {
 		// Best effort, as in loadPlan.
 		_ = writeFileAtomic(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)), raw)
