@@ -22,9 +22,9 @@ func newPluginCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "List and verify randomizer plugins",
-		Long: `Randomizer plugins are either built in (krr, hadamard, rappor, summation) or
-binaries named blanket-<name> in the plugin directory (--plugin-dir or
-$` + sdk.PluginDirEnv + `). Every plugin name is also a --mech name of
+		Long: `Randomizer plugins are either built in (krr, hadamard, rappor, summation,
+laplace) or binaries named blanket-<name> in the plugin directory
+(--plugin-dir or $` + sdk.PluginDirEnv + `). Every plugin name is also a --mech name of
 'blanket account', e.g. --mech rappor:d=64 or --mech olh:d=100.`,
 	}
 	cmd.AddCommand(newPluginListCmd(e), newPluginVerifyCmd(e))

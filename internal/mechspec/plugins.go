@@ -25,8 +25,9 @@ const MaxCategories = 1 << 22
 // eps0. Parameters map to the plugin's configuration: categories=N (and, for
 // categorical plugins, k=N or d=N) asks for N categories labelled 0..N-1;
 // eps0=E fixes the local budget; every other key=value goes to the
-// plugin's Params. For summation, k is its number of levels (a parameter)
-// and its range is [0, 1] (the declaration does not depend on it).
+// plugin's Params. For summation, k is its number of levels (a parameter);
+// summation and laplace take the range [0, 1] (their declarations do not
+// depend on it).
 func Plugin(ctx context.Context, name string, open Opener) Constructor {
 	return func(p Params) (accountant.Mechanism, error) {
 		cfg := sdk.Config{Params: map[string]string{}}
@@ -59,7 +60,7 @@ func Plugin(ctx context.Context, name string, open Opener) Constructor {
 				cfg.Params[key] = v
 			}
 		}
-		if name == "summation" {
+		if name == "summation" || name == "laplace" {
 			cfg.Lo, cfg.Hi = 0, 1
 		}
 		r, err := open(ctx, name, cfg)

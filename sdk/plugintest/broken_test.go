@@ -10,6 +10,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/laplace"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -101,6 +102,45 @@ func (u understatedMatrix) Declare(ctx context.Context, eps0 float64) (*accounta
 	return d, nil
 }
 
+// understatedSegments declares laplace's segments of eps0 + 1 under the
+// label eps0: the segments' ends exceed e^eps0 (declaration), and the
+// declared bin masses are those of a sharper law than the sampler's
+// (frequencies: at eps0 = 1 the mass within 1/64 of the input doubles).
+type understatedSegments struct{ *laplace.Randomizer }
+
+func (u understatedSegments) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+	d, err := u.Randomizer.Declare(ctx, eps0+1)
+	if err != nil {
+		return nil, err
+	}
+	d.Eps0 = eps0
+	return d, nil
+}
+
+// hotLaplace samples at eps0 + 1 what it declares at eps0 (keeping
+// laplace's OutputMapper): at eps0 = 1 the mass of the 1/64-wide bins
+// near the input doubles, far beyond the chi-square threshold.
+type hotLaplace struct{ *laplace.Randomizer }
+
+func (h hotLaplace) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	return h.Randomizer.Randomize(ctx, eps0+1, in)
+}
+
+// fatSegments inflates every bin's blanket mass R of laplace's pair by a
+// fifth, which claims more amplification than the mechanism gives.
+type fatSegments struct{ *laplace.Randomizer }
+
+func (f fatSegments) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+	d, err := f.Randomizer.Declare(ctx, eps0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.Pairs[0].Bins {
+		d.Pairs[0].Bins[i].R *= 1.2
+	}
+	return d, nil
+}
+
 // strictAccumulate fails a batch with a malformed report instead of counting
 // it.
 type strictAccumulate struct{ sdk.Randomizer }
@@ -155,6 +195,7 @@ func TestBrokenRandomizersFail(t *testing.T) {
 	sum := func(seed uint64) sdk.Randomizer {
 		return must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(seed)}))
 	}
+	lap := must(laplace.New(laplace.Options{Lo: 0, Hi: 10}))
 	tests := []struct {
 		name   string
 		r      sdk.Randomizer
@@ -169,6 +210,9 @@ func TestBrokenRandomizersFail(t *testing.T) {
 		{"panics on an empty report", panicky{newKRR(16)}, []string{plugintest.CheckReports}},
 		{"accepts NaN", nanToLo{sum(17)}, []string{plugintest.CheckInputs}},
 		{"estimates foreign statistics", foreignStatistics{newKRR(18)}, []string{plugintest.CheckStatistics}},
+		{"segments beyond eps0", understatedSegments{lap}, []string{plugintest.CheckDeclaration, plugintest.CheckFrequencies}},
+		{"laplace samples at a larger eps0", hotLaplace{lap}, []string{plugintest.CheckFrequencies}},
+		{"segments blanket overstated", fatSegments{lap}, []string{plugintest.CheckDeclaration}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

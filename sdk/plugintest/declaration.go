@@ -27,7 +27,11 @@ const matrixMaxCells = 1 << 24
 // e^eps0 (r is the smallest probability of the atom's outputs over all
 // inputs, p and q two of them), and r <= p, r <= q (the accountant does not
 // check these, and a blanket mass r above min(p, q) overstates the
-// amplification). Lower-bound triples need r/p, r/q <= e^eps0 as well.
+// amplification). Lower-bound triples need r/p, r/q <= e^eps0 as well. A
+// segments declaration is checked the same way at both ends of every
+// bin's segment (the points (p/r, q/r) of its extreme outputs, which bound
+// every output of the bin since the ratios are monotone along a segment)
+// and at the bin's mean point (P/R, Q/R).
 func (v *verifier) checkDeclaration(ctx context.Context, c *Check) {
 	for _, eps0 := range v.opts.Eps0s {
 		name := fmt.Sprintf("eps0=%g", eps0)
@@ -53,7 +57,7 @@ func (v *verifier) checkDeclaration(ctx context.Context, c *Check) {
 		switch d.Form {
 		case accountant.FormMatrix:
 			v.matrixRatios(c, name, eps0, d.Matrix)
-		case accountant.FormAtoms:
+		case accountant.FormAtoms, accountant.FormSegments:
 			v.atomRatios(c, name, eps0, d)
 		default:
 			c.pass(name+" ratios", "%s declaration: only eps0 is declared, and the accountant uses the generic clone bound", d.Form)
@@ -103,8 +107,11 @@ func (v *verifier) atomRatios(c *Check, name string, eps0 float64, d *accountant
 		lower bool
 	}{{"pair", d.Pairs, false}, {"triple", d.Triples, true}} {
 		for i, s := range group.sets {
-			for j, a := range s.Atoms {
-				at := fmt.Sprintf("%s %d (%s) atom %d", group.kind, i, s.Label, j)
+			for j, a := range segmentPoints(s) {
+				at := fmt.Sprintf("%s %d (%s) %s", group.kind, i, s.Label, a.where)
+				if j < len(s.Atoms) {
+					at = fmt.Sprintf("%s %d (%s) atom %d", group.kind, i, s.Label, j)
+				}
 				if a.P == 0 && a.Q == 0 && a.R == 0 {
 					continue
 				}
@@ -127,6 +134,29 @@ func (v *verifier) atomRatios(c *Check, name string, eps0 float64, d *accountant
 		c.pass(name+" blanket", "r <= min(p, q) in every pair atom")
 	}
 	v.ratioTest(c, name, eps0, maxRatio, where)
+}
+
+// ratioPoint is an atom, or a point of a bin (an end of its segment, as
+// masses (1, p/r, q/r), or its mean), to check the ratios of.
+type ratioPoint struct {
+	accountant.Atom
+	where string
+}
+
+// segmentPoints returns the atoms of s, then for each bin its two ends and
+// its mean point.
+func segmentPoints(s accountant.DeclaredSet) []ratioPoint {
+	var out []ratioPoint
+	for _, a := range s.Atoms {
+		out = append(out, ratioPoint{Atom: a})
+	}
+	for j, b := range s.Bins {
+		out = append(out,
+			ratioPoint{accountant.Atom{R: 1, P: b.Lo[0], Q: b.Lo[1]}, fmt.Sprintf("bin %d low end", j)},
+			ratioPoint{accountant.Atom{R: 1, P: b.Hi[0], Q: b.Hi[1]}, fmt.Sprintf("bin %d high end", j)},
+			ratioPoint{accountant.Atom{R: b.R, P: b.P, Q: b.Q}, fmt.Sprintf("bin %d mean", j)})
+	}
+	return out
 }
 
 func (v *verifier) ratioTest(c *Check, name string, eps0, maxRatio float64, where string) {

@@ -32,9 +32,10 @@ import (
 // This is a test of the whole output distribution, hence of the exact
 // likelihood ratios the declaration claims: a sampler running at a larger
 // eps0 than it declares, or favouring some outputs, fails it. It needs a
-// matrix declaration; atoms and generic declarations do not say which
-// output has which probability, so the check is skipped for them (run the
-// kit on a small configuration, where plugins declare matrices).
+// matrix declaration, or a segments one (segmentFrequencies); atoms and
+// generic declarations do not say which output has which probability, so
+// the check is skipped for them (run the kit on a small configuration,
+// where plugins declare matrices).
 func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 	alpha := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
 	for _, eps0 := range v.opts.Eps0s {
@@ -44,12 +45,16 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 			c.fail(name, "Declare: %v", err)
 			continue
 		}
+		if d.Form == accountant.FormSegments {
+			v.segmentFrequencies(ctx, c, name, eps0, d, alpha)
+			continue
+		}
 		if d.Form != accountant.FormMatrix || d.Matrix == nil {
 			c.skip(name, "the %s declaration does not give each output's probability; run the kit on a configuration small enough for a matrix declaration", d.Form)
 			continue
 		}
 		m := d.Matrix
-		output, hint, skip, err := v.outputMap(ctx, eps0, m)
+		output, hint, skip, err := v.outputMap(ctx, eps0, m.NumOutputs())
 		switch {
 		case err != nil:
 			c.fail(name, "%v", err)
@@ -64,7 +69,11 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 			continue
 		}
 		for _, cs := range cases {
-			v.frequencyTest(ctx, c, eps0, m, output, hint, cs, alpha/float64(len(cases)))
+			probs := make([]float64, m.NumOutputs())
+			for y := range probs {
+				probs[y] = m.At(cs.Row, y)
+			}
+			v.frequencyTest(ctx, c, eps0, probs, output, hint, v.caseName(eps0, cs), cs, alpha/float64(len(cases)))
 			if ctx.Err() != nil {
 				return
 			}
@@ -134,13 +143,13 @@ func (v *verifier) caseName(eps0 float64, cs Case) string {
 // outputsFunc maps a batch of reports produced at eps0 to output indices.
 type outputsFunc func(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error)
 
-// outputMap returns how the frequency check maps reports to the outputs of
-// m at eps0: Options.Output; else the randomizer's own mapping when it is
+// outputMap returns how the frequency check maps reports to outs outputs
+// at eps0: Options.Output; else the randomizer's own mapping when it is
 // an sdk.OutputMapper that does not answer errors.ErrUnsupported (a plugin
 // process); else the SDK's index encoding, when the report width fits it.
 // hint is appended to failure messages; skip, when not "", is why the
 // check cannot run.
-func (v *verifier) outputMap(ctx context.Context, eps0 float64, m *accountant.Matrix) (f outputsFunc, hint, skip string, err error) {
+func (v *verifier) outputMap(ctx context.Context, eps0 float64, outs int) (f outputsFunc, hint, skip string, err error) {
 	if out := v.opts.Output; out != nil {
 		return perReport(out), "", "", nil
 	}
@@ -162,11 +171,11 @@ func (v *verifier) outputMap(ctx context.Context, eps0 float64, m *accountant.Ma
 			return nil, "", "", fmt.Errorf("the randomizer's Outputs: %v", perr)
 		}
 	}
-	if w := ldp.IndexWidth(m.NumOutputs()); w != v.desc.ReportBytes {
-		return nil, "", fmt.Sprintf("reports are %d bytes, not the %d-byte index encoding of %d outputs; implement sdk.OutputMapper (or set Options.Output) to map reports to outputs", v.desc.ReportBytes, w, m.NumOutputs()), nil
+	if w := ldp.IndexWidth(outs); w != v.desc.ReportBytes {
+		return nil, "", fmt.Sprintf("reports are %d bytes, not the %d-byte index encoding of %d outputs; implement sdk.OutputMapper (or set Options.Output) to map reports to outputs", v.desc.ReportBytes, w, outs), nil
 	}
 	hint = "; reports were read as output indices in the SDK's index encoding: if that is not this plugin's encoding, implement sdk.OutputMapper (or set Options.Output)"
-	return perReport(defaultOutput(m.NumOutputs())), hint, "", nil
+	return perReport(defaultOutput(outs)), hint, "", nil
 }
 
 // perReport makes an outputsFunc of a function of one report; a report it
@@ -187,16 +196,15 @@ func perReport(f func(eps0 float64, report []byte) (int, error)) outputsFunc {
 	}
 }
 
-// frequencyTest samples one case and runs the chi-square test. hint is
-// appended to failure messages.
-func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m *accountant.Matrix, output outputsFunc, hint string, cs Case, alpha float64) {
-	name := v.caseName(eps0, cs)
+// frequencyTest samples input cs and runs the chi-square test of its
+// outputs against probs. hint is appended to failure messages.
+func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, probs []float64, output outputsFunc, hint, name string, cs Case, alpha float64) {
 	reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
 	if err != nil {
 		c.fail(name, "Randomize: %v", err)
 		return
 	}
-	outs := m.NumOutputs()
+	outs := len(probs)
 	counts := make([]int64, outs)
 	for i, rep := range reports {
 		if len(rep) != v.desc.ReportBytes {
@@ -219,9 +227,7 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m 
 		}
 		counts[y]++
 	}
-	probs := make([]float64, outs)
 	for y := range probs {
-		probs[y] = m.At(cs.Row, y)
 		if probs[y] == 0 && counts[y] > 0 {
 			c.fail(name, "output %d has declared probability 0 but was drawn %d times%s", y, counts[y], hint)
 			return
@@ -250,4 +256,68 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, m 
 		t.Message = fmt.Sprintf("%d reports do not fit the declared row: output %d drawn %d times, expected %.1f%s", len(reports), worst, counts[worst], float64(len(reports))*probs[worst], hint)
 	}
 	c.add(t)
+}
+
+// segmentFrequencies is the frequency check of a segments declaration. Its
+// outputs are the bins of the first declared pair, in order (a plugin's
+// Outputs, or Options.Output, maps each report to its bin): the kit draws
+// reports at the pair's inputs (DeclaredSet.Inputs x and x') and at each
+// triple's third input x3, whose bins' declared masses are P, Q and R,
+// and runs the chi-square test on each. Triples with bins other than the
+// pair's (another count) are not tested; pairs with exact atoms besides
+// bins are skipped (which output an atom is, is not declared).
+func (v *verifier) segmentFrequencies(ctx context.Context, c *Check, name string, eps0 float64, d *accountant.Declaration, alpha float64) {
+	if len(d.Pairs) == 0 {
+		c.skip(name, "the segments declaration has no pair")
+		return
+	}
+	pair := d.Pairs[0]
+	switch {
+	case v.desc.Input != sdk.InputReal:
+		c.skip(name, "a segments declaration of a %v randomizer: its inputs cannot be drawn from DeclaredSet.Inputs", v.desc.Input)
+		return
+	case len(pair.Atoms) > 0 || len(pair.Bins) == 0:
+		c.skip(name, "the first pair has exact atoms besides bins (or no bins): which output an atom is, is not declared")
+		return
+	case len(pair.Inputs) != 2:
+		c.skip(name, "the first pair declares %d inputs, not its x and x' (DeclaredSet.Inputs)", len(pair.Inputs))
+		return
+	}
+	outs := len(pair.Bins)
+	output, hint, skip, err := v.outputMap(ctx, eps0, outs)
+	switch {
+	case err != nil:
+		c.fail(name, "%v", err)
+		return
+	case skip != "":
+		c.skip(name, "%s", skip)
+		return
+	}
+	type test struct {
+		what  string
+		x     float64
+		probs []float64
+	}
+	masses := func(f func(accountant.Bin) float64, bins []accountant.Bin) []float64 {
+		out := make([]float64, len(bins))
+		for i, b := range bins {
+			out[i] = f(b)
+		}
+		return out
+	}
+	tests := []test{
+		{"x", pair.Inputs[0], masses(func(b accountant.Bin) float64 { return b.P }, pair.Bins)},
+		{"x'", pair.Inputs[1], masses(func(b accountant.Bin) float64 { return b.Q }, pair.Bins)},
+	}
+	for i, t := range d.Triples {
+		if len(t.Atoms) == 0 && len(t.Bins) == outs && len(t.Inputs) == 3 && t.Inputs[2] != pair.Inputs[0] && t.Inputs[2] != pair.Inputs[1] {
+			tests = append(tests, test{fmt.Sprintf("triple %d x3", i), t.Inputs[2], masses(func(b accountant.Bin) float64 { return b.R }, t.Bins)})
+		}
+	}
+	for _, t := range tests {
+		v.frequencyTest(ctx, c, eps0, t.probs, output, hint, fmt.Sprintf("%s %s = %v (%d bins)", name, t.what, t.x, outs), Case{Real: t.x}, alpha/float64(len(tests)))
+		if ctx.Err() != nil {
+			return
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blanket-dp/blanket/examples/custom-plugin/olh"
 	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/laplace"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plugintest"
@@ -53,6 +54,7 @@ func TestOverGRPC(t *testing.T) {
 	}{
 		{"krr", sdk.FactoryOf(krr.FromConfig), small, light},
 		{"summation", sdk.FactoryOf(summation.FromConfig), sdk.Config{Lo: 0, Hi: 10, Params: map[string]string{"k": "4"}}, light},
+		{"laplace", sdk.FactoryOf(laplace.FromConfig), sdk.Config{Lo: 0, Hi: 10}, light},
 		{"olh", sdk.FactoryOf(olh.FromConfig), small, olhOpts},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blanket-dp/blanket/plugins/hadamard"
 	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/laplace"
 	"github.com/blanket-dp/blanket/plugins/rappor"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
@@ -53,6 +54,7 @@ func TestBuiltins(t *testing.T) {
 		{"rappor/default", must(rappor.FromConfig(sdk.Config{Categories: labels(100)}))},
 		{"summation/small", must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(5)}))},
 		{"summation/default", must(summation.FromConfig(sdk.Config{Lo: 0, Hi: 1000, Params: map[string]string{"k": "100"}}))},
+		{"laplace/default", must(laplace.FromConfig(sdk.Config{Lo: -5, Hi: 60}))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
