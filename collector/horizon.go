@@ -48,7 +48,9 @@ import (
 // meaning).
 type HorizonGuarantee struct {
 	// Periods is the horizon H: the guarantee holds for every window of H
-	// consecutive periods.
+	// consecutive periods of the current plan (aligned to its period
+	// boundaries; a period of an earlier plan counts in every window it
+	// overlaps).
 	Periods int `json:"periods"`
 	// Period is the length of a period (a Go duration).
 	Period string `json:"period"`

@@ -64,6 +64,10 @@ func (s *Shuffler) accepts(key string) error {
 		return fmt.Errorf("%q: a period of %v is not a period of any plan the shuffler knows (%v)", key, time.Duration(period.Length)*time.Second, s.knownLengths())
 	case now >= s.periodDeadline(period):
 		return fmt.Errorf("%q: %w", key, errLate)
+	case period.End() <= (*s.forgotten.Load())[period.Length]:
+		// Some of its ids are forgotten (a longer grace than when they
+		// went, or the clock went back): a retry could pool twice.
+		return fmt.Errorf("%q: %w (its ids are no longer remembered)", key, errLate)
 	case period.Start > now+period.Length:
 		return fmt.Errorf("%q: the period starts more than one period after the shuffler's clock", key)
 	}

@@ -189,7 +189,10 @@ type Shuffler struct {
 	// period lengths in seconds (both copied on write by AddPlan).
 	pools   atomic.Pointer[map[string]bool]
 	lengths atomic.Pointer[map[int64]bool]
-	poolsMu sync.Mutex // serializes AddPlan
+	// forgotten is the table forgotten, by period length (replaced by the
+	// commit goroutine after each deletion of ids).
+	forgotten atomic.Pointer[map[int64]int64]
+	poolsMu   sync.Mutex // serializes AddPlan
 
 	// epochsMu guards epochs: per pool, the epoch tags with reports
 	// pooled (or admitted since Release last looked), for
@@ -259,6 +262,12 @@ var shufflerSchema = []string{
 	) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS period_lengths (
 		seconds INTEGER PRIMARY KEY
+	)`,
+	// forgotten holds, per period length, the latest end of a period
+	// some of whose seen ids were deleted: such periods are refused.
+	`CREATE TABLE IF NOT EXISTS forgotten (
+		period_len INTEGER PRIMARY KEY,
+		period_end INTEGER NOT NULL
 	)`,
 	// outgoing holds released batches (report.EncodeBatch bytes) until the
 	// collector acknowledges them.
@@ -353,10 +362,6 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	if err := migrateSeen(ctx, db); err != nil {
-		db.close()
-		return nil, err
-	}
 	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
 		s.AddPlan(p)
 	}
@@ -366,6 +371,14 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		return nil, err
 	}
 	s.addPools(learned, lengths)
+	if err := s.migrateSeen(ctx); err != nil {
+		db.close()
+		return nil, err
+	}
+	if err := s.loadForgotten(ctx); err != nil {
+		db.close()
+		return nil, err
+	}
 	if err := s.loadMeta(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -376,6 +389,15 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		return nil, err
 	}
 	s.trackEpochs(pools)
+	// The lengths of periods already pooled (a database of a version that
+	// did not store them) stay accepted.
+	var pooled []int64
+	for _, p := range pools {
+		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil && !period.IsZero() {
+			pooled = append(pooled, period.Length)
+		}
+	}
+	s.addPools(nil, pooled)
 	if err := s.loadLegacyDeadline(ctx, pools); err != nil {
 		db.close()
 		return nil, err
@@ -436,21 +458,29 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 	return st, err
 }
 
-// migrateSeen adds the period columns to a seen table from before
-// reporting periods (its ids are then kept by generation only, as they
-// were).
-func migrateSeen(ctx context.Context, db *database) error {
-	has, err := hasColumn(ctx, db, "seen", "period_end")
+// migrateSeen adds the period columns to a seen table from before they
+// existed. Its ids may be of periods still open, so they are kept as if of
+// a period of the longest known length ending two such lengths from now
+// (an open period, or one up to a period ahead, ends by then).
+func (s *Shuffler) migrateSeen(ctx context.Context) error {
+	has, err := hasColumn(ctx, s.db, "seen", "period_end")
 	if err != nil || has {
 		return err
+	}
+	l := int64(0)
+	for k := range *s.lengths.Load() {
+		l = max(l, k)
 	}
 	for _, q := range []string{
 		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
 	} {
-		if _, err := db.w.ExecContext(ctx, q); err != nil {
+		if _, err := s.db.w.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("collector: migrating the shuffler's seen table: %w", err)
 		}
+	}
+	if _, err := s.db.w.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, s.o.Now().Unix()+2*l, l); err != nil {
+		return fmt.Errorf("collector: migrating the shuffler's seen table: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -84,6 +85,7 @@ type acceptItem struct {
 	sealed []byte
 	h      []byte
 	period report.Period
+	index  int // in the upload
 }
 
 type acceptReq struct {
@@ -93,7 +95,10 @@ type acceptReq struct {
 
 type acceptRes struct {
 	accepted, duplicates int
-	err                  error
+	// late are the indices of envelopes of a period whose ids the
+	// shuffler no longer remembers (table forgotten): refused.
+	late []int
+	err  error
 }
 
 // idHash returns the keyed hash under which a report id is remembered: the
@@ -171,7 +176,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			reject(i, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
 		default:
 			_, _, period, _ := report.ParsePoolKey(e.Metric)
-			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), period: period})
+			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), period: period, index: i})
 		}
 	}
 	if len(req.items) > 0 {
@@ -199,6 +204,10 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
+		for _, i := range ar.late {
+			reject(i, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
+		}
+		s.c.late.Add(int64(len(ar.late)))
 	}
 	s.c.requests.Add(1)
 	s.c.accepted.Add(int64(res.Accepted))
@@ -261,9 +270,16 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	}
 	defer pool.Close()
 	gen, count := s.gen, s.genCount
+	reload := false
 	results := make([]acceptRes, len(group))
+	forgotten := *s.forgotten.Load()
 	for i, r := range group {
 		for _, it := range r.items {
+			if f, ok := forgotten[it.period.Length]; ok && it.period.End() <= f {
+				// Checked by accepts too; a rollover may have come between.
+				results[i].late = append(results[i].late, it.index)
+				continue
+			}
 			res, err := seen.ExecContext(ctx, it.h, gen, it.period.End(), it.period.Length)
 			if err != nil {
 				return nil, err
@@ -286,11 +302,20 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 		// An id is kept past its generation while its period's pools
 		// are open (until the deadline, periodDeadline): a retry then
 		// is always a duplicate, never a second report of the period.
+		// The latest end of a period of each length whose ids go is
+		// recorded first: such periods are refused from then on
+		// (forgottenThrough), whatever grace or clock a later run has.
 		grace := int64(s.o.PeriodGrace / time.Second)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`,
-			gen-1-dedupGenerations, grace, grace, s.o.Now().Unix()); err != nil {
+		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
+		args := []any{gen - 1 - dedupGenerations, grace, grace, s.o.Now().Unix()}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` AND period_len > 0 GROUP BY period_len
+			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
 			return nil, err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE `+gone, args...); err != nil {
+			return nil, err
+		}
+		reload = true
 		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'gen'`, strconv.FormatInt(gen, 10)); err != nil {
 			return nil, err
 		}
@@ -298,7 +323,29 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
+	if reload {
+		if err := s.loadForgotten(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.gen, s.genCount = gen, count
 	s.poolDirty.Store(true)
 	return results, nil
+}
+
+// loadForgotten reads, per period length, the latest end of a period whose
+// ids the shuffler has forgotten (table forgotten).
+func (s *Shuffler) loadForgotten(ctx context.Context) error {
+	m := map[int64]int64{}
+	err := queryColumn(ctx, s.db, `SELECT period_len, period_end FROM forgotten`, func(r *sql.Rows) error {
+		var l, e int64
+		err := r.Scan(&l, &e)
+		m[l] = e
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("collector: forgotten periods: %w", err)
+	}
+	s.forgotten.Store(&m)
+	return nil
 }

@@ -15,8 +15,11 @@ const mechHelp = `The --mech flag names the local randomizer:
 
   krr:k=K                 k-ary randomized response over K categories
   generic                 any pure eps0-LDP randomizer (worst case over the class)
+  PLUGIN[:key=value...]   a plugin's own declaration: hadamard:k=K, rappor:d=D,
+                          summation:k=LEVELS, laplace, or any plugin binary
+                          ('blanket plugin list')
   matrix:FILE.json        a declaration file: a matrix {"rows": [[...], ...]} with
-                          optional "eps0", or {"form": "matrix"|"atoms"|"generic", ...};
+                          optional "eps0", or {"form": "matrix"|"atoms"|"segments"|"generic", ...};
                           its eps0 is fixed by the file
   joint(M1,M2,...)        one report carries every component
   parallel(W1:M1,W2:M2)   each user reports component i with probability Wi (sum 1)

@@ -52,7 +52,7 @@ type periodGroup struct {
 func (p *Provider) closePeriods(ctx context.Context) error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
-	return p.closeEnded(ctx, p.plan.Load(), p.now())
+	return p.closeEnded(ctx, p.plan.Load(), p.now(), false)
 }
 
 // swapPlan makes v the plan the Provider reports by, unless it is the plan
@@ -73,7 +73,7 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 	if cur.digest == v.digest {
 		return false, nil // a concurrent refresh took it
 	}
-	if err := p.closeEnded(ctx, cur, p.now()); err != nil {
+	if err := p.closeEnded(ctx, cur, p.now(), false); err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -85,8 +85,10 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 }
 
 // closeEnded closes every staged period that has ended by now, sealing
-// plan v's values under v. The caller holds closeMu.
-func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time) error {
+// plan v's values under v. With own, only the periods holding a value or
+// draw of plan v are closed (v is not the plan in use: the others are
+// left for it). The caller holds closeMu.
+func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time, own bool) error {
 	grace := p.cfg.PeriodGrace
 	if grace == 0 {
 		grace = v.plan.PeriodLength()
@@ -100,6 +102,9 @@ func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Tim
 		stale, committed := false, false
 		lastErr = nil
 		for _, g := range groups {
+			if own && !g.holds(v.digest) {
+				continue
+			}
 			sent, err := p.closeGroup(ctx, v, g, now, grace)
 			committed = committed || sent
 			switch {
@@ -171,10 +176,28 @@ func (p *Provider) closeCachedPlan(ctx context.Context) error {
 	}
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
-	if err := p.closeEnded(ctx, v, now); err != nil {
+	// Only the periods with values of the cached plan: a period holding
+	// only a newer plan's values (the cache write after a plan change was
+	// lost) waits for that plan.
+	if err := p.closeEnded(ctx, v, now, true); err != nil {
 		return fail("close", err)
 	}
 	return nil
+}
+
+// holds reports whether g has a value or draw of the plan of digest.
+func (g *periodGroup) holds(digest string) bool {
+	for _, val := range g.values {
+		if val.Plan == digest {
+			return true
+		}
+	}
+	for _, d := range g.draws {
+		if d.Plan == digest {
+			return true
+		}
+	}
+	return false
 }
 
 // readGroups returns the staged periods that have ended by now, in order

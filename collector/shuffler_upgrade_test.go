@@ -1,0 +1,176 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+func reviewUpload(t *testing.T, url string, envs []report.Envelope) UploadResult {
+	t.Helper()
+	var res UploadResult
+	if resp := post(t, nil, url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: status %d", resp.StatusCode)
+	}
+	return res
+}
+
+// S3a (second review): a seen table of the previous version (h, gen),
+// which already pooled per period, is migrated keeping its ids as of a
+// period still open: a retry after the upgrade is not pooled a second
+// time in the same period.
+func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
+	p := testPlan(t, 1000)
+	dir := t.TempDir()
+	clock := &testClock{}
+	clock.set(time.Unix(today.Start+3600, 0))
+	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8}
+	f := newShufflerFixture(t, o)
+	key := periodKey(metric, p.Epoch())
+	first := envelopes(key, fakeSealed(1))
+	if res := reviewUpload(t, f.url, first); res.Accepted != 1 {
+		t.Fatalf("first: %+v", res)
+	}
+	f.s.Close()
+	// The previous version's seen table.
+	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE seen_old (h BLOB PRIMARY KEY, gen INTEGER NOT NULL) WITHOUT ROWID`,
+		`INSERT INTO seen_old SELECT h, gen FROM seen`,
+		`DROP TABLE seen`,
+		`ALTER TABLE seen_old RENAME TO seen`,
+		`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	db.Close()
+	g := newShufflerFixture(t, o)
+	for range 40 {
+		reviewUpload(t, g.url, envelopes(key, fakeSealed(1)))
+	}
+	if res := reviewUpload(t, g.url, first); res.Accepted != 0 {
+		st, _ := g.s.Stats(context.Background())
+		t.Fatalf("retry within the still-open period after the upgrade: %+v (pool %d): pooled twice", res, st.Pools[key])
+	}
+}
+
+// S3b (second review): ids are forgotten by the grace in force at the
+// rollover; a restart with a longer PeriodGrace (or a clock stepped back)
+// would reopen the period, so the shuffler refuses every period of which
+// it forgot ids: the retry is not pooled again.
+func TestShufflerReviewGraceIncreaseReopensForgottenIDs(t *testing.T) {
+	p := testPlan(t, 1000)
+	dir := t.TempDir()
+	clock := &testClock{}
+	clock.set(time.Unix(today.Start+3600, 0))
+	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8, PeriodGrace: time.Hour}
+	f := newShufflerFixture(t, o)
+	key := periodKey(metric, p.Epoch())
+	first := envelopes(key, fakeSealed(1))
+	if res := reviewUpload(t, f.url, first); res.Accepted != 1 {
+		t.Fatalf("first: %+v", res)
+	}
+	// Past today's 1 h grace: the next generations forget today's ids.
+	clock.set(time.Unix(today.End()+3600+1, 0))
+	tomorrow := report.PeriodPoolKey(metric, p.Epoch(), report.Period{Start: today.End(), Length: today.Length})
+	for range 12 {
+		reviewUpload(t, f.url, envelopes(tomorrow, fakeSealed(1)))
+	}
+	f.s.Close()
+	o.PeriodGrace = 6 * time.Hour // operator lengthens the grace
+	g := newShufflerFixture(t, o)
+	res := reviewUpload(t, g.url, first)
+	st, _ := g.s.Stats(context.Background())
+	if res.Accepted != 0 || st.Pools[key] > 1 {
+		t.Fatalf("retry after restart with a longer grace: %+v, pool of today %d: the same report pooled twice in one period", res, st.Pools[key])
+	}
+}
+
+// R1 (second review): a shuffler data directory of the previous version
+// learned pools but no period lengths; reopened (upgrade) with a plan of
+// another period, the lengths of the periods it has pooled stay accepted,
+// so late reports of apps still on the earlier plan are not refused.
+func TestShufflerReviewUpgradeForgetsEarlierPeriodLength(t *testing.T) {
+	old := testPlan(t, 10)
+	old.Period = "1h"
+	cur := testPlan(t, 10)
+	dir := t.TempDir()
+	clock := &testClock{}
+	clock.set(time.Unix(today.Start+3600+60, 0))
+	o := ShufflerOptions{Plan: old, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
+	f := newShufflerFixture(t, o)
+	hour := report.Period{Start: today.Start, Length: 3600}
+	if res := reviewUpload(t, f.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1))); res.Accepted != 1 {
+		t.Fatalf("before the upgrade: %+v", res)
+	}
+	f.s.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM period_lengths`); err != nil { // not in the previous schema
+		t.Fatal(err)
+	}
+	db.Close()
+	o.Plan = cur
+	g := newShufflerFixture(t, o)
+	res := reviewUpload(t, g.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1)))
+	if res.Rejected != 0 {
+		t.Fatalf("late report of the earlier plan after the upgrade: %+v", res)
+	}
+}
+
+// S1: the cover of horizonWindows with period lengths that do not nest
+// (90 min, 7 h, 36 h, 5 days) and a current period of any of them.
+func TestShufflerReviewHorizonWindowsCoverNonNested(t *testing.T) {
+	lengths := []int64{5400, 7 * 3600, 86400, 36 * 3600, 5 * 86400}
+	r := rand.New(rand.NewPCG(9, 11))
+	for it := range 3000 {
+		var parts []horizonPart
+		at := int64(1_700_000_000)
+		for range 2 + r.IntN(10) {
+			length := lengths[r.IntN(len(lengths))]
+			at = (at + length - 1) / length * length
+			at += int64(r.IntN(3)) * length
+			for _, pool := range []string{"m", "k"}[:1+r.IntN(2)] {
+				parts = append(parts, horizonPart{period: report.Period{Start: at, Length: length}, epoch: fmt.Sprint(length), pool: pool, n: 50 + r.Int64N(300)})
+			}
+			if r.IntN(3) == 0 { // overlapping epochs: a later plan with another period starts inside
+				continue
+			}
+			at += length
+		}
+		slices.SortStableFunc(parts, func(a, b horizonPart) int { return int(a.period.Start - b.period.Start) })
+		l := lengths[r.IntN(len(lengths))]
+		for _, h := range []int64{1, 2, 3, 5} {
+			ws := horizonWindows(parts, l, h)
+			var loads []windowLoad
+			for _, w := range ws {
+				loads = append(loads, loadOf(parts, w.start, w.end))
+			}
+			first, last := parts[0].period.Start, parts[len(parts)-1].period.End()
+			for s := (first/l - h - 1) * l; s <= last; s += l {
+				want := loadOf(parts, s, s+h*l)
+				if len(want) == 0 {
+					continue
+				}
+				if !slices.ContainsFunc(loads, func(a windowLoad) bool { return a.covers(want) }) {
+					t.Fatalf("it %d l %d h %d: window %d uncovered", it, l, h, s)
+				}
+			}
+		}
+	}
+}
