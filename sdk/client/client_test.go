@@ -535,8 +535,11 @@ func TestConcurrentRecord(t *testing.T) {
 			}
 			// Sums of small integers are exact in floating point, in any
 			// order.
-			if len(staged) != 2 || staged[0].Metric != "app/bytes" || staged[0].Sum != wantSum || staged[1].Category != "search" {
-				t.Fatalf("staged %+v, want app/bytes at %v and app/screen at search", staged, wantSum)
+			// Half the Records are of each metric: a goroutine records 13
+			// of one and 12 of the other, half of them starting with each.
+			if len(staged) != 2 || staged[0].Metric != "app/bytes" || staged[0].Sum != wantSum || staged[1].Category != "search" ||
+				staged[0].Count != n/2 || staged[1].Count != n/2 {
+				t.Fatalf("staged %+v, want app/bytes at %v and app/screen at search, each of %d Records", staged, wantSum, n/2)
 			}
 			closeAndFlush(t, p, clk)
 			if distinct, raw, _ := f.counts(); distinct != 2 || raw != 2 {

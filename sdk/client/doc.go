@@ -25,6 +25,7 @@
 //	m := p.Meter("myapp")                            // metrics "myapp/..."
 //	m.Categorical("ui/screen").Record(ctx, "search") // plan metric "myapp/ui/screen"
 //	m.Sum("sync/bytes").Record(ctx, 1234)
+//	m.Mean("sync/latency").Record(ctx, 0.25)         // a metric of plan aggregate "mean"
 //
 // # The plan
 //
@@ -61,8 +62,12 @@
 // travel); the Provider enforces that bound from the plan, whatever the app
 // does. A Record does not report its value: it stages it for the period
 // holding Config.Now. Within a period a categorical metric keeps its last
-// value and a sum adds up its values (the period's total, clamped to the
-// metric's range [lo, hi] only when the period closes).
+// value, a sum adds up its values (the period's total, clamped to the
+// metric's range [lo, hi] only when the period closes), and a mean (a real
+// metric of plan aggregate "mean", plan.Metric.Aggregate) adds them up and
+// counts them (the period's total over their number, clamped to [lo, hi]
+// when the period closes). Whatever the number of Records, the period
+// sends one value of the metric.
 //
 // A period closes at the first of: the next Record after its end, the next
 // upload tick (Config.UploadInterval) or Flush, and the next start of a
@@ -96,8 +101,9 @@
 //     recorded in a period sends nothing for it.
 //   - joint: each period sends one message carrying every metric of the
 //     plan, in plan order. A sum not recorded in the period counts 0; a
-//     categorical metric not recorded leaves the period without a message
-//     (Stats.Incomplete). The shuffler pools the plan's messages together.
+//     categorical metric or a mean not recorded leaves the period without
+//     a message (Stats.Incomplete). The shuffler pools the plan's messages
+//     together.
 //   - parallel: each period draws one metric, with the plan's weights,
 //     from crypto randomness; the period sends a message carrying that
 //     metric's value alone (nothing when it was not recorded). Records of
@@ -108,10 +114,12 @@
 //
 // # Instruments
 //
-// Categorical and Sum never fail to construct. An instrument whose metric
-// is not in the plan, or whose kind does not match the metric's randomizer
-// (a Sum on a categorical metric), returns an error wrapping
-// ErrUnknownMetric or ErrWrongKind from every Record, and from Err at once.
+// Categorical, Sum and Mean never fail to construct. An instrument whose
+// metric is not in the plan, or whose kind does not match the metric (a
+// Sum on a categorical metric, a Sum on a metric of plan aggregate "mean",
+// a Mean on one of aggregate "sum", the default), returns an error
+// wrapping ErrUnknownMetric or ErrWrongKind from every Record, and from
+// Err at once.
 // A Record checks its value when it stages it, although the randomizer
 // sees it only at closing: a category outside the plan's without an other
 // bucket, NaN or an infinity fails with ErrBadValue and stages nothing.
@@ -142,7 +150,9 @@
 // lost or counted twice. Uploads retry with exponential backoff and jitter,
 // and honour Retry-After on 429 and 503. An outbox file written by an
 // earlier version is migrated when opened: it keeps its pending reports
-// and its ledger (per UTC day, as 24 h periods, each day with a report
+// (those sealed before reporting periods carry none, and shufflers now
+// refuse them, counted in Stats.Rejected and removed: no per-period
+// guarantee covers them) and its ledger (per UTC day, as 24 h periods, each day with a report
 // closed for its metric, so that it sends no second one); the joint and
 // parallel rounds the version before periods had staged (randomized,
 // never sent, so nothing was spent on them) are dropped.

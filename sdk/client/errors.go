@@ -26,8 +26,10 @@ var (
 	// ErrUnknownMetric reports an instrument whose metric is not in the plan.
 	ErrUnknownMetric = errors.New("client: metric not in the plan")
 	// ErrWrongKind reports an instrument of the wrong kind for its metric: a
-	// Categorical on a real-valued metric or a Sum on a categorical one.
-	ErrWrongKind = errors.New("client: instrument does not match the metric's input kind")
+	// Categorical on a real-valued metric, a Sum or Mean on a categorical
+	// one, or a Sum on a metric whose plan aggregate is "mean" (a Mean on
+	// one whose aggregate is "sum").
+	ErrWrongKind = errors.New("client: instrument does not match the metric's kind")
 	// ErrBadValue reports a value the metric's randomizer rejects (a
 	// category outside the plan's list without an "other" bucket, NaN, an
 	// infinity). It also wraps sdk.ErrBadInput.

@@ -84,7 +84,7 @@ func (o *MemoryOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 	cur, ok := o.values[k]
 	if !ok {
 		cur = v
-		cur.Sum, cur.Category, cur.Rev = 0, "", 0
+		cur.Sum, cur.Category, cur.Count, cur.Rev = 0, "", 0, 0
 	}
 	cur = cur.merge(v)
 	o.values[k] = cur

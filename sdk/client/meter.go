@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
 // Meter hands out the instruments of one scope, like an OpenTelemetry
@@ -21,18 +22,34 @@ func (m *Meter) metricName(name string) string {
 	return m.scope + "/" + name
 }
 
-// instrument is what Categorical and Sum share: the metric name and the
-// kind of values it records. The metric is looked up in the Provider's
+// instrument is what Categorical, Sum and Mean share: the metric name,
+// the kind of values it records and, for a real-valued metric, the
+// aggregate of a period's values it stands for (plan.Metric.Aggregate;
+// "" for a categorical metric). The metric is looked up in the Provider's
 // current plan at every Record, so that an instrument follows a new plan
 // (Provider.RefreshPlan).
 type instrument struct {
 	p    *Provider
 	name string
-	kind sdk.InputKind
+	want instrumentKind
 }
 
-func (m *Meter) instrument(name string, kind sdk.InputKind) instrument {
-	return instrument{p: m.p, name: m.metricName(name), kind: kind}
+// instrumentKind is what an instrument records: an input kind and, for
+// real values, an aggregate (plan.AggregateSum or plan.AggregateMean).
+type instrumentKind struct {
+	input sdk.InputKind
+	agg   string
+}
+
+func (k instrumentKind) String() string {
+	if k.agg == "" {
+		return k.input.String()
+	}
+	return k.input.String() + " (" + k.agg + ")"
+}
+
+func (m *Meter) instrument(name string, kind sdk.InputKind, agg string) instrument {
+	return instrument{p: m.p, name: m.metricName(name), want: instrumentKind{kind, agg}}
 }
 
 // Name returns the plan metric name the instrument reports.
@@ -47,7 +64,7 @@ func (in *instrument) off() bool { return in.p == nil || in.p.mode == ModeOff }
 // and, with parallel travel, the current period drew this metric. An app
 // can skip computing an expensive value when it is false.
 func (in *instrument) Enabled(ctx context.Context) bool {
-	return !in.off() && in.p.enabled(ctx, in.name, in.kind)
+	return !in.off() && in.p.enabled(ctx, in.name, in.want)
 }
 
 // Err returns the error every Record of this instrument returns because
@@ -56,7 +73,7 @@ func (in *instrument) Err() error {
 	if in.off() {
 		return nil
 	}
-	_, err := in.p.currentPlan().resolve(in.name, in.kind)
+	_, err := in.p.currentPlan().resolve(in.name, in.want)
 	return err
 }
 
@@ -64,7 +81,7 @@ func (in *instrument) record(ctx context.Context, v sdk.Inputs) error {
 	if in.off() {
 		return nil
 	}
-	return in.p.record(ctx, in.name, in.kind, v)
+	return in.p.record(ctx, in.name, in.want, v)
 }
 
 // Categorical records values of a categorical metric (plugins krr,
@@ -76,7 +93,7 @@ type Categorical struct{ instrument }
 // every Record returns an error wrapping ErrUnknownMetric or ErrWrongKind
 // (Err returns it at once). In ModeOff it records nothing and never fails.
 func (m *Meter) Categorical(name string) *Categorical {
-	return &Categorical{m.instrument(name, sdk.InputCategorical)}
+	return &Categorical{m.instrument(name, sdk.InputCategorical, "")}
 }
 
 // Record stages v as the metric's value for the current reporting period,
@@ -89,14 +106,16 @@ func (c *Categorical) Record(ctx context.Context, v string) error {
 	return c.record(ctx, sdk.Inputs{Categories: []string{v}})
 }
 
-// Sum records values of a real-valued metric summed at the collector
-// (plugin summation, or any with real input).
+// Sum records values of a real-valued metric whose period value is their
+// total (plan aggregate "sum", the default; plugins summation, laplace, or
+// any with real input).
 type Sum struct{ instrument }
 
 // Sum returns the instrument of the real-valued plan metric name, with the
-// same error rules as Categorical.
+// same error rules as Categorical; a metric whose plan aggregate is "mean"
+// is of another kind (ErrWrongKind): record it with Mean.
 func (m *Meter) Sum(name string) *Sum {
-	return &Sum{m.instrument(name, sdk.InputReal)}
+	return &Sum{m.instrument(name, sdk.InputReal, plan.AggregateSum)}
 }
 
 // Record adds v to the metric's total for the current reporting period; it
@@ -105,4 +124,26 @@ func (m *Meter) Sum(name string) *Sum {
 // (see the package doc). NaN and infinities fail with ErrBadValue.
 func (s *Sum) Record(ctx context.Context, v float64) error {
 	return s.record(ctx, sdk.Inputs{Reals: []float64{v}})
+}
+
+// Mean records values of a real-valued metric whose period value is their
+// mean (plan aggregate "mean"; plugins laplace, summation, or any with real
+// input), such as the mean latency of an app's requests in the period.
+type Mean struct{ instrument }
+
+// Mean returns the instrument of the real-valued plan metric name whose
+// plan aggregate is "mean", with the same error rules as Categorical; a
+// metric of the default aggregate, "sum", is of another kind
+// (ErrWrongKind): record it with Sum.
+func (m *Meter) Mean(name string) *Mean {
+	return &Mean{m.instrument(name, sdk.InputReal, plan.AggregateMean)}
+}
+
+// Record adds v to the metric's values of the current reporting period; it
+// returns after the commit. Once the period has closed, the mean of its
+// values (their total over their number, all staged unclamped), clamped to
+// the plan's [lo, hi], is randomized at the plan's eps0, sealed and sent
+// (see the package doc). NaN and infinities fail with ErrBadValue.
+func (mn *Mean) Record(ctx context.Context, v float64) error {
+	return mn.record(ctx, sdk.Inputs{Reals: []float64{v}})
 }

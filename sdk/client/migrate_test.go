@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -41,6 +42,49 @@ CREATE TABLE IF NOT EXISTS staged (
 	report BLOB
 );
 PRAGMA user_version = 2;`
+	// outboxSchemaV4 is what versions 3 and 4 made of a version 2 file:
+	// the staged values without their count of Records.
+	outboxSchemaV4 = outboxSchemaV2 + `
+CREATE TABLE staged_values (
+	metric   TEXT    NOT NULL,
+	plan     TEXT    NOT NULL,
+	start    INTEGER NOT NULL,
+	length   INTEGER NOT NULL,
+	pool     TEXT    NOT NULL,
+	kind     INTEGER NOT NULL,
+	category TEXT    NOT NULL DEFAULT '',
+	total    REAL    NOT NULL DEFAULT 0,
+	rev      INTEGER NOT NULL,
+	PRIMARY KEY (metric, plan, start, length)
+);
+CREATE INDEX staged_values_pool ON staged_values (pool, start, length);
+CREATE TABLE draws (
+	plan   TEXT    NOT NULL,
+	start  INTEGER NOT NULL,
+	length INTEGER NOT NULL,
+	pool   TEXT    NOT NULL,
+	metric TEXT    NOT NULL,
+	PRIMARY KEY (plan, start, length)
+);
+CREATE TABLE closed_periods (
+	pool   TEXT    NOT NULL,
+	start  INTEGER NOT NULL,
+	length INTEGER NOT NULL,
+	PRIMARY KEY (pool, start, length)
+);
+CREATE TABLE period_ledger (
+	start         INTEGER NOT NULL,
+	length        INTEGER NOT NULL,
+	metric        TEXT    NOT NULL,
+	epoch         TEXT    NOT NULL DEFAULT '',
+	reports       INTEGER NOT NULL DEFAULT 0,
+	eps0          REAL    NOT NULL DEFAULT 0,
+	local_reports INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (start, length, metric)
+);
+DROP TABLE ledger;
+DROP TABLE staged;
+PRAGMA user_version = 4;`
 )
 
 // TestOutboxMigration opens outbox files written by earlier versions, with
@@ -149,5 +193,85 @@ func TestOutboxMigration(t *testing.T) {
 				t.Errorf("ledger %+v, want the migrated days (app/bytes unchanged) and the new period", l)
 			}
 		})
+	}
+}
+
+// TestOutboxMigrationRecordCount opens an outbox file of version 4, whose
+// staged values have no count of Records, with a sum and a categorical
+// value staged for the open period: it opens, every staged value counts
+// one Record (it had at least one; only a mean reads the count, and
+// version 4 staged none), a Record adds to the migrated value, and the
+// period closes into one report of each metric made of the migrated value.
+func TestOutboxMigrationRecordCount(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeServer(t, nil)
+	dir := t.TempDir()
+	path := filepath.Join(dir, client.OutboxFile)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, outboxSchemaV4); err != nil {
+		t.Fatal(err)
+	}
+	pl := f.pl
+	period := pl.ReportPeriod(t0)
+	if _, err := db.ExecContext(ctx, `INSERT INTO staged_values (metric, plan, start, length, pool, kind, category, total, rev) VALUES
+		('app/bytes', ?, ?, ?, 'app/bytes', ?, '', 30, 3), ('app/screen', ?, ?, ?, 'app/screen', ?, 'search', 0, 1)`,
+		pl.Digest(), period.Start, period.Length, int(sdk.InputReal), pl.Digest(), period.Start, period.Length, int(sdk.InputCategorical)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	o, err := client.OpenSQLiteOutbox(ctx, path)
+	if err != nil {
+		t.Fatalf("opening the version 4 file: %v", err)
+	}
+	vs, err := o.Staged(ctx)
+	if err != nil || len(vs) != 2 || vs[0].Metric != "app/bytes" || vs[0].Sum != 30 || vs[0].Count != 1 || vs[0].Rev != 3 ||
+		vs[1].Category != "search" || vs[1].Count != 1 {
+		t.Fatalf("staged after the migration: %+v, %v; want the two values, each counting 1", vs, err)
+	}
+	o.Close()
+
+	cfg, clk := clockConfig(f, dir)
+	var sp spy
+	cfg.Randomizers = sp.cache(t)
+	o = sqliteOutbox(t, dir)
+	cfg.Outbox = o
+	p := newProvider(t, cfg)
+	if err := p.Meter("app").Sum("bytes").Record(ctx, 12); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err := o.Staged(ctx); err != nil || len(vs) != 2 || vs[0].Sum != 42 || vs[0].Count != 2 {
+		t.Fatalf("staged after a Record: %+v, %v; want app/bytes at 42 over 2 Records", vs, err)
+	}
+	closeAndFlush(t, p, clk)
+	if in := sp.got("summation"); len(in) != 1 || in[0].Reals[0] != 42 {
+		t.Errorf("summation randomized %+v, want the total 42", in)
+	}
+	if in := sp.got("krr"); len(in) != 1 || in[0].Categories[0] != "search" {
+		t.Errorf("krr randomized %+v, want the migrated value", in)
+	}
+	if distinct, _, _ := f.counts(); distinct != 2 {
+		t.Errorf("server holds %d reports, want 2", distinct)
+	}
+	f.checkReports(t, pl)
+	// The migrated file is at the current version; opening it again is a
+	// no-op.
+	p.Shutdown(ctx)
+	o2, err := client.OpenSQLiteOutbox(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2.Close()
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 5 {
+		t.Errorf("user_version %d, %v; want 5", version, err)
 	}
 }

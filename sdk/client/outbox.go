@@ -24,7 +24,8 @@ type Outbox interface {
 	// Stage merges v into the value staged for (v.Metric, v.Plan,
 	// v.Period) and returns the value now staged: a categorical value
 	// replaces the staged Category, a real value adds to the staged Sum
-	// (saturating at ±math.MaxFloat64, so that the total stays finite).
+	// (saturating at ±math.MaxFloat64, so that the total stays finite),
+	// and every Stage adds one to the staged Count (v.Count is ignored).
 	// A new or changed value gets a new Rev. When v.Period is closed
 	// (ClosePeriod) for v.Pool or for v.Metric, Stage stages nothing and
 	// returns an error wrapping ErrPeriodClosed.
@@ -93,6 +94,10 @@ type Value struct {
 	// Sum is a real metric's value: the total of the period's values, not
 	// clamped (clamping to the metric's range happens at closing).
 	Sum float64
+	// Count is the number of values staged into it (Records of the
+	// period), set by the outbox. A metric of plan aggregate "mean"
+	// reports Sum / Count, clamped at closing.
+	Count int64
 	// Rev identifies the staged value's version; the outbox sets it and
 	// changes it with every Stage of the value.
 	Rev int64
@@ -104,6 +109,9 @@ func (cur Value) merge(v Value) Value {
 		cur.Sum = saturatingAdd(cur.Sum, v.Sum)
 	} else {
 		cur.Category = v.Category
+	}
+	if cur.Count < math.MaxInt64 {
+		cur.Count++
 	}
 	cur.Rev++
 	return cur

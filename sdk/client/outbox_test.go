@@ -165,20 +165,20 @@ func TestOutboxStaging(t *testing.T) {
 			}
 			stage(cat("home"))
 			screen := stage(cat("search"))
-			if screen.Category != "search" {
-				t.Errorf("categorical value %q, want the last, search", screen.Category)
+			if screen.Category != "search" || screen.Count != 2 {
+				t.Errorf("categorical value %q of %d Stages, want the last, search, of 2", screen.Category, screen.Count)
 			}
 			stage(sum(30))
-			bytes := stage(sum(-45.5))
-			if bytes.Sum != -15.5 {
-				t.Errorf("sum %v, want the total -15.5", bytes.Sum)
+			bytes := stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: -45.5, Count: 99})
+			if bytes.Sum != -15.5 || bytes.Count != 2 {
+				t.Errorf("sum %v of %d Stages, want the total -15.5 of 2 (a Stage counts one, whatever its Count)", bytes.Sum, bytes.Count)
 			}
 			// Another plan's value of the same metric and period is apart.
 			other := stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d0", Kind: sdk.InputReal, Sum: 1})
 			huge := stage(client.Value{Pool: "bytes", Period: p2, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: math.MaxFloat64})
 			huge = stage(huge)
-			if huge.Sum != math.MaxFloat64 {
-				t.Errorf("sum of two MaxFloat64: %v, want it saturated at MaxFloat64", huge.Sum)
+			if huge.Sum != math.MaxFloat64 || huge.Count != 2 {
+				t.Errorf("sum of two MaxFloat64: %v of %d Stages, want it saturated at MaxFloat64, of 2", huge.Sum, huge.Count)
 			}
 			got, err := o.Staged(ctx)
 			if err != nil {

@@ -47,7 +47,11 @@ type metricState struct {
 	index int // in the plan's metric list
 	r     sdk.Randomizer
 	kind  sdk.InputKind
-	eps0  float64
+	// agg is a real metric's aggregate (plan.Metric.Aggregation): what
+	// its instruments must be (Sum or Mean), and what closing makes of
+	// a period's staged value; "" for a categorical metric.
+	agg  string
+	eps0 float64
 	// binding is the metric's binding without a period.
 	binding report.Binding
 	// pool is where the metric's reports go: the metric itself with
@@ -215,6 +219,12 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		if d.Input != sdk.InputCategorical && d.Input != sdk.InputReal {
 			return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q takes %v inputs", m.Name, m.Plugin, d.Input)
 		}
+		// p.Validate (every caller's) allows the aggregates sum, unset,
+		// and mean only; Calibrate refuses one on a categorical metric,
+		// but a plan may come calibrated from elsewhere.
+		if m.Aggregate != "" && d.Input != sdk.InputReal {
+			return nil, refuse(plan.ErrInvalid, "metric %q: aggregate = %q, but randomizer %q takes %v inputs", m.Name, m.Aggregate, m.Plugin, d.Input)
+		}
 		reportBytes = append(reportBytes, d.ReportBytes)
 		ms := &metricState{
 			name:    m.Name,
@@ -235,6 +245,9 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			ms.lo, ms.hi = d.Lo, d.Hi
 		default:
 			ms.lo, ms.hi = -math.MaxFloat64, math.MaxFloat64
+		}
+		if d.Input == sdk.InputReal {
+			ms.agg = m.Aggregation()
 		}
 		if d.Input == sdk.InputCategorical {
 			ms.categories = make(map[string]bool, len(d.Categories))
@@ -347,17 +360,28 @@ func checkMessageSize(p *plan.Plan, order []*metricState, reportBytes []int) err
 	return nil
 }
 
-// resolve returns the metric name of kind kind, or an error wrapping
-// ErrUnknownMetric or ErrWrongKind.
-func (v *verifiedPlan) resolve(name string, kind sdk.InputKind) (*metricState, error) {
+// resolve returns the metric name of kind want (its input kind and, for
+// a real metric, its aggregate), or an error wrapping ErrUnknownMetric or
+// ErrWrongKind.
+func (v *verifiedPlan) resolve(name string, want instrumentKind) (*metricState, error) {
 	ms := v.metrics[name]
 	switch {
 	case ms == nil:
 		return nil, fmt.Errorf("%w: %q (the plan has %s)", ErrUnknownMetric, name, v.names())
-	case ms.kind != kind:
-		return nil, fmt.Errorf("%w: metric %q takes %v values (plugin %q), the instrument records %v values", ErrWrongKind, name, ms.kind, ms.binding.Plugin, kind)
+	case ms.kind != want.input:
+		return nil, fmt.Errorf("%w: metric %q takes %v values (plugin %q), the instrument records %v values", ErrWrongKind, name, ms.kind, ms.binding.Plugin, want)
+	case ms.agg != want.agg:
+		return nil, fmt.Errorf("%w: metric %q reports the %s of a period's values (plan aggregate %q), the instrument records their %s: use Meter.%s", ErrWrongKind, name, ms.agg, ms.agg, want.agg, instrumentFor(ms.agg))
 	}
 	return ms, nil
+}
+
+// instrumentFor returns the Meter method of a real metric's aggregate.
+func instrumentFor(agg string) string {
+	if agg == plan.AggregateMean {
+		return "Mean"
+	}
+	return "Sum"
 }
 
 // names lists the plan's metric names, for error messages.

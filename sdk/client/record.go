@@ -15,10 +15,12 @@ import (
 // period (plan.Plan.ReportPeriod of the Provider's clock), in clear, in
 // the outbox, keyed by metric, plan and period. A categorical value
 // replaces the period's earlier value; a real value adds to the period's
-// total. When the period has closed (close.go), the staged value is
-// randomized, sealed and committed as the period's one report, so a user
-// sends at most one report per metric (separate travel) or one message
-// (joint, parallel travel) per period however often the app records.
+// total, and every value to the period's count of values (a mean is the
+// total over the count, taken at closing). When the period has closed
+// (close.go), the staged value is randomized, sealed and committed as the
+// period's one report, so a user sends at most one report per metric
+// (separate travel) or one message (joint, parallel travel) per period
+// however often the app records.
 //
 // Before staging, a Record closes the periods that have ended, so that a
 // Record in a new period seals the last one. A Record whose period is
@@ -31,14 +33,14 @@ import (
 // which keeps the bound of one report per period.
 
 // record stages one value of metric name as the plan's travel mode says.
-func (p *Provider) record(ctx context.Context, name string, kind sdk.InputKind, in sdk.Inputs) error {
+func (p *Provider) record(ctx context.Context, name string, want instrumentKind, in sdk.Inputs) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.shutdown {
 		return ErrShutdown
 	}
 	v := p.plan.Load()
-	ms, err := v.resolve(name, kind)
+	ms, err := v.resolve(name, want)
 	if err != nil {
 		return err
 	}
@@ -119,18 +121,18 @@ func pickIndex(cum []float64, src ldp.Source) int {
 	return len(cum) - 1
 }
 
-// enabled reports whether a Record of metric name of kind kind would
+// enabled reports whether a Record of metric name of kind want would
 // stage its value: when the plan has it, always, except with parallel
 // travel for a metric the current period did not draw, or whose period
 // is closed.
-func (p *Provider) enabled(ctx context.Context, name string, kind sdk.InputKind) bool {
+func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.shutdown {
 		return false
 	}
 	v := p.plan.Load()
-	ms, err := v.resolve(name, kind)
+	ms, err := v.resolve(name, want)
 	if err != nil {
 		return false
 	}

@@ -94,10 +94,10 @@ func (o *SQLiteOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 		return Value{}, fmt.Errorf("%w: %s (%s) in period %s", ErrPeriodClosed, v.Metric, v.Pool, v.Period)
 	}
 	cur := v
-	cur.Sum, cur.Category, cur.Rev = 0, "", 0
+	cur.Sum, cur.Category, cur.Count, cur.Rev = 0, "", 0, 0
 	var kind int
-	err = tx.QueryRowContext(ctx, "SELECT pool, kind, category, total, rev FROM staged_values WHERE metric = ? AND plan = ? AND start = ? AND length = ?",
-		v.Metric, v.Plan, v.Period.Start, v.Period.Length).Scan(&cur.Pool, &kind, &cur.Category, &cur.Sum, &cur.Rev)
+	err = tx.QueryRowContext(ctx, "SELECT pool, kind, category, total, records, rev FROM staged_values WHERE metric = ? AND plan = ? AND start = ? AND length = ?",
+		v.Metric, v.Plan, v.Period.Start, v.Period.Length).Scan(&cur.Pool, &kind, &cur.Category, &cur.Sum, &cur.Count, &cur.Rev)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -106,9 +106,9 @@ func (o *SQLiteOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 		cur.Kind = sdk.InputKind(kind)
 	}
 	cur = cur.merge(v)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO staged_values (metric, plan, start, length, pool, kind, category, total, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (metric, plan, start, length) DO UPDATE SET category = excluded.category, total = excluded.total, rev = excluded.rev`,
-		cur.Metric, cur.Plan, cur.Period.Start, cur.Period.Length, cur.Pool, int(cur.Kind), cur.Category, cur.Sum, cur.Rev); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO staged_values (metric, plan, start, length, pool, kind, category, total, records, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (metric, plan, start, length) DO UPDATE SET category = excluded.category, total = excluded.total, records = excluded.records, rev = excluded.rev`,
+		cur.Metric, cur.Plan, cur.Period.Start, cur.Period.Length, cur.Pool, int(cur.Kind), cur.Category, cur.Sum, cur.Count, cur.Rev); err != nil {
 		return Value{}, o.errf("stage: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -119,7 +119,7 @@ func (o *SQLiteOutbox) Stage(ctx context.Context, v Value) (Value, error) {
 
 // Staged implements Outbox.
 func (o *SQLiteOutbox) Staged(ctx context.Context) ([]Value, error) {
-	rows, err := o.db.QueryContext(ctx, "SELECT metric, plan, start, length, pool, kind, category, total, rev FROM staged_values ORDER BY start, length, pool, metric, plan")
+	rows, err := o.db.QueryContext(ctx, "SELECT metric, plan, start, length, pool, kind, category, total, records, rev FROM staged_values ORDER BY start, length, pool, metric, plan")
 	if err != nil {
 		return nil, o.errf("staged: %w", err)
 	}
@@ -128,7 +128,7 @@ func (o *SQLiteOutbox) Staged(ctx context.Context) ([]Value, error) {
 	for rows.Next() {
 		var v Value
 		var kind int
-		if err := rows.Scan(&v.Metric, &v.Plan, &v.Period.Start, &v.Period.Length, &v.Pool, &kind, &v.Category, &v.Sum, &v.Rev); err != nil {
+		if err := rows.Scan(&v.Metric, &v.Plan, &v.Period.Start, &v.Period.Length, &v.Pool, &kind, &v.Category, &v.Sum, &v.Count, &v.Rev); err != nil {
 			return nil, o.errf("staged: %w", err)
 		}
 		v.Kind = sdk.InputKind(kind)

@@ -101,6 +101,15 @@ DROP TABLE staged;`,
 INSERT INTO closed_periods (pool, start, length)
 	SELECT metric, start, length FROM period_ledger WHERE reports > 0
 	ON CONFLICT DO NOTHING;`,
+	// Version 5: a staged value counts the Records staged into it, so
+	// that a metric of plan aggregate "mean" reports its period's total
+	// over that count. A value staged by version 4 counts 1: it had at
+	// least one Record and the number is lost, but only a mean reads it
+	// and version 4 staged none (it did not know the aggregate, so the
+	// digest it staged a mean metric's values under is not the plan's,
+	// and they are dropped at closing as superseded).
+	`
+ALTER TABLE staged_values ADD COLUMN records INTEGER NOT NULL DEFAULT 1;`,
 }
 
 // outboxSchemaVersion is the version this client writes.

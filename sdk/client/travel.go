@@ -7,6 +7,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -22,14 +23,16 @@ import (
 //     (report.EncodeMessage), sealed under the pool's binding over every
 //     metric's binding with the period set (report.PoolBinding). A sum
 //     without a value in the period contributes 0 (clamped to its range);
-//     a categorical metric without one leaves the period without a
-//     message (Stats.Incomplete), since no value stands for "nothing".
+//     a categorical metric or a mean without one leaves the period without
+//     a message (Stats.Incomplete), since no value stands for "nothing"
+//     (the mean of no values is not 0).
 //   - parallel: the period drew one metric (record.go); its value is sent
 //     as a one-part message, sealed like a joint one. Without a value of
 //     it the period sends nothing.
 //
-// A categorical value is the period's last; a sum is the period's total,
-// clamped to the metric's range here, at closing.
+// A categorical value is the period's last; a sum is the period's total
+// and a mean the period's total over its number of values (plan aggregate
+// "mean"), clamped to the metric's range here, at closing.
 
 // makeReport returns what plan v's values cur of period k (and, with
 // parallel travel, its draw) make.
@@ -78,7 +81,7 @@ func (p *Provider) sealJoint(ctx context.Context, v *verifiedPlan, period report
 	for i, ms := range v.order {
 		val, ok := byMetric[ms.name]
 		if !ok {
-			if ms.kind != sdk.InputReal {
+			if ms.kind != sdk.InputReal || ms.agg != plan.AggregateSum {
 				return sealed{incomplete: true}, nil
 			}
 			val = Value{Metric: ms.name, Kind: sdk.InputReal} // a sum of nothing
@@ -137,11 +140,18 @@ func (v *verifiedPlan) poolBinding(period report.Period) report.Binding {
 }
 
 // randomizeValue randomizes a period's value of ms at the plan's eps0: a
-// category as it is, a sum clamped to the metric's range.
+// category as it is, a sum or a mean clamped to the metric's range.
 func randomizeValue(ctx context.Context, ms *metricState, val Value) ([]byte, error) {
 	in := sdk.Inputs{Categories: []string{val.Category}}
 	if ms.kind == sdk.InputReal {
-		in = sdk.Inputs{Reals: []float64{ms.clamp(val.Sum)}}
+		x := val.Sum
+		if ms.agg == plan.AggregateMean {
+			if val.Count < 1 {
+				return nil, fmt.Errorf("client: metric %q: a mean of %d values staged", ms.name, val.Count)
+			}
+			x /= float64(val.Count)
+		}
+		in = sdk.Inputs{Reals: []float64{ms.clamp(x)}}
 	}
 	reps, err := ms.r.Randomize(ctx, ms.eps0, in)
 	if err != nil {

@@ -86,6 +86,15 @@ type Metric struct {
 	// Lo and Hi are the range of a real-valued metric.
 	Lo float64 `yaml:"lo,omitempty" json:"lo,omitempty"`
 	Hi float64 `yaml:"hi,omitempty" json:"hi,omitempty"`
+	// Aggregate is how a real-valued metric's values of one reporting
+	// period make the period's one value, which is then clamped to
+	// [Lo, Hi] and randomized: AggregateSum (their total) or
+	// AggregateMean (their mean). Defaults to AggregateSum; Validate
+	// writes the default as "" (omitted), so that spelling it out leaves
+	// the plan's digest unchanged. A categorical metric takes none
+	// (Calibrate refuses it; Validate cannot tell, it does not open the
+	// plugin).
+	Aggregate string `yaml:"aggregate,omitempty" json:"aggregate,omitempty"`
 	// Params are plugin-specific parameters.
 	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
 	// Weight is the metric's share of the budget (see accountant.Travel).
@@ -98,6 +107,25 @@ type Metric struct {
 	// Delta is the metric's share of delta used for its batches' central
 	// guarantee (separate travel splits it; otherwise the whole target).
 	Delta float64 `yaml:"delta,omitempty" json:"delta,omitempty"`
+}
+
+// The aggregates of a real-valued metric (Metric.Aggregate).
+const (
+	// AggregateSum makes a period's value the total of the values an app
+	// recorded in it (the default).
+	AggregateSum = "sum"
+	// AggregateMean makes a period's value the mean of the values an app
+	// recorded in it (e.g. the mean latency of its requests that day).
+	AggregateMean = "mean"
+)
+
+// Aggregation returns the metric's aggregate: Aggregate, or AggregateSum
+// when it is unset.
+func (m *Metric) Aggregation() string {
+	if m.Aggregate == "" {
+		return AggregateSum
+	}
+	return m.Aggregate
 }
 
 // Guarantee is a computed central guarantee.
@@ -226,54 +254,15 @@ func (p *Plan) Validate() error {
 		if !finite(m.Lo) || !finite(m.Hi) {
 			return invalid("metric %q: lo and hi must be finite", m.Name)
 		}
+		switch m.Aggregate {
+		case "", AggregateSum:
+			m.Aggregate = "" // canonical: the default is omitted
+		case AggregateMean:
+		default:
+			return invalid("metric %q: aggregate = %q, must be %q or %q (omitted: %q)", m.Name, m.Aggregate, AggregateSum, AggregateMean, AggregateSum)
+		}
 	}
 	return nil
-}
-
-// DefaultPeriod is the period of a plan that sets none.
-const DefaultPeriod = 24 * time.Hour
-
-// MinPeriod and MaxPeriod bound a plan's period.
-const (
-	MinPeriod = time.Second
-	MaxPeriod = 366 * 24 * time.Hour
-)
-
-// PeriodLength returns the plan's period (DefaultPeriod when unset).
-func (p *Plan) PeriodLength() time.Duration {
-	if d, err := time.ParseDuration(p.Period); err == nil && d > 0 {
-		return d
-	}
-	return DefaultPeriod
-}
-
-// HorizonPeriods returns the number of periods the target covers (1 when
-// unset).
-func (p *Plan) HorizonPeriods() int { return max(p.Horizon, 1) }
-
-// PeriodOf returns the index of the period holding t: floor(t / period)
-// since the Unix epoch.
-func (p *Plan) PeriodOf(t time.Time) int64 {
-	d := p.PeriodLength()
-	ns := t.UnixNano()
-	i := ns / int64(d)
-	if ns%int64(d) < 0 {
-		i--
-	}
-	return i
-}
-
-// PeriodStart returns the start of period i (UTC); period i ends where
-// period i+1 starts.
-func (p *Plan) PeriodStart(i int64) time.Time {
-	return time.Unix(0, i*int64(p.PeriodLength())).UTC()
-}
-
-// ReportPeriod returns the wire form of the period holding t (its start
-// and length in Unix seconds), which reports are bound to and pooled by.
-func (p *Plan) ReportPeriod(t time.Time) report.Period {
-	sec := int64(p.PeriodLength() / time.Second)
-	return report.Period{Start: p.PeriodOf(t) * sec, Length: sec}
 }
 
 // Calibrated reports whether every metric has an eps0.
@@ -333,6 +322,9 @@ func (p *Plan) CalibrateRounds(ctx context.Context, open Opener, rounds int) err
 		d, err := r.Describe(ctx)
 		if err != nil {
 			return fmt.Errorf("plan: metric %q: %w", m.Name, err)
+		}
+		if m.Aggregate != "" && d.Input != sdk.InputReal {
+			return invalid("metric %q: aggregate = %q, but plugin %q takes %v inputs; only a real-valued metric has an aggregate", m.Name, m.Aggregate, m.Plugin, d.Input)
 		}
 		m.Version = d.Version
 		spec.Metrics = append(spec.Metrics, accountant.PlanMetric{Name: m.Name, Mech: Mechanism(ctx, r, m.Plugin), Weight: m.Weight})
@@ -474,7 +466,10 @@ func (p *Plan) YAML() ([]byte, error) { return yaml.Marshal(p) }
 func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 
 // Digest returns a hex SHA-256 of the plan's canonical JSON: clients and
-// the collector use it to tell plan versions apart.
+// the collector use it to tell plan versions apart. Fields added to the
+// format later (period, horizon, a metric's aggregate) are omitted while
+// unset, and Validate unsets an aggregate of "sum", so that a plan written
+// before them keeps its digest, hence its epoch.
 func (p *Plan) Digest() string {
 	b, _ := json.Marshal(p)
 	s := sha256.Sum256(b)
