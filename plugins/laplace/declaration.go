@@ -21,8 +21,9 @@ package laplace
 // (1, e^(lam·m)) for k > m. Each half is cut into Bins runs of outputs; a
 // run's points lie on its half's segment between those of its first and
 // last output, which is all the segments form asks (accountant/segments.go
-// proves the split sound). Which pair is the worst under the blanket is
-// not settled in general (Su et al. 2025, Section 8); see worstpair.go.
+// proves the split sound). (Lo, Hi) is the worst pair under the blanket,
+// in every composition: worstpair.go proves it (Su et al. 2025, Section 8,
+// left it open).
 //
 // Lower bound: the triple x3 = x = Lo (the other users at the first
 // input, which gave the largest lower bound of the centres tried: 0, m/50,
