@@ -40,6 +40,9 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		pending[poolEpoch{pool, epoch}]++
 	}
 	emptied := func(key string) {
+		s.grownMu.Lock()
+		delete(s.grown, key)
+		s.grownMu.Unlock()
 		pool, epoch, _, _ := report.ParsePoolKey(key)
 		if pending[poolEpoch{pool, epoch}]--; pending[poolEpoch{pool, epoch}] > 0 {
 			return
@@ -59,6 +62,10 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			continue
 		}
 		if s.known(p.metric) != nil {
+			continue
+		}
+		if p.n >= int64(s.o.Plan.NMin) && p.n < int64(s.o.MaxBatch) && !s.settled(p.metric, now) {
+			s.poolDirty.Store(true) // look again at the next tick
 			continue
 		}
 		left := p.n
@@ -88,6 +95,23 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		}
 	}
 	return released, nil
+}
+
+// settled reports whether no report joined pool key for Settle (always,
+// with Settle 0). A pool not seen growing since the start counts from the
+// start.
+func (s *Shuffler) settled(key string, now time.Time) bool {
+	if s.o.Settle <= 0 {
+		return true
+	}
+	s.grownMu.Lock()
+	defer s.grownMu.Unlock()
+	t, ok := s.grown[key]
+	if !ok {
+		t = s.opened
+		s.grown[key] = t
+	}
+	return now.Sub(t) >= s.o.Settle
 }
 
 // expirySweep is how often Release looks at the pools even when nothing

@@ -113,6 +113,14 @@ type ShufflerOptions struct {
 	// still below n_min is deleted, never released (ShufflerStats.Expired).
 	// Defaults to the period's own length (report.Period.Length).
 	PeriodGrace time.Duration
+	// Settle holds a pool of at least NMin (and below MaxBatch) until no
+	// report has joined it for Settle, so that reports arriving together
+	// go out in one larger batch (a stronger guarantee per batch) and no
+	// remainder is left below n_min while they still arrive. 0, the
+	// default, releases a pool as soon as it holds NMin. The time a pool
+	// last grew is kept in memory: after a restart every pool waits one
+	// Settle.
+	Settle time.Duration
 	// Now is the clock that ends periods. Defaults to time.Now. The
 	// shuffler never records when a report arrived.
 	Now func() time.Time
@@ -223,6 +231,11 @@ type Shuffler struct {
 	// gen and genCount are the current dedup generation and its size; the
 	// committer goroutine owns them.
 	gen, genCount int64
+	// grownMu guards grown: when (Options.Now) each pool last took a
+	// report, for Settle.
+	grownMu sync.Mutex
+	grown   map[string]time.Time
+	opened  time.Time // Options.Now at open
 	// legacyDeadline is the Unix second from which pools without a
 	// period below n_min are expired (0: there are none).
 	legacyDeadline int64
@@ -338,6 +351,9 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(time.Minute, o.RetryMin)
 	}
+	if o.Settle < 0 {
+		return nil, fmt.Errorf("%w: Settle = %v, must be >= 0", ErrOptions, o.Settle)
+	}
 	if o.PeriodGrace < 0 {
 		return nil, fmt.Errorf("%w: PeriodGrace = %v, must be >= 0", ErrOptions, o.PeriodGrace)
 	}
@@ -361,6 +377,8 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 		reqs:    make(chan *acceptReq),
 		closed:  make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		grown:   map[string]time.Time{},
+		opened:  o.Now(),
 	}
 	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
 		s.AddPlan(p)

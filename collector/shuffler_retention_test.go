@@ -122,3 +122,38 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 		t.Fatalf("at the deadline: %+v, want the 4 reports expired", st)
 	}
 }
+
+// TestShufflerSettle: with Settle, a pool above n_min is held while
+// reports keep joining it and released whole once none joined for Settle,
+// one batch where Settle 0 would release the first n_min at once and leave
+// the rest below n_min.
+func TestShufflerSettle(t *testing.T) {
+	p := testPlan(t, 10)
+	clock := &testClock{}
+	clock.set(time.Unix(today.Start+3600, 0))
+	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, Settle: time.Minute})
+	key := periodKey(metric, p.Epoch())
+	ctx := context.Background()
+	for i := range 3 {
+		var res UploadResult
+		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(key, fakeSealed(6))), &res)
+		if res.Accepted != 6 {
+			t.Fatalf("upload %d: %+v", i, res)
+		}
+		clock.set(clock.now().Add(30 * time.Second))
+		if n, err := f.s.Release(ctx); err != nil || n != 0 {
+			t.Fatalf("after upload %d: Release = %d, %v; want the growing pool held", i, n, err)
+		}
+	}
+	clock.set(clock.now().Add(30 * time.Second))
+	if n, err := f.s.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("settled: Release = %d, %v; want one batch", n, err)
+	}
+	st, err := f.s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ReportsReleased != 18 || st.Pools[key] != 0 {
+		t.Errorf("stats %+v, want the 18 reports in one batch", st)
+	}
+}

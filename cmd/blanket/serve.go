@@ -149,6 +149,7 @@ type shufflerFlags struct {
 	maxBody         int64
 	maxEnvelopes    int
 	periodGrace     time.Duration
+	settle          time.Duration
 }
 
 func (f *shufflerFlags) add(cmd *cobra.Command) {
@@ -156,6 +157,7 @@ func (f *shufflerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.connRate, "conn-rate", collector.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", collector.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", collector.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
+	cmd.Flags().DurationVar(&f.settle, "settle", 0, "release a pool only once no report has joined it for this long (larger batches, a stronger guarantee per batch); 0: as soon as it holds n_min")
 	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports; then a pool below n_min is deleted, never released (default: one period)")
 }
 
@@ -173,6 +175,8 @@ func (f *shufflerFlags) check() error {
 		return usageErrorf("--conn-rate 0 would refuse every upload; use a negative value for no limit")
 	case f.periodGrace < 0:
 		return usageErrorf("--period-grace %v, must be >= 0", f.periodGrace)
+	case f.settle < 0:
+		return usageErrorf("--settle %v, must be >= 0", f.settle)
 	}
 	return nil
 }
@@ -183,6 +187,7 @@ func (f *shufflerFlags) options(o collector.ShufflerOptions) collector.ShufflerO
 	o.MaxBodyBytes = f.maxBody
 	o.MaxEnvelopes = f.maxEnvelopes
 	o.PeriodGrace = f.periodGrace
+	o.Settle = f.settle
 	return o
 }
 

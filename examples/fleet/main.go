@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"time"
 )
 
@@ -58,7 +59,19 @@ func main() {
 	flag.IntVar(&cfg.days, "days", 7, "simulated reporting periods (the plan's period), ending where the current one starts (the server's --period-grace must cover them)")
 	flag.Float64Var(&cfg.active, "active", 0.15, "chance that an instance uses the app on a given day")
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(2)
+		}
+	}
 	if flag.NArg() != 0 || cfg.n < 1 || cfg.workers < 1 || !(cfg.zipfS > 1) || cfg.days < 1 || !(cfg.active > 0 && cfg.active <= 1) || cfg.records < 1 {
 		flag.Usage()
 		os.Exit(2)
@@ -68,6 +81,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	ok, err := run(ctx, cfg, os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
