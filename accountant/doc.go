@@ -2,10 +2,13 @@
 // randomizer whose reports are shuffled, and calibrates the local budget eps0
 // that meets a target.
 //
-// A randomizer describes its output distributions in one of three forms (a
+// A randomizer describes its output distributions in one of four forms (a
 // Declaration): a full matrix R[x][y], the atoms of its optimal "privacy
-// blanket" decomposition for its worst-case neighbouring pairs, or only its
-// pure local budget eps0 (generic). The accountant turns the declaration into
+// blanket" decomposition for its worst-case neighbouring pairs, segments
+// (bins of outputs on straight segments of the likelihood-ratio plane, for
+// continuous or huge output spaces such as Laplace: split onto their ends
+// for the upper bound, collapsed to their means for the lower bound; proof
+// in segments.go), or only its pure local budget eps0 (generic). The accountant turns the declaration into
 // a Decomposition: for the upper bound, one atom set per candidate
 // neighbouring pair; for the lower bound, one atom set per candidate triple
 // (x, x', x3). Composition (Joint, Parallel, Subsample) acts on

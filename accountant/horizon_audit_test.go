@@ -135,3 +135,9 @@ func TestAuditHorizonLong(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLowerPLDFuzz is TestReviewLowerPLDFuzz with four times the
+// trials (make test runs 1000).
+func TestAuditLowerPLDFuzz(t *testing.T) {
+	reviewPLDFuzz(t, 4000, false, true)
+}

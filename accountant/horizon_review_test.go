@@ -311,7 +311,7 @@ func TestReviewMinorantLastInterval(t *testing.T) {
 // pair. It fails on the code as reviewed (the last-interval bug above); it
 // passes over 20000 trials with the fix.
 func TestReviewLowerPLDFuzz(t *testing.T) {
-	reviewPLDFuzz(t, 4000, false, true)
+	reviewPLDFuzz(t, 1000, false, true) // 4000 more in make audit (TestAuditLowerPLDFuzz)
 }
 
 // TestReviewUpperRepairMass: upperPLD's repair of a negative zero atom
