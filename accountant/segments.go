@@ -103,22 +103,27 @@ func checkBin(b Bin, eps0 float64, lower bool, what string) (float64, error) {
 		}
 	}
 	m := [2]float64{b.P / b.R, b.Q / b.R}
+	if math.IsInf(m[0], 0) || math.IsInf(m[1], 0) {
+		return 0, fmt.Errorf("%w: %s: mean point (p/r, q/r) = %v is not finite", ErrInvalidDeclaration, what, m)
+	}
+	// The split point Lo + t(Hi - Lo), t the projection of the mean point
+	// clamped to the segment, must be the mean point up to segmentTol
+	// relative to each coordinate's own size: then the split keeps the
+	// bin's masses (P, Q) to that precision whatever the segment's length
+	// (a tolerance scaled by the ends would let a far end hide a mean point
+	// off the segment, and the split would then not be a spread).
 	d := [2]float64{b.Hi[0] - b.Lo[0], b.Hi[1] - b.Lo[1]}
-	scale := math.Max(math.Max(b.Lo[0], b.Lo[1]), math.Max(b.Hi[0], b.Hi[1]))
-	tol := segmentTol * math.Max(scale, 1)
-	len2 := d[0]*d[0] + d[1]*d[1]
-	if len2 == 0 || math.Sqrt(len2) <= tol {
-		if math.Abs(m[0]-b.Lo[0]) > tol || math.Abs(m[1]-b.Lo[1]) > tol {
-			return 0, fmt.Errorf("%w: %s: mean point (p/r, q/r) = %v is not the bin's single point %v", ErrInvalidDeclaration, what, m, b.Lo)
+	t := 0.0
+	if len2 := d[0]*d[0] + d[1]*d[1]; len2 > 0 {
+		t = min(max(((m[0]-b.Lo[0])*d[0]+(m[1]-b.Lo[1])*d[1])/len2, 0), 1)
+	}
+	for i := range 2 {
+		at := b.Lo[i] + t*d[i]
+		if math.Abs(at-m[i]) > segmentTol*math.Max(math.Abs(m[i]), math.Abs(at)) {
+			return 0, fmt.Errorf("%w: %s: mean point (p/r, q/r) = %v is not on the segment from %v to %v (nearest point %v): the outputs of a bin must lie on its segment", ErrInvalidDeclaration, what, m, b.Lo, b.Hi, [2]float64{b.Lo[0] + t*d[0], b.Lo[1] + t*d[1]})
 		}
-		return 0, nil
 	}
-	t := ((m[0]-b.Lo[0])*d[0] + (m[1]-b.Lo[1])*d[1]) / len2
-	off := math.Hypot(b.Lo[0]+t*d[0]-m[0], b.Lo[1]+t*d[1]-m[1])
-	if off > tol || t < -segmentTol || t > 1+segmentTol {
-		return 0, fmt.Errorf("%w: %s: mean point (p/r, q/r) = %v is not on the segment from %v to %v (position %v, distance %.3g): the outputs of a bin must lie on its segment", ErrInvalidDeclaration, what, m, b.Lo, b.Hi, t, off)
-	}
-	return min(max(t, 0), 1), nil
+	return t, nil
 }
 
 // checkRatioPoint checks the rules of spec section 2 on one ratio point

@@ -241,3 +241,31 @@ func TestSegmentsValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentsFarEnd (second review of issue 10): a bin whose segment
+// reaches a far end must still have its mean point on the segment to
+// relative precision. Binary randomized response at eps0 = ln 2 (points
+// (2, 1) and (1, 2), blanket 1/3 each) declared as two bins from (1.5,
+// 1.5) to (1e15, 1e15): both means are 0.71 off their segments; with a
+// tolerance scaled by the far end both were split onto (1.5, 1.5) and the
+// upper bound came out 0 (the exact atoms give 0.093).
+func TestSegmentsFarEnd(t *testing.T) {
+	eps0 := math.Log(2)
+	far, mid := [2]float64{1e15, 1e15}, [2]float64{1.5, 1.5}
+	bad := &accountant.Declaration{Eps0: eps0, Form: accountant.FormSegments, Pairs: []accountant.DeclaredSet{{Bins: []accountant.Bin{
+		{R: 1.0 / 3, P: 2.0 / 3, Q: 1.0 / 3, Lo: mid, Hi: far},
+		{R: 1.0 / 3, P: 1.0 / 3, Q: 2.0 / 3, Lo: mid, Hi: far},
+	}}}}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("a bin whose mean point is off its segment was accepted")
+	}
+	// A mean point just beyond an end, by a relative rounding error, is
+	// still accepted (split onto that end).
+	ok := &accountant.Declaration{Eps0: eps0, Form: accountant.FormSegments, Pairs: []accountant.DeclaredSet{{Bins: []accountant.Bin{
+		{R: 1.0 / 3, P: 2.0 / 3 * (1 + 1e-15), Q: 1.0 / 3, Lo: [2]float64{1.5, 1}, Hi: [2]float64{2, 1}},
+		{R: 1.0 / 3, P: 1.0 / 3, Q: 2.0 / 3, Lo: [2]float64{1, 2}, Hi: [2]float64{1, 2}},
+	}}}}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a mean point beyond an end by rounding: %v", err)
+	}
+}

@@ -3,7 +3,7 @@ package laplace
 // The declaration: the library's exact output law, coarsened soundly.
 //
 // Law (laplace.go). At eps0 the grid step is g = 1/m (m a power of two,
-// 2^33..2^46 over the supported eps0), the rate lam = eps0/(m+1), and an
+// 2^30..2^44 over the supported eps0 [1e-3, 30]), the rate lam = eps0/(m+1), and an
 // input at centre c in {0..m} outputs the grid index k in Z with
 // P(k | c) = t·u^|k-c|, t = tanh(lam/2), u = e^-lam. Sums of a run of
 // outputs are geometric series; with t/(1-u) = 1/(1+u) exactly,
@@ -71,7 +71,11 @@ func (b binning) runs() [][2]int64 {
 		out = append(out, [2]int64{i * b.w, end})
 	}
 	for i := range b.bins {
-		out = append(out, [2]int64{h + 1 + i*b.w, h + (i+1)*b.w})
+		end := h + (i+1)*b.w
+		if i == b.bins-1 {
+			end = b.m // whatever bins divides
+		}
+		out = append(out, [2]int64{h + 1 + i*b.w, end})
 	}
 	return out
 }

@@ -55,6 +55,12 @@ package laplace
 // both pairs); the product's Z is alpha·Z_1 at c' = c·beta/alpha, any
 // c' > 0, so the order holds atom by atom, and mixtures with equal weights
 // (the other component's atoms, parallel travel, subsampling) keep it.
+// The unchanged-attribute sets of a joint product, (r, P_a, P_a) against
+// (r, P_0, P_0) (or P_m for a >= h, equal by (R)), are covered too: there
+// Z = (1 - c)·P_a/r. For c < 1 its superlevel sets are those of f_a,
+// half-lines, where P_a(S) <= P_0(S). For c > 1 only s < 0 matters, and
+// H = (1 - c) - s·gamma + (c - 1)·sum_j (P_a - s'·r)_+ with s' = -s/(c-1)
+// (as in (D)), whose sum is over the half-lines {P_a/r > s'} again.
 // Declaring (Lo, Hi) alone (the accountant also evaluates it swapped) is
 // sound in every composition, and the segments split only raises its
 // bound.
