@@ -111,6 +111,15 @@ type Description struct {
 	// parameters); statistics carry it so that they are only merged and
 	// estimated under the configuration that produced them.
 	Digest string
+	// Stateful is set for a randomizer that keeps per-user state across
+	// periods (it implements Stateful, and its reports come from Step).
+	Stateful bool
+	// Span is the number of consecutive periods whose statistics one
+	// estimate combines, aligned to multiples of Span in the period index
+	// (see Stateful.Step): the estimate for period p comes from the merged
+	// statistics of periods floor(p/Span)*Span through p. 0 or 1: each
+	// period is estimated from its own statistic.
+	Span int64
 }
 
 // Param is one named parameter of a randomizer.

@@ -1,0 +1,326 @@
+package accountant
+
+// The central guarantee of the longitudinal tree protocol of Erlingsson,
+// Feldman, Mironov, Raghunathan, Talwar and Thakurta (SODA 2019, Section 3,
+// Algorithms 1 and 2; plugins/longitudinal), spec time.md §5.
+//
+// The protocol. Periods are grouped in trees of H = 2^(L-1) periods. At the
+// start of a tree every user draws, independently of its data, a change
+// index j uniform in [1, k] and a level h uniform in [1, L]. The user's
+// state is a bit per period (0 before the tree); its j-th change (a step
+// from 0 to 1 or back, sign +1 or -1) is the only one it ever reports. At
+// the end of each node of level h (node m covers periods ((m-1)2^(h-1),
+// m 2^(h-1)]) it sends one report: randomized response on the node's value
+// v in {-1, 0, +1} (the sign of the j-th change when that change falls in
+// the node, else 0): b = v with probability e^eps0/(e^eps0+1) when v != 0,
+// b uniform in {-1, +1} when v = 0, labelled with (h, m). Nothing else.
+//
+// Proof sketch (the bounds below are sound).
+//
+//  1. Condition on every user's (j, h): they are independent of the data,
+//     so a bound that holds for every value of them holds for the mixture
+//     (the hockey-stick divergence is jointly convex: H(E P_s || E Q_s) <=
+//     E H(P_s || Q_s), the same s-distribution on both sides).
+//  2. Given (j, h), a user's reports in distinct periods use independent
+//     coins, so each period is its own shuffled mechanism and the window
+//     is their composition (independent, not adaptive: the others' inputs
+//     are fixed, their own (j, h) too).
+//  3. Two neighbouring data of the victim (its whole state sequence
+//     changes) differ, at its level h, in the value of at most two nodes:
+//     only the j-th change is counted, it lies in at most one node, and
+//     its sign is fixed by j (the state starts at 0, so odd changes go up
+//     and even ones down): s = (-1)^(j+1) under both data. Either each of
+//     two nodes goes between 0 and s (one from 0 to s, the other from s to
+//     0), or one node does (the other data has fewer than j changes).
+//     Every other report of the victim has the same law under both data,
+//     and a round with identical laws composes as the identity. Per tree
+//     the loss is at most two rounds of the pair (0, s), in either order
+//     (the engine bounds both orders of a pair, and (0, -1) has the
+//     divergences of (0, +1) by the symmetry b -> -b). With H = 1 a tree
+//     has one node: one round. A window of W consecutive periods meets at
+//     most T = ceil((W-1)/H) + 1 trees: 2T rounds of (0, +1).
+//  4. In a period's batch, the reports that blanket the victim's are those
+//     of its level-mates: others at level h, whose reports are randomized
+//     response on a node value of theirs. Randomized response on {-1, 0,
+//     +1} has blanket mass r_b = min_v P(b | v) = 1/(e^eps0+1) per output,
+//     and the atoms of both pairs are declared with that full-domain
+//     blanket. Reports of other levels carry another label: the adversary
+//     can simulate them (the others' data is fixed), so they are dropped.
+//  5. The number of level-mates: with exact counts known (the collector
+//     counts each batch's reports per level, and levels are independent of
+//     the data, so conditioning on them is conditioning on public
+//     randomness), the bound uses the smallest count. Ahead of time, in a
+//     batch of N reports each other sender is at the victim's level with
+//     probability 1/r >= 1/L (r levels end in that period, each equally
+//     likely), so the mates X >= Binomial(N-1, 1/L) stochastically; the
+//     bound conditions on X >= m0 and pays Pr[X < m0] per tree in delta.
+//     The true divergence does not increase with X (a batch with one more
+//     sender is a post-processing of the smaller one: add a simulated
+//     report, reshuffle), so X = m0 is the worst case of the rest.
+//  6. The whole transcript of a tree is eps0-LDP (Theorem 5): when the
+//     change moves from node A to node B, an output's probability changes
+//     by a factor P(b_A | s)/P(b_A | 0) at A and P(b_B | 0)/P(b_B | s) at
+//     B, whose product is at most e^eps0 (the factors are 2e/(e+1) or
+//     2/(e+1) and their inverses). One node alone changes by at most
+//     (e^eps0+1)/2 <= e^eps0. Note that each round of point 3 alone is
+//     only log((e^eps0+1)/2)-LDP, more than eps0/2: the composition of
+//     two such rounds in the same orientation, which point 3 bounds (the
+//     engine's dominating pair covers both orientations of each round),
+//     exceeds eps0 locally, so the local cap is applied separately.
+//     When every period's reports of the same users are shuffled in one
+//     batch and every user sends every report its level calls for, each period's batch is a post-processing of one
+//     shuffle of whole transcripts (reshuffle each period of that view),
+//     so the generic amplification of an eps0-LDP randomizer at the number
+//     of users U bounds a tree, composed over T trees. That precondition
+//     cannot be checked from the batches (several batches per period, or a
+//     user offline in one period, break it: the adversary knows who is in
+//     which batch), so callers pass Users = 0 unless their deployment
+//     guarantees it.
+//
+// The result is the smaller of the bounds that apply; each is sound, so
+// their minimum is. The local bound of point 6 over T trees caps both.
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// MaxTree is the largest tree (periods per tree) Longitudinal accepts.
+const MaxTree = 1 << 15
+
+// longitudinalTailShare is the share of delta the level-count tail may
+// take when mates are not known exactly.
+const longitudinalTailShare = 0.05
+
+// Longitudinal describes one user's reports of a longitudinal tree protocol
+// over a window of periods; see the proof at the top of longitudinal.go.
+type Longitudinal struct {
+	// Tree is the number of periods per tree, a power of two in
+	// [1, MaxTree]. Required.
+	Tree int
+	// Eps0 is the local budget of one node's randomized response, which is
+	// also the whole transcript's LDP level. Required.
+	Eps0 float64
+	// Periods is the window's length in periods. Required, >= 1.
+	Periods int
+	// Batch is the smallest batch a period's reports of this metric are
+	// shuffled in (all levels together); the bound assumes the level-mates
+	// binomially. Ignored when Mates is set.
+	Batch int
+	// Mates is the smallest number of reports of one level in a batch of
+	// the window (the victim included), when known exactly.
+	Mates int
+	// Users, when > 0, is the number of users whose whole transcripts are
+	// shuffled together in every period (see the proof's point 6 for when
+	// that holds); 0 leaves the transcript bound out.
+	Users int
+}
+
+// LongitudinalResult is the guarantee of a Longitudinal.
+type LongitudinalResult struct {
+	// Upper is the sound bound: the smallest of PerPeriod, Transcript and
+	// the local bound Trees*TranscriptLocalEps(Tree, Eps0).
+	Upper float64
+	// PerPeriod is the bound through the per-period shuffled reports
+	// (points 1-5 of the proof).
+	PerPeriod float64
+	// Transcript is the bound through the whole transcripts' LDP level
+	// (point 6); +Inf when Users is 0.
+	Transcript float64
+	// Trees is the number of trees the window can meet.
+	Trees int
+	// Levels is the number of levels of a tree, log2(Tree)+1.
+	Levels int
+	// Mates is the number of level-mates (the victim included) the
+	// per-period bound assumes.
+	Mates int
+	// Tail is the part of delta the per-period bound spends on fewer mates
+	// (0 when Mates was given).
+	Tail float64
+}
+
+// treeLevels returns the number of levels of a tree of the given number
+// of periods: log2(tree) + 1.
+func treeLevels(tree int) int { return bits.Len(uint(tree)) }
+
+// TreesInWindow returns the largest number of trees of the given size that
+// a window of consecutive periods meets: ceil((periods-1)/tree) + 1, and no
+// more than periods.
+func TreesInWindow(tree, periods int) int {
+	t := (periods-1+tree-1)/tree + 1
+	return min(t, periods)
+}
+
+func (l Longitudinal) check() error {
+	if l.Tree < 1 || l.Tree > MaxTree || l.Tree&(l.Tree-1) != 0 {
+		return argError("longitudinal tree", l.Tree, fmt.Sprintf("a power of two in [1, %d]", MaxTree))
+	}
+	if err := checkEps0(l.Eps0); err != nil {
+		return err
+	}
+	if l.Periods < 1 || l.Periods > MaxRounds {
+		return argError("longitudinal periods", l.Periods, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	if l.Mates == 0 {
+		if err := checkN(l.Batch); err != nil {
+			return fmt.Errorf("longitudinal batch: %w", err)
+		}
+	} else if err := checkN(l.Mates); err != nil {
+		return fmt.Errorf("longitudinal mates: %w", err)
+	}
+	if l.Users != 0 {
+		if err := checkN(l.Users); err != nil {
+			return fmt.Errorf("longitudinal users: %w", err)
+		}
+	}
+	return nil
+}
+
+// NodeMatrix returns the law of one node's report at eps0: rows are the
+// node values -1, 0, +1, columns the reported bits -1, +1.
+func NodeMatrix(eps0 float64) [][]float64 {
+	e := math.Exp(eps0)
+	hi, lo := e/(e+1), 1/(e+1)
+	return [][]float64{{hi, lo}, {0.5, 0.5}, {lo, hi}}
+}
+
+// nodeStep returns the declaration of the pair (0, +1) of the proof's
+// point 3, with the full-domain blanket r = 1/(e^eps0+1) per output (others
+// at the level may hold any of -1, 0, +1).
+func nodeStep(eps0 float64) *Declaration {
+	e := math.Exp(eps0)
+	hi, lo := e/(e+1), 1/(e+1)
+	return &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{{
+		Label: "v=0,v'=+1",
+		Atoms: []Atom{{R: lo, P: 0.5, Q: hi}, {R: lo, P: 0.5, Q: lo}},
+	}}}
+}
+
+// TranscriptLocalEps returns the pure LDP level of one tree's whole
+// transcript at eps0 (proof, point 6): eps0 for trees of two or more
+// periods, log((e^eps0+1)/2) for one period (one node, between 0 and s).
+func TranscriptLocalEps(tree int, eps0 float64) float64 {
+	if tree == 1 {
+		return math.Log1p(math.Exp(eps0)) - math.Ln2
+	}
+	return eps0
+}
+
+// Epsilon returns the guarantee at delta, composed with the other parts a
+// user's reports of other metrics contribute over the same window (none
+// for a metric alone).
+func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult, error) {
+	if err := l.check(); err != nil {
+		return LongitudinalResult{}, err
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return LongitudinalResult{}, err
+	}
+	levels := treeLevels(l.Tree)
+	T := TreesInWindow(l.Tree, l.Periods)
+	res := LongitudinalResult{Trees: T, Levels: levels, Transcript: math.Inf(1), Mates: l.Mates}
+	var otherCap float64
+	for _, p := range others {
+		c, err := NewComposition(p)
+		if err != nil {
+			return LongitudinalResult{}, err
+		}
+		otherCap += c.LocalEps()
+	}
+	local := float64(T)*TranscriptLocalEps(l.Tree, l.Eps0) + otherCap
+
+	deltaA := delta
+	if res.Mates == 0 {
+		m0, tail := matesQuantile(l.Batch, levels, longitudinalTailShare*delta/float64(T))
+		res.Mates, res.Tail = m0, tail*float64(T)
+		deltaA = delta - res.Tail
+	}
+	a, err := l.perPeriod(deltaA, res.Mates, T, others)
+	if err != nil {
+		return LongitudinalResult{}, err
+	}
+	res.PerPeriod = math.Min(a, local)
+	if l.Users > 0 {
+		parts := append([]Part{{Mech: GenericMech{Eps0: TranscriptLocalEps(l.Tree, l.Eps0)}, N: l.Users, Rounds: T}}, others...)
+		r, err := ComposeEpsilon(parts, delta)
+		if err != nil {
+			return LongitudinalResult{}, err
+		}
+		res.Transcript = math.Min(r.Upper, local)
+	}
+	res.Upper = math.Min(math.Min(res.PerPeriod, res.Transcript), local)
+	return res, nil
+}
+
+// perPeriod is the bound of the proof's points 1-4 at delta with mates
+// level-mates: 2T rounds (T for one-period trees) of the pair (0, +1).
+func (l Longitudinal) perPeriod(delta float64, mates, T int, others []Part) (float64, error) {
+	rounds := 2 * T
+	if l.Tree == 1 {
+		rounds = T
+	}
+	parts := append(append([]Part(nil), others...), Part{Mech: DeclaredMech{Decl: nodeStep(l.Eps0), Name: "longitudinal node (0,+1)"}, N: mates, Rounds: rounds})
+	r, err := ComposeEpsilon(parts, delta)
+	if err != nil {
+		return 0, err
+	}
+	return r.Upper, nil
+}
+
+// matesQuantile returns the largest m0 in [1, batch] with
+// Pr[1 + Binomial(batch-1, 1/levels) < m0] <= budget, and an upper bound
+// on that probability.
+func matesQuantile(batch, levels int, budget float64) (int, float64) {
+	if levels == 1 {
+		return batch, 0
+	}
+	p := 1 / float64(levels)
+	// tail(m) = Pr[X < m-1] for X ~ Binomial(batch-1, p), m the mates
+	// with the victim; it grows with m, so bisect for the largest m.
+	lo, hi := 1, batch
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if binomLowerTail(batch-1, p, mid-1) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, binomLowerTail(batch-1, p, lo-1)
+}
+
+// binomLowerTail returns an upper bound on Pr[Binomial(n, p) < m]: the
+// probabilities summed from m-1 down, stopped when the geometric bound on
+// the rest (the ratio of consecutive terms falls as x falls below the
+// mean) is below 1e-6 of the sum, plus that bound and a relative margin
+// for rounding.
+func binomLowerTail(n int, p float64, m int) float64 {
+	if m <= 0 {
+		return 0
+	}
+	if m > n {
+		return 1
+	}
+	if float64(m-1) >= float64(n)*p {
+		return 1 // not a lower tail: no need to be tight there
+	}
+	var sum float64
+	for x := m - 1; x >= 0; x-- {
+		t := math.Exp(logBinomPMF(x, n, p))
+		sum += t
+		if x == 0 {
+			break
+		}
+		// P(x-1)/P(x) = x(1-p) / ((n-x+1) p), decreasing as x falls.
+		r := float64(x) * (1 - p) / (float64(n-x+1) * p)
+		if r < 1 {
+			rest := t * r / (1 - r)
+			if rest <= 1e-6*sum {
+				sum += rest
+				break
+			}
+		}
+	}
+	return math.Min(1, sum*(1+1e-9))
+}
