@@ -26,6 +26,7 @@ var wireErrors = []struct {
 	{ErrBadReport, "BAD_REPORT", codes.InvalidArgument},
 	{ErrBadConfig, "BAD_CONFIG", codes.InvalidArgument},
 	{ErrBadStatistic, "BAD_STATISTIC", codes.InvalidArgument},
+	{ErrBadState, "BAD_STATE", codes.InvalidArgument},
 	{ErrNotConfigured, "NOT_CONFIGURED", codes.FailedPrecondition},
 }
 

@@ -12,8 +12,10 @@
 // Errors are gRPC statuses. An error that wraps one of the sdk sentinel errors
 // carries a google.rpc.ErrorInfo detail with domain "blanket.randomizer.v1"
 // and a reason naming the sentinel (BAD_INPUT, BAD_EPS0, BAD_REPORT,
-// BAD_CONFIG, BAD_STATISTIC, NOT_CONFIGURED), so that the host maps it back
-// and errors.Is(err, sdk.ErrBadInput) works across the boundary.
+// BAD_CONFIG, BAD_STATISTIC, BAD_STATE, NOT_CONFIGURED), so that the host
+// maps it back and errors.Is(err, sdk.ErrBadInput) works across the
+// boundary. An optional RPC the plugin does not implement answers
+// UNIMPLEMENTED, which the host maps to errors.ErrUnsupported.
 //
 // Changes within v1 are additive only (new fields, new RPCs); a breaking
 // change is a new package blanket.randomizer.v2 served as go-plugin protocol
@@ -250,20 +252,25 @@ func (x *Param) GetDoc() string {
 
 // Description mirrors sdk.Description.
 type Description struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Input         InputKind              `protobuf:"varint,3,opt,name=input,proto3,enum=blanket.randomizer.v1.InputKind" json:"input,omitempty"`
-	Categories    []string               `protobuf:"bytes,4,rep,name=categories,proto3" json:"categories,omitempty"`
-	Other         string                 `protobuf:"bytes,5,opt,name=other,proto3" json:"other,omitempty"`
-	Lo            float64                `protobuf:"fixed64,6,opt,name=lo,proto3" json:"lo,omitempty"`
-	Hi            float64                `protobuf:"fixed64,7,opt,name=hi,proto3" json:"hi,omitempty"`
-	Encoding      string                 `protobuf:"bytes,8,opt,name=encoding,proto3" json:"encoding,omitempty"`
-	ReportBytes   int64                  `protobuf:"varint,9,opt,name=report_bytes,json=reportBytes,proto3" json:"report_bytes,omitempty"`
-	Params        []*Param               `protobuf:"bytes,10,rep,name=params,proto3" json:"params,omitempty"`
-	Eps0Min       float64                `protobuf:"fixed64,11,opt,name=eps0_min,json=eps0Min,proto3" json:"eps0_min,omitempty"`
-	Eps0Max       float64                `protobuf:"fixed64,12,opt,name=eps0_max,json=eps0Max,proto3" json:"eps0_max,omitempty"`
-	Digest        string                 `protobuf:"bytes,13,opt,name=digest,proto3" json:"digest,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version     string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Input       InputKind              `protobuf:"varint,3,opt,name=input,proto3,enum=blanket.randomizer.v1.InputKind" json:"input,omitempty"`
+	Categories  []string               `protobuf:"bytes,4,rep,name=categories,proto3" json:"categories,omitempty"`
+	Other       string                 `protobuf:"bytes,5,opt,name=other,proto3" json:"other,omitempty"`
+	Lo          float64                `protobuf:"fixed64,6,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi          float64                `protobuf:"fixed64,7,opt,name=hi,proto3" json:"hi,omitempty"`
+	Encoding    string                 `protobuf:"bytes,8,opt,name=encoding,proto3" json:"encoding,omitempty"`
+	ReportBytes int64                  `protobuf:"varint,9,opt,name=report_bytes,json=reportBytes,proto3" json:"report_bytes,omitempty"`
+	Params      []*Param               `protobuf:"bytes,10,rep,name=params,proto3" json:"params,omitempty"`
+	Eps0Min     float64                `protobuf:"fixed64,11,opt,name=eps0_min,json=eps0Min,proto3" json:"eps0_min,omitempty"`
+	Eps0Max     float64                `protobuf:"fixed64,12,opt,name=eps0_max,json=eps0Max,proto3" json:"eps0_max,omitempty"`
+	Digest      string                 `protobuf:"bytes,13,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Stateful is set for a randomizer whose reports come from Step.
+	Stateful bool `protobuf:"varint,14,opt,name=stateful,proto3" json:"stateful,omitempty"`
+	// Span is the number of consecutive periods one estimate combines (see
+	// sdk.Description.Span); 0 or 1: each period on its own.
+	Span          int64 `protobuf:"varint,15,opt,name=span,proto3" json:"span,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +394,20 @@ func (x *Description) GetDigest() string {
 		return x.Digest
 	}
 	return ""
+}
+
+func (x *Description) GetStateful() bool {
+	if x != nil {
+		return x.Stateful
+	}
+	return false
+}
+
+func (x *Description) GetSpan() int64 {
+	if x != nil {
+		return x.Span
+	}
+	return 0
 }
 
 // Inputs mirrors sdk.Inputs: categorical inputs, or real ones. Categorical
@@ -1438,6 +1459,135 @@ func (x *OutputsResponse) GetOutputs() []uint32 {
 	return nil
 }
 
+type StepRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	// Period is the index of the reporting period stepped to: its start in
+	// Unix seconds divided by the plan's period length.
+	Period int64 `protobuf:"varint,2,opt,name=period,proto3" json:"period,omitempty"`
+	// States are the users' states, one per input, in input order; an empty
+	// state is a user's first step.
+	States        [][]byte `protobuf:"bytes,3,rep,name=states,proto3" json:"states,omitempty"`
+	Inputs        *Inputs  `protobuf:"bytes,4,opt,name=inputs,proto3" json:"inputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepRequest) Reset() {
+	*x = StepRequest{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepRequest) ProtoMessage() {}
+
+func (x *StepRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
+func (*StepRequest) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *StepRequest) GetEps0() float64 {
+	if x != nil {
+		return x.Eps0
+	}
+	return 0
+}
+
+func (x *StepRequest) GetPeriod() int64 {
+	if x != nil {
+		return x.Period
+	}
+	return 0
+}
+
+func (x *StepRequest) GetStates() [][]byte {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *StepRequest) GetInputs() *Inputs {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+type StepResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reports are the period's reports, one per input, in input order. A
+	// period in which a user sends no report has an empty report: real
+	// reports are never empty, so an empty one means "none" (sdk.Stateful
+	// returns nil for it).
+	Reports *Reports `protobuf:"bytes,1,opt,name=reports,proto3" json:"reports,omitempty"`
+	// States are the next states, one per input, in input order, none empty.
+	States        [][]byte `protobuf:"bytes,2,rep,name=states,proto3" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepResponse) Reset() {
+	*x = StepResponse{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepResponse) ProtoMessage() {}
+
+func (x *StepResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
+func (*StepResponse) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *StepResponse) GetReports() *Reports {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
+func (x *StepResponse) GetStates() [][]byte {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
 var File_blanket_randomizer_v1_randomizer_proto protoreflect.FileDescriptor
 
 const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
@@ -1460,7 +1610,7 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x05Param\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x10\n" +
-	"\x03doc\x18\x03 \x01(\tR\x03doc\"\x8c\x03\n" +
+	"\x03doc\x18\x03 \x01(\tR\x03doc\"\xbc\x03\n" +
 	"\vDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x126\n" +
@@ -1477,7 +1627,9 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	" \x03(\v2\x1c.blanket.randomizer.v1.ParamR\x06params\x12\x19\n" +
 	"\beps0_min\x18\v \x01(\x01R\aeps0Min\x12\x19\n" +
 	"\beps0_max\x18\f \x01(\x01R\aeps0Max\x12\x16\n" +
-	"\x06digest\x18\r \x01(\tR\x06digest\"V\n" +
+	"\x06digest\x18\r \x01(\tR\x06digest\x12\x1a\n" +
+	"\bstateful\x18\x0e \x01(\bR\bstateful\x12\x12\n" +
+	"\x04span\x18\x0f \x01(\x03R\x04span\"V\n" +
 	"\x06Inputs\x12\x16\n" +
 	"\x06labels\x18\x01 \x03(\fR\x06labels\x12\x1e\n" +
 	"\n" +
@@ -1543,11 +1695,19 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x128\n" +
 	"\areports\x18\x02 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"+\n" +
 	"\x0fOutputsResponse\x12\x18\n" +
-	"\aoutputs\x18\x01 \x03(\rR\aoutputs*X\n" +
+	"\aoutputs\x18\x01 \x03(\rR\aoutputs\"\x88\x01\n" +
+	"\vStepRequest\x12\x12\n" +
+	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\x03R\x06period\x12\x16\n" +
+	"\x06states\x18\x03 \x03(\fR\x06states\x125\n" +
+	"\x06inputs\x18\x04 \x01(\v2\x1d.blanket.randomizer.v1.InputsR\x06inputs\"`\n" +
+	"\fStepResponse\x128\n" +
+	"\areports\x18\x01 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\x12\x16\n" +
+	"\x06states\x18\x02 \x03(\fR\x06states*X\n" +
 	"\tInputKind\x12\x1a\n" +
 	"\x16INPUT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16INPUT_KIND_CATEGORICAL\x10\x01\x12\x13\n" +
-	"\x0fINPUT_KIND_REAL\x10\x022\x9d\x05\n" +
+	"\x0fINPUT_KIND_REAL\x10\x022\xee\x05\n" +
 	"\n" +
 	"Randomizer\x12^\n" +
 	"\tConfigure\x12'.blanket.randomizer.v1.ConfigureRequest\x1a(.blanket.randomizer.v1.ConfigureResponse\x12[\n" +
@@ -1557,7 +1717,8 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\n" +
 	"Accumulate\x12(.blanket.randomizer.v1.AccumulateRequest\x1a).blanket.randomizer.v1.AccumulateResponse\x12[\n" +
 	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12X\n" +
-	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
+	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponse\x12O\n" +
+	"\x04Step\x12\".blanket.randomizer.v1.StepRequest\x1a#.blanket.randomizer.v1.StepResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
 
 var (
 	file_blanket_randomizer_v1_randomizer_proto_rawDescOnce sync.Once
@@ -1572,7 +1733,7 @@ func file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP() []byte {
 }
 
 var file_blanket_randomizer_v1_randomizer_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(InputKind)(0),             // 0: blanket.randomizer.v1.InputKind
 	(*Config)(nil),             // 1: blanket.randomizer.v1.Config
@@ -1597,10 +1758,12 @@ var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(*EstimateResponse)(nil),   // 20: blanket.randomizer.v1.EstimateResponse
 	(*OutputsRequest)(nil),     // 21: blanket.randomizer.v1.OutputsRequest
 	(*OutputsResponse)(nil),    // 22: blanket.randomizer.v1.OutputsResponse
-	nil,                        // 23: blanket.randomizer.v1.Config.ParamsEntry
+	(*StepRequest)(nil),        // 23: blanket.randomizer.v1.StepRequest
+	(*StepResponse)(nil),       // 24: blanket.randomizer.v1.StepResponse
+	nil,                        // 25: blanket.randomizer.v1.Config.ParamsEntry
 }
 var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
-	23, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
+	25, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
 	0,  // 1: blanket.randomizer.v1.Description.input:type_name -> blanket.randomizer.v1.InputKind
 	2,  // 2: blanket.randomizer.v1.Description.params:type_name -> blanket.randomizer.v1.Param
 	7,  // 3: blanket.randomizer.v1.Estimate.items:type_name -> blanket.randomizer.v1.Item
@@ -1614,25 +1777,29 @@ var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
 	6,  // 11: blanket.randomizer.v1.EstimateRequest.statistic:type_name -> blanket.randomizer.v1.Statistic
 	8,  // 12: blanket.randomizer.v1.EstimateResponse.estimate:type_name -> blanket.randomizer.v1.Estimate
 	5,  // 13: blanket.randomizer.v1.OutputsRequest.reports:type_name -> blanket.randomizer.v1.Reports
-	9,  // 14: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
-	11, // 15: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
-	13, // 16: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
-	15, // 17: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
-	17, // 18: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
-	19, // 19: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
-	21, // 20: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
-	10, // 21: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
-	12, // 22: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
-	14, // 23: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
-	16, // 24: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
-	18, // 25: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
-	20, // 26: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
-	22, // 27: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
-	21, // [21:28] is the sub-list for method output_type
-	14, // [14:21] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	4,  // 14: blanket.randomizer.v1.StepRequest.inputs:type_name -> blanket.randomizer.v1.Inputs
+	5,  // 15: blanket.randomizer.v1.StepResponse.reports:type_name -> blanket.randomizer.v1.Reports
+	9,  // 16: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
+	11, // 17: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
+	13, // 18: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
+	15, // 19: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
+	17, // 20: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
+	19, // 21: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
+	21, // 22: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
+	23, // 23: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
+	10, // 24: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
+	12, // 25: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
+	14, // 26: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
+	16, // 27: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
+	18, // 28: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
+	20, // 29: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
+	22, // 30: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
+	24, // 31: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_blanket_randomizer_v1_randomizer_proto_init() }
@@ -1646,7 +1813,7 @@ func file_blanket_randomizer_v1_randomizer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_blanket_randomizer_v1_randomizer_proto_rawDesc), len(file_blanket_randomizer_v1_randomizer_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -12,8 +12,10 @@
 // Errors are gRPC statuses. An error that wraps one of the sdk sentinel errors
 // carries a google.rpc.ErrorInfo detail with domain "blanket.randomizer.v1"
 // and a reason naming the sentinel (BAD_INPUT, BAD_EPS0, BAD_REPORT,
-// BAD_CONFIG, BAD_STATISTIC, NOT_CONFIGURED), so that the host maps it back
-// and errors.Is(err, sdk.ErrBadInput) works across the boundary.
+// BAD_CONFIG, BAD_STATISTIC, BAD_STATE, NOT_CONFIGURED), so that the host
+// maps it back and errors.Is(err, sdk.ErrBadInput) works across the
+// boundary. An optional RPC the plugin does not implement answers
+// UNIMPLEMENTED, which the host maps to errors.ErrUnsupported.
 //
 // Changes within v1 are additive only (new fields, new RPCs); a breaking
 // change is a new package blanket.randomizer.v2 served as go-plugin protocol
@@ -50,6 +52,7 @@ const (
 	Randomizer_Accumulate_FullMethodName = "/blanket.randomizer.v1.Randomizer/Accumulate"
 	Randomizer_Estimate_FullMethodName   = "/blanket.randomizer.v1.Randomizer/Estimate"
 	Randomizer_Outputs_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Outputs"
+	Randomizer_Step_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Step"
 )
 
 // RandomizerClient is the client API for Randomizer service.
@@ -81,6 +84,23 @@ type RandomizerClient interface {
 	// answers UNIMPLEMENTED. A report that is not an output of the
 	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
+	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
+	// Description.stateful) to a reporting period: one state and one input
+	// per user, in the same order; an empty state is a user's first step.
+	// It returns, per input, the period's report (empty when the randomizer
+	// sends none this period) and the next state, never empty. Optional: a
+	// randomizer that is not stateful answers UNIMPLEMENTED. Errors:
+	// INVALID_ARGUMENT with reason BAD_STATE (a state the plugin cannot read,
+	// or a period not after the state's last), BAD_INPUT or BAD_EPS0; one bad
+	// element fails the whole batch.
+	//
+	// Step is idempotent as the other RPCs are only because the host
+	// persists nothing before it has the answer: a retried Step draws afresh
+	// from the same states, and the answer the host never received was never
+	// seen. The host must persist the returned states with the period's
+	// reports, atomically, before any report leaves the device, and never
+	// step a period at or before a state's last period again.
+	Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error)
 }
 
 type randomizerClient struct {
@@ -161,6 +181,16 @@ func (c *randomizerClient) Outputs(ctx context.Context, in *OutputsRequest, opts
 	return out, nil
 }
 
+func (c *randomizerClient) Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StepResponse)
+	err := c.cc.Invoke(ctx, Randomizer_Step_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RandomizerServer is the server API for Randomizer service.
 // All implementations must embed UnimplementedRandomizerServer
 // for forward compatibility.
@@ -190,6 +220,23 @@ type RandomizerServer interface {
 	// answers UNIMPLEMENTED. A report that is not an output of the
 	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
+	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
+	// Description.stateful) to a reporting period: one state and one input
+	// per user, in the same order; an empty state is a user's first step.
+	// It returns, per input, the period's report (empty when the randomizer
+	// sends none this period) and the next state, never empty. Optional: a
+	// randomizer that is not stateful answers UNIMPLEMENTED. Errors:
+	// INVALID_ARGUMENT with reason BAD_STATE (a state the plugin cannot read,
+	// or a period not after the state's last), BAD_INPUT or BAD_EPS0; one bad
+	// element fails the whole batch.
+	//
+	// Step is idempotent as the other RPCs are only because the host
+	// persists nothing before it has the answer: a retried Step draws afresh
+	// from the same states, and the answer the host never received was never
+	// seen. The host must persist the returned states with the period's
+	// reports, atomically, before any report leaves the device, and never
+	// step a period at or before a state's last period again.
+	Step(context.Context, *StepRequest) (*StepResponse, error)
 	mustEmbedUnimplementedRandomizerServer()
 }
 
@@ -220,6 +267,9 @@ func (UnimplementedRandomizerServer) Estimate(context.Context, *EstimateRequest)
 }
 func (UnimplementedRandomizerServer) Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Outputs not implemented")
+}
+func (UnimplementedRandomizerServer) Step(context.Context, *StepRequest) (*StepResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Step not implemented")
 }
 func (UnimplementedRandomizerServer) mustEmbedUnimplementedRandomizerServer() {}
 func (UnimplementedRandomizerServer) testEmbeddedByValue()                    {}
@@ -368,6 +418,24 @@ func _Randomizer_Outputs_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Randomizer_Step_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StepRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RandomizerServer).Step(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Randomizer_Step_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RandomizerServer).Step(ctx, req.(*StepRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Randomizer_ServiceDesc is the grpc.ServiceDesc for Randomizer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -402,6 +470,10 @@ var Randomizer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Outputs",
 			Handler:    _Randomizer_Outputs_Handler,
+		},
+		{
+			MethodName: "Step",
+			Handler:    _Randomizer_Step_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
