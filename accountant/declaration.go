@@ -37,6 +37,29 @@ type Declaration struct {
 	// Triples are lower-bound triples (x, x', x3) (FormAtoms, FormSegments).
 	// Optional: with none the lower bound is 0.
 	Triples []DeclaredSet `json:"triples,omitempty"`
+	// Tree, when > 0, marks a longitudinal tree protocol over Tree periods
+	// (see Longitudinal): the declared form is the law of one node's report
+	// given its level, rows the node values -1, 0, +1, and Eps0 is also the
+	// whole transcript's LDP level. A user's reports of such a randomizer
+	// are not independent across periods, so Decompose refuses it (an
+	// independent-report bound would be unsound); Node returns the node's
+	// law for tools that test a sampler against it.
+	Tree int `json:"tree,omitempty"`
+}
+
+// Node returns the declaration of one node's report of a longitudinal
+// declaration (Tree cleared), after checking Tree. Errors wrap
+// ErrInvalidDeclaration.
+func (d *Declaration) Node() (*Declaration, error) {
+	if d == nil || d.Tree == 0 {
+		return nil, fmt.Errorf("%w: not a longitudinal declaration (tree = 0)", ErrInvalidDeclaration)
+	}
+	if d.Tree < 0 || d.Tree > MaxTree || d.Tree&(d.Tree-1) != 0 {
+		return nil, fmt.Errorf("%w: tree = %d, must be a power of two in [1, %d]", ErrInvalidDeclaration, d.Tree, MaxTree)
+	}
+	n := *d
+	n.Tree = 0
+	return &n, nil
 }
 
 // DeclaredSet is one declared atom set.
@@ -66,6 +89,9 @@ func (d *Declaration) Validate() error {
 func (d *Declaration) Decompose() (*Decomposition, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil declaration", ErrInvalidDeclaration)
+	}
+	if d.Tree != 0 {
+		return nil, fmt.Errorf("%w: a longitudinal declaration (tree = %d) describes reports that are not independent across periods; account for it with Longitudinal", ErrLongitudinal, d.Tree)
 	}
 	if math.IsNaN(d.Eps0) || math.IsInf(d.Eps0, 0) || d.Eps0 < 0 || d.Eps0 > MaxEps0 {
 		return nil, fmt.Errorf("%w: eps0 = %v, must be finite and in (0, %g]", ErrInvalidDeclaration, d.Eps0, float64(MaxEps0))

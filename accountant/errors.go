@@ -22,6 +22,9 @@ var (
 	// ErrUnreachable reports a calibration target that no eps0 in the
 	// searched range meets.
 	ErrUnreachable = errors.New("accountant: target unreachable")
+	// ErrLongitudinal reports a longitudinal declaration used where reports
+	// are assumed independent across periods (see Longitudinal).
+	ErrLongitudinal = errors.New("accountant: longitudinal declaration")
 )
 
 // argError returns an ErrInvalidArgument naming the parameter, its value and

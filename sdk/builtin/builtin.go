@@ -1,5 +1,5 @@
-// Package builtin links Blanket's five randomizers (krr, hadamard, rappor,
-// summation, laplace) into the host process, so that opening them needs no plugin
+// Package builtin links Blanket's six randomizers (krr, hadamard, rappor,
+// summation, laplace, longitudinal) into the host process, so that opening them needs no plugin
 // binary. It is a separate package because the plugins import sdk.
 //
 //	r, err := builtin.Open(ctx, "krr", sdk.Config{Categories: cats})
@@ -12,6 +12,7 @@ import (
 	"github.com/blanket-dp/blanket/plugins/hadamard"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/plugins/laplace"
+	"github.com/blanket-dp/blanket/plugins/longitudinal"
 	"github.com/blanket-dp/blanket/plugins/rappor"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
@@ -21,11 +22,12 @@ import (
 // each built-in randomizer, for sdk.WithBuiltins.
 func Factories() map[string]sdk.Factory {
 	return map[string]sdk.Factory{
-		krr.Name:       sdk.FactoryOf(krr.FromConfig),
-		hadamard.Name:  sdk.FactoryOf(hadamard.FromConfig),
-		rappor.Name:    sdk.FactoryOf(rappor.FromConfig),
-		summation.Name: sdk.FactoryOf(summation.FromConfig),
-		laplace.Name:   sdk.FactoryOf(laplace.FromConfig),
+		krr.Name:          sdk.FactoryOf(krr.FromConfig),
+		hadamard.Name:     sdk.FactoryOf(hadamard.FromConfig),
+		rappor.Name:       sdk.FactoryOf(rappor.FromConfig),
+		summation.Name:    sdk.FactoryOf(summation.FromConfig),
+		laplace.Name:      sdk.FactoryOf(laplace.FromConfig),
+		longitudinal.Name: sdk.FactoryOf(longitudinal.FromConfig),
 	}
 }
 
