@@ -20,21 +20,24 @@
 // variance of the estimate).
 //
 // Limits, enforced on the client:
+//
 //   - Changes past the k-th in a tree are never reported (only j <= k is
 //     drawn): a user whose state changes more often is counted as if its
 //     state had stayed where the k-th change left it, until the next tree.
+//
 //   - Past H periods a new tree starts: the user draws new choices, its
 //     state bit restarts from 0 (its current state then counts as a change
 //     at the tree's first period). Each tree is a new transcript; the
 //     accountant composes the trees a window meets.
+//
 //   - A node whose end falls in a period the user did not step (the app
 //     was not running) is not reported: the user is then missing from that
 //     node's sum, which biases the estimates of periods that node covers.
 //
-//	r, err := longitudinal.New(longitudinal.Options{Tree: 64, Changes: 4})
-//	reports, states, err := r.Step(ctx, eps0, period, states, sdk.Inputs{Categories: values})
-//	stat, err := r.Accumulate(ctx, eps0, shuffled) // merge the tree's periods up to p
-//	est, err := r.Estimate(ctx, stat)              // users in state 1 at p
+//     r, err := longitudinal.New(longitudinal.Options{Tree: 64, Changes: 4})
+//     reports, states, err := r.Step(ctx, eps0, period, states, sdk.Inputs{Categories: values})
+//     stat, err := r.Accumulate(ctx, eps0, shuffled) // merge the tree's periods up to p
+//     est, err := r.Estimate(ctx, stat)              // users in state 1 at p
 package longitudinal
 
 import (
