@@ -115,6 +115,10 @@ type Longitudinal struct {
 	// shuffled together in every period (see the proof's point 6 for when
 	// that holds); 0 leaves the transcript bound out.
 	Users int
+	// Node is the law of one node's report at Eps0, rows the node values
+	// -1, 0, +1 (a declaration's matrix). Defaults to randomized response,
+	// NodeMatrix(Eps0).
+	Node [][]float64
 }
 
 // LongitudinalResult is the guarantee of a Longitudinal.
@@ -138,6 +142,9 @@ type LongitudinalResult struct {
 	// Tail is the part of delta the per-period bound spends on fewer mates
 	// (0 when Mates was given).
 	Tail float64
+	// Local is the local bound: Trees*TranscriptLocalEps(Tree, Eps0), plus
+	// the other parts' local levels.
+	Local float64
 }
 
 // treeLevels returns the number of levels of a tree of the given number
@@ -185,16 +192,37 @@ func NodeMatrix(eps0 float64) [][]float64 {
 	return [][]float64{{hi, lo}, {0.5, 0.5}, {lo, hi}}
 }
 
-// nodeStep returns the declaration of the pair (0, +1) of the proof's
-// point 3, with the full-domain blanket r = 1/(e^eps0+1) per output (others
-// at the level may hold any of -1, 0, +1).
-func nodeStep(eps0 float64) *Declaration {
-	e := math.Exp(eps0)
-	hi, lo := e/(e+1), 1/(e+1)
-	return &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{{
-		Label: "v=0,v'=+1",
-		Atoms: []Atom{{R: lo, P: 0.5, Q: hi}, {R: lo, P: 0.5, Q: lo}},
-	}}}
+// nodeStep returns the declaration of the pairs (0, +1) and (0, -1) of the
+// proof's point 3 for a node law (rows -1, 0, +1), with the full-domain
+// blanket r_y = min_v P(y | v) (others at the level may hold any value).
+// For randomized response both pairs have the divergences of (0, +1):
+// r = 1/(e^eps0+1) per output.
+func nodeStep(eps0 float64, node [][]float64) (*Declaration, error) {
+	if node == nil {
+		node = NodeMatrix(eps0)
+	}
+	if len(node) != 3 {
+		return nil, fmt.Errorf("%w: a longitudinal node law has 3 rows (values -1, 0, +1), got %d", ErrInvalidDeclaration, len(node))
+	}
+	outputs := len(node[0])
+	pair := func(x, xp int, label string) DeclaredSet {
+		set := DeclaredSet{Label: label}
+		for y := 0; y < outputs && y < len(node[x]) && y < len(node[xp]); y++ {
+			r := math.Min(node[0][y], math.Min(node[1][y], node[2][y]))
+			set.Atoms = append(set.Atoms, Atom{R: r, P: node[x][y], Q: node[xp][y]})
+		}
+		return set
+	}
+	for i, row := range node {
+		if len(row) != outputs {
+			return nil, fmt.Errorf("%w: longitudinal node law row %d has %d entries, row 0 has %d", ErrInvalidDeclaration, i, len(row), outputs)
+		}
+	}
+	d := &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{pair(1, 2, "v=0,v'=+1"), pair(1, 0, "v=0,v'=-1")}}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // TranscriptLocalEps returns the pure LDP level of one tree's whole
@@ -232,14 +260,14 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 
 	deltaA := delta
 	if res.Mates == 0 {
-		m0, tail := matesQuantile(l.Batch, levels, longitudinalTailShare*delta/float64(T))
-		res.Mates, res.Tail = m0, tail*float64(T)
+		res.Mates, res.Tail = l.inferMates(longitudinalTailShare*delta, T)
 		deltaA = delta - res.Tail
 	}
 	a, err := l.perPeriod(deltaA, res.Mates, T, others)
 	if err != nil {
 		return LongitudinalResult{}, err
 	}
+	res.Local = local
 	res.PerPeriod = math.Min(a, local)
 	if l.Users > 0 {
 		parts := append([]Part{{Mech: GenericMech{Eps0: TranscriptLocalEps(l.Tree, l.Eps0)}, N: l.Users, Rounds: T}}, others...)
@@ -253,19 +281,48 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 	return res, nil
 }
 
-// perPeriod is the bound of the proof's points 1-4 at delta with mates
-// level-mates: 2T rounds (T for one-period trees) of the pair (0, +1).
-func (l Longitudinal) perPeriod(delta float64, mates, T int, others []Part) (float64, error) {
-	rounds := 2 * T
+// rounds returns the number of rounds of the pair (0, s) the per-period
+// bound composes: two per tree the window meets (one for one-period
+// trees), and no more than the window's periods (a window of W periods
+// holds at most W ends of the victim's level's nodes).
+func (l Longitudinal) rounds(T int) int {
+	r := 2 * T
 	if l.Tree == 1 {
-		rounds = T
+		r = T
 	}
-	parts := append(append([]Part(nil), others...), Part{Mech: DeclaredMech{Decl: nodeStep(l.Eps0), Name: "longitudinal node (0,+1)"}, N: mates, Rounds: rounds})
-	r, err := ComposeEpsilon(parts, delta)
+	return min(r, l.Periods)
+}
+
+// perPeriod is the bound of the proof's points 1-4 at delta with mates
+// level-mates.
+func (l Longitudinal) perPeriod(delta float64, mates, T int, others []Part) (float64, error) {
+	part, err := l.nodePart(mates, T)
+	if err != nil {
+		return 0, err
+	}
+	r, err := ComposeEpsilon(append(append([]Part(nil), others...), part), delta)
 	if err != nil {
 		return 0, err
 	}
 	return r.Upper, nil
+}
+
+// nodePart returns the part of the proof's points 3-4: the node pairs at
+// mates level-mates, rounds(T) times.
+func (l Longitudinal) nodePart(mates, T int) (Part, error) {
+	step, err := nodeStep(l.Eps0, l.Node)
+	if err != nil {
+		return Part{}, err
+	}
+	return Part{Mech: DeclaredMech{Decl: step, Name: "longitudinal node (0,±1)"}, N: mates, Rounds: l.rounds(T)}, nil
+}
+
+// inferMates returns the level-mates the per-period bound may assume in
+// batches of l.Batch over T trees, spending at most budget of delta on the
+// tail (point 5), and the tail spent.
+func (l Longitudinal) inferMates(budget float64, T int) (int, float64) {
+	m0, tail := matesQuantile(l.Batch, treeLevels(l.Tree), budget/float64(T))
+	return m0, tail * float64(T)
 }
 
 // matesQuantile returns the largest m0 in [1, batch] with

@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -69,12 +70,18 @@ func TestLongitudinalAgainstProtocol(t *testing.T) {
 	const delta = 1e-6
 	for _, eps0 := range []float64{0.5, 1.5, 3} {
 		for _, mates := range []int{3, 12, 40} {
-			res, err := Longitudinal{Tree: 8, Eps0: eps0, Periods: 1, Mates: mates}.Epsilon(delta)
+			// Two periods: a window that can hold two node ends of a level.
+			res, err := Longitudinal{Tree: 8, Eps0: eps0, Periods: 2, Mates: mates}.Epsilon(delta)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Trees != 1 || res.Tail != 0 {
-				t.Fatalf("trees %d tail %g, want 1 and 0", res.Trees, res.Tail)
+			if res.Trees != 2 || res.Tail != 0 {
+				t.Fatalf("trees %d tail %g, want 2 and 0", res.Trees, res.Tail)
+			}
+			// One period holds one node end: one round.
+			one, err := Longitudinal{Tree: 8, Eps0: eps0, Periods: 1, Mates: mates}.Epsilon(delta)
+			if err != nil {
+				t.Fatal(err)
 			}
 			others := mates - 1
 			fill := func(v int) []int {
@@ -105,6 +112,11 @@ func TestLongitudinalAgainstProtocol(t *testing.T) {
 						worst = math.Max(worst, d)
 						if d > delta*(1+1e-9) {
 							t.Errorf("eps0=%g mates=%d victim %v vs %v: exact delta %.4g at the bound's eps %.4f exceeds %g", eps0, mates, c.p, c.q, d, res.Upper, delta)
+						}
+						if len(c.p) == 1 {
+							if d := protocolDelta(eps0, c.p, c.q, ms, one.Upper); d > delta*(1+1e-9) {
+								t.Errorf("eps0=%g mates=%d, one period: victim %v vs %v: exact delta %.4g at the bound's eps %.4f exceeds %g", eps0, mates, c.p, c.q, d, one.Upper, delta)
+							}
 						}
 					}
 				}
@@ -263,5 +275,42 @@ func TestLongitudinalShape(t *testing.T) {
 		if _, err := bad.Epsilon(delta); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+}
+
+// TestAllocatePlanLongitudinal calibrates a plan with a longitudinal metric
+// next to a k-RR one and checks the result with an independent query: the
+// longitudinal bound composed with the k-RR reports over the horizon, at
+// the calibrated budgets, meets the target (and is not far below it: the
+// calibration is not wasteful). Joint travel is refused.
+func TestAllocatePlanLongitudinal(t *testing.T) {
+	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
+		{Name: "page", Mech: KRR(4)},
+		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
+	}}
+	res, err := AllocatePlan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Eps > spec.Eps {
+		t.Fatalf("plan eps %g above the target", res.Eps)
+	}
+	page, dark := res.Metrics[0], res.Metrics[1]
+	check, err := Longitudinal{Tree: 64, Eps0: dark.Eps0, Periods: 6, Batch: spec.NMin}.Epsilon(spec.Delta,
+		Part{Mech: KRR(4), Eps0: page.Eps0, N: spec.NMin, Rounds: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan spends 5% of the metric's delta share on the tail, the
+	// check 5% of all of delta: the check is a little more pessimistic.
+	if check.Upper > spec.Eps*1.01 {
+		t.Errorf("independent check: eps %g at the plan's budgets (page %g, dark %g), target %g", check.Upper, page.Eps0, dark.Eps0, spec.Eps)
+	}
+	if check.Upper < 0.9*spec.Eps {
+		t.Errorf("independent check: eps %g at the plan's budgets, far below the target %g", check.Upper, spec.Eps)
+	}
+	spec.Travel = TravelJoint
+	if _, err := AllocatePlan(spec); !errors.Is(err, ErrLongitudinal) {
+		t.Errorf("joint travel with a longitudinal metric: %v", err)
 	}
 }

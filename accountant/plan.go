@@ -147,6 +147,17 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 	if travel == "" {
 		travel = TravelSeparate
 	}
+	long := make([]bool, len(parts))
+	for i, m := range parts {
+		ok, err := IsLongitudinal(m)
+		if err != nil {
+			return nil, fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+		}
+		if ok && travel != TravelSeparate {
+			return nil, fmt.Errorf("%w: plan metric %q is a longitudinal tree protocol, which reports only at its nodes' ends: it needs separate travel, not %s", ErrLongitudinal, spec.Metrics[i].Name, travel)
+		}
+		long[i] = ok
+	}
 	rounds := spec.Rounds
 	if rounds == 0 {
 		rounds = 1
@@ -184,7 +195,7 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 		res.Eps, res.Delta = c.Achieved.Upper, spec.Delta
 		res.Rule = "each user reports one metric chosen with probability proportional to its weight; every metric gets the calibrated budget"
 	case TravelSeparate:
-		if err := allocateSeparate(spec, weights, parts, rounds, res); err != nil {
+		if err := allocateSeparate(spec, weights, parts, long, rounds, res); err != nil {
 			return nil, err
 		}
 	default:
@@ -194,12 +205,23 @@ func AllocatePlan(spec PlanSpec) (*PlanResult, error) {
 }
 
 // allocateSeparate is the separate-travel rule of AllocatePlan.
-func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, rounds int, res *PlanResult) error {
+//
+// A longitudinal metric (IsLongitudinal) enters with the part of its
+// per-period bound (Longitudinal: its node pairs among the level-mates a
+// batch of NMin holds but for a tail of probability at most 5% of its
+// delta share, which the composition's delta pays) instead of one
+// independent report per period, and its base budget is calibrated with
+// CalibrateLongitudinal.
+func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, long []bool, rounds int, res *PlanResult) error {
 	base := make([]float64, len(parts))
 	errs := make([]error, len(parts))
 	parallelMap(len(parts), func(i int) {
 		t := Target{Eps: spec.Eps * weights[i], Delta: spec.Delta * weights[i], N: spec.NMin}
-		c, err := Calibrate(parts[i], t)
+		cal := Calibrate
+		if long[i] {
+			cal = CalibrateLongitudinal
+		}
+		c, err := cal(parts[i], t)
 		if err != nil {
 			errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
 			return
@@ -211,10 +233,40 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 			return err
 		}
 	}
+	// The level-mates of each longitudinal metric, and the delta their
+	// tails take: the composition is checked at the rest.
+	mates := make([]int, len(parts))
+	var tails float64
+	for i := range parts {
+		if !long[i] {
+			continue
+		}
+		l, _, err := longitudinalOf(parts[i], base[i])
+		if err != nil {
+			return fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+		}
+		l.Batch = spec.NMin
+		var tail float64
+		mates[i], tail = l.inferMates(longitudinalTailShare*spec.Delta*weights[i], TreesInWindow(l.Tree, rounds))
+		tails += tail
+	}
+	delta := spec.Delta - tails
 	compose := func(s float64) (*Composition, error) {
 		ps := make([]Part, len(parts))
 		for i := range parts {
-			ps[i] = Part{Mech: parts[i], Eps0: math.Min(s*base[i], MaxEps0), N: spec.NMin, Rounds: rounds}
+			eps0 := math.Min(s*base[i], MaxEps0)
+			if !long[i] {
+				ps[i] = Part{Mech: parts[i], Eps0: eps0, N: spec.NMin, Rounds: rounds}
+				continue
+			}
+			l, _, err := longitudinalOf(parts[i], eps0)
+			if err != nil {
+				return nil, fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+			}
+			l.Periods = rounds
+			if ps[i], err = l.nodePart(mates[i], TreesInWindow(l.Tree, rounds)); err != nil {
+				return nil, fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+			}
 		}
 		return NewComposition(ps...)
 	}
@@ -232,15 +284,15 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 			proven[s] = func() float64 { return le }
 			return math.Inf(-1), nil
 		}
-		up := c.plds(spec.Delta, 0, true).upper
+		up := c.plds(delta, 0, true).upper
 		d := composedDelta(up, spec.Eps, true)
-		if d <= spec.Delta {
-			proven[s] = func() float64 { return math.Min(epsUpperOf(up, spec.Delta, spec.Eps), spec.Eps) }
+		if d <= delta {
+			proven[s] = func() float64 { return math.Min(epsUpperOf(up, delta, spec.Eps), spec.Eps) }
 		}
 		if d <= 0 {
 			return math.Inf(-1), nil
 		}
-		return math.Log(d / spec.Delta), nil
+		return math.Log(d / delta), nil
 	}
 	maxS := 1.0
 	for _, b := range base {
@@ -309,7 +361,7 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
-		r, err := c.Epsilon(spec.Delta)
+		r, err := c.Epsilon(delta)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
@@ -320,9 +372,14 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, round
 	parallelMap(len(parts), func(i int) {
 		eps0 := math.Min(s*base[i], MaxEps0)
 		share := spec.Delta * weights[i]
-		d, err := parts[i].Decompose(eps0)
 		var e float64
-		if err == nil {
+		if long[i] {
+			r, err := LongitudinalEpsilon(parts[i], eps0, spec.NMin, 1, share)
+			if err != nil {
+				errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
+			}
+			e = r.Upper
+		} else if d, err := parts[i].Decompose(eps0); err == nil {
 			e = epsilonOf(d, spec.NMin, share).Upper
 		} else {
 			errs[i] = fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)

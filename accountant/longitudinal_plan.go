@@ -1,0 +1,217 @@
+package accountant
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// This file connects Longitudinal to mechanism families: a randomizer that
+// declares a tree (Declaration.Tree) is accounted with Longitudinal, in
+// calibration and in plans; everything else that assumes independent
+// reports refuses it (Declaration.Decompose fails with ErrLongitudinal).
+
+// LongitudinalMech is the tree protocol with randomized response at the
+// nodes (plugins/longitudinal), as a family in eps0: its declaration is
+// NodeMatrix(eps0) over Tree periods. Its Decompose fails with
+// ErrLongitudinal; calibrate it with CalibrateLongitudinal, or in a plan.
+type LongitudinalMech struct {
+	// Tree is the number of periods per tree, a power of two. Required.
+	Tree int
+	// Eps0 fixes the local budget when > 0.
+	Eps0 float64
+}
+
+// FixedEps0 implements Mechanism.
+func (m LongitudinalMech) FixedEps0() (float64, bool) { return m.Eps0, m.Eps0 > 0 }
+
+// String implements Mechanism.
+func (m LongitudinalMech) String() string {
+	if m.Eps0 > 0 {
+		return fmt.Sprintf("longitudinal:tree=%d:eps0=%g", m.Tree, m.Eps0)
+	}
+	return fmt.Sprintf("longitudinal:tree=%d", m.Tree)
+}
+
+// Declare returns the declaration at eps0.
+func (m LongitudinalMech) Declare(eps0 float64) (*Declaration, error) {
+	if m.Eps0 > 0 {
+		eps0 = m.Eps0
+	}
+	if err := checkEps0(eps0); err != nil {
+		return nil, err
+	}
+	mat, err := NewMatrix(NodeMatrix(eps0))
+	if err != nil {
+		return nil, err
+	}
+	d := &Declaration{Eps0: eps0, Form: FormMatrix, Matrix: mat, Tree: m.Tree}
+	if _, err := d.Node(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Decompose implements Mechanism: it fails with ErrLongitudinal.
+func (m LongitudinalMech) Decompose(eps0 float64) (*Decomposition, error) {
+	d, err := m.Declare(eps0)
+	if err != nil {
+		return nil, err
+	}
+	return d.Decompose()
+}
+
+// longitudinalOf returns the Longitudinal of mechanism m at eps0 (tree and
+// declared node law; the window and batch are the caller's), or ok false
+// when m is not a tree protocol.
+func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err error) {
+	var d *Declaration
+	switch m := m.(type) {
+	case LongitudinalMech:
+		d, err = m.Declare(eps0)
+	case DeclaredMech:
+		d = m.Decl
+	case FuncMech:
+		if m.Eps0 > 0 {
+			eps0 = m.Eps0
+		}
+		if err := checkEps0(eps0); err != nil {
+			return l, false, err
+		}
+		d, err = m.Declare(eps0)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", m.Name, err)
+		}
+	default:
+		return l, false, nil
+	}
+	if err != nil || d == nil || d.Tree == 0 {
+		return l, false, err
+	}
+	node, err := d.Node()
+	if err != nil {
+		return l, false, err
+	}
+	if node.Form != FormMatrix || node.Matrix == nil || node.Matrix.NumInputs() != 3 {
+		return l, false, fmt.Errorf("%w: a longitudinal declaration is a matrix of 3 rows (node values -1, 0, +1)", ErrInvalidDeclaration)
+	}
+	if _, err := node.Decompose(); err != nil {
+		return l, false, err
+	}
+	rows := make([][]float64, 3)
+	for x := range rows {
+		rows[x] = make([]float64, node.Matrix.NumOutputs())
+		for y := range rows[x] {
+			rows[x][y] = node.Matrix.At(x, y)
+		}
+	}
+	return Longitudinal{Tree: d.Tree, Eps0: d.Eps0, Node: rows}, true, nil
+}
+
+// IsLongitudinal reports whether m is a tree protocol (its declaration has
+// a Tree), asking it for its declaration at eps0 = 1 when needed.
+func IsLongitudinal(m Mechanism) (bool, error) {
+	eps0 := 1.0
+	if e, fixed := m.FixedEps0(); fixed {
+		eps0 = e
+	}
+	_, ok, err := longitudinalOf(m, eps0)
+	return ok, err
+}
+
+// LongitudinalEpsilon returns the guarantee of a tree protocol m at eps0
+// over a window of periods with batches of at least n reports (mates
+// inferred binomially), at delta: Longitudinal.Epsilon.
+func LongitudinalEpsilon(m Mechanism, eps0 float64, n, periods int, delta float64) (LongitudinalResult, error) {
+	l, ok, err := longitudinalOf(m, eps0)
+	if err != nil {
+		return LongitudinalResult{}, err
+	}
+	if !ok {
+		return LongitudinalResult{}, argError("mechanism", m.String(), "a longitudinal tree protocol")
+	}
+	l.Periods, l.Batch = periods, n
+	return l.Epsilon(delta)
+}
+
+// CalibrateLongitudinal returns the largest eps0 (to relative 1e-3, every
+// reported value proven) at which the tree protocol m meets the target over
+// t.Rounds periods at batches of t.N reports.
+func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
+	if err := checkEps("target eps", t.Eps); err != nil {
+		return CalibrationResult{}, err
+	}
+	if err := checkDelta("target delta", t.Delta); err != nil {
+		return CalibrationResult{}, err
+	}
+	if err := checkN(t.N); err != nil {
+		return CalibrationResult{}, err
+	}
+	rounds := max(t.Rounds, 1)
+	eval := func(eps0 float64) (LongitudinalResult, error) {
+		return LongitudinalEpsilon(m, eps0, t.N, rounds, t.Delta)
+	}
+	meets := func(eps0 float64) (bool, LongitudinalResult, error) {
+		r, err := eval(eps0)
+		return err == nil && r.Upper <= t.Eps, r, err
+	}
+	l, ok, err := longitudinalOf(m, 1)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	if !ok {
+		return CalibrationResult{}, argError("mechanism", m.String(), "a longitudinal tree protocol")
+	}
+	// The bound never exceeds the local level, at most eps0 per tree: start
+	// where that alone meets the target.
+	lo := math.Min(t.Eps/float64(TreesInWindow(l.Tree, rounds)), MaxEps0)
+	okLo, rLo, err := meets(lo)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	for !okLo {
+		lo /= 2
+		if lo < 1e-6 {
+			return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g", ErrUnreachable, t.Eps, t.Delta)
+		}
+		if okLo, rLo, err = meets(lo); err != nil {
+			return CalibrationResult{}, err
+		}
+	}
+	hi := lo
+	for {
+		next := math.Min(hi*2, MaxEps0)
+		ok, r, err := meets(next)
+		if err != nil && !errors.Is(err, ErrInvalidArgument) {
+			return CalibrationResult{}, err
+		}
+		if !ok {
+			hi = next
+			break
+		}
+		lo, rLo = next, r
+		if next == MaxEps0 {
+			return CalibrationResult{Eps0: lo, Achieved: longitudinalAchieved(rLo)}, nil
+		}
+		hi = next
+	}
+	for hi-lo > calTol*lo {
+		mid := (lo + hi) / 2
+		ok, r, err := meets(mid)
+		if err != nil && !errors.Is(err, ErrInvalidArgument) {
+			return CalibrationResult{}, err
+		}
+		if ok {
+			lo, rLo = mid, r
+		} else {
+			hi = mid
+		}
+	}
+	return CalibrationResult{Eps0: lo, Achieved: longitudinalAchieved(rLo)}, nil
+}
+
+// longitudinalAchieved returns a Longitudinal result as an EpsilonResult
+// (no lower bound is known, so Lower is 0 and Tight false).
+func longitudinalAchieved(r LongitudinalResult) EpsilonResult {
+	return EpsilonResult{Upper: r.Upper, LocalEps: r.Local, Amplified: r.Upper < r.Local*(1-rootTol)}
+}
