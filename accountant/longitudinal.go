@@ -50,10 +50,13 @@ package accountant
 //     counts each batch's reports per level, and levels are independent of
 //     the data, so conditioning on them is conditioning on public
 //     randomness), the bound uses the smallest count. Ahead of time, in a
-//     batch of N reports each other sender is at the victim's level with
-//     probability 1/r >= 1/L (r levels end in that period, each equally
-//     likely), so the mates X >= Binomial(N-1, 1/L) stochastically; the
-//     bound conditions on X >= m0 and pays Pr[X < m0] per tree in delta.
+//     batch of N reports of a period at which r levels end (r = L in the
+//     worst period, the tree's last), each other sender is at the victim's
+//     level with probability 1/r (its level is uniform over the r levels
+//     that send then), so the mates X >= Binomial(N-1, 1/r)
+//     stochastically. The bound conditions on X >= m0 in every period of
+//     the window where the victim reports (at most W of them; the leaking
+//     ones are among them) and pays W Pr[X < m0] in delta (union bound).
 //     The true divergence does not increase with X (a batch with one more
 //     sender is a post-processing of the smaller one: add a simulated
 //     report, reshuffle), so X = m0 is the worst case of the rest.
@@ -105,9 +108,15 @@ type Longitudinal struct {
 	// Periods is the window's length in periods. Required, >= 1.
 	Periods int
 	// Batch is the smallest batch a period's reports of this metric are
-	// shuffled in (all levels together); the bound assumes the level-mates
-	// binomially. Ignored when Mates is set.
+	// shuffled in (all levels that send then together); the bound infers
+	// the level-mates binomially (proof, point 5). Ignored when Mates is
+	// set.
 	Batch int
+	// Ending is r, the number of levels that send in the batch's periods:
+	// 1 + the trailing zeros of the period's position in the tree, at most
+	// the levels. 0 means the worst case, every level (the tree's last
+	// period); a window of several periods must leave it 0.
+	Ending int
 	// Mates is the smallest number of reports of one level in a batch of
 	// the window (the victim included), when known exactly.
 	Mates int
@@ -168,6 +177,9 @@ func (l Longitudinal) check() error {
 	}
 	if l.Periods < 1 || l.Periods > MaxRounds {
 		return argError("longitudinal periods", l.Periods, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	if l.Ending < 0 || l.Ending > treeLevels(l.Tree) || (l.Ending > 0 && l.Periods > 1) {
+		return argError("longitudinal ending levels", l.Ending, fmt.Sprintf("in [0, %d], and 0 for a window of several periods", treeLevels(l.Tree)))
 	}
 	if l.Mates == 0 {
 		if err := checkN(l.Batch); err != nil {
@@ -260,7 +272,7 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 
 	deltaA := delta
 	if res.Mates == 0 {
-		res.Mates, res.Tail = l.inferMates(longitudinalTailShare*delta, T)
+		res.Mates, res.Tail = l.inferMates(longitudinalTailShare * delta)
 		deltaA = delta - res.Tail
 	}
 	a, err := l.perPeriod(deltaA, res.Mates, T, others)
@@ -318,11 +330,16 @@ func (l Longitudinal) nodePart(mates, T int) (Part, error) {
 }
 
 // inferMates returns the level-mates the per-period bound may assume in
-// batches of l.Batch over T trees, spending at most budget of delta on the
-// tail (point 5), and the tail spent.
-func (l Longitudinal) inferMates(budget float64, T int) (int, float64) {
-	m0, tail := matesQuantile(l.Batch, treeLevels(l.Tree), budget/float64(T))
-	return m0, tail * float64(T)
+// batches of l.Batch over the window's periods, spending at most budget of
+// delta on the tail (point 5: a union over the periods of the window in
+// which the victim may report), and the tail spent.
+func (l Longitudinal) inferMates(budget float64) (int, float64) {
+	levels := treeLevels(l.Tree)
+	if l.Ending > 0 {
+		levels = min(l.Ending, levels)
+	}
+	m0, tail := matesQuantile(l.Batch, levels, budget/float64(l.Periods))
+	return m0, tail * float64(l.Periods)
 }
 
 // matesQuantile returns the largest m0 in [1, batch] with

@@ -215,3 +215,40 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 func longitudinalAchieved(r LongitudinalResult) EpsilonResult {
 	return EpsilonResult{Upper: r.Upper, LocalEps: r.Local, Amplified: r.Upper < r.Local*(1-rootTol)}
 }
+
+// LongitudinalPart returns the part a tree protocol m at eps0 contributes
+// to a composition of one user's reports over a window of periods
+// consecutive periods, in at most reports of which it sent anything, with
+// batches of at least n reports: its node pairs among the level-mates a
+// batch of n holds, inferred with a tail of probability at most budget;
+// and the tail, which the composition's delta must pay (compose the parts
+// at delta minus the tails).
+func LongitudinalPart(m Mechanism, eps0 float64, n, periods, reports int, budget float64) (Part, float64, error) {
+	l, ok, err := longitudinalOf(m, eps0)
+	if err != nil {
+		return Part{}, 0, err
+	}
+	if !ok {
+		return Part{}, 0, argError("mechanism", m.String(), "a longitudinal tree protocol")
+	}
+	l.Periods, l.Batch = periods, n
+	if err := l.check(); err != nil {
+		return Part{}, 0, err
+	}
+	if reports < 1 {
+		return Part{}, 0, argError("longitudinal reports", reports, ">= 1")
+	}
+	if !(budget > 0 && budget < 1) {
+		return Part{}, 0, argError("longitudinal tail budget", budget, "in (0, 1)")
+	}
+	T := TreesInWindow(l.Tree, periods)
+	l.Periods = min(periods, reports) // the periods the victim may report in
+	mates, tail := l.inferMates(budget)
+	l.Periods = periods
+	p, err := l.nodePart(mates, T)
+	if err != nil {
+		return Part{}, 0, err
+	}
+	p.Rounds = min(p.Rounds, reports)
+	return p, tail, nil
+}

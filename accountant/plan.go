@@ -245,9 +245,9 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, long 
 		if err != nil {
 			return fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
 		}
-		l.Batch = spec.NMin
+		l.Batch, l.Periods = spec.NMin, rounds
 		var tail float64
-		mates[i], tail = l.inferMates(longitudinalTailShare*spec.Delta*weights[i], TreesInWindow(l.Tree, rounds))
+		mates[i], tail = l.inferMates(longitudinalTailShare * spec.Delta * weights[i])
 		tails += tail
 	}
 	delta := spec.Delta - tails

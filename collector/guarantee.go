@@ -79,6 +79,21 @@ func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool st
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false
 	}
+	long, err := accountant.IsLongitudinal(mech)
+	if err != nil {
+		c.log.Error("batch guarantee", "pool", pool, "error", err)
+		return epsValue{}, false
+	}
+	if long {
+		// A tree protocol's batch: the user's one report of the period
+		// among its level-mates (accountant.Longitudinal, one period).
+		r, err := accountant.LongitudinalEpsilon(mech, eps0, int(n), 1, delta)
+		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
+			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
+			return epsValue{}, false
+		}
+		return epsValue{eps: r.Upper, delta: delta}, true
+	}
 	mechs := []accountant.Mechanism{mech}
 	if counts != nil {
 		// Parallel travel: the plan's weights and the batch's own mix,

@@ -306,8 +306,15 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 		}
 	}
 	rounds := map[key]int{}
+	first, last := map[key]int64{}, map[key]int64{} // period indices
 	for _, q := range parts {
-		rounds[key{q.epoch, q.pool, roundDown2(smallest[pk{q.epoch, q.pool}])}]++
+		k := key{q.epoch, q.pool, roundDown2(smallest[pk{q.epoch, q.pool}])}
+		rounds[k]++
+		i := q.period.Start / max(q.period.Length, 1)
+		if f, ok := first[k]; !ok || i < f {
+			first[k] = i
+		}
+		last[k] = max(last[k], i)
 	}
 	keys := make([]key, 0, len(rounds))
 	for k := range rounds {
@@ -326,12 +333,14 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 	var sig strings.Builder
 	fmt.Fprintf(&sig, "%g", delta)
 	for _, k := range keys {
-		fmt.Fprintf(&sig, "|%s/%s/%d*%d", k.epoch, k.pool, k.n, rounds[k])
+		fmt.Fprintf(&sig, "|%s/%s/%d*%d~%d", k.epoch, k.pool, k.n, rounds[k], last[k]-first[k]+1)
 	}
 	if v, ok := c.horizon.get(sig.String()); ok {
 		return v, nil
 	}
 	var ps []accountant.Part
+	var long []int // indices into ps of tree protocols, with their keys
+	var longKeys []key
 	for _, k := range keys {
 		pl, err := c.epochPlan(ctx, k.epoch)
 		if err != nil || pl == nil {
@@ -348,13 +357,36 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}
+		isLong, err := accountant.IsLongitudinal(mech)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+		}
+		if isLong {
+			long, longKeys = append(long, len(ps)), append(longKeys, k)
+		}
 		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: int(k.n), Rounds: rounds[k]})
+	}
+	// A tree protocol's reports are not independent across periods: its
+	// part is the protocol's own (accountant.LongitudinalPart) over the
+	// horizon's window, each paying its level-count tail out of delta.
+	var tails float64
+	for i, at := range long {
+		k := longKeys[i]
+		budget := 0.05 * delta / float64(len(long))
+		// The window meets the trees of the periods from its first to
+		// its last with data.
+		span := int(last[k] - first[k] + 1)
+		p, tail, err := accountant.LongitudinalPart(ps[at].Mech, ps[at].Eps0, int(k.n), span, rounds[k], budget)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+		}
+		ps[at], tails = p, tails+tail
 	}
 	comp, err := accountant.NewComposition(ps...)
 	if err != nil {
 		return 0, err
 	}
-	r, err := comp.Epsilon(delta)
+	r, err := comp.Epsilon(delta - tails)
 	if err != nil {
 		return 0, err
 	}

@@ -199,7 +199,7 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		if !periodIn(row.period, from, to) {
 			continue
 		}
-		e, err := c.periodEstimate(ctx, row)
+		e, err := c.periodEstimate(ctx, row, rows)
 		if err != nil {
 			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "period", row.period, "error", err)
 			writeError(w, http.StatusInternalServerError, "estimating %s failed", name)
@@ -219,8 +219,11 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 }
 
 // periodEstimate estimates one metric in one epoch and period from its
-// statistic.
-func (c *Collector) periodEstimate(ctx context.Context, row statRow) (PeriodEstimate, error) {
+// statistic; for a randomizer whose estimates span several periods
+// (sdk.Description.Span, a stateful tree protocol) from the merged
+// statistics of the periods of the span up to this one (rows: all the
+// metric's statistics).
+func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []statRow) (PeriodEstimate, error) {
 	e := PeriodEstimate{
 		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
 		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
@@ -241,7 +244,16 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow) (PeriodEsti
 	if err != nil {
 		return e, err
 	}
-	est, err := r.Estimate(ctx, row.stat)
+	stat, err := c.spanStatistic(ctx, r, row, rows)
+	if err != nil {
+		return e, err
+	}
+	var est *sdk.Estimate
+	if stat == nil {
+		err = fmt.Errorf("%w: no valid report in this period: the span's estimate belongs to an earlier one", sdk.ErrBadStatistic)
+	} else {
+		est, err = r.Estimate(ctx, stat)
+	}
 	switch {
 	case errors.Is(err, sdk.ErrBadStatistic):
 		e.EstimateError = err.Error()
@@ -274,4 +286,38 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow) (PeriodEsti
 		e.Guarantee = nil
 	}
 	return e, nil
+}
+
+// spanStatistic returns the statistic row's estimate comes from: row's own,
+// or for a randomizer with Span > 1 the merge of the statistics of the same
+// metric, epoch and period length whose period index lies in
+// [floor(i/Span)*Span, i], i row's index. It returns nil when a spanning
+// estimate cannot be for row's period (row has no valid report: the
+// estimate would be for an earlier period of the span).
+func (c *Collector) spanStatistic(ctx context.Context, r sdk.Randomizer, row statRow, rows []statRow) (*sdk.Statistic, error) {
+	d, err := r.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d.Span <= 1 || row.period.IsZero() || row.period.Length <= 0 {
+		return row.stat, nil
+	}
+	if row.stat.N == 0 {
+		return nil, nil
+	}
+	i := row.period.Start / row.period.Length
+	first := i - i%d.Span
+	merged := *row.stat
+	merged.Counts = append([]int64(nil), row.stat.Counts...)
+	for _, o := range rows {
+		if o.metric != row.metric || o.epoch != row.epoch || o.period.Length != row.period.Length || o.period == row.period {
+			continue
+		}
+		if j := o.period.Start / o.period.Length; j >= first && j < i {
+			if err := merged.Merge(o.stat); err != nil {
+				return nil, fmt.Errorf("collector: merging the span of %s: %w", row.metric, err)
+			}
+		}
+	}
+	return &merged, nil
 }
