@@ -45,6 +45,11 @@ type Declaration struct {
 	// independent-report bound would be unsound); Node returns the node's
 	// law for tools that test a sampler against it.
 	Tree int `json:"tree,omitempty"`
+	// Changes is the tree protocol's k, the changes per tree it reports
+	// (one drawn uniformly in [1, Changes]). The accounting does not depend
+	// on it; tools that test a sampler's whole transcripts against the
+	// declared law (the conformance kit) need it. Set with Tree.
+	Changes int `json:"changes,omitempty"`
 }
 
 // Node returns the declaration of one node's report of a longitudinal

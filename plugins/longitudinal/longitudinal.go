@@ -213,7 +213,7 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 	}
 	m.InputLabels = []string{"-1", "0", "+1"}
 	m.OutputLabels = []string{"-1", "+1"}
-	return &accountant.Declaration{Eps0: eps0, Form: accountant.FormMatrix, Matrix: m, Tree: r.tree.periods}, nil
+	return &accountant.Declaration{Eps0: eps0, Form: accountant.FormMatrix, Matrix: m, Tree: r.tree.periods, Changes: r.k}, nil
 }
 
 // Randomize implements sdk.Randomizer: it fails, the reports of a stateful
