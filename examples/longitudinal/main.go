@@ -98,11 +98,10 @@ func population(n, periods int, seed uint64) ([][]bool, []float64) {
 
 // series is one method's estimates: value and standard error per period.
 type series struct {
-	name     string
-	eps0     float64
-	achieved float64
-	value    []float64
-	se       []float64
+	name  string
+	eps0  float64
+	value []float64
+	se    []float64
 }
 
 func run(c config) error {
@@ -133,8 +132,37 @@ func run(c config) error {
 	fmt.Printf("  longitudinal (tree %d, k = %d): eps0 = %.4f (proven eps %.4f)\n", c.tree, c.changes, lc.Eps0, lc.Achieved.Upper)
 	fmt.Printf("  k-RR every period:             eps0 = %.4f (proven eps %.4f)\n", kc.Eps0, kc.Achieved.Upper)
 
-	lon := series{name: fmt.Sprintf("longitudinal (eps0 %.2f)", lc.Eps0), eps0: lc.Eps0, achieved: lc.Achieved.Upper}
-	rr := series{name: fmt.Sprintf("k-RR every period (eps0 %.2f)", kc.Eps0), eps0: kc.Eps0, achieved: kc.Achieved.Upper}
+	lon, rr, err := simulate(ctx, c, states, lr, kr, lc.Eps0, kc.Eps0)
+	if err != nil {
+		return err
+	}
+	report(c, truth, lon, rr)
+	if c.plot != "" {
+		if err := plotSeries(c.plot, truth, lon, rr); err != nil {
+			return err
+		}
+		fmt.Println("plot:", c.plot)
+	}
+	// The same without the shuffler: pure local DP, composed basically
+	// over the window (a tree's transcript is eps0-LDP and a window meets
+	// accountant.TreesInWindow trees; k-RR pays eps0 every period).
+	lEps0 := c.eps / float64(accountant.TreesInWindow(c.tree, c.periods))
+	kEps0 := c.eps / float64(c.periods)
+	fmt.Printf("\nWithout a shuffler (local model, basic composition over the window): longitudinal eps0 = %.4f, k-RR eps0 = %.4f\n", lEps0, kEps0)
+	llon, lrr, err := simulate(ctx, c, states, lr, kr, lEps0, kEps0)
+	if err != nil {
+		return err
+	}
+	report(c, truth, llon, lrr)
+	fmt.Printf("done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// simulate runs both methods at their budgets over the population's
+// periods with the real plugins.
+func simulate(ctx context.Context, c config, states [][]bool, lr *longitudinal.Randomizer, kr *krr.Randomizer, lEps0, kEps0 float64) (lon, rr series, err error) {
+	lon = series{name: fmt.Sprintf("longitudinal (eps0 %.2f)", lEps0), eps0: lEps0}
+	rr = series{name: fmt.Sprintf("k-RR every period (eps0 %.2f)", kEps0), eps0: kEps0}
 	userStates := make([][]byte, c.n)
 	var merged *sdk.Statistic
 	for t := 0; t < c.periods; t++ {
@@ -143,9 +171,9 @@ func run(c config) error {
 			in.Categories[i] = fmt.Sprint(s)
 		}
 		// The tree protocol: step every user; merge the tree's statistics.
-		reps, next, err := lr.Step(ctx, lc.Eps0, int64(t), userStates, in)
+		reps, next, err := lr.Step(ctx, lEps0, int64(t), userStates, in)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
 		userStates = next
 		var sent [][]byte
@@ -154,38 +182,43 @@ func run(c config) error {
 				sent = append(sent, r)
 			}
 		}
-		st, err := lr.Accumulate(ctx, lc.Eps0, sent)
+		st, err := lr.Accumulate(ctx, lEps0, sent)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
 		if t%c.tree == 0 {
 			merged = st
 		} else if err := merged.Merge(st); err != nil {
-			return err
+			return lon, rr, err
 		}
 		est, err := lr.Estimate(ctx, merged)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
 		lon.value = append(lon.value, est.Items[0].Value)
 		lon.se = append(lon.se, math.Sqrt(est.Items[0].Variance))
 		// k-RR: a fresh report per user.
-		kreps, err := kr.Randomize(ctx, kc.Eps0, in)
+		kreps, err := kr.Randomize(ctx, kEps0, in)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
-		kst, err := kr.Accumulate(ctx, kc.Eps0, kreps)
+		kst, err := kr.Accumulate(ctx, kEps0, kreps)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
 		kest, err := kr.Estimate(ctx, kst)
 		if err != nil {
-			return err
+			return lon, rr, err
 		}
 		rr.value = append(rr.value, kest.Items[1].Value)
 		rr.se = append(rr.se, math.Sqrt(kest.Items[1].Variance))
 	}
 
+	return lon, rr, nil
+}
+
+// report prints every c.every-th period and the summary of both methods.
+func report(c config, truth []float64, lon, rr series) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "period\ttruth\tlongitudinal\t± se\tk-RR\t± se\t")
 	for t := 0; t < c.periods; t++ {
@@ -199,14 +232,6 @@ func run(c config) error {
 		rmse, cover := errors(s, truth)
 		fmt.Printf("%-34s RMSE %8.1f users (%.3f%% of n), 95%% intervals cover the truth in %.0f%% of periods\n", s.name+":", rmse, 100*rmse/float64(c.n), 100*cover)
 	}
-	if c.plot != "" {
-		if err := plotSeries(c.plot, truth, lon, rr); err != nil {
-			return err
-		}
-		fmt.Println("plot:", c.plot)
-	}
-	fmt.Printf("done in %s\n", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // errors returns the root mean square error of s against truth and the
