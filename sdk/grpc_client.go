@@ -19,7 +19,10 @@ type GRPCClient struct {
 	rpc randomizerv1.RandomizerClient
 }
 
-var _ Randomizer = (*GRPCClient)(nil)
+var (
+	_ Randomizer = (*GRPCClient)(nil)
+	_ Stateful   = (*GRPCClient)(nil)
+)
 
 // NewGRPCClient returns a client on conn.
 func NewGRPCClient(conn grpc.ClientConnInterface) *GRPCClient {
@@ -120,6 +123,28 @@ func (c *GRPCClient) Outputs(ctx context.Context, eps0 float64, reports [][]byte
 		idx[i] = int(o)
 	}
 	return idx, nil
+}
+
+// Step implements Stateful. A plugin whose randomizer is not stateful
+// answers UNIMPLEMENTED: the error wraps errors.ErrUnsupported. The answer
+// is checked (one report and one non-empty state per input) and fails
+// with ErrPluginFailed otherwise; an empty report is returned as nil (no
+// report this period).
+func (c *GRPCClient) Step(ctx context.Context, eps0 float64, period int64, states [][]byte, in Inputs) (reports, next [][]byte, err error) {
+	req := &randomizerv1.StepRequest{Eps0: eps0, Period: period, States: states, Inputs: encodeInputs(in)}
+	resp, err := c.rpc.Step(ctx, req, callOptions...)
+	if err != nil {
+		return nil, nil, fromStatus(err)
+	}
+	reports, err = unpackReports(resp.GetReports())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: Step answered malformed reports: %v", ErrPluginFailed, err)
+	}
+	next = resp.GetStates()
+	if err := checkStepAnswer(in.Len(), reports, next); err != nil {
+		return nil, nil, err
+	}
+	return reports, next, nil
 }
 
 // Estimate implements Randomizer.

@@ -75,6 +75,8 @@ func descriptionToProto(d *Description) *randomizerv1.Description {
 		Eps0Min:     d.Eps0Min,
 		Eps0Max:     d.Eps0Max,
 		Digest:      d.Digest,
+		Stateful:    d.Stateful,
+		Span:        d.Span,
 	}
 }
 
@@ -100,6 +102,8 @@ func descriptionFromProto(d *randomizerv1.Description) *Description {
 		Eps0Min:     d.GetEps0Min(),
 		Eps0Max:     d.GetEps0Max(),
 		Digest:      d.GetDigest(),
+		Stateful:    d.GetStateful(),
+		Span:        d.GetSpan(),
 	}
 }
 

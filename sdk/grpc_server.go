@@ -269,6 +269,45 @@ func (s *GRPCServer) Outputs(ctx context.Context, req *randomizerv1.OutputsReque
 	return &randomizerv1.OutputsResponse{Outputs: outs}, nil
 }
 
+// Step implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless the
+// randomizer is Stateful. An empty state in the request is a user's first
+// step (nil to the randomizer), and a nil report in the answer travels as
+// an empty one. The answer goes back as the randomizer gave it: the host
+// checks its shape.
+func (s *GRPCServer) Step(ctx context.Context, req *randomizerv1.StepRequest) (_ *randomizerv1.StepResponse, err error) {
+	defer s.recoverPanic("Step", &err)
+	r, err := s.randomizer()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := r.(Stateful)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "sdk: this plugin's randomizer is not stateful")
+	}
+	in, err := decodeInputs(req.GetInputs())
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %v", ErrBadInput, err))
+	}
+	states := req.GetStates()
+	if len(states) != in.Len() {
+		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %d states for %d inputs", ErrBadInput, len(states), in.Len()))
+	}
+	for i, b := range states {
+		if len(b) == 0 {
+			states[i] = nil
+		}
+	}
+	reports, next, err := st.Step(ctx, req.GetEps0(), req.GetPeriod(), states, in)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	packed, err := packReports(reports)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "sdk: plugin's Step: %v", err)
+	}
+	return &randomizerv1.StepResponse{Reports: packed, States: next}, nil
+}
+
 // Estimate implements randomizerv1.RandomizerServer.
 func (s *GRPCServer) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
 	defer s.recoverPanic("Estimate", &err)

@@ -111,8 +111,9 @@ func WithLogger(l hclog.Logger) OpenOption {
 }
 
 // Plugin is a configured randomizer opened by Open: built in and called
-// directly, or served by a plugin process. It implements Randomizer and is
-// safe for concurrent use.
+// directly, or served by a plugin process. It implements Randomizer, and
+// OutputMapper and Stateful for the randomizers that do (host_stateful.go),
+// and is safe for concurrent use.
 //
 // For a plugin process, every call has a timeout (WithCallTimeout); a
 // process that crashed or stopped answering is killed and a new one is

@@ -1,0 +1,10 @@
+// Command blanket-counter serves the stateful test randomizer of package
+// counter as a plugin, for the host's and the app SDK's tests.
+package main
+
+import (
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/internal/counter"
+)
+
+func main() { sdk.Serve(sdk.FactoryOf(counter.FromConfig)) }
