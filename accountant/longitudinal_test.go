@@ -229,7 +229,7 @@ func TestBinomLowerTail(t *testing.T) {
 // the tail is charged when mates are inferred, and bad arguments fail.
 func TestLongitudinalShape(t *testing.T) {
 	const delta = 1e-6
-	base := Longitudinal{Tree: 64, Eps0: 2, Periods: 30, Batch: 20000}
+	base := Longitudinal{Tree: 64, Eps0: 2, Periods: 3, Batch: 20000}
 	r, err := base.Epsilon(delta)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestLongitudinalShape(t *testing.T) {
 	if r.Mates >= 20000/7 || r.Mates < 20000/7*8/10 {
 		t.Errorf("mates %d, want a little below 20000/7", r.Mates)
 	}
-	exact, err := Longitudinal{Tree: 64, Eps0: 2, Periods: 30, Mates: r.Mates}.Epsilon(delta)
+	exact, err := Longitudinal{Tree: 64, Eps0: 2, Periods: 3, Mates: r.Mates}.Epsilon(delta)
 	if err != nil {
 		t.Fatal(err)
 	}
