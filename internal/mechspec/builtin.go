@@ -58,7 +58,8 @@ func ownEps0(p Params) (float64, error) {
 // accountant.DecodeDeclaration), validates it, and wraps it as an
 // accountant.DeclaredMech named after the spec. A matrix without eps0 gets
 // the eps0 computed by validation (its largest log likelihood ratio), so
-// that joint composition charges it correctly.
+// that joint composition charges it correctly. A longitudinal declaration
+// (with a tree) is validated through its node's law.
 func Matrix(read func(name string) ([]byte, error)) Constructor {
 	return func(p Params) (accountant.Mechanism, error) {
 		file, err := p.Arg()
@@ -73,7 +74,7 @@ func Matrix(read func(name string) ([]byte, error)) Constructor {
 		if err != nil {
 			return nil, p.Wrap("", err)
 		}
-		dec, err := d.Decompose()
+		dec, err := decomposeDeclaration(d)
 		if err != nil {
 			return nil, p.Wrap("", err)
 		}

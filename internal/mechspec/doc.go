@@ -11,6 +11,8 @@
 //	joint(krr:k=10,krr:k=10)           one message carries every component
 //	parallel(0.5:krr:k=10,0.5:krr:k=20) each user reports one component
 //	subsample(0.1,krr:k=10)            each user reports with probability 0.1
+//	longitudinal:tree=64               a plugin (here the tree protocol over
+//	                                   trees of 64 periods), when registered
 //
 // Combinators nest to any depth up to MaxDepth. The grammar, in EBNF:
 //
@@ -34,8 +36,14 @@
 // every component of parallel and subsample gets all of it
 // (accountant.JointMech implements the split).
 //
+// A longitudinal tree protocol (a plugin or matrix file whose declaration
+// has a tree, see accountant.Longitudinal) sends reports that are not
+// independent across periods: it is accounted alone, and Parse refuses it
+// as a component of a combinator with an error wrapping
+// accountant.ErrLongitudinal.
+//
 // Leaf names are looked up in a Registry. NewRegistry registers krr, generic
-// and matrix; a plugin host registers more with Register:
+// and matrix; a plugin host registers more with Register or RegisterPlugins:
 //
 //	r := mechspec.NewRegistry()
 //	m, err := r.Parse("joint(krr:k=10,generic:eps0=1)")

@@ -51,6 +51,12 @@ func (p *parser) space() {
 	}
 }
 
+// skip skips white space and returns the position reached.
+func (p *parser) skip() int {
+	p.space()
+	return p.pos
+}
+
 // peek returns the next byte after white space, or 0 at the end.
 func (p *parser) peek() byte {
 	p.space()
@@ -119,8 +125,12 @@ func (p *parser) mech() (accountant.Mechanism, error) {
 func (p *parser) joint() (accountant.Mechanism, error) {
 	var parts []accountant.Mechanism
 	for {
+		pos := p.skip()
 		m, err := p.mech()
 		if err != nil {
+			return nil, err
+		}
+		if err := p.refuseLongitudinal(m, "joint", pos); err != nil {
 			return nil, err
 		}
 		parts = append(parts, m)
@@ -150,8 +160,12 @@ func (p *parser) parallel(start int) (accountant.Mechanism, error) {
 		if err := p.expect(':', "':' after the parallel weight"); err != nil {
 			return nil, err
 		}
+		pos := p.skip()
 		m, err := p.mech()
 		if err != nil {
+			return nil, err
+		}
+		if err := p.refuseLongitudinal(m, "parallel", pos); err != nil {
 			return nil, err
 		}
 		weights = append(weights, w)
@@ -181,8 +195,12 @@ func (p *parser) subsample() (accountant.Mechanism, error) {
 	if err := p.expect(',', "',' after the subsample rate"); err != nil {
 		return nil, err
 	}
+	pos := p.skip()
 	m, err := p.mech()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.refuseLongitudinal(m, "subsample", pos); err != nil {
 		return nil, err
 	}
 	if err := p.expect(')', "')' after the subsampled mechanism"); err != nil {

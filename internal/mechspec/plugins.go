@@ -27,7 +27,8 @@ const MaxCategories = 1 << 22
 // eps0=E fixes the local budget; every other key=value goes to the
 // plugin's Params. For summation, k is its number of levels (a parameter);
 // summation and laplace take the range [0, 1] (their declarations do not
-// depend on it).
+// depend on it). For longitudinal, tree=H (periods per tree, a power of
+// two) and changes=K are checked here before the plugin sees them.
 func Plugin(ctx context.Context, name string, open Opener) Constructor {
 	return func(p Params) (accountant.Mechanism, error) {
 		cfg := sdk.Config{Params: map[string]string{}}
@@ -40,6 +41,12 @@ func Plugin(ctx context.Context, name string, open Opener) Constructor {
 					return nil, err
 				}
 				eps0 = e
+			case name == longitudinalName && (key == "tree" || key == "changes"):
+				v, err := longitudinalParam(p, key)
+				if err != nil {
+					return nil, err
+				}
+				cfg.Params[key] = strconv.Itoa(v)
 			case key == "categories" || ((key == "k" || key == "d") && name != "summation"):
 				n, err := p.Int(key)
 				if err != nil {
