@@ -24,6 +24,10 @@ const mechHelp = `The --mech flag names the local randomizer:
   joint(M1,M2,...)        one report carries every component
   parallel(W1:M1,W2:M2)   each user reports component i with probability Wi (sum 1)
   subsample(S,M)          each user reports with probability S, else a null message
+  longitudinal:tree=H     the tree protocol of Erlingsson et al. 2019 over trees of H
+                          periods; --rounds is the window in periods (optional
+                          :changes=K, :eps0=E); accounted alone, never inside
+                          joint, parallel or subsample
 
 --eps0 is the total local budget of one report. joint splits it evenly among
 its components, except those that fix their own with :eps0=E (krr:k=10:eps0=1.5,
@@ -94,6 +98,8 @@ n/a or null where a baseline does not apply).
 Privacy over time: --rounds T (every command, default 1) covers T reports of
 one user, each shuffled in its own batch of n; the guarantee is per user over
 all of them (composed through privacy loss distributions).
+
+` + longitudinalHelp + `
 
 ` + mechHelp + "\n\nRegistered mechanisms: " + strings.Join(e.registry.Names(), ", ") + ".",
 		Args: cobra.NoArgs,
@@ -185,9 +191,10 @@ func newEpsCmd(e *env) *cobra.Command {
 		n      = newCountValue()
 		rounds = newRoundsValue()
 		delta  = floatValue{rule: probRule}
+		users  = newCountValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T]",
+		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T] [--users U]",
 		Short: "Central eps at a given delta",
 		Long: `Print the central eps of n shuffled reports at the given delta: a sound upper
 bound, a lower bound and every baseline. When shuffling cannot improve on the
@@ -199,9 +206,15 @@ so.
 --json prints one object with the keys mechanism, eps0, n, rounds, delta,
 eps_upper, eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
 bbgn19_hoeffding, bbgn19_bennett, efmrtt19, basic_composition, kov15,
-clone_composed; null where a baseline does not apply) and seconds (wall time).`,
+clone_composed; null where a baseline does not apply) and seconds (wall time).
+For a longitudinal tree protocol the baselines hold local and the object has
+the key longitudinal: upper, per_period, transcript (null without --users),
+trees, levels, mates, tail, local and users.
+
+` + longitudinalHelp,
 		Example: `  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6
-  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6 --rounds 365`,
+  blanket account eps --mech krr:k=100 --eps0 4 --n 1e6 --delta 1e-6 --rounds 365
+  blanket account eps --mech longitudinal:tree=64 --eps0 1 --n 1e5 --delta 1e-6 --rounds 365`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			m, err := mf.parse(cmd, e)
@@ -215,8 +228,20 @@ clone_composed; null where a baseline does not apply) and seconds (wall time).`,
 			if err != nil {
 				return err
 			}
+			l, long, err := longitudinalOf(m, e0)
+			if err != nil {
+				return err
+			}
+			if err := checkUsers(users, m, long); err != nil {
+				return err
+			}
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account eps")
-			r, err := computeEps(e, m, e0, n.v, rounds.v, delta.v)
+			var r epsReport
+			if long {
+				r, err = computeLongitudinalEps(e, l, m.String(), n.v, rounds.v, usersOf(users), delta.v)
+			} else {
+				r, err = computeEps(e, m, e0, n.v, rounds.v, delta.v)
+			}
 			finish()
 			if err != nil {
 				return err
@@ -232,6 +257,7 @@ clone_composed; null where a baseline does not apply) and seconds (wall time).`,
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
+	cmd.Flags().Var(users, "users", usersUsage)
 	return cmd
 }
 
@@ -242,9 +268,10 @@ func newDeltaCmd(e *env) *cobra.Command {
 		n      = newCountValue()
 		rounds = newRoundsValue()
 		eps    = floatValue{rule: epsRule}
+		users  = newCountValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T]",
+		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T] [--users U]",
 		Short: "Central delta at a given eps",
 		Long: `Print the central delta of n shuffled reports at the given eps: a sound upper
 bound, a lower bound and every baseline.
@@ -253,7 +280,14 @@ bound, a lower bound and every baseline.
 
 --json prints one object with the keys mechanism, eps0, n, rounds, eps,
 delta_upper, delta_lower, baselines (the eight of 'blanket account eps', null
-where a baseline does not apply) and seconds.`,
+where a baseline does not apply) and seconds. For a longitudinal tree protocol
+the baselines hold local (the delta of the local bound alone: trees x eps0 pure
+DP, as binary randomized response) and the object has the key longitudinal:
+upper, per_period, transcript, local_delta, trees, levels, mates, tail, local
+(in eps) and users. Its per_period bound picks the level-mates that minimise
+the delta among a few candidates; every candidate is a sound bound.
+
+` + longitudinalHelp,
 		Example: `  blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 0.5
   blanket account delta --mech krr:k=100 --eps0 4 --n 1e6 --eps 2 --rounds 365`,
 		Args: cobra.NoArgs,
@@ -268,6 +302,25 @@ where a baseline does not apply) and seconds.`,
 			e0, err := resolveEps0(m, eps0.v, eps0.set)
 			if err != nil {
 				return err
+			}
+			l, long, err := longitudinalOf(m, e0)
+			if err != nil {
+				return err
+			}
+			if err := checkUsers(users, m, long); err != nil {
+				return err
+			}
+			if long {
+				finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
+				r, err := computeLongitudinalDelta(e, l, m.String(), n.v, rounds.v, usersOf(users), eps.v)
+				finish()
+				if err != nil {
+					return err
+				}
+				if mf.json {
+					return writeJSON(cmd.OutOrStdout(), r)
+				}
+				return writeDeltaTable(cmd.OutOrStdout(), &r)
 			}
 			start := time.Now()
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
@@ -298,6 +351,7 @@ where a baseline does not apply) and seconds.`,
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(&eps, "eps", "central eps, "+epsRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
+	cmd.Flags().Var(users, "users", usersUsage)
 	return cmd
 }
 
@@ -356,7 +410,14 @@ of each of them.
 --json prints one object with the keys mechanism, eps, delta, n, rounds, eps0,
 achieved (eps_upper, eps_lower, local_eps, amplified, tight), baselines (the
 eps0 each allows, keyed as in 'blanket account eps'; null where a baseline does
-not apply) and seconds.`,
+not apply) and seconds.
+
+A longitudinal tree protocol is calibrated over a window of --rounds periods
+with batches of at least --n (the per-period and local bounds; the transcript
+bound of --users is not used, which can only make eps0 smaller). Its baselines
+hold local, the largest eps0 whose local bound (trees x eps0) alone meets eps,
+and the object has the key longitudinal: the parts of 'blanket account eps' at
+the eps0 found.`,
 		Example: `  blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6
   blanket account calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6 --rounds 30`,
 		Args: cobra.NoArgs,
@@ -369,6 +430,11 @@ not apply) and seconds.`,
 				return err
 			}
 			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: n.v, Rounds: rounds.v}
+			// An error asking the mechanism for its declaration is left to
+			// the calibration, which reports it at the eps0 it tries.
+			if long, err := isLongitudinal(m); err == nil && long {
+				return runLongitudinalCalibrate(cmd, e, m, t, mf.json)
+			}
 			start := time.Now()
 			var (
 				c     accountant.CalibrationResult

@@ -21,6 +21,7 @@ func newCurveCmd(e *env) *cobra.Command {
 		rounds = sweepValue{integer: newRoundsValue()}
 		points = intValue{min: 2, max: maxPoints, v: 20}
 		delta  = floatValue{rule: probRule}
+		users  = newCountValue()
 		plotTo string
 	)
 	cmd := &cobra.Command{
@@ -46,8 +47,14 @@ kov15, clone_composed; empty where a baseline does not apply) and seconds;
 baselines against n, eps0 or T on log axes (over rounds, the composition
 baselines basic_composition, kov15 and clone_composed, which start at T = 2).
 
+For a longitudinal tree protocol --rounds is the window in periods (a sweep over
+rounds sweeps the window), the baseline columns hold local (the others are
+empty) and the JSON objects have the key longitudinal of 'blanket account eps'.
+
 Points are computed concurrently, one per CPU (GOMAXPROCS); progress is shown
-on stderr when it is a terminal.`,
+on stderr when it is a terminal.
+
+` + longitudinalHelp,
 		Example: `  blanket account curve --mech krr:k=100 --eps0 4 --n 1e3:1e8 --points 20 --delta 1e-6 --plot eps.svg
   blanket account curve --mech krr:k=100 --eps0 0.5:8 --n 1e6 --delta 1e-6 --json
   blanket account curve --mech krr:k=100 --eps0 4 --n 1e6 --rounds 1:3650 --points 12 --delta 1e-6 --plot horizon.svg`,
@@ -103,8 +110,26 @@ on stderr when it is a terminal.`,
 					xs = append(xs, float64(v))
 				}
 			}
+			_, long, err := longitudinalOf(m, eps0.lo)
+			if err != nil {
+				return err
+			}
+			if err := checkUsers(users, m, long); err != nil {
+				return err
+			}
 			point := func(p curvePoint) (epsReport, error) { return computeEps(e, m, p.eps0, p.n, p.rounds, delta.v) }
-			if rounds.isRange {
+			switch {
+			case long:
+				// Every point is its own window: a tree protocol has no
+				// composition to share.
+				point = func(p curvePoint) (epsReport, error) {
+					l, _, err := longitudinalOf(m, p.eps0)
+					if err != nil {
+						return epsReport{}, err
+					}
+					return computeLongitudinalEps(e, l, m.String(), p.n, p.rounds, usersOf(users), delta.v)
+				}
+			case rounds.isRange:
 				// One composition for the sweep: every point shares its
 				// memoised single-report evaluations.
 				base, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0.lo, N: int(n.lo), Rounds: pts[0].rounds})
@@ -156,11 +181,18 @@ on stderr when it is a terminal.`,
 				x = axisRounds
 			}
 			names := baselineNames()
-			if x == axisRounds {
+			switch {
+			case long:
+				names = []string{baselineLocal}
+			case x == axisRounds:
 				names = accountant.CompositionBaselineNames
 			}
+			xLabel := x.label()
+			if long && x == axisRounds {
+				xLabel = "W (window, periods)"
+			}
 			return plotCurve(plotTo, curveTitle(m, x, eps0.lo, int(n.lo), T, delta.v),
-				x.label(), "central eps (upper, lower, baselines)", xs, rows, names)
+				xLabel, "central eps (upper, lower, baselines)", xs, rows, names)
 		}),
 	}
 	mf.add(cmd)
@@ -169,6 +201,7 @@ on stderr when it is a terminal.`,
 	cmd.Flags().Var(&rounds, "rounds", fmt.Sprintf("number of reports of one user T, each shuffled in its own batch of n, an integer in [1, %d], or a range LO:HI (default 1)", accountant.MaxRounds))
 	cmd.Flags().Var(&points, "points", "number of points of the range, an integer in [2, "+strconv.Itoa(maxPoints)+"]")
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
+	cmd.Flags().Var(users, "users", usersUsage)
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the curves to this .svg, .png or .pdf file")
 	return cmd
 }

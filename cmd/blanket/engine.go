@@ -29,6 +29,38 @@ type engine struct {
 	// The commands use it when --rounds is more than 1 and for sweeps over
 	// rounds; one report goes through the functions above.
 	compose func(p accountant.Part) (composition, error)
+	// longitudinalEpsilon, longitudinalDelta and calibrateLongitudinal
+	// account a longitudinal tree protocol over a window of periods
+	// (accountant.Longitudinal, accountant.CalibrateLongitudinal). A nil
+	// one is the accountant's (see longEpsilon).
+	longitudinalEpsilon   func(l accountant.Longitudinal, delta float64) (accountant.LongitudinalResult, error)
+	longitudinalDelta     func(l accountant.Longitudinal, eps float64) (accountant.LongitudinalDeltaResult, error)
+	calibrateLongitudinal func(m accountant.Mechanism, t accountant.Target) (accountant.CalibrationResult, error)
+}
+
+// longEpsilon is engine.longitudinalEpsilon, Longitudinal.Epsilon when nil.
+func (g engine) longEpsilon(l accountant.Longitudinal, delta float64) (accountant.LongitudinalResult, error) {
+	if g.longitudinalEpsilon == nil {
+		return l.Epsilon(delta)
+	}
+	return g.longitudinalEpsilon(l, delta)
+}
+
+// longDelta is engine.longitudinalDelta, Longitudinal.Delta when nil.
+func (g engine) longDelta(l accountant.Longitudinal, eps float64) (accountant.LongitudinalDeltaResult, error) {
+	if g.longitudinalDelta == nil {
+		return l.Delta(eps)
+	}
+	return g.longitudinalDelta(l, eps)
+}
+
+// longCalibrate is engine.calibrateLongitudinal,
+// accountant.CalibrateLongitudinal when nil.
+func (g engine) longCalibrate(m accountant.Mechanism, t accountant.Target) (accountant.CalibrationResult, error) {
+	if g.calibrateLongitudinal == nil {
+		return accountant.CalibrateLongitudinal(m, t)
+	}
+	return g.calibrateLongitudinal(m, t)
 }
 
 // composition is the part of *accountant.Composition the commands use.
@@ -141,6 +173,13 @@ func defaultEnv() *env {
 			deltaBaselines:     accountant.DeltaBaselines,
 			calibrateBaselines: accountant.CalibrateBaselines,
 			compose:            compose,
+			longitudinalEpsilon: func(l accountant.Longitudinal, delta float64) (accountant.LongitudinalResult, error) {
+				return l.Epsilon(delta)
+			},
+			longitudinalDelta: func(l accountant.Longitudinal, eps float64) (accountant.LongitudinalDeltaResult, error) {
+				return l.Delta(eps)
+			},
+			calibrateLongitudinal: accountant.CalibrateLongitudinal,
 		},
 		registry:    mechspec.NewRegistry(),
 		workers:     runtime.GOMAXPROCS(0),

@@ -80,6 +80,9 @@ type epsReport struct {
 	Tight     bool        `json:"tight"`
 	Baselines baselineSet `json:"baselines"`
 	Seconds   float64     `json:"seconds"`
+	// Longitudinal is the breakdown of a tree protocol's bound, absent
+	// for other mechanisms.
+	Longitudinal *longitudinalParts `json:"longitudinal,omitempty"`
 }
 
 // deltaReport is the result of `account delta`.
@@ -93,6 +96,9 @@ type deltaReport struct {
 	DeltaLower *float64    `json:"delta_lower"`
 	Baselines  baselineSet `json:"baselines"`
 	Seconds    float64     `json:"seconds"`
+	// Longitudinal is the breakdown of a tree protocol's bound, absent
+	// for other mechanisms.
+	Longitudinal *longitudinalDeltaParts `json:"longitudinal,omitempty"`
 }
 
 // achieved is the guarantee at the calibrated eps0.
@@ -116,6 +122,9 @@ type calibrateReport struct {
 	Achieved  achieved    `json:"achieved"`
 	Baselines baselineSet `json:"baselines"`
 	Seconds   float64     `json:"seconds"`
+	// Longitudinal is the breakdown of a tree protocol's bound at Eps0,
+	// absent for other mechanisms.
+	Longitudinal *longitudinalParts `json:"longitudinal,omitempty"`
 }
 
 // writeJSON writes v as indented JSON.
@@ -188,11 +197,17 @@ func writeEpsTable(w io.Writer, r *epsReport) error {
 	t.row("upper", fmtOpt(r.EpsUpper))
 	t.row("lower", fmtOpt(r.EpsLower))
 	anyNA := writeBaselineRows(t, r.Baselines)
+	if r.Longitudinal != nil {
+		writeLongitudinalRows(t, r.Longitudinal)
+	}
 	t.row("")
 	t.row("local eps", fmtOpt(r.LocalEps))
 	t.row("seconds", fmt.Sprintf("%.3f", r.Seconds))
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if r.Longitudinal != nil {
+		return writeNotes(w, longitudinalNotes(r.Amplified, anyNA))
 	}
 	var notes []string
 	if !r.Amplified {
@@ -223,10 +238,16 @@ func writeDeltaTable(w io.Writer, r *deltaReport) error {
 	t.row("upper", fmtOpt(r.DeltaUpper))
 	t.row("lower", fmtOpt(r.DeltaLower))
 	anyNA := writeBaselineRows(t, r.Baselines)
+	if r.Longitudinal != nil {
+		writeLongitudinalDeltaRows(t, r.Longitudinal)
+	}
 	t.row("")
 	t.row("seconds", fmt.Sprintf("%.3f", r.Seconds))
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if r.Longitudinal != nil {
+		return writeNotes(w, longitudinalNotes(true, anyNA))
 	}
 	var notes []string
 	if anyNA {
@@ -252,9 +273,15 @@ func writeCalibrateTable(w io.Writer, r *calibrateReport) error {
 	t.row("  eps upper", fmtOpt(r.Achieved.EpsUpper))
 	t.row("  eps lower", fmtOpt(r.Achieved.EpsLower))
 	t.row("  local eps", fmtOpt(r.Achieved.LocalEps))
+	if r.Longitudinal != nil {
+		writeLongitudinalRows(t, r.Longitudinal)
+	}
 	t.row("seconds", fmt.Sprintf("%.3f", r.Seconds))
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if r.Longitudinal != nil {
+		return writeNotes(w, longitudinalNotes(r.Achieved.Amplified, anyNA))
 	}
 	var notes []string
 	if !r.Achieved.Amplified {
