@@ -72,6 +72,9 @@ func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err err
 	case DeclaredMech:
 		d = m.Decl
 	case FuncMech:
+		if m.Declare == nil {
+			return l, false, nil
+		}
 		if m.Eps0 > 0 {
 			eps0 = m.Eps0
 		}
@@ -146,6 +149,9 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 	}
 	if err := checkN(t.N); err != nil {
 		return CalibrationResult{}, err
+	}
+	if e, fixed := m.FixedEps0(); fixed {
+		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
 	}
 	rounds := max(t.Rounds, 1)
 	eval := func(eps0 float64) (LongitudinalResult, error) {
