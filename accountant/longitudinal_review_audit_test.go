@@ -1,0 +1,60 @@
+//go:build audit
+
+package accountant
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// The larger grid of TestReviewLongitudinalMixedOrientation (second review
+// of longitudinal.go): every eps0, mates and window of the grid, the
+// per-period part against every multiset of its rounds' orientations and
+// the reported bound against every leaking pattern over two and three
+// trees.
+func TestReviewLongitudinalMixedOrientationAudit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 9))
+	for _, eps0 := range []float64{0.1, 0.3, 1, 2.5, 4, 6} {
+		for _, mates := range []int{1, 2, 5, 12, 30} {
+			for _, w := range []int{2, 5, 9} {
+				if w == 9 && mates > 5 {
+					continue
+				}
+				reviewCheckOrientation(t, reviewOrientationCase{eps0, mates, w}, rng)
+			}
+		}
+	}
+}
+
+// TestReviewAllocatePlanLongitudinalExact re-derives a plan's guarantee
+// with a longitudinal metric the way allocateSeparate's proof goes, apart
+// from its search: the level-mates at 5% of the metric's delta share (a
+// union over the horizon's periods), the node pairs at the calibrated eps0
+// among them, composed with the other metric's reports over the horizon at
+// delta minus the tail. The composition must meet the target (the existing
+// TestAllocatePlanLongitudinal allows 1% above it, with another tail).
+func TestReviewAllocatePlanLongitudinalExact(t *testing.T) {
+	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
+		{Name: "page", Mech: KRR(4)},
+		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
+	}}
+	res, err := AllocatePlan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, dark := res.Metrics[0], res.Metrics[1]
+	l := Longitudinal{Tree: 64, Eps0: dark.Eps0, Periods: spec.Rounds, Batch: spec.NMin}
+	mates, tail := l.inferMates(longitudinalTailShare * spec.Delta * dark.Weight)
+	part, err := l.nodePart(mates, TreesInWindow(64, spec.Rounds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ComposeEpsilon([]Part{{Mech: KRR(4), Eps0: page.Eps0, N: spec.NMin, Rounds: spec.Rounds}, part}, spec.Delta-tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan eps %.5f; recomposed %.5f (mates %d, tail %.3g, node rounds %d)", res.Eps, r.Upper, mates, tail, part.Rounds)
+	if r.Upper > spec.Eps {
+		t.Errorf("recomposed eps %.6f above the target %g at the plan's budgets", r.Upper, spec.Eps)
+	}
+}
