@@ -49,6 +49,9 @@ func (v *verifier) checkDeclaration(ctx context.Context, c *Check) {
 			c.fail(name+" eps0", "declares eps0 = %v for budget %v", d.Eps0, eps0)
 			continue
 		}
+		if (d.Tree != 0 || v.desc.Stateful) && v.treeDeclaration(c, name, eps0, d) {
+			continue
+		}
 		if _, err := d.Decompose(); err != nil {
 			c.fail(name+" valid", "accountant rejects the %s declaration: %v", d.Form, err)
 			continue

@@ -55,6 +55,52 @@
 //     the statistic; foreign or corrupt statistics fail with
 //     sdk.ErrBadStatistic.
 //
+// # Stateful randomizers
+//
+// A randomizer whose Description says Stateful reports through
+// sdk.Stateful.Step, not Randomize (which must fail with
+// errors.ErrUnsupported). The kit knows one stateful protocol, the
+// longitudinal tree protocol of Erlingsson et al. (2019,
+// plugins/longitudinal): a declaration with Tree > 0, whose matrix is
+// the law of one node's report (rows the node values -1, 0, +1, columns
+// the report's outputs, read with sdk.OutputMapper) and whose Changes is
+// k, over two states (two categories: off, on). For it the checks become:
+//
+//   - declaration: the accountant refuses to decompose a tree declaration
+//     (accountant.ErrLongitudinal), so the kit validates Declaration.Node
+//     and bounds the node law's ratios by e^Eps0; Tree is a power of two,
+//     Changes in [1, Tree], Description.Span = Tree; and, on a tree of at
+//     most MaxEnumeratedTree periods, the whole transcript's level by
+//     exact enumeration: from the declaration alone the kit derives the
+//     law of a tree's transcript (the level and its nodes' outputs) under
+//     each of the 2^Tree state sequences, and the largest ratio of two
+//     sequences' probabilities of a transcript must be at most e^Eps0
+//     (relative tolerance 1e-12), the level the accountant assumes.
+//   - frequencies: Step drives Samples users per state sequence over a
+//     whole tree from a period that starts one (sequences with more
+//     changes than k and one on from the start among them); each user's
+//     level is read from the periods that carried its reports, which must
+//     be exactly the ends of its level's nodes, and the transcripts'
+//     counts are tested against the derived law (chi-square). States must
+//     be non-empty.
+//   - estimator: BatchSize users stepped over (up to MaxEnumeratedTree
+//     periods of) a tree, Batches times; after each period the statistics
+//     of the span so far (Description.Span) are merged and estimated, and
+//     the single item is tested as above against the users in the on
+//     state (as far as each user's first k changes go).
+//   - inputs: through Step, plus states: a replayed or earlier period and
+//     a state one byte short or long fail with sdk.ErrBadState; other
+//     corrupt states are refused with it or taken, never a panic.
+//   - reports, statistics: on reports drawn through Step; the estimate
+//     has one item, the on state.
+//
+// On a larger tree the enumeration and the chi-square test are skipped
+// with a message (the structure of the reports is still checked): run
+// the kit on a small configuration too, e.g. a tree of 8 periods and
+// k = 2, as for atoms declarations below. A stateful randomizer that
+// declares no tree fails the declaration check: per-period accounting of
+// reports correlated by a kept state would be unsound.
+//
 // # Seeing outputs through the interface
 //
 // The kit drives the randomizer only through sdk.Randomizer, so it tests

@@ -97,6 +97,10 @@ func (tb *truthBatch) setRoles(ordered []string) {
 // categories with 1000 inputs) is skipped with a message rather than tested
 // with an approximation that does not hold.
 func (v *verifier) checkEstimator(ctx context.Context, c *Check) {
+	if v.desc.Stateful {
+		v.stepEstimator(ctx, c)
+		return
+	}
 	tb := v.tb
 	nMeans := len(tb.single)
 	if len(tb.rest) > 0 {

@@ -37,6 +37,10 @@ import (
 // the check is skipped for them (run the kit on a small configuration,
 // where plugins declare matrices).
 func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
+	if v.desc.Stateful {
+		v.stepFrequencies(ctx, c)
+		return
+	}
 	alpha := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
 	for _, eps0 := range v.opts.Eps0s {
 		name := fmt.Sprintf("eps0=%g", eps0)

@@ -51,7 +51,8 @@ type Options struct {
 	Eps0s []float64
 
 	// Samples is the number of reports drawn per input and eps0 in the
-	// frequency check. Defaults to DefaultSamples.
+	// frequency check (for a stateful randomizer: users stepped over a
+	// tree per state sequence and eps0). Defaults to DefaultSamples.
 	Samples int
 	// Cases are the inputs of the frequency check, each with the row of the
 	// declared matrix its reports must follow. Defaults to up to MaxCases
@@ -77,7 +78,9 @@ type Options struct {
 	// for a categorical randomizer positive counts on up to 8 buckets (all
 	// but one when there are at most MaxItems buckets), half of the other
 	// bucket's inputs given as unknown labels; for a real randomizer values
-	// spread over [Lo - 0.1(Hi-Lo), Lo + 1.15(Hi-Lo)], some clamped.
+	// spread over [Lo - 0.1(Hi-Lo), Lo + 1.15(Hi-Lo)], some clamped. A
+	// stateful randomizer's estimator check steps its own population of
+	// BatchSize users over state sequences and ignores Truth (and Cases).
 	Truth sdk.Inputs
 	// Batches is the number of repetitions of the estimator check. Defaults
 	// to DefaultBatches; at least 20.

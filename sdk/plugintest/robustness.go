@@ -37,6 +37,10 @@ func (v *verifier) badEps0s() []float64 {
 // (no reports), unknown categories with an other bucket, finite reals
 // outside the range (clamped).
 func (v *verifier) checkInputs(ctx context.Context, c *Check) {
+	if v.desc.Stateful {
+		v.stepInputs(ctx, c)
+		return
+	}
 	eps0 := v.opts.Eps0s[0]
 	good := v.sample(badIndex)
 	withBad := func(in sdk.Inputs, bad sdk.Inputs) sdk.Inputs {
@@ -152,8 +156,8 @@ const oversized = 64 << 10
 // Accumulate does not modify the reports.
 func (v *verifier) checkReports(ctx context.Context, c *Check) {
 	eps0 := v.opts.Eps0s[0]
-	valid, err := v.randomize(ctx, eps0, v.sample(reportsBatch))
-	if !c.expect(err == nil, "Randomize", "%v", err) {
+	valid, call, err := v.validReports(ctx, eps0, reportsBatch)
+	if !c.expect(err == nil, call, "%v", err) {
 		return
 	}
 	lengthOK := true
@@ -288,8 +292,8 @@ func (v *verifier) checkReports(ctx context.Context, c *Check) {
 // are rejected with errors wrapping sdk.ErrBadStatistic.
 func (v *verifier) checkStatistics(ctx context.Context, c *Check) {
 	eps0 := v.opts.Eps0s[0]
-	reports, err := v.randomize(ctx, eps0, v.sample(reportsBatch))
-	if !c.expect(err == nil, "Randomize", "%v", err) {
+	reports, call, err := v.validReports(ctx, eps0, reportsBatch)
+	if !c.expect(err == nil, call, "%v", err) {
 		return
 	}
 	stat, err := v.accumulate(ctx, eps0, reports)
@@ -300,7 +304,7 @@ func (v *verifier) checkStatistics(ctx context.Context, c *Check) {
 	est, err := v.estimate(ctx, stat)
 	c.expect(sameStat(stat, saved), "statistic unchanged", "Estimate modified its statistic: %s, was %s", fmtStat(stat), fmtStat(saved))
 	if c.expect(err == nil, "Estimate", "%v", err) {
-		v.estimateShape(c, stat, est)
+		v.estimateShape(c, stat, est, v.isTree(ctx, eps0))
 	}
 
 	corrupt := []struct {
@@ -349,7 +353,9 @@ const postTolerance = 1e-9
 // z·sqrt(Variance): one square root and one product, a few ulps.
 const ciTolerance = 1e-9
 
-func (v *verifier) estimateShape(c *Check, stat *sdk.Statistic, est *sdk.Estimate) {
+// estimateShape checks an estimate's fields; tree says the randomizer is
+// a tree protocol (its estimate is one item, the on state's count).
+func (v *verifier) estimateShape(c *Check, stat *sdk.Statistic, est *sdk.Estimate, tree bool) {
 	c.expect(est.Plugin == v.desc.Name && est.Eps0 == stat.Eps0 && est.N == stat.N && est.Malformed == stat.Malformed,
 		"estimate identity", "estimate has plugin %q, eps0 %v, N %d, Malformed %d; statistic %q, %v, %d, %d",
 		est.Plugin, est.Eps0, est.N, est.Malformed, v.desc.Name, stat.Eps0, stat.N, stat.Malformed)
@@ -362,7 +368,12 @@ func (v *verifier) estimateShape(c *Check, stat *sdk.Statistic, est *sdk.Estimat
 	}
 	n := float64(est.N)
 	var feasible func(label string) (lo, hi float64, ok bool)
-	if v.desc.Input == sdk.InputCategorical {
+	if tree {
+		// A tree protocol estimates the users in the on state: a count,
+		// not bounded by the reports N of the span so far.
+		c.expect(len(labels) == 1 && labels[0] == v.desc.Categories[1], "items", "items %q, want one: the on state %q", labels, v.desc.Categories[1])
+		feasible = func(string) (float64, float64, bool) { return 0, math.Inf(1), true }
+	} else if v.desc.Input == sdk.InputCategorical {
 		c.expect(slices.Equal(labels, v.desc.Categories), "items", "items %q, want one per bucket in order: %q", labels, v.desc.Categories)
 		feasible = func(string) (float64, float64, bool) { return 0, n, true }
 	} else {
@@ -395,13 +406,16 @@ func (v *verifier) estimateShape(c *Check, stat *sdk.Statistic, est *sdk.Estimat
 		}
 		if a, b, ok := feasible(it.Label); ok {
 			tol := postTolerance * max(math.Abs(a), math.Abs(b), 1)
+			if math.IsInf(b, 1) {
+				tol = postTolerance * max(math.Abs(a), 1)
+			}
 			if !(it.Post >= a-tol && it.Post <= b+tol) {
 				problems = append(problems, fmt.Sprintf("item %q: post-processed %v outside the feasible [%v, %v]", it.Label, it.Post, a, b))
 			}
 		}
 		postSum += it.Post
 	}
-	if v.desc.Input == sdk.InputCategorical && !(math.Abs(postSum-n) <= postTolerance*max(n, 1)) {
+	if v.desc.Input == sdk.InputCategorical && !tree && !(math.Abs(postSum-n) <= postTolerance*max(n, 1)) {
 		problems = append(problems, fmt.Sprintf("post-processed counts sum to %v, want N = %v", postSum, n))
 	}
 	if len(problems) > 0 {

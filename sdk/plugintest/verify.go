@@ -29,7 +29,10 @@ const chunk = 4096
 //
 // r is tested at its own configuration: the frequency check needs a matrix
 // declaration, which plugins return only for small domains, so run Verify
-// on a small configuration as well as on the ones you ship.
+// on a small configuration as well as on the ones you ship. A stateful
+// randomizer (Description.Stateful, a tree protocol) is driven through
+// sdk.Stateful.Step; its exact checks need a tree of at most
+// MaxEnumeratedTree periods (see the package doc).
 func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error) {
 	v := &verifier{r: r}
 	rep := &Report{}
@@ -211,6 +214,7 @@ func (v *verifier) describe(ctx context.Context, rep *Report) (*sdk.Description,
 		c.fail("input kind", "Input = %v, must be categorical or real", d.Input)
 		ok = false
 	}
+	v.describeStateful(c, d)
 	var d2 *sdk.Description
 	err = guard(func() error {
 		var err error
