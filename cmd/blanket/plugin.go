@@ -83,9 +83,15 @@ tests the plugin's own sampler against its declared output distribution
 and feeds malformed inputs and reports. The whole run fails a correct plugin
 with probability at most --false-failure-rate.
 
-Use a small configuration (the default: 8 categories, or the range [0, 1])
-so the plugin declares a full matrix and the sampler can be checked against
-it; run again with your production configuration for the other checks.`,
+Use a small configuration (the default: 8 categories, or the range [0, 1],
+or two states for a plugin that takes only two) so the plugin declares a
+full matrix and the sampler can be checked against it; run again with your
+production configuration for the other checks.
+
+A stateful plugin (a tree protocol such as longitudinal) is driven through
+Step over whole trees; its whole-transcript level and its sampler are
+checked exactly only on a small tree (at most 8 periods), e.g.
+  blanket plugin verify longitudinal --param tree=8 --param changes=2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runE(func(cmd *cobra.Command) error { return runVerify(cmd, e, f, args[0]) })(cmd, args)
@@ -156,10 +162,18 @@ func runVerify(cmd *cobra.Command, e *env, f verifyFlags, target string) error {
 	}
 	p, err := builtin.Open(ctx, name, cfg, opts...)
 	if errors.Is(err, sdk.ErrBadConfig) && !rangeGiven && len(f.labels) == 0 {
-		// Not categorical: try the default range instead.
+		// Not categorical: try the default range instead, then two
+		// states (a boolean plugin such as longitudinal).
 		rcfg := sdk.Config{Lo: f.lo, Hi: f.hi, Params: cfg.Params}
 		if p2, err2 := builtin.Open(ctx, name, rcfg, opts...); err2 == nil {
 			p, err = p2, nil
+		} else if !cmd.Flags().Changed("categories") {
+			bcfg := sdk.Config{Categories: []string{"0", "1"}, Params: cfg.Params}
+			if p3, err3 := builtin.Open(ctx, name, bcfg, opts...); err3 == nil {
+				p, err = p3, nil
+			} else {
+				err = fmt.Errorf("%w (as categorical); as real-valued on [%g, %g]: %v; with two categories: %v", err, f.lo, f.hi, err2, err3)
+			}
 		} else {
 			err = fmt.Errorf("%w (as categorical); as real-valued on [%g, %g]: %v", err, f.lo, f.hi, err2)
 		}
