@@ -30,7 +30,10 @@ import (
 //   - the current plan's values: randomized at the plan's eps0, sealed
 //     under the period's binding and committed as the period's one report
 //     or message, with its ledger charge, in the same transaction that
-//     removes the values and marks the period closed.
+//     removes the values and marks the period closed;
+//   - a state metric's period, with or without a value staged: stepped
+//     with its randomizer's state, and the new state committed with the
+//     report, if any (close_state.go).
 //
 // A value changed between the read and the commit (a Record, or another
 // process) makes the commit fail with ErrStalePeriod, and the pass reads
@@ -95,7 +98,7 @@ func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Tim
 	}
 	var lastErr error
 	for range maxCloseTries {
-		groups, next, err := p.readGroups(ctx, v, now)
+		groups, next, err := p.readGroups(ctx, v, now, grace)
 		if err != nil {
 			return err
 		}
@@ -200,11 +203,12 @@ func (g *periodGroup) holds(digest string) bool {
 	return false
 }
 
-// readGroups returns the staged periods that have ended by now, in order
-// of start, and the Unix second before which no other can end: the
-// earliest end of the periods still open, at most the end of the current
-// period of plan v.
-func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Time) ([]*periodGroup, int64, error) {
+// readGroups returns the staged periods that have ended by now, and the
+// periods of plan v's state metrics to step within the grace
+// (stateGroups), in order of start, and the Unix second before which no
+// other can end: the earliest end of the periods still open, at most the
+// end of the current period of plan v.
+func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Time, grace time.Duration) ([]*periodGroup, int64, error) {
 	vals, err := p.outbox.Staged(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -242,7 +246,10 @@ func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Tim
 		g := group(periodKey{d.Pool, d.Period})
 		g.draws = append(g.draws, d)
 	}
-	// Both lists are sorted by period start; keep that order overall.
+	if err := p.stateGroups(ctx, v, now, grace, group); err != nil {
+		return nil, 0, err
+	}
+	// Keep the order of period start overall.
 	sortGroups(groups)
 	return groups, next, nil
 }
@@ -250,6 +257,9 @@ func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Tim
 // closeGroup closes one ended period of one pool. It reports whether it
 // committed an envelope.
 func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGroup, now time.Time, grace time.Duration) (bool, error) {
+	if ms := v.metrics[g.key.pool]; ms != nil && ms.state != nil {
+		return p.closeStateGroup(ctx, v, ms, g, now, grace)
+	}
 	c := PeriodClose{Pool: g.key.pool, Period: g.key.period, Unstage: g.values, Undraw: g.draws}
 	end := time.Unix(g.key.period.End(), 0)
 	if now.Sub(end) > grace {

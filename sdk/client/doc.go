@@ -112,6 +112,30 @@
 //     The draw is staged in the outbox with the values: a restart does
 //     not draw again (which would let a user pick the metric).
 //
+// # State metrics
+//
+// A metric whose randomizer keeps per-user state across periods (its
+// description says Stateful, such as the longitudinal protocol: its random
+// choices are drawn once and kept, which is what makes its whole
+// transcript private) is a state metric. Only separate travel has them:
+// NewProvider refuses a joint or parallel plan with one, as plan.Calibrate
+// does. It is recorded with a Categorical instrument, and its value in a
+// period is the last value recorded, carried forward over periods without
+// a Record (the app may record only when the state changes). Each period
+// that ends within the grace once the metric has a value is closed by one
+// step of the randomizer with that value and the state it returned at the
+// last step (sdk.Stateful.Step), in increasing order of period, including
+// periods without a Record; a step may send no report. The new state is
+// committed in the transaction that commits the period's report, so that
+// neither a crash nor a second process loses a state or steps a period
+// twice once a step is committed; a crash before the commit steps the
+// period again at the next closing (nothing was sent). Periods that ended
+// more than the grace ago are not stepped; the randomizer carries its
+// state over them. States belong to one plan (a new plan, say with
+// another eps0, is a new protocol run, and the accountant composes plan
+// epochs): a new plan starts from no state, and the carried value goes on.
+// The carried value stays in clear on the device as long as the outbox.
+//
 // # Instruments
 //
 // Categorical, Sum and Mean never fail to construct. An instrument whose

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -22,7 +23,13 @@ type MemoryOutbox struct {
 	values  map[memValueKey]Value
 	draws   map[memDrawKey]Draw
 	closed  map[periodKey]bool
+	states  map[memStateKey]MetricState
+	carried map[string]Value
 	shut    bool
+}
+
+type memStateKey struct {
+	metric, plan, digest string
 }
 
 type memEntry struct {
@@ -52,11 +59,13 @@ var _ Outbox = (*MemoryOutbox)(nil)
 // NewMemoryOutbox returns an empty, non-durable outbox.
 func NewMemoryOutbox() *MemoryOutbox {
 	return &MemoryOutbox{
-		ids:    map[report.ID]int{},
-		ledger: map[memLedgerKey]*LedgerEntry{},
-		values: map[memValueKey]Value{},
-		draws:  map[memDrawKey]Draw{},
-		closed: map[periodKey]bool{},
+		ids:     map[report.ID]int{},
+		ledger:  map[memLedgerKey]*LedgerEntry{},
+		values:  map[memValueKey]Value{},
+		draws:   map[memDrawKey]Draw{},
+		closed:  map[periodKey]bool{},
+		states:  map[memStateKey]MetricState{},
+		carried: map[string]Value{},
 	}
 }
 
@@ -147,14 +156,27 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		return err
 	}
 	pk := periodKey{c.Pool, c.Period}
-	if c.Envelope != nil {
+	if c.Envelope != nil || c.Step != nil {
 		for _, n := range closedNames(c) {
 			if o.closed[periodKey{n, c.Period}] {
 				return fmt.Errorf("%w: %s or a metric it carries in period %s", ErrPeriodClosed, c.Pool, c.Period)
 			}
 		}
+	}
+	if c.Envelope != nil {
 		if _, dup := o.ids[c.Envelope.ID]; dup {
 			return fmt.Errorf("client: memory outbox: report id %s already stored", c.Envelope.ID)
+		}
+	}
+	var sk memStateKey
+	if st := c.Step; st != nil {
+		sk = memStateKey{st.Metric, st.Plan, st.Digest}
+		var cur *MetricState
+		if s, ok := o.states[sk]; ok {
+			cur = &s
+		}
+		if err := checkStep(st, cur, c.Period); err != nil {
+			return err
 		}
 	}
 	// The values and draws named must be exactly those staged.
@@ -192,6 +214,15 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		delete(o.draws, memDrawKey{d.Plan, d.Period})
 	}
 	o.closed[pk] = true
+	if st := c.Step; st != nil {
+		o.states[sk] = MetricState{Metric: st.Metric, Plan: st.Plan, Digest: st.Digest, Last: c.Period, State: slices.Clone(st.Next)}
+		o.closed[periodKey{st.Metric, c.Period}] = true
+	}
+	if v := c.Carry; v != nil {
+		if cur, ok := o.carried[v.Metric]; !ok || v.Period.Start >= cur.Period.Start {
+			o.carried[v.Metric] = Value{Metric: v.Metric, Period: v.Period, Kind: v.Kind, Category: v.Category, Sum: v.Sum}
+		}
+	}
 	if c.Envelope == nil {
 		return nil
 	}
@@ -303,11 +334,45 @@ func (o *MemoryOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	return out, nil
 }
 
+// States implements Outbox.
+func (o *MemoryOutbox) States(ctx context.Context) ([]MetricState, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]MetricState, 0, len(o.states))
+	for _, s := range o.states {
+		s.State = slices.Clone(s.State)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b MetricState) int {
+		return cmp.Or(cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Plan, b.Plan), cmp.Compare(a.Digest, b.Digest))
+	})
+	return out, nil
+}
+
+// Carried implements Outbox.
+func (o *MemoryOutbox) Carried(ctx context.Context) ([]Value, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, len(o.carried))
+	for _, v := range o.carried {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b Value) int { return cmp.Compare(a.Metric, b.Metric) })
+	return out, nil
+}
+
 // Close implements Outbox. The contents are dropped.
 func (o *MemoryOutbox) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.shut = true
 	o.envs, o.ids, o.ledger, o.values, o.draws, o.closed = nil, nil, nil, nil, nil, nil
+	o.states, o.carried = nil, nil
 	return nil
 }

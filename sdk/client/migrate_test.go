@@ -271,7 +271,7 @@ func TestOutboxMigrationRecordCount(t *testing.T) {
 	}
 	defer db.Close()
 	var version int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 5 {
-		t.Errorf("user_version %d, %v; want 5", version, err)
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 6 {
+		t.Errorf("user_version %d, %v; want 6 (the current version)", version, err)
 	}
 }

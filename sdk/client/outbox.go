@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -14,7 +15,9 @@ import (
 // Outbox is the device's store of what a Provider has not sent yet: the
 // values staged for open reporting periods, the metric each period of
 // parallel travel drew, the periods already closed, the sealed reports
-// waiting for upload, and the privacy ledger. The default is the durable
+// waiting for upload, and the privacy ledger; and, for state metrics
+// (close_state.go), their randomizers' states and the values they carry
+// forward. The default is the durable
 // SQLite outbox in Config.DataDir (OpenSQLiteOutbox); MemoryOutbox is the
 // non-durable one for tests and simulations. Implementations must be safe
 // for concurrent use, and every method that changes the outbox must be
@@ -67,6 +70,15 @@ type Outbox interface {
 	DropLocal(ctx context.Context, day string) (int, error)
 	// Ledger returns the ledger ordered by period start, then metric.
 	Ledger(ctx context.Context) ([]LedgerEntry, error)
+	// States returns the stored states of the state metrics'
+	// randomizers (PeriodClose.Step), one per metric, plan and randomizer
+	// configuration, ordered by metric, plan and digest.
+	States(ctx context.Context) ([]MetricState, error)
+	// Carried returns the values the state metrics carry forward
+	// (PeriodClose.Carry), one per metric, ordered by metric: each with
+	// the Metric, the Period it was the value of, the Kind and the
+	// Category (or Sum); its other fields are zero.
+	Carried(ctx context.Context) ([]Value, error)
 	// Close releases the outbox.
 	Close() error
 }
@@ -158,6 +170,69 @@ type PeriodClose struct {
 	// ErrStalePeriod.
 	Unstage []Value
 	Undraw  []Draw
+	// Step, when set, is the step of a state metric's randomizer state to
+	// the period (close_state.go), committed with the rest: the state
+	// Step.Next is stored for (Step.Metric, Step.Plan, Step.Digest) with
+	// the period as its last, and the period closes for Step.Metric too,
+	// with or without an envelope, so that the step is never redone. The
+	// stored state must still be Step.Prev, else nothing changes and the
+	// error wraps ErrStalePeriod; a period closed for c.Pool or
+	// Step.Metric already, or not after Step.Prev's last period, stores
+	// nothing and the error wraps ErrPeriodClosed.
+	Step *StateStep
+	// Carry, when set, is the value a state metric carries forward from
+	// the period (its Metric, Period, Kind, Category and Sum; see
+	// Outbox.Carried): it replaces the metric's carried value unless that
+	// one is of a later period.
+	Carry *Value
+}
+
+// MetricState is the stored state of a state metric's randomizer
+// (sdk.Stateful) in one protocol run: one plan (a new plan is a new run)
+// and one randomizer configuration.
+type MetricState struct {
+	// Metric is the metric name.
+	Metric string
+	// Plan is the digest of the plan of the run.
+	Plan string
+	// Digest is the randomizer's configuration digest
+	// (sdk.Description.Digest).
+	Digest string
+	// Last is the last period stepped.
+	Last report.Period
+	// State is the randomizer's state after that step, opaque and never
+	// empty.
+	State []byte
+}
+
+// StateStep is the step of a state metric's randomizer state that a
+// period's closing commits (PeriodClose.Step).
+type StateStep struct {
+	// Metric, Plan and Digest name the run, as in MetricState.
+	Metric, Plan, Digest string
+	// Prev is the stored state the step started from, as read, or nil
+	// for the run's first step.
+	Prev *MetricState
+	// Next is the state after the step. Required, not empty.
+	Next []byte
+}
+
+// checkStep returns an error unless step st of period p may commit on
+// the stored state cur (nil: none): cur must be st.Prev (ErrStalePeriod)
+// and p after its last period (ErrPeriodClosed).
+func checkStep(st *StateStep, cur *MetricState, p report.Period) error {
+	if len(st.Next) == 0 {
+		return fmt.Errorf("client: step of %q in period %s has an empty state", st.Metric, p)
+	}
+	switch {
+	case cur == nil && st.Prev == nil:
+		return nil
+	case cur == nil || st.Prev == nil || cur.Last != st.Prev.Last:
+		return fmt.Errorf("%w: the state of %q changed since it was read", ErrStalePeriod, st.Metric)
+	case p.Start < cur.Last.End():
+		return fmt.Errorf("%w: %q was stepped to period %s already, period %s is not after it", ErrPeriodClosed, st.Metric, cur.Last, p)
+	}
+	return nil
 }
 
 // Charge is one metric's share of a report in the ledger.
@@ -174,12 +249,18 @@ func periodDay(p report.Period) string {
 	return time.Unix(p.Start, 0).UTC().Format(time.DateOnly)
 }
 
-// closedNames returns what closing c with an envelope closes the period
-// for: its pool and every metric the envelope carries.
+// closedNames returns what closing c with an envelope or a step closes
+// the period for: its pool, every metric the envelope carries and the
+// metric stepped.
 func closedNames(c PeriodClose) []string {
 	names := []string{c.Pool}
-	for _, ch := range c.Charges {
-		names = append(names, ch.Metric)
+	if c.Envelope != nil {
+		for _, ch := range c.Charges {
+			names = append(names, ch.Metric)
+		}
+	}
+	if c.Step != nil {
+		names = append(names, c.Step.Metric)
 	}
 	return names
 }

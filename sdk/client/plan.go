@@ -62,6 +62,11 @@ type metricState struct {
 	categories map[string]bool
 	other      string
 	lo, hi     float64
+	// state is the randomizer of a state metric (its Description says
+	// Stateful): its reports come from Step (close_state.go); nil otherwise.
+	state sdk.Stateful
+	// digest is the randomizer's configuration digest.
+	digest string
 }
 
 // check returns an error wrapping ErrBadValue and sdk.ErrBadInput when the
@@ -225,6 +230,10 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		if m.Aggregate != "" && d.Input != sdk.InputReal {
 			return nil, refuse(plan.ErrInvalid, "metric %q: aggregate = %q, but randomizer %q takes %v inputs", m.Name, m.Aggregate, m.Plugin, d.Input)
 		}
+		st, err := checkStateful(p, m, r, d)
+		if err != nil {
+			return nil, err
+		}
 		reportBytes = append(reportBytes, d.ReportBytes)
 		ms := &metricState{
 			name:    m.Name,
@@ -235,6 +244,8 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 			binding: bindings[i],
 			pool:    p.Pool(m.Name),
 			other:   d.Other,
+			state:   st,
+			digest:  d.Digest,
 		}
 		// A sum is clamped to the metric's range: the plan's, else the
 		// one the randomizer declares, else none (the randomizer clamps).
@@ -271,6 +282,31 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		v.cumWeights[len(v.cumWeights)-1] = 1
 	}
 	return v, nil
+}
+
+// checkStateful returns the Stateful of metric m's randomizer r when its
+// description d says it is stateful, nil when it is not, or an error
+// wrapping ErrPlanRefused for a state metric this client cannot report:
+// under joint or parallel travel (a message of several metrics has no
+// room for a period without a report, and the plan's accountant composes
+// no stateful protocol there), with real inputs (a state metric carries
+// its last categorical value forward; no real-valued one exists yet), or
+// from a randomizer without Step.
+func checkStateful(p *plan.Plan, m *plan.Metric, r sdk.Randomizer, d *sdk.Description) (sdk.Stateful, error) {
+	if !d.Stateful {
+		return nil, nil
+	}
+	if p.Pooled() {
+		return nil, refuse(plan.ErrInvalid, "metric %q: randomizer %q is stateful (it keeps per-user state across periods), which only separate travel supports; the plan's travel is %q", m.Name, m.Plugin, p.Travel)
+	}
+	if d.Input != sdk.InputCategorical {
+		return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q is stateful with %v inputs; this client carries only categorical values of state metrics forward", m.Name, m.Plugin, d.Input)
+	}
+	st, ok := r.(sdk.Stateful)
+	if !ok {
+		return nil, refuse(ErrPluginUnavailable, "metric %q: randomizer %q says it is stateful but has no Step", m.Name, m.Plugin)
+	}
+	return st, nil
 }
 
 // loadPlan fetches and verifies the plan. When the collector cannot be

@@ -157,6 +157,7 @@ type Provider struct {
 
 	stats struct {
 		recorded, skipped, late, messages atomic.Int64
+		steps                             atomic.Int64
 		expired, incomplete, superseded   atomic.Int64
 		uploaded, retries, dropped        atomic.Int64
 		accepted, duplicates, rejected    atomic.Int64
@@ -183,6 +184,10 @@ type Stats struct {
 	// and closed period with separate travel, one per closed period with
 	// joint or parallel travel.
 	Messages int64
+	// Steps counts periods of state metrics closed by a step of their
+	// randomizer's state (see the package doc), whether or not the step
+	// sent a report (those count in Messages too).
+	Steps int64
 	// Expired counts staged periods dropped unsent because they could
 	// not close within Config.PeriodGrace of their end: one per metric
 	// and period with separate travel, one per period with joint or
@@ -200,7 +205,9 @@ type Stats struct {
 	// have ended, so this counts the values staged for a period still
 	// open at the change; and, at start, the values of ended periods
 	// recorded under a plan the collector replaced when the plan cached
-	// in DataDir is not that plan or is missing (see NewProvider).
+	// in DataDir is not that plan or is missing (see NewProvider). A
+	// state metric's value is not dropped so when the current plan's
+	// metric takes it: it is the period's value, and carries forward.
 	Superseded int64
 	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
 	Uploaded int64
@@ -516,6 +523,7 @@ func (p *Provider) Stats() Stats {
 		Skipped:    p.stats.skipped.Load(),
 		Late:       p.stats.late.Load(),
 		Messages:   p.stats.messages.Load(),
+		Steps:      p.stats.steps.Load(),
 		Expired:    p.stats.expired.Load(),
 		Incomplete: p.stats.incomplete.Load(),
 		Superseded: p.stats.superseded.Load(),

@@ -196,7 +196,7 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 	}
 	defer tx.Rollback()
 	p := c.Period
-	if c.Envelope != nil {
+	if c.Envelope != nil || c.Step != nil {
 		if closed, err := isClosed(ctx, tx, p, closedNames(c)...); err != nil {
 			return o.errf("close period: %w", err)
 		} else if closed {
@@ -204,6 +204,9 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		}
 	}
 	if err := o.checkStaged(ctx, tx, c); err != nil {
+		return err
+	}
+	if err := o.commitState(ctx, tx, c); err != nil {
 		return err
 	}
 	for _, q := range []string{

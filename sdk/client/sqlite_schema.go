@@ -110,6 +110,34 @@ INSERT INTO closed_periods (pool, start, length)
 	// and they are dropped at closing as superseded).
 	`
 ALTER TABLE staged_values ADD COLUMN records INTEGER NOT NULL DEFAULT 1;`,
+	// Version 6: state metrics, whose randomizer keeps per-user state
+	// across periods (sdk.Stateful). metric_states holds each run's
+	// state (one per metric, plan and randomizer configuration: a new
+	// plan starts a new run) with the last period stepped, written in the
+	// transaction that commits that period's envelope; carried_values
+	// holds each state metric's last value, which every period without a
+	// Record reports again. A file of version 5 holds no state, so both
+	// start empty; values it staged for a state metric (which it could
+	// not send: such a randomizer refuses Randomize) are stepped when
+	// their period closes, within the grace.
+	`
+CREATE TABLE metric_states (
+	metric TEXT    NOT NULL,
+	plan   TEXT    NOT NULL,            -- plan digest: a new plan is a new run
+	digest TEXT    NOT NULL,            -- the randomizer's configuration digest
+	start  INTEGER NOT NULL,            -- the last period stepped: start, Unix seconds
+	length INTEGER NOT NULL,            -- and length, seconds
+	state  BLOB    NOT NULL,            -- the randomizer's state, opaque
+	PRIMARY KEY (metric, plan, digest)
+);
+CREATE TABLE carried_values (
+	metric   TEXT    PRIMARY KEY,
+	start    INTEGER NOT NULL,            -- the period it was the value of
+	length   INTEGER NOT NULL,
+	kind     INTEGER NOT NULL,            -- sdk.InputKind
+	category TEXT    NOT NULL DEFAULT '', -- categorical
+	total    REAL    NOT NULL DEFAULT 0   -- real
+);`,
 }
 
 // outboxSchemaVersion is the version this client writes.

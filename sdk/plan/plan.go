@@ -295,7 +295,10 @@ func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Fu
 // Calibrate opens every metric's randomizer, sets every metric's eps0 so
 // that the plan meets its target per user over its horizon, every report
 // in a batch of NMin (accountant.AllocatePlan: every metric's reports in
-// all the horizon's periods composed), and records the guarantee.
+// all the horizon's periods composed), and records the guarantee. A
+// stateful randomizer (sdk.Description.Stateful) needs separate travel:
+// under joint or parallel travel the plan is refused with an error
+// wrapping ErrInvalid that names the metric.
 func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
 	return p.CalibrateRounds(ctx, open, p.HorizonPeriods())
 }
@@ -325,6 +328,9 @@ func (p *Plan) CalibrateRounds(ctx context.Context, open Opener, rounds int) err
 		}
 		if m.Aggregate != "" && d.Input != sdk.InputReal {
 			return invalid("metric %q: aggregate = %q, but plugin %q takes %v inputs; only a real-valued metric has an aggregate", m.Name, m.Aggregate, m.Plugin, d.Input)
+		}
+		if d.Stateful && p.Pooled() {
+			return invalid("metric %q: plugin %q is stateful (it keeps per-user state across periods and reports through Step), which only separate travel supports; the plan's travel is %q", m.Name, m.Plugin, p.Travel)
 		}
 		m.Version = d.Version
 		spec.Metrics = append(spec.Metrics, accountant.PlanMetric{Name: m.Name, Mech: Mechanism(ctx, r, m.Plugin), Weight: m.Weight})
