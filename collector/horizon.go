@@ -207,7 +207,10 @@ type horizonWindow struct {
 //
 // Which can be skipped: a window is dominated when another holds, for
 // every (epoch, pool) of it, at least as many periods at a smallest batch
-// no larger (both as composeParts rounds them). Its composition is then
+// no larger (both as composeParts rounds them), spread over at least as
+// long a span from the first to the last (a tree protocol's charge,
+// accountant.LongitudinalPart, grows with the trees its span meets, and
+// with its periods and its smallest batch as the others' do). Its composition is then
 // a sub-composition of the other's with larger batches, whose true profile
 // the other's bound dominates (an extra mechanism composed, or a larger
 // batch, never lowers the privacy loss's profile; see the top of the
@@ -225,8 +228,9 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 	slices.Sort(order)
 	type pk struct{ epoch, pool string }
 	type load struct {
-		rounds int
-		n      int64
+		rounds      int
+		n           int64
+		first, last int64 // period indices: a tree protocol's charge grows with the spread
 	}
 	var ws []horizonWindow
 	var loads []map[pk]load
@@ -241,12 +245,20 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 				if !ok || q.n < ld.n {
 					ld.n = q.n
 				}
+				i := q.period.Start / max(q.period.Length, 1)
+				if !ok || i < ld.first {
+					ld.first = i
+				}
+				if !ok || i > ld.last {
+					ld.last = i
+				}
 				ld.rounds++
 				m[k] = ld
 			}
 		}
 		for k, ld := range m {
-			m[k] = load{ld.rounds, roundDown2(ld.n)}
+			ld.n = roundDown2(ld.n)
+			m[k] = ld
 		}
 		ws = append(ws, w)
 		loads = append(loads, m)
@@ -254,7 +266,7 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 	dominates := func(a, b map[pk]load) bool { // a dominates b
 		for k, lb := range b {
 			la, ok := a[k]
-			if !ok || la.rounds < lb.rounds || la.n > lb.n {
+			if !ok || la.rounds < lb.rounds || la.n > lb.n || la.last-la.first < lb.last-lb.first {
 				return false
 			}
 		}
