@@ -151,8 +151,9 @@ type LongitudinalResult struct {
 	// Tail is the part of delta the per-period bound spends on fewer mates
 	// (0 when Mates was given).
 	Tail float64
-	// Local is the local bound: Trees*TranscriptLocalEps(Tree, Eps0), plus
-	// the other parts' local levels.
+	// Local is the local bound: Trees times the level of one tree's
+	// transcript (TranscriptLocalEps for randomized response), plus the
+	// other parts' local levels.
 	Local float64
 }
 
@@ -238,13 +239,43 @@ func nodeStep(eps0 float64, node [][]float64) (*Declaration, error) {
 }
 
 // TranscriptLocalEps returns the pure LDP level of one tree's whole
-// transcript at eps0 (proof, point 6): eps0 for trees of two or more
-// periods, log((e^eps0+1)/2) for one period (one node, between 0 and s).
+// transcript at eps0 with randomized response at the nodes (proof, point
+// 6): eps0 for trees of two or more periods, log((e^eps0+1)/2) for one
+// period (one node, between 0 and s).
 func TranscriptLocalEps(tree int, eps0 float64) float64 {
-	if tree == 1 {
-		return math.Log1p(math.Exp(eps0)) - math.Ln2
+	return transcriptLevel(tree, NodeMatrix(eps0))
+}
+
+// transcriptLevel returns the pure LDP level of one tree's transcript for
+// a node law (rows -1, 0, +1), point 6 for any law: with s = ±1,
+// up_s = max_y log(R[s][y]/R[0][y]) and down_s = max_y log(R[0][y]/R[s][y]),
+// a change moving from node A to node B multiplies an output's
+// probability by at most e^(up_s + down_s) (A from s to 0, B from 0 to s,
+// independent outputs), and one node alone by e^max(up_s, down_s). Trees
+// of one period have one node.
+func transcriptLevel(tree int, node [][]float64) float64 {
+	var level float64
+	for _, s := range []int{0, 2} {
+		var up, down float64
+		for y := range node[1] {
+			up = math.Max(up, math.Log(node[s][y]/node[1][y]))
+			down = math.Max(down, math.Log(node[1][y]/node[s][y]))
+		}
+		level = math.Max(level, math.Max(up, down))
+		if tree > 1 {
+			level = math.Max(level, up+down)
+		}
 	}
-	return eps0
+	return level
+}
+
+// transcriptLocal returns the level of one tree's transcript for l's node
+// law (randomized response when Node is nil).
+func (l Longitudinal) transcriptLocal() float64 {
+	if l.Node == nil {
+		return TranscriptLocalEps(l.Tree, l.Eps0)
+	}
+	return transcriptLevel(l.Tree, l.Node)
 }
 
 // Epsilon returns the guarantee at delta, composed with the other parts a
@@ -268,7 +299,7 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 		}
 		otherCap += c.LocalEps()
 	}
-	local := float64(T)*TranscriptLocalEps(l.Tree, l.Eps0) + otherCap
+	local := float64(T)*l.transcriptLocal() + otherCap
 
 	deltaA := delta
 	if res.Mates == 0 {
@@ -282,7 +313,7 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 	res.Local = local
 	res.PerPeriod = math.Min(a, local)
 	if l.Users > 0 {
-		parts := append([]Part{{Mech: GenericMech{Eps0: TranscriptLocalEps(l.Tree, l.Eps0)}, N: l.Users, Rounds: T}}, others...)
+		parts := append([]Part{{Mech: GenericMech{Eps0: l.transcriptLocal()}, N: l.Users, Rounds: T}}, others...)
 		r, err := ComposeEpsilon(parts, delta)
 		if err != nil {
 			return LongitudinalResult{}, err

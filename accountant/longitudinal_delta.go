@@ -140,7 +140,7 @@ func (l Longitudinal) Delta(eps float64, others ...Part) (LongitudinalDeltaResul
 		}
 		otherCap += c.LocalEps()
 	}
-	res.Local = float64(T)*TranscriptLocalEps(l.Tree, l.Eps0) + otherCap
+	res.Local = float64(T)*l.transcriptLocal() + otherCap
 	res.LocalDelta = pureDelta(res.Local, eps)
 	if res.LocalDelta == 0 {
 		if l.Users > 0 {
@@ -155,7 +155,7 @@ func (l Longitudinal) Delta(eps float64, others ...Part) (LongitudinalDeltaResul
 	res.Mates, res.Tail = mates, tail
 	res.PerPeriod = math.Min(a, res.LocalDelta)
 	if l.Users > 0 {
-		parts := append([]Part{{Mech: GenericMech{Eps0: TranscriptLocalEps(l.Tree, l.Eps0)}, N: l.Users, Rounds: T}}, others...)
+		parts := append([]Part{{Mech: GenericMech{Eps0: l.transcriptLocal()}, N: l.Users, Rounds: T}}, others...)
 		r, err := ComposeDelta(parts, eps)
 		if err != nil {
 			return LongitudinalDeltaResult{}, err

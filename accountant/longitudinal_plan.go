@@ -108,6 +108,12 @@ func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err err
 			rows[x][y] = node.Matrix.At(x, y)
 		}
 	}
+	// The declared eps0 is also the level of a tree's whole transcript:
+	// check it against the node law (a law whose single nodes are within
+	// eps0 can still move a transcript by more, see transcriptLevel).
+	if lv := transcriptLevel(d.Tree, rows); lv > d.Eps0*(1+1e-12) {
+		return l, false, fmt.Errorf("%w: a tree's whole transcript under the declared node law is %.6g-LDP, more than the declared eps0 = %g", ErrInvalidDeclaration, lv, d.Eps0)
+	}
 	return Longitudinal{Tree: d.Tree, Eps0: d.Eps0, Node: rows}, true, nil
 }
 

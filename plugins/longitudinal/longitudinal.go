@@ -63,8 +63,10 @@ const (
 	ReportBytes = 4
 	// MaxTree is the largest number of periods per tree.
 	MaxTree = 1 << 12
-	// MaxChanges is the largest k.
-	MaxChanges = 255
+	// MaxChanges is the largest k. The state counts changes up to k+1 in
+	// one byte; past a few changes the estimates' variance, which grows
+	// as k², is of little use anyway.
+	MaxChanges = 128
 	// DefaultTree and DefaultChanges are the defaults of Options.
 	DefaultTree    = 64
 	DefaultChanges = 4
