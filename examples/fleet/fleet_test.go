@@ -70,20 +70,42 @@ func loadPlan(t testing.TB, nMin int) *plan.Plan {
 	return p
 }
 
+// fleetCase is one configuration of runFleet.
+type fleetCase struct {
+	n, nMin int // simulated instances; the plan's n_min
+	days    int // simulated reporting periods
+	horizon int // the plan's horizon in periods; 0 keeps examples/plan.yaml's (30)
+}
+
 // TestFleet runs a small fleet end to end through the real shuffler and
-// collector. The plan's n_min is lowered so that a few thousand instances
-// make several batches and a top-up; the estimates must pass the fleet's
-// own check (false-failure rate about 1e-6 per metric, see check).
+// collector. The plan's n_min is lowered so that 1500 instances make
+// several batches and a top-up, and its horizon to 4 periods (still longer
+// than the 2 days simulated, so no window is full): the collector
+// calibrates the three metrics' composition at n_min = 600 in seconds,
+// while the demo plan's 30 periods at n_min = 300 take tens of seconds of
+// CPU (TestFleetDeep, make audit). The estimates must pass the fleet's own
+// check (false-failure rate about 1e-6 per metric, see check).
 func TestFleet(t *testing.T) {
-	n, nMin := 1200, 300
+	c := fleetCase{n: 1500, nMin: 600, days: 2, horizon: 4}
 	if testing.Short() {
-		n, nMin = 600, 250
+		c.n = 1000
 	}
+	runFleet(t, c)
+}
+
+// runFleet runs the fleet of c against startServer and checks its verdict
+// and report.
+func runFleet(t *testing.T, c fleetCase) {
+	n, nMin := c.n, c.nMin
 	if v := os.Getenv("BLANKET_FLEET_N"); v != "" { // for measuring: BLANKET_FLEET_N=100000
 		n, _ = strconv.Atoi(v)
 		nMin = 0
 	}
-	url := startServer(t, loadPlan(t, nMin))
+	p := loadPlan(t, nMin)
+	if c.horizon > 0 {
+		p.Horizon = c.horizon
+	}
+	url := startServer(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var out, log bytes.Buffer
@@ -91,7 +113,7 @@ func TestFleet(t *testing.T) {
 	if v := os.Getenv("BLANKET_FLEET_WORKERS"); v != "" {
 		workers, _ = strconv.Atoi(v)
 	}
-	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: 4, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
+	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: c.days, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
