@@ -61,20 +61,38 @@ func TestEngineDelta(t *testing.T) {
 	}
 }
 
+// TestEngineCalibrate calibrates k-RR at n = 1e5; n = 1e6, six times the
+// CPU, is TestEngineCalibrateDeep (make audit).
 func TestEngineCalibrate(t *testing.T) {
-	out, stderr, code := executeEngine(t, "account", "calibrate", "--mech", "krr:k=100", "--eps", "1", "--delta", "1e-6", "--n", "1e6", "--json")
+	checkEngineCalibrate(t, "1e5")
+}
+
+// checkEngineCalibrate runs account calibrate for krr:k=100 to (1, 1e-6)
+// at n reports: shuffling lets eps0 exceed eps = 1.
+func checkEngineCalibrate(t *testing.T, n string) {
+	t.Helper()
+	out, stderr, code := executeEngine(t, "account", "calibrate", "--mech", "krr:k=100", "--eps", "1", "--delta", "1e-6", "--n", n, "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	obj := decodeObject(t, out, "eps0", "achieved", "baselines", "seconds")
 	checkBaselines(t, obj["baselines"])
 	if e, ok := obj["eps0"].(float64); !ok || !(e > 1) {
-		t.Errorf("eps0 = %v: shuffling 1e6 reports should allow eps0 > eps = 1", obj["eps0"])
+		t.Errorf("eps0 = %v: shuffling %s reports should allow eps0 > eps = 1", obj["eps0"], n)
 	}
 }
 
+// TestEngineCurve sweeps n from 1e3 to 1e5; 1e4 to 1e6, twice the CPU, is
+// TestEngineCurveDeep (make audit).
 func TestEngineCurve(t *testing.T) {
-	out, stderr, code := executeEngine(t, "account", "curve", "--mech", "joint(krr:k=10,krr:k=10)", "--eps0", "4", "--n", "1e4:1e6", "--points", "3", "--delta", "1e-6", "--json")
+	checkEngineCurve(t, "1e3:1e5")
+}
+
+// checkEngineCurve runs account curve for a joint mechanism at three
+// values of n in the range ns: the upper bound decreases with n.
+func checkEngineCurve(t *testing.T, ns string) {
+	t.Helper()
+	out, stderr, code := executeEngine(t, "account", "curve", "--mech", "joint(krr:k=10,krr:k=10)", "--eps0", "4", "--n", ns, "--points", "3", "--delta", "1e-6", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}

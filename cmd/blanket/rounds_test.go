@@ -450,13 +450,23 @@ func TestEngineCurveRounds(t *testing.T) {
 	}
 }
 
+// TestEnginePlanRounds calibrates the collector's two-metric test plan
+// over 3 periods; the demo plan over 12 periods (three metrics at n_min =
+// 10,000, five times the CPU) is TestEnginePlanRoundsDeep (make audit).
 func TestEnginePlanRounds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("calibrates the demo plan over 12 periods; skipped with -short")
+		t.Skip("calibrates a plan over 3 periods; skipped with -short")
 	}
-	const rounds = 12
+	checkPlanRounds(t, testPlanFile, 3)
+}
+
+// checkPlanRounds runs blanket plan on planFile with --rounds rounds: the
+// summary and the written plan record the rounds, and the guarantee meets
+// the target.
+func checkPlanRounds(t *testing.T, planFile string, rounds int) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "plan.yaml")
-	stdout, stderr, code := execute(t, defaultEnv(), "plan", "../../examples/plan.yaml", "--rounds", strconv.Itoa(rounds), "-o", out, "--json")
+	stdout, stderr, code := execute(t, defaultEnv(), "plan", planFile, "--rounds", strconv.Itoa(rounds), "-o", out, "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}

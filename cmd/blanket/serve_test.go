@@ -27,8 +27,64 @@ import (
 // testPlanFile is the collector's test plan: two metrics, n_min 1000.
 const testPlanFile = "../../collector/testdata/plan.yaml"
 
+// calibrated is testPlanFile calibrated once by 'blanket plan -o --json'
+// for the tests of this binary (TestPlanCommand checks that run; the server
+// tests start from its plan so as not to calibrate it again).
+var calibrated struct {
+	once   sync.Once
+	yaml   []byte // the written plan
+	stdout string // the --json summary
+	stderr string
+	code   int
+	err    error
+}
+
+// calibratedTestPlan returns a copy of the calibrated test plan in a file
+// of t's temporary directory, and the summary 'blanket plan --json' printed
+// when it was written.
+func calibratedTestPlan(t *testing.T) (path, summary string) {
+	t.Helper()
+	c := &calibrated
+	c.once.Do(func() {
+		dir, err := os.MkdirTemp("", "blanket-plan-test-")
+		if err != nil {
+			c.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "plan.yaml")
+		c.stdout, c.stderr, c.code = execute(t, defaultEnv(), "plan", testPlanFile, "-o", out, "--json")
+		if c.code == exitOK {
+			c.yaml, c.err = os.ReadFile(out)
+		}
+	})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if c.code != exitOK {
+		t.Fatalf("blanket plan %s -o --json: exit %d: %s", testPlanFile, c.code, c.stderr)
+	}
+	path = filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(path, c.yaml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, c.stdout
+}
+
 func TestPlanCommand(t *testing.T) {
-	stdout, stderr, code := execute(t, defaultEnv(), "plan", testPlanFile)
+	// The plan on stdout and the summary table on stderr, for the test plan
+	// under joint travel: a tenth of the CPU of separate travel, which the
+	// -o --json run below calibrates.
+	src := mustRead(t, testPlanFile)
+	joint := strings.Replace(src, "travel: separate", "travel: joint", 1)
+	if joint == src {
+		t.Fatalf("%s does not say travel: separate", testPlanFile)
+	}
+	jointFile := filepath.Join(t.TempDir(), "joint.yaml")
+	if err := os.WriteFile(jointFile, []byte(joint), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := execute(t, defaultEnv(), "plan", jointFile)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -36,8 +92,8 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stdout is not a plan: %v\n%s", err, stdout)
 	}
-	if !p.Calibrated() || p.Guarantee.Eps > p.Target.Eps {
-		t.Fatalf("plan not calibrated to its target: %+v", p.Guarantee)
+	if !p.Calibrated() || p.Guarantee.Eps > p.Target.Eps || p.Travel != "joint" {
+		t.Fatalf("plan not calibrated to its target: %+v (travel %s)", p.Guarantee, p.Travel)
 	}
 	for _, want := range []string{"metric", "ui/screen", "krr", "net/latency_ms", "summation", "guarantee", "rule"} {
 		if !strings.Contains(stderr, want) {
@@ -45,11 +101,8 @@ func TestPlanCommand(t *testing.T) {
 		}
 	}
 
-	out := filepath.Join(t.TempDir(), "out.yaml")
-	stdout, stderr, code = execute(t, defaultEnv(), "plan", testPlanFile, "-o", out, "--json")
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	// plan -o out --json: the run calibratedTestPlan made.
+	out, stdout := calibratedTestPlan(t)
 	var r planReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout)
@@ -60,6 +113,9 @@ func TestPlanCommand(t *testing.T) {
 	}
 	if len(r.Metrics) != 2 || r.Metrics[0].Eps0 != written.Metrics[0].Eps0 || r.Digest != written.Digest() || r.Metrics[0].Weight != 1 {
 		t.Fatalf("summary %+v does not describe the written plan", r)
+	}
+	if !written.Calibrated() || written.Guarantee.Eps > written.Target.Eps || written.Travel != "separate" {
+		t.Fatalf("written plan not calibrated to its target: %+v (travel %s)", written.Guarantee, written.Travel)
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal([]byte(mustRead(t, out)), &raw); err != nil || raw["guarantee"] == nil {
@@ -320,14 +376,24 @@ func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]in
 	return e
 }
 
-// TestServe runs 'blanket serve', uploads sealed k-RR reports as apps do,
-// and reads the estimate back; a restart on the same data directory keeps
-// the plan epoch, the key and the data.
+// TestServe runs 'blanket serve' on the calibrated test plan, uploads
+// sealed k-RR reports as apps do, and reads the estimate back; a restart on
+// the same data directory keeps the plan epoch, the key and the data.
+// TestServeCalibratesAtStart (make audit) runs it on the uncalibrated plan,
+// which serve calibrates at start (as OpenCollector does in
+// TestCollectorKeyAndCalibrationPersist), with 3000 reports.
 func TestServe(t *testing.T) {
+	planFile, _ := calibratedTestPlan(t)
+	checkServe(t, planFile, 2000)
+}
+
+// checkServe runs 'blanket serve' on planFile with n reports (a multiple
+// of 1000, the plan's n_min).
+func checkServe(t *testing.T, planFile string, n int) {
+	t.Helper()
 	dir := t.TempDir()
-	args := []string{"serve", "--data", dir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn"}
+	args := []string{"serve", "--data", dir, "--plan", planFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn"}
 	s := startServer(t, args...)
-	const n = 3000
 	vals, truth := values(n)
 	envs := appReports(t, s.url, "ui/screen", vals)
 	for i := 0; i < n; i += 1000 {
@@ -351,22 +417,23 @@ func TestServe(t *testing.T) {
 	}
 	var d collector.MetricDetail
 	getJSON(t, s2.url+"/v1/metrics/ui/screen", &d)
-	if len(d.Periods) != 1 || d.Periods[0].Epoch != e.Epoch || d.Periods[0].N != n {
+	if len(d.Periods) != 1 || d.Periods[0].Epoch != e.Epoch || d.Periods[0].N != int64(n) {
 		t.Fatalf("after restart: %+v", d)
 	}
 }
 
 // TestShufflerAndCollectorCommands runs the two roles as separate
-// commands with separate data directories.
+// commands with separate data directories, on the calibrated test plan.
 func TestShufflerAndCollectorCommands(t *testing.T) {
+	planFile, _ := calibratedTestPlan(t)
 	cdir, sdir := t.TempDir(), t.TempDir()
-	c := startServer(t, "collector", "--data", cdir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	c := startServer(t, "collector", "--data", cdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
 	token := mustRead(t, filepath.Join(cdir, collector.TokenFile))
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "shuffler", "--data", sdir, "--plan", testPlanFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn")
+	s := startServer(t, "shuffler", "--data", sdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn")
 	// Apps talk to the shuffler only: it relays the collector's plan.
 	var viaShuffler, direct plan.Plan
 	getJSON(t, s.url+"/v1/plan", &viaShuffler)

@@ -1,0 +1,15 @@
+//go:build audit
+
+package main
+
+import "testing"
+
+// TestEngineCalibrateDeep is TestEngineCalibrate at n = 1e6.
+func TestEngineCalibrateDeep(t *testing.T) {
+	checkEngineCalibrate(t, "1e6")
+}
+
+// TestEngineCurveDeep is TestEngineCurve from n = 1e4 to 1e6.
+func TestEngineCurveDeep(t *testing.T) {
+	checkEngineCurve(t, "1e4:1e6")
+}
