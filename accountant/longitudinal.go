@@ -37,7 +37,10 @@ package accountant
 //     the loss is at most two rounds of the pair (0, s), in either order
 //     (the engine bounds both orders of a pair, and (0, -1) has the
 //     divergences of (0, +1) by the symmetry b -> -b). With H = 1 a tree
-//     has one node: one round. A window of W consecutive periods meets at
+//     has one node: one round. (Which periods a user steps is taken as
+//     public, as for every metric: neighbouring data step the same periods;
+//     the SDK steps a state metric in every period it closes from its first
+//     value on.) A window of W consecutive periods meets at
 //     most T = ceil((W-1)/H) + 1 trees: 2T rounds of (0, +1).
 //  4. In a period's batch, the reports that blanket the victim's are those
 //     of its level-mates: others at level h, whose reports are randomized
@@ -46,10 +49,10 @@ package accountant
 //     and the atoms of both pairs are declared with that full-domain
 //     blanket. Reports of other levels carry another label: the adversary
 //     can simulate them (the others' data is fixed), so they are dropped.
-//  5. The number of level-mates: with exact counts known (the collector
-//     counts each batch's reports per level, and levels are independent of
-//     the data, so conditioning on them is conditioning on public
-//     randomness), the bound uses the smallest count. Ahead of time, in a
+//  5. The number of level-mates: with exact counts known (Mates: the
+//     smallest count of one level's reports in a batch of the window;
+//     levels are independent of the data, so conditioning on them is
+//     conditioning on public randomness), the bound uses it. Ahead of time, in a
 //     batch of N reports of a period at which r levels end (r = L in the
 //     worst period, the tree's last), each other sender is at the victim's
 //     level with probability 1/r (its level is uniform over the r levels
