@@ -312,8 +312,17 @@ func (c *child) expect(t *testing.T, prefix string) string {
 // TestCollectorSIGKILLDuringIngest kills a collector process with SIGKILL
 // inside the ingest transaction of a batch, restarts it on the same data
 // directory and address, and checks that the shuffler's retry counts the
-// batch exactly once.
+// batch exactly once. The batch is of n_min = 1000 reports (each sealed
+// once and opened by both processes, which is most of the test's CPU
+// under -race); TestCollectorSIGKILLDuringIngestDeep (make audit) sends
+// 5000.
 func TestCollectorSIGKILLDuringIngest(t *testing.T) {
+	sigkillDuringIngest(t, 1000)
+}
+
+// sigkillDuringIngest runs TestCollectorSIGKILLDuringIngest with a batch
+// of n reports (n >= 1000, the child's n_min).
+func sigkillDuringIngest(t *testing.T, n int) {
 	if runtime.GOOS == "windows" {
 		t.Skip("needs SIGKILL")
 	}
@@ -334,7 +343,6 @@ func TestCollectorSIGKILLDuringIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
-	const n = 5000
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealKRRIn(t, &pub, metric, pk, krrValues(n, 4), 4, today))), nil)
 	if k, err := s.s.Release(ctx); err != nil || k != 1 {
 		t.Fatalf("Release = %d, %v", k, err)
@@ -355,7 +363,7 @@ func TestCollectorSIGKILLDuringIngest(t *testing.T) {
 	if code := getJSON(t, "http://"+c2.addr+"/v1/metrics/"+metric, &d); code != http.StatusOK {
 		t.Fatalf("GET metric: %d", code)
 	}
-	if len(d.Periods) != 1 || d.Periods[0].N != n || d.Periods[0].Batches != 1 {
+	if len(d.Periods) != 1 || d.Periods[0].N != int64(n) || d.Periods[0].Batches != 1 {
 		t.Fatalf("after kill and restart: %+v", d)
 	}
 }
@@ -453,17 +461,27 @@ func TestCollectorRefusesBadBatches(t *testing.T) {
 
 // TestCollectorKeyAndCalibrationPersist opens a collector twice on one
 // directory with an uncalibrated plan: the key file is 0600, the public
-// key, the calibration and so the epoch are the same both times.
+// key, the calibration and so the epoch are the same both times. The test
+// plan runs under joint travel, which calibrates in a tenth of the CPU of
+// its own separate travel (TestCollectorKeyAndCalibrationPersistDeep, make
+// audit); the persistence does not depend on the travel.
 func TestCollectorKeyAndCalibrationPersist(t *testing.T) {
+	keyAndCalibrationPersist(t, "joint")
+}
+
+// keyAndCalibrationPersist runs TestCollectorKeyAndCalibrationPersist on
+// the test plan under travel.
+func keyAndCalibrationPersist(t *testing.T, travel string) {
 	dir := t.TempDir()
 	raw, err := plan.Load("testdata/plan.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw.Travel = travel
 	c1 := openCollector(t, dir, raw)
 	p1, e1, k1 := c1.Plan(), c1.Epoch(), c1.PublicKey().Bytes()
 	c1.Close()
-	if !p1.Calibrated() || p1.CollectorKey != base64.StdEncoding.EncodeToString(k1) {
+	if !p1.Calibrated() || p1.Travel != travel || p1.CollectorKey != base64.StdEncoding.EncodeToString(k1) {
 		t.Fatalf("published plan %+v", p1)
 	}
 	if runtime.GOOS != "windows" {
@@ -612,8 +630,15 @@ func TestCollectorPlanAndNotFound(t *testing.T) {
 // TestEndToEnd runs the shuffler and the collector on one loopback server,
 // as blanket serve does: apps seal k-RR reports of known values and upload
 // them from several connections; the shuffler releases, the collector
-// ingests, and the estimate is checked against the truth.
+// ingests, and the estimate is checked against the truth. 2000 reports
+// (two batches of n_min); TestEndToEndDeep (make audit) sends 4000.
 func TestEndToEnd(t *testing.T) {
+	endToEnd(t, 2000)
+}
+
+// endToEnd runs TestEndToEnd with n reports, a multiple of 1000 (the
+// plan's n_min).
+func endToEnd(t *testing.T, n int) {
 	ctx := context.Background()
 	p := testPlan(t, 1000)
 	dir := t.TempDir()
@@ -637,7 +662,6 @@ func TestEndToEnd(t *testing.T) {
 	getJSON(t, srv.URL+"/v1/plan", &pub)
 	raw, _ := base64.StdEncoding.DecodeString(pub.CollectorKey)
 	pk, _ := report.ParsePublicKey(raw)
-	const n = 4000
 	values := krrValues(n, 9)
 	sealed := sealKRRIn(t, &pub, metric, pk, values, 9, today)
 	// Each 1000 reports arrive as two uploads of 500 from two
