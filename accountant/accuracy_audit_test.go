@@ -43,14 +43,31 @@ func TestEpsilonTightLargeNDeep(t *testing.T) {
 		{3, 1, 100000, 1e-6},
 		{3, 4, 100000, 1e-10},
 		{0, 1, 100000, 1e-6},
+		{3, 0.5, 10000, 1e-12},
+		{10, 1, 10000, 1e-6},
+		{0, 4, 100000, 1e-8},
+	})
+}
+
+// TestEpsilonOrderingDeep is TestEpsilonOrdering at binary RR with delta =
+// 1e-8 and at k = 100 with n = 1e5.
+func TestEpsilonOrderingDeep(t *testing.T) {
+	checkEpsilonOrdering(t, []tightCase{
+		{2, 2, 10000, 1e-8},
+		{100, 4, 100000, 1e-6},
 	})
 }
 
 // TestEpsilonMonotoneDeep continues TestEpsilonMonotone's sweep in n from
-// 12800 to 102400 and sweeps eps0 in steps of 0.5.
+// 12800 to 102400, sweeps eps0 in steps of 0.5, and runs both sweeps for
+// k-RR with k = 100 (n from 100).
 func TestEpsilonMonotoneDeep(t *testing.T) {
 	for _, m := range []accountant.Mechanism{accountant.KRR(10), accountant.KRR(100), accountant.Generic()} {
-		checkMonotoneInN(t, m.String(), m, 12800, 102400)
+		n0 := 12800
+		if m.String() == accountant.KRR(100).String() {
+			n0 = 100
+		}
+		checkMonotoneInN(t, m.String(), m, n0, 102400)
 		checkMonotoneInEps0(t, m.String(), m, 0.5)
 	}
 }

@@ -109,6 +109,12 @@ func TestAuditHorizonSingleRound(t *testing.T) {
 	}
 }
 
+// TestHorizonSingleRoundDeep is TestHorizonSingleRound for the generic
+// clone bound at eps0 = 2.
+func TestHorizonSingleRoundDeep(t *testing.T) {
+	checkHorizonSingleRound(t, []singleRoundCase{{Generic(), 2, 10_000}})
+}
+
 // TestAuditHorizonLong: long horizons stay tight, ordered and below basic
 // composition.
 func TestAuditHorizonLong(t *testing.T) {
@@ -136,8 +142,8 @@ func TestAuditHorizonLong(t *testing.T) {
 	}
 }
 
-// TestAuditLowerPLDFuzz is TestReviewLowerPLDFuzz with four times the
-// trials (make test runs 1000).
+// TestAuditLowerPLDFuzz is TestReviewLowerPLDFuzz with 4000 trials (make
+// test runs the first 250 of the same stream).
 func TestAuditLowerPLDFuzz(t *testing.T) {
 	reviewPLDFuzz(t, 4000, false, true)
 }

@@ -2,19 +2,33 @@ package accountant
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
 
+// TestAllocatePlan allocates a three-metric plan under each travel mode:
+// joint and parallel at n_min = 20,000, separate at n_min = 2000 (at
+// 20,000 it takes 25 s of CPU, a composition of three reports per
+// evaluation: TestAllocatePlanDeep, make audit).
 func TestAllocatePlan(t *testing.T) {
+	checkAllocatePlan(t, 20_000, TravelJoint, TravelParallel)
+	checkAllocatePlan(t, 2000, TravelSeparate)
+}
+
+// checkAllocatePlan allocates (eps, delta) = (1, 1e-6) at n_min = n over
+// three metrics (weights 2:1:1) under each of travels, and re-checks the
+// guarantee through the public query API at the allocated budgets.
+func checkAllocatePlan(t *testing.T, n int, travels ...Travel) {
+	t.Helper()
 	metrics := []PlanMetric{
 		{Name: "ui/screen", Mech: KRR(20), Weight: 2},
 		{Name: "net/kind", Mech: KRR(4), Weight: 1},
 		{Name: "any", Mech: Generic(), Weight: 1},
 	}
-	const eps, delta, n = 1.0, 1e-6, 20_000
-	for _, travel := range []Travel{TravelJoint, TravelParallel, TravelSeparate} {
-		t.Run(string(travel), func(t *testing.T) {
+	const eps, delta = 1.0, 1e-6
+	for _, travel := range travels {
+		t.Run(fmt.Sprintf("%s/n=%d", travel, n), func(t *testing.T) {
 			res, err := AllocatePlan(PlanSpec{Eps: eps, Delta: delta, NMin: n, Travel: travel, Metrics: metrics})
 			if err != nil {
 				t.Fatal(err)
