@@ -80,16 +80,24 @@ func (r outputSpied) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs)
 	return reps, err
 }
 
-// TestMeanThousandRecordsOnePeriod records a mean metric 1000 times in
-// each of four periods: the outbox stages the period's unclamped total and
-// the number of values; nothing is sent while the period is open; once it
-// has closed, exactly one report of the period goes out, pooled under the
+// TestMeanRecordsOnePeriod records a mean metric 100 times in each of
+// four periods: the outbox stages the period's unclamped total and the
+// number of values; nothing is sent while the period is open; once it has
+// closed, exactly one report of the period goes out, pooled under the
 // period's key, and the report the collector opens is the randomizer's
 // output for the period's mean clamped to [0, 100] — not the total, the
 // last value, the mean of the clamped values, or a mean over another
 // count. The values are integers and halves, so every total and mean is
-// exact in floating point.
-func TestMeanThousandRecordsOnePeriod(t *testing.T) {
+// exact in floating point. Each Record is a SQLite transaction, most of
+// the test's CPU under -race: TestMeanThousandRecordsOnePeriod (make
+// audit) records 1000 times per period.
+func TestMeanRecordsOnePeriod(t *testing.T) {
+	meanRecordsOnePeriod(t, 100)
+}
+
+// meanRecordsOnePeriod runs TestMeanRecordsOnePeriod with n Records per
+// period (a multiple of 100).
+func meanRecordsOnePeriod(t *testing.T, n int) {
 	f := newMeanServer(t, "separate")
 	dir := t.TempDir()
 	cfg, clk := clockConfig(f, dir)
@@ -100,21 +108,20 @@ func TestMeanThousandRecordsOnePeriod(t *testing.T) {
 	p := newProvider(t, cfg)
 	ctx := context.Background()
 	latency := p.Meter("app").Mean("latency")
-	const n = 1000
 	cases := []struct {
-		value       func(i int) float64
-		total, sent float64
+		value      func(i int) float64
+		mean, sent float64 // the period's total is mean * n
 	}{
-		// In range: the total (49500) would be clamped to 100, the last
+		// In range: the total (49.5 n) would be clamped to 100, the last
 		// value is 99.
-		{value: func(i int) float64 { return float64(i % 100) }, total: 49500, sent: 49.5},
+		{value: func(i int) float64 { return float64(i % 100) }, mean: 49.5, sent: 49.5},
 		// The mean of the clamped values would be 50, the clamped total
 		// 100, the clamped last value 0.
-		{value: func(i int) float64 { return []float64{250, -100}[i%2] }, total: 75000, sent: 75},
+		{value: func(i int) float64 { return []float64{250, -100}[i%2] }, mean: 75, sent: 75},
 		// Above the range.
-		{value: func(i int) float64 { return 120 + float64(i%10) }, total: 124500, sent: 100},
+		{value: func(i int) float64 { return 120 + float64(i%10) }, mean: 124.5, sent: 100},
 		// Below the range.
-		{value: func(i int) float64 { return -0.5 - float64(i%2) }, total: -1000, sent: 0},
+		{value: func(i int) float64 { return -0.5 - float64(i%2) }, mean: -1, sent: 0},
 	}
 	pl := p.Plan()
 	var periods []report.Period
@@ -129,8 +136,8 @@ func TestMeanThousandRecordsOnePeriod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(staged) != 1 || staged[0].Metric != latencyMetric || staged[0].Sum != c.total || staged[0].Count != n {
-			t.Fatalf("case %d: staged %+v, want the total %v of %d values", k, staged, c.total, n)
+		if total := c.mean * float64(n); len(staged) != 1 || staged[0].Metric != latencyMetric || staged[0].Sum != total || staged[0].Count != int64(n) {
+			t.Fatalf("case %d: staged %+v, want the total %v of %d values", k, staged, total, n)
 		}
 		if k == 0 {
 			flush(t, p)
@@ -143,7 +150,7 @@ func TestMeanThousandRecordsOnePeriod(t *testing.T) {
 	flush(t, p)
 	flush(t, p) // closing again sends nothing more
 
-	if st := p.Stats(); st.Recorded != n*int64(len(cases)) || st.Messages != int64(len(cases)) || st.Uploaded != int64(len(cases)) {
+	if st := p.Stats(); st.Recorded != int64(n*len(cases)) || st.Messages != int64(len(cases)) || st.Uploaded != int64(len(cases)) {
 		t.Fatalf("stats %+v, want %d recorded, one report per period sealed and uploaded", st, n*len(cases))
 	}
 	keys := f.keyCounts()

@@ -25,11 +25,18 @@ func sqliteOutbox(t *testing.T, dir string) *client.SQLiteOutbox {
 	return o
 }
 
-// TestThousandRecordsOnePeriod records one metric 1000 times in one
-// period: nothing is sent while the period is open; once it has closed,
-// exactly one report goes out, made of the last value, pooled under the
-// period's key and opening only under the period's binding.
-func TestThousandRecordsOnePeriod(t *testing.T) {
+// TestRecordsOnePeriod records one metric 200 times in one period:
+// nothing is sent while the period is open; once it has closed, exactly
+// one report goes out, made of the last value, pooled under the period's
+// key and opening only under the period's binding.
+// TestThousandRecordsOnePeriod (make audit) records 1000 times.
+func TestRecordsOnePeriod(t *testing.T) {
+	recordsOnePeriod(t, 200)
+}
+
+// recordsOnePeriod runs TestRecordsOnePeriod with n Records (a multiple of
+// 4, the number of values cycled through).
+func recordsOnePeriod(t *testing.T, n int) {
 	f := newFakeServer(t, nil)
 	cfg, clk := clockConfig(f, t.TempDir())
 	var sp spy
@@ -43,15 +50,15 @@ func TestThousandRecordsOnePeriod(t *testing.T) {
 	ctx := context.Background()
 	screen := p.Meter("app").Categorical("screen")
 	values := []string{"home", "search", "settings", "elsewhere"}
-	for i := range 1000 {
+	for i := range n {
 		clk.Set(t0.Add(time.Duration(i) * time.Second)) // all in t0's period
 		if err := screen.Record(ctx, values[i%len(values)]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	flush(t, p)
-	if st := p.Stats(); st.Recorded != 1000 || st.Messages != 0 {
-		t.Fatalf("while the period is open: stats %+v, want 1000 recorded, nothing sealed", st)
+	if st := p.Stats(); st.Recorded != int64(n) || st.Messages != 0 {
+		t.Fatalf("while the period is open: stats %+v, want %d recorded, nothing sealed", st, n)
 	}
 	if _, raw, _ := f.counts(); raw != 0 {
 		t.Fatalf("the server got %d envelopes while the period was open", raw)
@@ -78,7 +85,8 @@ func TestThousandRecordsOnePeriod(t *testing.T) {
 	if _, err := report.Open(f.priv, b, got[0].Sealed); !errors.Is(err, report.ErrOpen) {
 		t.Errorf("opening under the period before: %v, want ErrOpen", err)
 	}
-	// The 1000th value, "elsewhere" (index 999), is the one randomized.
+	// The last value, "elsewhere" (index n-1, n a multiple of 4), is the
+	// one randomized.
 	if in := sp.got("krr"); len(in) != 1 || in[0].Categories[0] != "elsewhere" {
 		t.Errorf("randomized %+v, want the last value alone", in)
 	}

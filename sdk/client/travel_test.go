@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -514,24 +515,58 @@ func TestPlanRefresh(t *testing.T) {
 
 // TestJointMessageTooLarge checks that a joint plan whose sealed messages
 // would exceed what an envelope carries is refused up front, not charged
-// and dropped round after round.
+// and dropped round after round. Nine RAPPOR metrics of two categories
+// whose randomizers declare reports of 7500 bytes (bigReports) stand for
+// nine of 60,000 categories: a plan that large takes 18 s of CPU under
+// -race in JSON alone. TestJointMessageTooLargeRAPPOR (make audit) runs the
+// real thing.
 func TestJointMessageTooLarge(t *testing.T) {
+	cache := client.NewRandomizerCache(func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
+		r, err := client.PluginOpener("")(ctx, name, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return bigReports{Randomizer: r, bytes: 7500}, nil
+	})
+	t.Cleanup(func() { cache.Close() })
+	jointMessageTooLarge(t, []string{"a", "b"}, cache)
+}
+
+// bigReports is a randomizer whose description claims reports of bytes
+// bytes.
+type bigReports struct {
+	sdk.Randomizer
+	bytes int
+}
+
+func (r bigReports) Describe(ctx context.Context) (*sdk.Description, error) {
+	d, err := r.Randomizer.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := *d
+	c.ReportBytes = r.bytes
+	return &c, nil
+}
+
+// jointMessageTooLarge runs TestJointMessageTooLarge on nine RAPPOR
+// metrics over labels whose reports are 7500 bytes each (67,500 bytes of
+// reports): refused under joint travel, accepted under parallel. A nil
+// cache opens the built-in plugins.
+func jointMessageTooLarge(t *testing.T, labels []string, cache *client.RandomizerCache) {
 	_, pub, err := report.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	pl := testPlan(pub)
 	pl.Travel = "joint"
-	labels := make([]string, 60000) // RAPPOR reports of 7500 bytes
-	for i := range labels {
-		labels[i] = fmt.Sprint("l", i)
-	}
 	pl.Metrics = pl.Metrics[:0]
-	for i := range 9 { // 67,500 bytes of reports
+	for i := range 9 {
 		pl.Metrics = append(pl.Metrics, plan.Metric{Name: fmt.Sprint("big/", i), Plugin: "rappor", Categories: labels, Version: "1", Eps0: testEps0})
 	}
 	f := newFakeServer(t, pl)
 	cfg := fastConfig(f, t.TempDir())
+	cfg.Randomizers = cache
 	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrPlanRefused) || !strings.Contains(err.Error(), "sealed message") {
 		t.Fatalf("NewProvider: %v, want a refusal naming the message size", err)
 	}

@@ -1,0 +1,29 @@
+//go:build audit
+
+package client_test
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestMeanThousandRecordsOnePeriod is TestMeanRecordsOnePeriod with 1000
+// Records per period.
+func TestMeanThousandRecordsOnePeriod(t *testing.T) {
+	meanRecordsOnePeriod(t, 1000)
+}
+
+// TestThousandRecordsOnePeriod is TestRecordsOnePeriod with 1000 Records.
+func TestThousandRecordsOnePeriod(t *testing.T) {
+	recordsOnePeriod(t, 1000)
+}
+
+// TestJointMessageTooLargeRAPPOR is TestJointMessageTooLarge with the
+// real RAPPOR plugin over 60,000 categories (reports of 7500 bytes).
+func TestJointMessageTooLargeRAPPOR(t *testing.T) {
+	labels := make([]string, 60000)
+	for i := range labels {
+		labels[i] = fmt.Sprint("l", i)
+	}
+	jointMessageTooLarge(t, labels, nil)
+}
