@@ -39,11 +39,22 @@ func served(t *testing.T, f sdk.Factory, cfg sdk.Config) sdk.Randomizer {
 // `blanket plugin verify` does: error sentinels, malformed-report counts and
 // panics must survive the trip.
 func TestOverGRPC(t *testing.T) {
+	// Fewer draws than the defaults: this test is about the protocol, and
+	// TestBuiltins runs the full kit in process. Laplace, whose sampler is
+	// the costliest under -race (18 s of CPU here with the others'
+	// options), runs at one eps0 with estimator batches of 200; the
+	// others' options are TestOverGRPCDeep's (make audit).
+	light := plugintest.Options{Samples: 5000, Batches: 50}
+	laplaceOpts := light
+	laplaceOpts.Eps0s, laplaceOpts.BatchSize = []float64{2}, 200
+	overGRPC(t, light, laplaceOpts)
+}
+
+// overGRPC runs TestOverGRPC with the options light, and laplaceOpts for
+// the laplace plugin.
+func overGRPC(t *testing.T, light, laplaceOpts plugintest.Options) {
 	local := must(olh.FromConfig(sdk.Config{Categories: []string{"a", "b", "c"}, Other: "other"})) // decodes reports of the served configuration
 	small := sdk.Config{Categories: []string{"a", "b", "c"}, Other: "other"}
-	// Fewer draws than the defaults: this test is about the protocol, and
-	// TestBuiltins runs the full kit in process.
-	light := plugintest.Options{Samples: 5000, Batches: 50}
 	olhOpts := light
 	olhOpts.Output = local.Output
 	tests := []struct {
@@ -54,7 +65,7 @@ func TestOverGRPC(t *testing.T) {
 	}{
 		{"krr", sdk.FactoryOf(krr.FromConfig), small, light},
 		{"summation", sdk.FactoryOf(summation.FromConfig), sdk.Config{Lo: 0, Hi: 10, Params: map[string]string{"k": "4"}}, light},
-		{"laplace", sdk.FactoryOf(laplace.FromConfig), sdk.Config{Lo: 0, Hi: 10}, light},
+		{"laplace", sdk.FactoryOf(laplace.FromConfig), sdk.Config{Lo: 0, Hi: 10}, laplaceOpts},
 		{"olh", sdk.FactoryOf(olh.FromConfig), small, olhOpts},
 	}
 	for _, tt := range tests {
