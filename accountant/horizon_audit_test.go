@@ -115,6 +115,23 @@ func TestHorizonSingleRoundDeep(t *testing.T) {
 	checkHorizonSingleRound(t, []singleRoundCase{{Generic(), 2, 10_000}})
 }
 
+// TestHorizonCalibrateDeep is TestHorizonCalibrate for k-RR with k = 10.
+func TestHorizonCalibrateDeep(t *testing.T) {
+	checkHorizonCalibrate(t, KRR(10))
+}
+
+// TestHorizonMonotoneDeep is TestHorizonMonotone over n = 5000, 20,000
+// and 80,000 and eps0 = 2, 2.5 and 3.
+func TestHorizonMonotoneDeep(t *testing.T) {
+	checkHorizonMonotone(t, []int{5000, 20_000, 80_000}, []float64{2, 2.5, 3})
+}
+
+// TestHorizonHeterogeneousIdenticalDeep is TestHorizonHeterogeneousIdentical
+// at n = 20,000.
+func TestHorizonHeterogeneousIdenticalDeep(t *testing.T) {
+	checkHorizonHeterogeneousIdentical(t, 20_000)
+}
+
 // TestAuditHorizonLong: long horizons stay tight, ordered and below basic
 // composition.
 func TestAuditHorizonLong(t *testing.T) {

@@ -178,9 +178,17 @@ func checkHorizonSingleRound(t *testing.T, cases []singleRoundCase) {
 
 // TestHorizonHeterogeneousIdentical: a composition of identical parts is
 // the homogeneous composition (same lattice, same PLDs, only the order of
-// the products differs).
+// the products differs). At n = 5000; n = 20,000 is
+// TestHorizonHeterogeneousIdenticalDeep (make audit).
 func TestHorizonHeterogeneousIdentical(t *testing.T) {
-	p := Part{Mech: KRR(20), Eps0: 3, N: 20_000}
+	checkHorizonHeterogeneousIdentical(t, 5000)
+}
+
+// checkHorizonHeterogeneousIdentical runs TestHorizonHeterogeneousIdentical
+// for k-RR (k = 20, eps0 = 3) shuffled among n.
+func checkHorizonHeterogeneousIdentical(t *testing.T, n int) {
+	t.Helper()
+	p := Part{Mech: KRR(20), Eps0: 3, N: n}
 	homo := p
 	homo.Rounds = 6
 	a := mustCompose(t, homo)
@@ -204,8 +212,16 @@ func TestHorizonHeterogeneousIdentical(t *testing.T) {
 }
 
 // TestHorizonMonotone: eps grows with T and eps0 and shrinks with n, for
-// well separated values; lower <= upper everywhere.
+// well separated values; lower <= upper everywhere. n = 80,000 and eps0 =
+// 2.5 are TestHorizonMonotoneDeep's (make audit).
 func TestHorizonMonotone(t *testing.T) {
+	checkHorizonMonotone(t, []int{5000, 20_000}, []float64{2, 3})
+}
+
+// checkHorizonMonotone runs TestHorizonMonotone's checks over T, then over
+// ns and eps0s (each increasing).
+func checkHorizonMonotone(t *testing.T, ns []int, eps0s []float64) {
+	t.Helper()
 	base := Part{Mech: KRR(10), Eps0: 3, N: 20_000, Rounds: 10}
 	eps := func(p Part) EpsilonResult {
 		r, err := ComposeEpsilon([]Part{p}, 1e-6)
@@ -234,7 +250,7 @@ func TestHorizonMonotone(t *testing.T) {
 		prev = r.Upper
 	}
 	prev = math.Inf(1)
-	for _, n := range []int{5000, 20_000, 80_000} {
+	for _, n := range ns {
 		p := base
 		p.N = n
 		if r := eps(p); r.Upper >= prev {
@@ -244,7 +260,7 @@ func TestHorizonMonotone(t *testing.T) {
 		}
 	}
 	prev = 0
-	for _, e0 := range []float64{2, 2.5, 3} {
+	for _, e0 := range eps0s {
 		p := base
 		p.Eps0 = e0
 		if r := eps(p); r.Upper <= prev {
@@ -279,9 +295,16 @@ func TestHorizonRoundTrip(t *testing.T) {
 
 // TestHorizonCalibrate: the calibrated eps0 meets the target over T rounds,
 // is within 1% of the largest that does (1.01 eps0 misses it), is at least
-// basic composition's and at most one round's.
+// basic composition's and at most one round's. For k-RR with k = 100; k =
+// 10 (twice the CPU) is TestHorizonCalibrateDeep (make audit).
 func TestHorizonCalibrate(t *testing.T) {
-	m := KRR(10)
+	checkHorizonCalibrate(t, KRR(100))
+}
+
+// checkHorizonCalibrate runs TestHorizonCalibrate's checks for m over 30
+// rounds at n = 10,000.
+func checkHorizonCalibrate(t *testing.T, m Mechanism) {
+	t.Helper()
 	tg := Target{Eps: 1, Delta: 1e-6, N: 10_000, Rounds: 30}
 	c, err := Calibrate(m, tg)
 	if err != nil {
