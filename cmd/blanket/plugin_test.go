@@ -25,14 +25,23 @@ func buildOLH(t *testing.T) string {
 
 // TestCustomPluginEndToEnd loads the OLH example from a plugin directory:
 // it is listed, passes the conformance kit through the real subprocess,
-// and is usable by name in --mech.
+// and is usable by name in --mech. The kit runs at one eps0 with 5000
+// samples per input (examples/custom-plugin/olh's TestConformance runs it
+// in full in process); TestCustomPluginEndToEndDeep (make audit) runs
+// 'plugin verify' with its defaults.
 func TestCustomPluginEndToEnd(t *testing.T) {
+	customPluginEndToEnd(t, "--eps0", "2", "--samples", "5000")
+}
+
+// customPluginEndToEnd runs TestCustomPluginEndToEnd with verifyFlags
+// added to 'blanket plugin verify'.
+func customPluginEndToEnd(t *testing.T, verifyFlags ...string) {
 	dir := buildOLH(t)
 	out, errOut, code := executeEngine(t, "plugin", "list", "--plugin-dir", dir)
 	if code != 0 || !strings.Contains(out, "olh") || !strings.Contains(out, "binary") {
 		t.Fatalf("plugin list: code %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code = executeEngine(t, "plugin", "verify", filepath.Join(dir, "blanket-olh"), "--categories", "4")
+	out, errOut, code = executeEngine(t, append([]string{"plugin", "verify", filepath.Join(dir, "blanket-olh"), "--categories", "4"}, verifyFlags...)...)
 	if code != 0 || !strings.Contains(out, "PASS") {
 		t.Fatalf("plugin verify: code %d\n%s%s", code, out, errOut)
 	}
