@@ -192,6 +192,14 @@ func (l Longitudinal) check() error {
 	} else if err := checkN(l.Mates); err != nil {
 		return fmt.Errorf("longitudinal mates: %w", err)
 	}
+	if l.Node != nil {
+		if len(l.Node) != 3 {
+			return argError("longitudinal node law rows", len(l.Node), "3 (node values -1, 0, +1)")
+		}
+		if lv := transcriptLevel(l.Tree, l.Node); lv > l.Eps0*(1+1e-12) {
+			return fmt.Errorf("%w: a tree's whole transcript under the node law is %.6g-LDP, more than eps0 = %g", ErrInvalidDeclaration, lv, l.Eps0)
+		}
+	}
 	if l.Users != 0 {
 		if err := checkN(l.Users); err != nil {
 			return fmt.Errorf("longitudinal users: %w", err)
@@ -246,7 +254,10 @@ func nodeStep(eps0 float64, node [][]float64) (*Declaration, error) {
 // 6): eps0 for trees of two or more periods, log((e^eps0+1)/2) for one
 // period (one node, between 0 and s).
 func TranscriptLocalEps(tree int, eps0 float64) float64 {
-	return transcriptLevel(tree, NodeMatrix(eps0))
+	if tree == 1 {
+		return math.Log1p(math.Exp(eps0)) - math.Ln2
+	}
+	return eps0
 }
 
 // transcriptLevel returns the pure LDP level of one tree's transcript for
@@ -274,11 +285,14 @@ func transcriptLevel(tree int, node [][]float64) float64 {
 
 // transcriptLocal returns the level of one tree's transcript for l's node
 // law (randomized response when Node is nil).
+// A declared law's level is checked against Eps0 (check, to relative
+// 1e-12 like every declared ratio) and capped at it, so that randomized
+// response computed from rounded probabilities gives exactly eps0.
 func (l Longitudinal) transcriptLocal() float64 {
 	if l.Node == nil {
 		return TranscriptLocalEps(l.Tree, l.Eps0)
 	}
-	return transcriptLevel(l.Tree, l.Node)
+	return math.Min(transcriptLevel(l.Tree, l.Node), l.Eps0)
 }
 
 // Epsilon returns the guarantee at delta, composed with the other parts a

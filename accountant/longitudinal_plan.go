@@ -111,10 +111,17 @@ func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err err
 	// The declared eps0 is also the level of a tree's whole transcript:
 	// check it against the node law (a law whose single nodes are within
 	// eps0 can still move a transcript by more, see transcriptLevel).
-	if lv := transcriptLevel(d.Tree, rows); lv > d.Eps0*(1+1e-12) {
-		return l, false, fmt.Errorf("%w: a tree's whole transcript under the declared node law is %.6g-LDP, more than the declared eps0 = %g", ErrInvalidDeclaration, lv, d.Eps0)
+	// A matrix without eps0 gets the computed level, as Decompose gives a
+	// matrix its largest log ratio.
+	eps0 = d.Eps0
+	lv := transcriptLevel(d.Tree, rows)
+	if eps0 == 0 {
+		eps0 = lv
 	}
-	return Longitudinal{Tree: d.Tree, Eps0: d.Eps0, Node: rows}, true, nil
+	if lv > eps0*(1+1e-12) {
+		return l, false, fmt.Errorf("%w: a tree's whole transcript under the declared node law is %.6g-LDP, more than the declared eps0 = %g", ErrInvalidDeclaration, lv, eps0)
+	}
+	return Longitudinal{Tree: d.Tree, Eps0: eps0, Node: rows}, true, nil
 }
 
 // IsLongitudinal reports whether m is a tree protocol (its declaration has
