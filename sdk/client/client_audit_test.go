@@ -27,3 +27,9 @@ func TestJointMessageTooLargeRAPPOR(t *testing.T) {
 	}
 	jointMessageTooLarge(t, labels, nil)
 }
+
+// TestCrashRestartDeep is TestCrashRestart with 200 Records, and at least
+// 300 before the kill while recording.
+func TestCrashRestartDeep(t *testing.T) {
+	crashRestartBoth(t, 200, 300)
+}

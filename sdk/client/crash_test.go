@@ -88,18 +88,30 @@ func crashChild() int {
 // its outbox. The restarted Provider sends them again; the server counts
 // the raw deliveries (more than N: retries happened) and the distinct ids
 // (exactly N).
+//
+// The child records 50 values (each in a period of its own, so each
+// Record seals a report), or at least 100 before the kill while still
+// recording; TestCrashRestartDeep (make audit) records 200 and 300.
 func TestCrashRestart(t *testing.T) {
+	crashRestartBoth(t, 50, 100)
+}
+
+// crashRestartBoth runs TestCrashRestart's two cases: killed after n
+// Records, and killed while recording after at least running Records.
+func crashRestartBoth(t *testing.T, n, running int) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	t.Run("after recording", func(t *testing.T) { crashRestart(t, 200) })
+	t.Run("after recording", func(t *testing.T) { crashRestart(t, n, 0) })
 	// Killed while still recording: the Records that returned before the
 	// kill are all delivered, plus at most the one in flight, which is
 	// committed entirely or not at all.
-	t.Run("while recording", func(t *testing.T) { crashRestart(t, -1) })
+	t.Run("while recording", func(t *testing.T) { crashRestart(t, -1, running) })
 }
 
-func crashRestart(t *testing.T, n int) {
+// crashRestart kills the child after its n Records (n > 0), or after at
+// least running Records of an endless run (n < 0).
+func crashRestart(t *testing.T, n, running int) {
 	f := newFakeServer(t, nil)
 	release := make(chan struct{})
 	var once sync.Once
@@ -140,7 +152,7 @@ func crashRestart(t *testing.T, n int) {
 	defer cmd.Process.Kill()
 
 	// Count the Records that returned; kill once the child has recorded
-	// (all n, or at least 300 in "forever" mode) and an upload is held.
+	// (all n, or at least running in "forever" mode) and an upload is held.
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -159,7 +171,7 @@ func crashRestart(t *testing.T, n int) {
 				t.Fatal("child exited early")
 			case l == "ok":
 				acked++
-				if n < 0 && acked >= 300 {
+				if n < 0 && acked >= running {
 					done = true
 				}
 			case l == "recorded":
