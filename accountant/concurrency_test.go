@@ -140,8 +140,10 @@ func TestConcurrentQueries(t *testing.T) {
 			r, err := Delta(KRR(5), 1, 3000, 0.3)
 			return []float64{r.Upper, r.Lower}, err
 		}},
+		// eps = 2: a fifth of the CPU of eps = 1 under -race, through
+		// the same calls.
 		{"calibrate krr4", func() ([]float64, error) {
-			r, err := Calibrate(KRR(4), Target{Eps: 1, Delta: 1e-3, N: 1000})
+			r, err := Calibrate(KRR(4), Target{Eps: 2, Delta: 1e-3, N: 1000})
 			return []float64{r.Eps0, r.Achieved.Upper}, err
 		}},
 	}
