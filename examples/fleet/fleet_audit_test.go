@@ -11,3 +11,8 @@ import "testing"
 func TestFleetDeep(t *testing.T) {
 	runFleet(t, fleetCase{n: 1200, nMin: 300, days: 4})
 }
+
+// TestFleetPooledDeep is TestFleetPooled over 2 days.
+func TestFleetPooledDeep(t *testing.T) {
+	fleetPooled(t, 2)
+}

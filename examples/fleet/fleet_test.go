@@ -141,11 +141,17 @@ func TestBinomialAllowance(t *testing.T) {
 	}
 }
 
-// TestFleetPooled runs a small fleet under joint and parallel travel: one
-// shuffler pool for the plan's messages, calibrated by the collector for
-// the joint or parallel mechanism; the estimates must pass the fleet's own
-// check.
+// TestFleetPooled runs a small fleet under joint and parallel travel over
+// one day: one shuffler pool for the plan's messages, calibrated by the
+// collector for the joint or parallel mechanism; the estimates must pass
+// the fleet's own check. TestFleetPooledDeep (make audit) simulates 2
+// days.
 func TestFleetPooled(t *testing.T) {
+	fleetPooled(t, 1)
+}
+
+// fleetPooled runs TestFleetPooled over days simulated days.
+func fleetPooled(t *testing.T, days int) {
 	for _, travel := range []string{"joint", "parallel"} {
 		t.Run(travel, func(t *testing.T) {
 			n, nMin := 800, 250
@@ -162,7 +168,7 @@ func TestFleetPooled(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			var out, log bytes.Buffer
-			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: 2, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
+			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: days, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
 			t.Log("\n" + out.String())
 			if err != nil {
 				t.Fatal(err)
