@@ -377,14 +377,15 @@ func checkEstimate(t *testing.T, base, metric string, n int, truth map[string]in
 }
 
 // TestServe runs 'blanket serve' on the calibrated test plan, uploads
-// sealed k-RR reports as apps do, and reads the estimate back; a restart on
-// the same data directory keeps the plan epoch, the key and the data.
+// 1000 sealed k-RR reports (one batch of n_min) as apps do, and reads the
+// estimate back; a restart on the same data directory keeps the plan
+// epoch, the key and the data.
 // TestServeCalibratesAtStart (make audit) runs it on the uncalibrated plan,
 // which serve calibrates at start (as OpenCollector does in
 // TestCollectorKeyAndCalibrationPersist), with 3000 reports.
 func TestServe(t *testing.T) {
 	planFile, _ := calibratedTestPlan(t)
-	checkServe(t, planFile, 2000)
+	checkServe(t, planFile, 1000)
 }
 
 // checkServe runs 'blanket serve' on planFile with n reports (a multiple
@@ -441,7 +442,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	if viaShuffler.CollectorKey == "" || viaShuffler.Digest() != direct.Digest() {
 		t.Fatal("the shuffler does not relay the collector's plan")
 	}
-	const n = 2000
+	const n = 1000 // one batch of n_min
 	vals, truth := values(n)
 	if res := upload(t, s.url, appReports(t, s.url, "ui/screen", vals)); res.Accepted != n {
 		t.Fatalf("upload: %+v", res)
