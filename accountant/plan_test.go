@@ -8,12 +8,12 @@ import (
 )
 
 // TestAllocatePlan allocates a three-metric plan under each travel mode:
-// joint and parallel at n_min = 20,000, separate at n_min = 2000 (at
-// 20,000 it takes 25 s of CPU, a composition of three reports per
-// evaluation: TestAllocatePlanDeep, make audit).
+// joint and parallel at n_min = 5000, separate at n_min = 1000 (at 20,000
+// it takes 25 s of CPU, a composition of three reports per evaluation;
+// TestAllocatePlanDeep, make audit, runs all three at 20,000).
 func TestAllocatePlan(t *testing.T) {
-	checkAllocatePlan(t, 20_000, TravelJoint, TravelParallel)
-	checkAllocatePlan(t, 2000, TravelSeparate)
+	checkAllocatePlan(t, 5000, TravelJoint, TravelParallel)
+	checkAllocatePlan(t, 1000, TravelSeparate)
 }
 
 // checkAllocatePlan allocates (eps, delta) = (1, 1e-6) at n_min = n over
