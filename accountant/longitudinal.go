@@ -382,11 +382,7 @@ func (l Longitudinal) nodePart(mates, T int) (Part, error) {
 // delta on the tail (point 5: a union over the periods of the window in
 // which the victim may report), and the tail spent.
 func (l Longitudinal) inferMates(budget float64) (int, float64) {
-	levels := treeLevels(l.Tree)
-	if l.Ending > 0 {
-		levels = min(l.Ending, levels)
-	}
-	m0, tail := matesQuantile(l.Batch, levels, budget/float64(l.Periods))
+	m0, tail := matesQuantile(l.Batch, l.sendingLevels(), budget/float64(l.Periods))
 	return m0, tail * float64(l.Periods)
 }
 
@@ -397,19 +393,27 @@ func matesQuantile(batch, levels int, budget float64) (int, float64) {
 	if levels == 1 {
 		return batch, 0
 	}
-	p := 1 / float64(levels)
-	// tail(m) = Pr[X < m-1] for X ~ Binomial(batch-1, p), m the mates
-	// with the victim; it grows with m, so bisect for the largest m.
+	// mateTail grows with m, so bisect for the largest m.
 	lo, hi := 1, batch
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
-		if binomLowerTail(batch-1, p, mid-1) <= budget {
+		if mateTail(batch, levels, mid) <= budget {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	return lo, binomLowerTail(batch-1, p, lo-1)
+	return lo, mateTail(batch, levels, lo)
+}
+
+// mateTail returns an upper bound on Pr[1 + Binomial(batch-1, 1/levels)
+// < m]: that a batch of batch reports holds fewer than m of the victim's
+// level, the victim included (0 with one level: every report is a mate).
+func mateTail(batch, levels, m int) float64 {
+	if levels == 1 {
+		return 0
+	}
+	return binomLowerTail(batch-1, 1/float64(levels), m-1)
 }
 
 // binomLowerTail returns an upper bound on Pr[Binomial(n, p) < m]: the

@@ -87,9 +87,6 @@ type LongitudinalDeltaResult struct {
 // Users. ok is false when m is not a tree protocol (a FuncMech without a
 // Declare function included: it declares nothing).
 func LongitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err error) {
-	if f, isFunc := m.(FuncMech); isFunc && f.Declare == nil {
-		return l, false, nil
-	}
 	return longitudinalOf(m, eps0)
 }
 
@@ -181,11 +178,7 @@ func (l Longitudinal) sendingLevels() int {
 // periods of Pr[1 + Binomial(Batch-1, 1/r) < m]), the tail inferMates
 // reports for its own m. It is not capped at 1.
 func (l Longitudinal) tailAt(m int) float64 {
-	levels := l.sendingLevels()
-	if levels == 1 {
-		return 0
-	}
-	return float64(l.Periods) * binomLowerTail(l.Batch-1, 1/float64(levels), m-1)
+	return float64(l.Periods) * mateTail(l.Batch, l.sendingLevels(), m)
 }
 
 // mateCandidate is one number of mates the per-period delta was evaluated

@@ -19,6 +19,13 @@ import (
 // loopback address, as `blanket serve` does, for plan p.
 func startServer(t testing.TB, p *plan.Plan) string {
 	t.Helper()
+	return startServerSettled(t, p, 0)
+}
+
+// startServerSettled is startServer with a shuffler that holds a pool until
+// no report has joined it for settle (0: releases as soon as it can).
+func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
@@ -38,6 +45,7 @@ func startServer(t testing.TB, p *plan.Plan) string {
 	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{
 		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
 		PeriodGrace: 8 * 24 * time.Hour, // the fleet simulates the last week
+		Settle:      settle,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
@@ -38,7 +36,7 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 			Params: map[string]string{"tree": "8", "changes": "2"}}},
 	}
 	p.Target.Eps, p.Target.Delta = 1, 1e-6
-	url := startSettledServer(t, p)
+	url := startServerSettled(t, p, time.Second) // each day's reports leave in one batch
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -198,49 +196,6 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 	if d.Horizon == nil || d.Horizon.Eps == nil || *d.Horizon.Eps > p.Target.Eps*(1+1e-9) {
 		t.Errorf("horizon guarantee %+v, want one within the target", d.Horizon)
 	}
-}
-
-// startSettledServer is startServer with a shuffler that holds a pool
-// until no report has joined it for a second, so that each day's reports
-// leave in one batch.
-func startSettledServer(t testing.TB, p *plan.Plan) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	plugins := collector.NewPlugins()
-	t.Cleanup(func() { plugins.Close() })
-	mux := http.NewServeMux()
-	srv := httptest.NewUnstartedServer(nil)
-	hs := collector.NewHTTPServer(mux, nil)
-	srv.Config.Handler, srv.Config.ConnContext = hs.Handler, hs.ConnContext
-	srv.Start()
-	t.Cleanup(srv.Close)
-	c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: dir + "/collector", Open: plugins.Open})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{
-		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
-		PeriodGrace: 8 * 24 * time.Hour, Settle: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Register(mux)
-	s.Register(mux)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		s.Close()
-	})
-	return srv.URL
 }
 
 // getJSONTest GETs url (with the horizon) into v and returns the status.
