@@ -49,9 +49,11 @@ func (s *Shuffler) loadMeta(ctx context.Context) error {
 	return s.db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
 }
 
-// Register adds the shuffler's route, POST /v1/reports, to mux.
+// Register adds the shuffler's routes to mux: POST /v1/reports, and GET
+// /v1/pools (each pool's fill against n_min, counts only).
 func (s *Shuffler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/reports", s.handleReports)
+	mux.HandleFunc("GET /v1/pools", s.handlePools)
 }
 
 // UploadResult is the JSON body of a 202 answer to POST /v1/reports.

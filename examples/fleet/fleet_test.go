@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -52,6 +53,7 @@ func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string
 	}
 	c.Register(mux)
 	s.Register(mux)
+	dashboard.Register(mux, dashboard.Roles{Collector: true, Shuffler: true})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -83,6 +85,9 @@ type fleetCase struct {
 	n, nMin int // simulated instances; the plan's n_min
 	days    int // simulated reporting periods
 	horizon int // the plan's horizon in periods; 0 keeps examples/plan.yaml's (30)
+	// dashboard checks the dashboard in a headless Chromium afterwards
+	// (checkDashboard).
+	dashboard bool
 }
 
 // TestFleet runs a small fleet end to end through the real shuffler and
@@ -94,9 +99,10 @@ type fleetCase struct {
 // seconds, while the demo plan's 30 periods at n_min = 300 take tens of
 // seconds of CPU; TestFleetDeep (make audit) runs that plan over 4 days.
 // The estimates must pass the fleet's own check (false-failure rate about
-// 1e-6 per metric, see check).
+// 1e-6 per metric, see check). The server's dashboard is then drawn in a
+// headless Chromium and checked against the API (checkDashboard).
 func TestFleet(t *testing.T) {
-	c := fleetCase{n: 1400, nMin: 600, days: 1, horizon: 2}
+	c := fleetCase{n: 1400, nMin: 600, days: 1, horizon: 2, dashboard: true}
 	if testing.Short() {
 		c.n = 1000
 	}
@@ -135,6 +141,9 @@ func runFleet(t *testing.T, c fleetCase) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	if c.dashboard {
+		checkDashboard(t, url, p)
 	}
 }
 

@@ -60,6 +60,7 @@ func main() {
 	flag.Float64Var(&cfg.active, "active", 0.15, "chance that an instance uses the app on a given day")
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
+	shot := flag.String("screenshot", "", "after the run, write a PNG of the server's dashboard to this file (needs Chromium; prints the dashboard's URL without it)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		pf, err := os.Create(*cpuprofile)
@@ -82,6 +83,11 @@ func main() {
 	defer cancel()
 	ok, err := run(ctx, cfg, os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	if err == nil && *shot != "" {
+		if serr := screenshot(ctx, cfg.endpoint, *shot, os.Stdout); serr != nil {
+			fmt.Fprintln(os.Stderr, "fleet: dashboard screenshot:", serr)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)

@@ -1,0 +1,87 @@
+package collector
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// PoolsStatus is the JSON body of GET /v1/pools: how full each of the
+// shuffler's pools is against n_min. It holds counts only, nothing about
+// any sender: no address, no arrival time, no id.
+type PoolsStatus struct {
+	// NMin is the smallest batch the shuffler releases.
+	NMin int `json:"n_min"`
+	// Settle is how long a pool of at least NMin waits for no report to
+	// join it before it is released (ShufflerOptions.Settle), in seconds.
+	Settle float64 `json:"settle_seconds"`
+	// Pools are the pools holding reports, by pool, epoch and period.
+	Pools []PoolFill `json:"pools"`
+	// Outgoing is the number of released batches not yet acknowledged by
+	// the collector.
+	Outgoing int64 `json:"outgoing"`
+	// Released counts batches and reports released since the shuffler
+	// started.
+	BatchesReleased int64 `json:"batches_released"`
+	ReportsReleased int64 `json:"reports_released"`
+}
+
+// PoolFill is one pool's fill.
+type PoolFill struct {
+	// Pool is the plan's pool: a metric's name with separate travel, the
+	// plan's one pool with joint or parallel travel.
+	Pool string `json:"pool"`
+	// Epoch is the plan epoch the reports were sealed under ("" for
+	// reports stored before epochs).
+	Epoch string `json:"epoch"`
+	// Period is the reporting period of the reports; null for reports
+	// stored before periods.
+	Period *PeriodSpan `json:"period"`
+	// Reports is the number of reports waiting.
+	Reports int64 `json:"reports"`
+}
+
+// Pools returns the shuffler's pool fill.
+func (s *Shuffler) Pools(ctx context.Context) (PoolsStatus, error) {
+	st := PoolsStatus{
+		NMin: s.o.Plan.NMin, Settle: s.o.Settle.Seconds(), Pools: []PoolFill{},
+		BatchesReleased: s.c.batchesReleased.Load(), ReportsReleased: s.c.reportsReleased.Load(),
+	}
+	sizes, err := s.poolSizes(ctx)
+	if err != nil {
+		return st, err
+	}
+	byKey := map[string]int{}
+	for _, p := range sizes {
+		if i, ok := byKey[p.metric]; ok {
+			st.Pools[i].Reports += p.n
+			continue
+		}
+		pool, epoch, period, err := report.ParsePoolKey(p.metric)
+		if err != nil {
+			// Not accepted since; reported under its raw key.
+			pool = p.metric
+		}
+		byKey[p.metric] = len(st.Pools)
+		st.Pools = append(st.Pools, PoolFill{Pool: pool, Epoch: epoch, Period: newPeriodSpan(period), Reports: p.n})
+	}
+	err = s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&st.Outgoing)
+	return st, err
+}
+
+// poolsTimeout bounds the pool query of GET /v1/pools.
+const poolsTimeout = 5 * time.Second
+
+func (s *Shuffler) handlePools(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), poolsTimeout)
+	defer cancel()
+	st, err := s.Pools(ctx)
+	if err != nil {
+		s.log.Error("pool status", "error", err)
+		writeError(w, http.StatusServiceUnavailable, "reading the pools failed: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
