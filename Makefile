@@ -6,7 +6,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 OUT         := demo-out
 
-.PHONY: all build test test-short audit bench lint fmt demo generate check-generate clean
+.PHONY: all build deps test test-short audit bench lint fmt demo generate check-generate clean
 
 all: build
 
@@ -41,10 +41,14 @@ GOTEST     := $(GO) test -timeout 30m -count=1
 NORACE     := -gcflags='$(ACCOUNTANT)=-race=false' -gcflags='gonum.org/v1/gonum/...=-race=false' -gcflags='github.com/google/differential-privacy/go/v3/...=-race=false' \
               -gcflags='math=-race=false' -gcflags='math/bits=-race=false' -gcflags='math/cmplx=-race=false'
 
+deps: ## install the Debian packages the tests need when missing (chromium; needs root)
+	@bash tools/deps.sh
+
 # The tests allocate fast (the accountant's lattices, SQLite under -race):
 # collecting a quarter as often cuts make test's CPU by about a tenth, for
 # a few hundred MB more per test process.
 test: export GOGC = 400
+test: deps
 test: ## run every test: the race detector on everything but the pure-math accountant
 	@if grep -l '"sync/atomic"' $$(ls accountant/*.go | grep -v '_test\.go$$'); then echo "make test: the accountant uses sync/atomic, which -race=false hides from the race detector (see the Makefile)"; exit 1; fi
 	$(GOTEST) -skip '^TestConcurrent' $(ACCOUNTANT) & a=$$!; \

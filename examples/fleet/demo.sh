@@ -56,11 +56,11 @@ if [ -z "$url" ]; then
 	echo "demo: blanket serve did not start within 120s; see $out/serve.log" >&2
 	exit 1
 fi
-echo "   listening on $url"
+echo "   listening on $url (dashboard: $url/)"
 
 echo "== fleet: simulated app instances reporting through sdk/client"
 status=0
-"$fleet" -endpoint "$url" -wait 30s "$@" || status=$?
+"$fleet" -endpoint "$url" -wait 30s -screenshot "$out/dashboard.png" "$@" || status=$?
 if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
 	echo "demo: the server exited; the end of $out/serve.log:" >&2
 	tail -n 20 "$out/serve.log" >&2

@@ -118,11 +118,21 @@ func transcriptLaw(H, k int, eps0 float64, x []int) map[string]float64 {
 // TestTheorem5 checks that a tree's whole transcript is eps0-LDP, by exact
 // enumeration of the law of every state sequence of a small tree, and that
 // the bound is attained (the level is eps0, not less).
+// The tree of 8 periods (256 state sequences) runs in make audit
+// (TestTheorem5Deep).
 func TestTheorem5(t *testing.T) {
-	for _, c := range []struct {
-		H, k int
-		eps0 float64
-	}{{4, 1, 1}, {4, 2, 0.7}, {8, 3, 2}, {2, 2, 3}, {1, 1, 1.5}} {
+	theorem5(t, []theorem5Case{{4, 1, 1}, {4, 2, 0.7}, {2, 2, 3}, {1, 1, 1.5}})
+}
+
+// theorem5Case is a tree of H periods, k changes and eps0.
+type theorem5Case struct {
+	H, k int
+	eps0 float64
+}
+
+// theorem5 checks TestTheorem5's cases.
+func theorem5(t *testing.T, cases []theorem5Case) {
+	for _, c := range cases {
 		var laws []map[string]float64
 		for s := 0; s < 1<<c.H; s++ {
 			x := make([]int, c.H)
@@ -153,9 +163,16 @@ func TestTheorem5(t *testing.T) {
 }
 
 // TestStepMatchesDefinition samples the package's client over a whole tree
-// and tests the transcript frequencies against the definition's law.
+// and tests the transcript frequencies against the definition's law. The
+// chi-square threshold holds at any sample size; make audit draws four
+// times as many users (TestStepMatchesDefinitionDeep), for more power.
 func TestStepMatchesDefinition(t *testing.T) {
-	const H, k, eps0, users = 4, 2, 1.0, 200000
+	stepMatchesDefinition(t, 50000)
+}
+
+// stepMatchesDefinition is TestStepMatchesDefinition with users users.
+func stepMatchesDefinition(t *testing.T, users int) {
+	const H, k, eps0 = 4, 2, 1.0
 	r, err := New(Options{Tree: H, Changes: k, Rand: seeded(7)})
 	if err != nil {
 		t.Fatal(err)
@@ -205,9 +222,17 @@ func TestStepMatchesDefinition(t *testing.T) {
 
 // TestEstimateUnbiased simulates a population through the package's client
 // and server and checks, over repetitions, that the estimates average to
-// the truth and that the variance estimate matches their spread.
+// the truth and that the variance estimate matches their spread. Both
+// checks hold at any population size (the estimate is unbiased and its
+// variance exact for every n); make audit simulates 2000 users
+// (TestEstimateUnbiasedDeep) where make test simulates 600.
 func TestEstimateUnbiased(t *testing.T) {
-	const H, k, eps0, users, reps = 8, 2, 1.5, 2000, 300
+	estimateUnbiased(t, 600)
+}
+
+// estimateUnbiased is TestEstimateUnbiased with users users.
+func estimateUnbiased(t *testing.T, users int) {
+	const H, k, eps0, reps = 8, 2, 1.5, 300
 	r, err := New(Options{Tree: H, Changes: k, Rand: seeded(11)})
 	if err != nil {
 		t.Fatal(err)
