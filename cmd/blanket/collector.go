@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/spf13/cobra"
 )
@@ -65,6 +66,7 @@ often it is delivered.`,
 			defer c.Close()
 			mux := http.NewServeMux()
 			c.Register(mux)
+			dashboard.Register(mux, dashboard.Roles{Collector: true})
 			printListening(cmd, "collector", loopbackURL(ln.Addr()), collectorRoutes...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, nil)

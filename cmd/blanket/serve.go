@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/spf13/cobra"
@@ -133,8 +134,12 @@ func printListening(cmd *cobra.Command, role, url string, routes ...string) {
 }
 
 var (
-	shufflerRoutes  = []string{"POST /v1/reports           apps upload sealed reports (shuffler)"}
+	shufflerRoutes = []string{
+		"POST /v1/reports           apps upload sealed reports (shuffler)",
+		"GET  /v1/pools             each pool's fill against n_min (counts only)",
+	}
 	collectorRoutes = []string{
+		"GET  /                     the dashboard (estimates, series, guarantees)",
 		"GET  /v1/plan              the calibrated plan with the collector's key",
 		"GET  /v1/metrics           metrics with data",
 		"GET  /v1/metrics/{name}    estimates, confidence intervals and central guarantee",
@@ -208,6 +213,10 @@ databases in the data directory:
   collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
              calibrated plan with its public key, opens and aggregates the batches,
              serves estimates with their central (eps, delta).
+  dashboard  GET /: a web page of both: each metric's latest estimates with
+             intervals, its series over periods, reports per period against
+             n_min, the guarantee per period and over the horizon next to the
+             plan's target, and the shuffler's pool fill (GET /v1/pools).
 
 The shuffler hands batches to the collector over loopback HTTP (POST
 /v1/batches with a bearer token from DIR/batch.token), exactly as it would to a
@@ -262,6 +271,7 @@ the next start.`,
 			mux := http.NewServeMux()
 			c.Register(mux)
 			s.Register(mux)
+			dashboard.Register(mux, dashboard.Roles{Collector: true, Shuffler: true})
 			printListening(cmd, "serve", url, append(append([]string{}, shufflerRoutes...), collectorRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)

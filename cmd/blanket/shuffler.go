@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/spf13/cobra"
 )
 
@@ -84,8 +85,9 @@ the collector's token file there (mode 0600).`,
 			// not refused, and earlier pools stay for late reports.
 			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
 			relay.Register(mux)
+			dashboard.Register(mux, dashboard.Roles{Shuffler: true})
 			go refreshPlan(ctx, relay, time.Minute)
-			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
+			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{"GET  /                     the dashboard (plan and pool fill)"}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

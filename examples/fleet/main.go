@@ -84,7 +84,10 @@ func main() {
 	ok, err := run(ctx, cfg, os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
 	if err == nil && *shot != "" {
-		if serr := screenshot(ctx, cfg.endpoint, *shot, os.Stdout); serr != nil {
+		// Not under the run's -timeout: the run may have used most of it.
+		sctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		if serr := screenshot(sctx, cfg.endpoint, *shot, os.Stdout); serr != nil {
 			fmt.Fprintln(os.Stderr, "fleet: dashboard screenshot:", serr)
 		}
 	}

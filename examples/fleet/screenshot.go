@@ -20,6 +20,7 @@ const dashboardWidth, dashboardHeight = 1400, 900
 // by a headless Chromium once the page has read the API. Without Chromium
 // it says so on w and returns nil: the dashboard is then only at its URL.
 func screenshot(ctx context.Context, endpoint, path string, w io.Writer) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	b, err := browser.Start(ctx)
@@ -45,7 +46,7 @@ func screenshot(ctx context.Context, endpoint, path string, w io.Writer) error {
 	if err := p.Screenshot(ctx, path); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "dashboard: %s/ (screenshot in %s)\n", endpoint, path)
+	fmt.Fprintf(w, "dashboard: %s/ (screenshot in %s, drawn in %s)\n", endpoint, path, time.Since(start).Round(100*time.Millisecond))
 	for _, s := range p.Problems() {
 		fmt.Fprintf(w, "dashboard: the page reported: %s\n", s)
 	}

@@ -14,6 +14,11 @@ const state = {
   busy: false,
 };
 
+// maxBars and maxLegend bound the bars of the latest period's chart and
+// the categories offered in a series' legend.
+const maxBars = 60;
+const maxLegend = 40;
+
 function h(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -294,14 +299,21 @@ function latestPanel(name, p) {
       box.appendChild(h("p", {}, h("span", { class: "big", text: `${e.label} ${fmt.num(e.value)}` }), ` [${fmt.num(e.lo)}, ${fmt.num(e.hi)}]`));
     }
   } else {
+    // Past maxBars categories the chart shows the largest (the table has
+    // them all).
+    let shown = p.estimates;
+    if (shown.length > maxBars) {
+      shown = shown.slice().sort((a, b) => b.value - a.value).slice(0, maxBars);
+      box.appendChild(h("p", { class: "muted", text: `the ${maxBars} largest of ${p.estimates.length} categories; all are in the numbers below` }));
+    }
     box.appendChild(
       charts.barChart({
         title: `${name}, ${fmt.day(p.start)}`,
-        labels: p.estimates.map((e) => e.label),
-        values: p.estimates.map((e) => e.value),
-        lo: p.estimates.map((e) => e.lo),
-        hi: p.estimates.map((e) => e.hi),
-        rotate: p.estimates.length > 6,
+        labels: shown.map((e) => e.label),
+        values: shown.map((e) => e.value),
+        lo: shown.map((e) => e.lo),
+        hi: shown.map((e) => e.hi),
+        rotate: shown.length > 6,
         yLabel: "users",
       }),
     );
@@ -349,7 +361,14 @@ function seriesPanel(name, periods, latest) {
       }),
     );
   };
-  for (const l of labels) {
+  // Past maxLegend categories the legend offers the largest of the latest
+  // period and those already selected.
+  let offered = labels;
+  if (labels.length > maxLegend) {
+    const top = new Set(latest.estimates.slice().sort((a, b) => b.value - a.value).slice(0, maxLegend).map((e) => e.label));
+    offered = labels.filter((l) => top.has(l) || sel.has(l));
+  }
+  for (const l of offered) {
     const cb = h("input", { type: "checkbox", "data-series": l });
     cb.checked = sel.has(l);
     cb.addEventListener("change", () => {
