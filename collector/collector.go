@@ -13,11 +13,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultMaxBatchBytes bounds a batch body.
@@ -56,6 +58,11 @@ type CollectorOptions struct {
 	// Epsilon computes a batch's central eps. Defaults to
 	// accountant.Epsilon.
 	Epsilon func(m accountant.Mechanism, eps0 float64, n int, delta float64) (accountant.EpsilonResult, error)
+	// Registerer receives the collector's Prometheus metrics
+	// (blanket_collector_*: batches and reports by outcome, ingest and
+	// estimate latency, calibration time). Defaults to none: they are then
+	// not exported.
+	Registerer prometheus.Registerer
 }
 
 // metricState is a metric of the current plan, ready to ingest.
@@ -176,6 +183,7 @@ type Collector struct {
 	opened  map[string]*epochState // earlier epochs open: older, and those epochByID loaded
 
 	c         collectorCounters
+	m         *collectorMetrics
 	closeOnce sync.Once
 }
 
@@ -243,9 +251,16 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 		plans:       map[string]*plan.Plan{},
 		opened:      map[string]*epochState{},
 	}
+	c.m = newCollectorMetrics(c)
 	if err := c.publish(ctx); err != nil {
 		db.close()
 		return nil, err
+	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(c.m); err != nil {
+			db.close()
+			return nil, fmt.Errorf("collector: registering the collector's metrics: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -295,9 +310,11 @@ func (c *Collector) publish(ctx context.Context) error {
 	if stored == nil {
 		if !pub.Calibrated() {
 			c.log.Info("calibrating the plan", "metrics", len(pub.Metrics), "n_min", pub.NMin, "target_eps", pub.Target.Eps, "target_delta", pub.Target.Delta)
+			start := time.Now()
 			if err := pub.Calibrate(ctx, c.o.Open); err != nil {
 				return err
 			}
+			c.m.calibration.Set(time.Since(start).Seconds())
 		}
 		pub.CollectorKey = pubKey
 		b, err := pub.JSON()

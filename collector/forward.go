@@ -155,6 +155,7 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	if s.o.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.o.Token)
 	}
+	s.c.sends.Add(1)
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
 		return 0, err

@@ -28,6 +28,8 @@ var (
 type collectorCounters struct {
 	batches, duplicates, bad, refused atomic.Int64
 	reports, malformed                atomic.Int64
+	// unauthorized and failed count POST /v1/batches answered 401 and 500.
+	unauthorized, failed atomic.Int64
 }
 
 // IngestResult is the JSON body of a 200 answer to POST /v1/batches.
@@ -75,6 +77,7 @@ func (c *Collector) authorized(r *http.Request) bool {
 
 func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 	if !c.authorized(r) {
+		c.c.unauthorized.Add(1)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="blanket collector"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return
@@ -96,6 +99,7 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 	case r.Context().Err() != nil:
 		// The sender is gone; nothing was committed.
 	default:
+		c.c.failed.Add(1)
 		c.log.Error("ingesting batch", "error", err)
 		writeError(w, http.StatusInternalServerError, "ingesting batch failed; retry")
 	}
@@ -116,13 +120,19 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 // carry what its travel mode says is malformed as a whole; the valid ones
 // feed every metric's statistic, and the batch's guarantee is the
 // accountant's for the plan's mechanism at the number of valid messages.
-func (c *Collector) Ingest(ctx context.Context, body []byte) (IngestResult, error) {
+func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, err error) {
+	start := time.Now()
+	defer func() {
+		if err == nil {
+			c.m.observeIngest(res, time.Since(start))
+		}
+	}()
 	b, err := report.DecodeBatch(body)
 	if err != nil {
 		c.c.bad.Add(1)
 		return IngestResult{}, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
-	res := IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
+	res = IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
 	// A batch of a tagged pool (report.PoolKey) holds reports of that
 	// epoch only; an untagged one is opened under the current epoch, then
 	// the earlier ones. A period tag (report.PeriodPoolKey) makes it a

@@ -168,6 +168,8 @@ type BatchInfo struct {
 }
 
 func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() { c.m.estimateSeconds.Observe(time.Since(start).Seconds()) }()
 	name := r.PathValue("name")
 	if name == "" {
 		writeError(w, http.StatusNotFound, "no metric name")

@@ -3,6 +3,8 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"strings"
 	"sync"
 
 	"github.com/blanket-dp/blanket/sdk"
@@ -22,12 +24,14 @@ type Plugins struct {
 	opts []sdk.OpenOption
 	mu   sync.Mutex
 	open map[string]*sdk.Plugin
+	// closed are the restarts of plugins closed since, by plugin name.
+	closed map[string]int64
 }
 
 // NewPlugins returns an empty Plugins that opens with builtin.Open(ctx,
 // name, cfg, opts...).
 func NewPlugins(opts ...sdk.OpenOption) *Plugins {
-	return &Plugins{opts: opts, open: map[string]*sdk.Plugin{}}
+	return &Plugins{opts: opts, open: map[string]*sdk.Plugin{}, closed: map[string]int64{}}
 }
 
 // Open returns the randomizer of plugin name configured with cfg, opening
@@ -58,7 +62,26 @@ func (p *Plugins) Close() error {
 	defer p.mu.Unlock()
 	for k, r := range p.open {
 		r.Close()
+		p.closed[pluginName(k)] += r.Restarts()
 		delete(p.open, k)
 	}
 	return nil
+}
+
+// restarts returns the plugin process restarts of every plugin opened,
+// by plugin name (see sdk.Plugin.Restarts).
+func (p *Plugins) restarts() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := maps.Clone(p.closed)
+	for k, r := range p.open {
+		out[pluginName(k)] += r.Restarts()
+	}
+	return out
+}
+
+// pluginName returns the plugin name of a key of Plugins.open.
+func pluginName(key string) string {
+	name, _, _ := strings.Cut(key, "\x00")
+	return name
 }

@@ -14,8 +14,16 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// errLate rejects an envelope of a period whose grace has passed.
-var errLate = errors.New("its period ended more than the grace ago")
+// Reasons accepts gives for envelopes it refuses, besides unknown pools.
+var (
+	// errLate rejects an envelope of a period whose grace has passed.
+	errLate = errors.New("its period ended more than the grace ago")
+	// errEarly rejects an envelope of a period starting more than one
+	// period after the shuffler's clock.
+	errEarly = errors.New("the period starts more than one period after the shuffler's clock")
+	// errPeriodLength rejects an envelope of a period no known plan has.
+	errPeriodLength = errors.New("not a period of any plan the shuffler knows")
+)
 
 // known returns nil when key names a pool the shuffler may hold and
 // release: a pool of its plan (plan.Plan.Pools), untagged or tagged with a
@@ -61,7 +69,7 @@ func (s *Shuffler) accepts(key string) error {
 	now := s.o.Now().Unix()
 	switch {
 	case !(*s.lengths.Load())[period.Length]:
-		return fmt.Errorf("%q: a period of %v is not a period of any plan the shuffler knows (%v)", key, time.Duration(period.Length)*time.Second, s.knownLengths())
+		return fmt.Errorf("%q: a period of %v is %w (%v)", key, time.Duration(period.Length)*time.Second, errPeriodLength, s.knownLengths())
 	case now >= s.periodDeadline(period):
 		return fmt.Errorf("%q: %w", key, errLate)
 	case period.End() <= (*s.forgotten.Load())[period.Length]:
@@ -69,7 +77,7 @@ func (s *Shuffler) accepts(key string) error {
 		// went, or the clock went back): a retry could pool twice.
 		return fmt.Errorf("%q: %w (its ids are no longer remembered)", key, errLate)
 	case period.Start > now+period.Length:
-		return fmt.Errorf("%q: the period starts more than one period after the shuffler's clock", key)
+		return fmt.Errorf("%q: %w", key, errEarly)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Shuffler defaults.
@@ -124,6 +125,11 @@ type ShufflerOptions struct {
 	// Now is the clock that ends periods. Defaults to time.Now. The
 	// shuffler never records when a report arrived.
 	Now func() time.Time
+	// Registerer receives the shuffler's Prometheus metrics
+	// (blanket_shuffler_*: uploads, envelopes and batches by outcome, pool
+	// sizes, upload latency; nothing about a sender). Defaults to none:
+	// they are then not exported.
+	Registerer prometheus.Registerer
 }
 
 // ShufflerStats are a shuffler's counters since it was opened.
@@ -163,11 +169,23 @@ type ShufflerStats struct {
 }
 
 type shufflerCounters struct {
-	requests, accepted, duplicates, rejected atomic.Int64
+	requests, accepted, duplicates           atomic.Int64
 	badRequests, tooLarge, rateLimited       atomic.Int64
+	unavailable                              atomic.Int64
 	batchesReleased, reportsReleased         atomic.Int64
-	batchesForwarded, forwardFailures        atomic.Int64
-	late, expired                            atomic.Int64
+	sends, batchesForwarded, forwardFailures atomic.Int64
+	expired                                  atomic.Int64
+	// rejectedBy counts rejected envelopes of answered uploads by reason.
+	rejectedBy [numRejectReasons]atomic.Int64
+}
+
+// rejected returns the envelopes rejected for any reason.
+func (c *shufflerCounters) rejected() int64 {
+	var n int64
+	for i := range c.rejectedBy {
+		n += c.rejectedBy[i].Load()
+	}
+	return n
 }
 
 // Shuffler is the shuffler role: it takes sealed reports from apps (POST
@@ -193,6 +211,7 @@ type shufflerCounters struct {
 type Shuffler struct {
 	o   ShufflerOptions
 	log *slog.Logger
+	m   *shufflerMetrics
 	// pools is the set of pools the shuffler takes and lengths the
 	// period lengths in seconds (both copied on write by AddPlan).
 	pools   atomic.Pointer[map[string]bool]
@@ -425,6 +444,13 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
 		}
 	}
+	s.m = newShufflerMetrics(s)
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(s.m); err != nil {
+			db.close()
+			return nil, fmt.Errorf("collector: registering the shuffler's metrics: %w", err)
+		}
+	}
 	s.poolDirty.Store(true)
 	s.committer.Add(1)
 	go s.commitLoop()
@@ -453,7 +479,7 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 		Requests:         s.c.requests.Load(),
 		Accepted:         s.c.accepted.Load(),
 		Duplicates:       s.c.duplicates.Load(),
-		Rejected:         s.c.rejected.Load(),
+		Rejected:         s.c.rejected(),
 		BadRequests:      s.c.badRequests.Load(),
 		TooLarge:         s.c.tooLarge.Load(),
 		RateLimited:      s.c.rateLimited.Load(),
@@ -461,7 +487,7 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 		ReportsReleased:  s.c.reportsReleased.Load(),
 		BatchesForwarded: s.c.batchesForwarded.Load(),
 		ForwardFailures:  s.c.forwardFailures.Load(),
-		Late:             s.c.late.Load(),
+		Late:             s.c.rejectedBy[rejectLate].Load(),
 		Expired:          s.c.expired.Load(),
 		Pools:            map[string]int64{},
 	}

@@ -116,6 +116,8 @@ func (s *Shuffler) idHash(id report.ID) []byte {
 const uploadReadTimeout = time.Minute
 
 func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() { s.m.uploadSeconds.Observe(time.Since(start).Seconds()) }()
 	// Best effort: a ResponseWriter without deadlines keeps the server's.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
 	body, status, err := readBody(w, r, s.o.MaxBodyBytes)
@@ -155,27 +157,27 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	}
 	var res UploadResult
 	req := &acceptReq{items: make([]acceptItem, 0, len(envs)), done: make(chan acceptRes, 1)}
-	reject := func(i int, format string, args ...any) {
+	// Counted once the upload is answered 202.
+	var rejected [numRejectReasons]int64
+	reject := func(i int, why rejectReason, format string, args ...any) {
 		res.Rejected++
+		rejected[why]++
 		if len(res.Errors) < maxEnvelopeErrors {
 			res.Errors = append(res.Errors, EnvelopeError{Index: i, Error: fmt.Sprintf(format, args...)})
 		}
 	}
 	for i, e := range envs {
 		if err := s.accepts(e.Metric); err != nil {
-			if errors.Is(err, errLate) {
-				s.c.late.Add(1)
-			}
-			reject(i, "%v", err)
+			reject(i, reasonOf(err), "%v", err)
 			continue
 		}
 		switch {
 		case !s.admitEpoch(e.Metric):
-			reject(i, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
+			reject(i, rejectTooManyEpochs, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
 		case e.Suite != report.SuiteX25519ChaCha:
-			reject(i, "unsupported suite %d", e.Suite)
+			reject(i, rejectSuite, "unsupported suite %d", e.Suite)
 		case len(e.Sealed) < MinSealedLen:
-			reject(i, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
+			reject(i, rejectShort, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
 		default:
 			_, _, period, _ := report.ParsePoolKey(e.Metric)
 			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), period: period, index: i})
@@ -185,6 +187,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		select {
 		case s.reqs <- req:
 		case <-s.closed:
+			s.c.unavailable.Add(1)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "shuffler is shutting down")
 			return
@@ -200,6 +203,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ar.err != nil {
+			s.c.unavailable.Add(1)
 			s.log.Error("storing reports", "error", ar.err)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "storing reports failed; retry")
@@ -207,14 +211,15 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
 		for _, i := range ar.late {
-			reject(i, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
+			reject(i, rejectLate, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
 		}
-		s.c.late.Add(int64(len(ar.late)))
 	}
 	s.c.requests.Add(1)
 	s.c.accepted.Add(int64(res.Accepted))
 	s.c.duplicates.Add(int64(res.Duplicates))
-	s.c.rejected.Add(int64(res.Rejected))
+	for why, n := range rejected {
+		s.c.rejectedBy[why].Add(n)
+	}
 	writeJSON(w, http.StatusAccepted, res)
 }
 

@@ -134,6 +134,8 @@ type Plugin struct {
 	mu     sync.Mutex // guards proc and starting a process
 	proc   *process
 	dying  sync.WaitGroup
+	// restarts counts processes started after the first.
+	restarts atomic.Int64
 }
 
 type process struct {
@@ -380,8 +382,14 @@ func (p *Plugin) current(ctx context.Context) (*process, error) {
 		return nil, err
 	}
 	p.proc = proc
+	p.restarts.Add(1)
 	return proc, nil
 }
+
+// Restarts returns how many plugin processes were started to replace one
+// that exited, hung past the call timeout or failed its transport: 0 for
+// a built-in, which runs in process.
+func (p *Plugin) Restarts() int64 { return p.restarts.Load() }
 
 // pid returns the process id of the running plugin process, or 0.
 func (p *Plugin) pid() int {

@@ -59,7 +59,8 @@ often it is delivered.`,
 				return err
 			}
 			defer ln.Close()
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger})
+			reg := newRegistry(ps)
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger, Registerer: reg})
 			if err != nil {
 				return err
 			}
@@ -67,7 +68,8 @@ often it is delivered.`,
 			mux := http.NewServeMux()
 			c.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true})
-			printListening(cmd, "collector", loopbackURL(ln.Addr()), collectorRoutes...)
+			registerOps(mux, reg, c.Checks()...)
+			printListening(cmd, "collector", loopbackURL(ln.Addr()), append(append([]string{}, collectorRoutes...), opsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, nil)
 		}),

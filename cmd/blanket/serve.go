@@ -253,7 +253,8 @@ the next start.`,
 				return err
 			}
 			defer ln.Close()
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger.With("role", "collector")})
+			reg := newRegistry(ps)
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg})
 			if err != nil {
 				return err
 			}
@@ -263,7 +264,7 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler")}))
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -272,7 +273,8 @@ the next start.`,
 			c.Register(mux)
 			s.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true, Shuffler: true})
-			printListening(cmd, "serve", url, append(append([]string{}, shufflerRoutes...), collectorRoutes...)...)
+			registerOps(mux, reg, append(c.Checks(), s.Checks()...)...)
+			printListening(cmd, "serve", url, append(append(append([]string{}, shufflerRoutes...), collectorRoutes...), opsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

@@ -73,7 +73,8 @@ the collector's token file there (mode 0600).`,
 				return err
 			}
 			defer ln.Close()
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger}))
+			reg := newRegistry(nil)
+			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -86,8 +87,9 @@ the collector's token file there (mode 0600).`,
 			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
 			relay.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Shuffler: true})
+			registerOps(mux, reg, append(s.Checks(), collector.Check{Name: "plan", Ready: relay.Ready})...)
 			go refreshPlan(ctx, relay, time.Minute)
-			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append([]string{"GET  /                     the dashboard (plan and pool fill)"}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector")...)
+			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append(append([]string{"GET  /                     the dashboard (plan and pool fill)"}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector"), opsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

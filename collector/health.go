@@ -1,0 +1,119 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// HealthTimeout bounds one readiness check (GET /readyz answers within
+// it, ready or not).
+const HealthTimeout = 3 * time.Second
+
+// Check is one readiness check of GET /readyz: Name says what it checks,
+// Ready returns nil when that part is ready, else why not.
+type Check struct {
+	Name  string
+	Ready func(ctx context.Context) error
+}
+
+// RegisterHealth adds GET /healthz and GET /readyz to mux. /healthz
+// answers 200 "ok" while the process serves HTTP at all (liveness: restart
+// it otherwise). /readyz runs every check, each bounded by HealthTimeout,
+// and answers 200 "ok" when all pass, else 503 with one line per failing
+// check ("store: …"), so that a load balancer sends no traffic to a
+// replica that cannot take it.
+func RegisterHealth(mux *http.ServeMux, checks ...Check) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		var failed []string
+		for _, c := range checks {
+			ctx, cancel := context.WithTimeout(r.Context(), HealthTimeout)
+			err := c.Ready(ctx)
+			cancel()
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", c.Name, err))
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if len(failed) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(strings.Join(failed, "\n") + "\n"))
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+}
+
+// ready checks that the database answers a query on its read handle
+// (the write handle may be held by a long ingest, which is not a fault).
+func (db *database) ready(ctx context.Context) error {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
+		return fmt.Errorf("the database does not answer: %w", err)
+	}
+	if n == 0 {
+		return errors.New("the database has no tables")
+	}
+	return nil
+}
+
+// Checks are the collector's readiness checks: "collector store" (its database
+// answers), "plan" (the published plan is calibrated) and "plugins"
+// (every metric of the current plan has its randomizer answering
+// Describe, restarted if its process died).
+func (c *Collector) Checks() []Check {
+	return []Check{
+		{Name: "collector store", Ready: c.st.db.ready},
+		{Name: "plan", Ready: func(context.Context) error {
+			if c.plan == nil || !c.plan.Calibrated() {
+				return errors.New("not calibrated")
+			}
+			return nil
+		}},
+		{Name: "plugins", Ready: func(ctx context.Context) error {
+			var errs []error
+			for _, m := range c.plan.Metrics {
+				ms := c.cur.metrics[m.Name]
+				if ms == nil {
+					continue // pooled travel: every metric is in c.cur.pool
+				}
+				if _, err := ms.r.Describe(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("metric %q (%s): %w", m.Name, m.Plugin, err))
+				}
+			}
+			return errors.Join(errs...)
+		}},
+	}
+}
+
+// Checks are the shuffler's readiness checks: "shuffler store" (its database
+// answers) and "shuffler" (not shutting down).
+func (s *Shuffler) Checks() []Check {
+	return []Check{
+		{Name: "shuffler store", Ready: s.db.ready},
+		{Name: "shuffler", Ready: func(context.Context) error {
+			s.runMu.Lock()
+			defer s.runMu.Unlock()
+			if s.isClosed {
+				return errors.New("shutting down")
+			}
+			return nil
+		}},
+	}
+}
+
+// Ready returns nil when the relay has the collector's plan to serve
+// (fetched now or earlier), else why not.
+func (pr *PlanRelay) Ready(ctx context.Context) error {
+	_, _, err := pr.plan(ctx)
+	return err
+}
