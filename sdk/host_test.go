@@ -258,6 +258,9 @@ func TestCallTimeout(t *testing.T) {
 	if got := sdk.PID(p); got == pid || got == 0 {
 		t.Errorf("pid after restart = %d, was %d", got, pid)
 	}
+	if n := p.Restarts(); n != 1 {
+		t.Errorf("Restarts() = %d after one hung process was replaced, want 1", n)
+	}
 }
 
 func TestCallerDeadline(t *testing.T) {
@@ -269,8 +272,8 @@ func TestCallerDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrPluginFailed) {
 		t.Fatalf("Randomize past the caller's deadline: %v, want DeadlineExceeded only", err)
 	}
-	if sdk.PID(p) != pid {
-		t.Error("the caller's own deadline restarted the plugin")
+	if sdk.PID(p) != pid || p.Restarts() != 0 {
+		t.Errorf("the caller's own deadline restarted the plugin (Restarts() = %d)", p.Restarts())
 	}
 }
 
@@ -302,6 +305,9 @@ func TestRestartAfterKill(t *testing.T) {
 		}
 		if got := sdk.PID(p); got == pid || got == 0 {
 			t.Fatalf("pid after kill %d = %d, was %d", i, got, pid)
+		}
+		if n := p.Restarts(); n != int64(i+1) {
+			t.Fatalf("Restarts() = %d after %d kills", n, i+1)
 		}
 	}
 }

@@ -1,0 +1,301 @@
+package collector
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// histogramCount returns the number of observations of the histogram
+// name in reg.
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// lint fails the test on any problem promlint finds in reg's metrics
+// (naming conventions: base units, _total on counters, help texts).
+func lint(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// scrape returns the exposition text of reg as served at GET /metrics.
+func scrape(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	srv := newServer(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestShufflerMetrics drives a real shuffler through every upload and
+// envelope outcome and a batch released, refused once by the collector
+// and then acknowledged, and checks each Prometheus series, the upload
+// latency's observations, the names against promlint, and that nothing
+// in the exposition names a sender (an address, a report id).
+func TestShufflerMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	col := &sink{status: func(call int) int {
+		if call == 1 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	}}
+	colSrv := newServer(t, col)
+	f := newShufflerFixture(t, ShufflerOptions{
+		Plan: testPlan(t, 4), Collector: colSrv.URL, Registerer: reg,
+		MaxEnvelopes: 20, MaxEpochsPerPool: 1,
+	})
+	day := int64(86400)
+	key := func(epoch string, start, length int64) string {
+		return report.PeriodPoolKey(metric, epoch, report.Period{Start: start, Length: length})
+	}
+	good := envelopes(todayKey, fakeSealed(3))
+	bad := envelopes(todayKey, fakeSealed(8))
+	bad[0].Metric = "no/such/metric"                                 // unknown_pool
+	bad[1].Metric = metric                                           // no_period
+	bad[2].Metric = key("00000000000000e1", today.Start, 3600)       // unknown_period_length
+	bad[3].Metric = key("00000000000000e1", today.Start-10*day, day) // late
+	bad[4].Metric = key("00000000000000e1", today.Start+5*day, day)  // early
+	bad[5].Metric = periodKey(metric, "00000000000000e2")            // too_many_epochs (e1 is pooled)
+	bad[6].Suite = 99                                                // unsupported_suite
+	bad[7].Sealed = bad[7].Sealed[:MinSealedLen-1]                   // too_short
+	var res UploadResult
+	// The good ones first, so that epoch e1 is pooled when e2 arrives.
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(good), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 3 {
+		t.Fatalf("good upload: %d %+v", resp.StatusCode, res)
+	}
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(append(bad, good[0])), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 8 || res.Duplicates != 1 {
+		t.Fatalf("bad upload: %d %+v", resp.StatusCode, res)
+	}
+	if resp := post(t, nil, f.url, []byte("garbage"), nil); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("garbage: %d", resp.StatusCode)
+	}
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(21))), nil); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("21 envelopes: %d", resp.StatusCode)
+	}
+	more := envelopes(todayKey, fakeSealed(4)[3:])
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(more), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 1 {
+		t.Fatalf("fourth report: %d %+v", resp.StatusCode, res)
+	}
+
+	// Before the release: the pool holds 4 (n_min), nothing released.
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP blanket_shuffler_pool_reports Reports waiting in each pool (summed over epochs and periods).
+# TYPE blanket_shuffler_pool_reports gauge
+blanket_shuffler_pool_reports{pool="net/latency_ms"} 0
+blanket_shuffler_pool_reports{pool="ui/screen"} 4
+# HELP blanket_shuffler_pool_min_reports n_min: the smallest batch the shuffler releases.
+# TYPE blanket_shuffler_pool_min_reports gauge
+blanket_shuffler_pool_min_reports 4
+`), "blanket_shuffler_pool_reports", "blanket_shuffler_pool_min_reports"); err != nil {
+		t.Error(err)
+	}
+
+	f.run(t)
+	waitFor(t, "the batch acknowledged", func() bool { return len(col.got()) == 1 })
+	waitFor(t, "the acknowledgement counted", func() bool {
+		return gathered(t, reg, "blanket_shuffler_batches_acknowledged_total") == 1
+	})
+
+	want := `
+# HELP blanket_shuffler_uploads_total Uploads (POST /v1/reports) by result: accepted (202), bad_request, too_large, rate_limited, unavailable (503).
+# TYPE blanket_shuffler_uploads_total counter
+blanket_shuffler_uploads_total{result="accepted"} 3
+blanket_shuffler_uploads_total{result="bad_request"} 1
+blanket_shuffler_uploads_total{result="rate_limited"} 0
+blanket_shuffler_uploads_total{result="too_large"} 1
+blanket_shuffler_uploads_total{result="unavailable"} 0
+# HELP blanket_shuffler_envelopes_total Envelopes of accepted uploads pooled (accepted) or already pooled (duplicate).
+# TYPE blanket_shuffler_envelopes_total counter
+blanket_shuffler_envelopes_total{result="accepted"} 4
+blanket_shuffler_envelopes_total{result="duplicate"} 1
+# HELP blanket_shuffler_envelopes_rejected_total Envelopes of accepted uploads refused for good, by reason.
+# TYPE blanket_shuffler_envelopes_rejected_total counter
+blanket_shuffler_envelopes_rejected_total{reason="early"} 1
+blanket_shuffler_envelopes_rejected_total{reason="late"} 1
+blanket_shuffler_envelopes_rejected_total{reason="no_period"} 1
+blanket_shuffler_envelopes_rejected_total{reason="too_many_epochs"} 1
+blanket_shuffler_envelopes_rejected_total{reason="too_short"} 1
+blanket_shuffler_envelopes_rejected_total{reason="unknown_period_length"} 1
+blanket_shuffler_envelopes_rejected_total{reason="unknown_pool"} 1
+blanket_shuffler_envelopes_rejected_total{reason="unsupported_suite"} 1
+# HELP blanket_shuffler_batches_released_total Batches released from the pools (each of at least n_min reports, shuffled).
+# TYPE blanket_shuffler_batches_released_total counter
+blanket_shuffler_batches_released_total 1
+# HELP blanket_shuffler_reports_released_total Reports released in batches.
+# TYPE blanket_shuffler_reports_released_total counter
+blanket_shuffler_reports_released_total 4
+# HELP blanket_shuffler_batch_sends_total Attempts to forward a released batch to the collector.
+# TYPE blanket_shuffler_batch_sends_total counter
+blanket_shuffler_batch_sends_total 2
+# HELP blanket_shuffler_batch_send_failures_total Forwarding attempts that failed; the batch is retried with backoff.
+# TYPE blanket_shuffler_batch_send_failures_total counter
+blanket_shuffler_batch_send_failures_total 1
+# HELP blanket_shuffler_batches_acknowledged_total Released batches the collector acknowledged (then deleted).
+# TYPE blanket_shuffler_batches_acknowledged_total counter
+blanket_shuffler_batches_acknowledged_total 1
+# HELP blanket_shuffler_outgoing_batches Released batches not yet acknowledged by the collector.
+# TYPE blanket_shuffler_outgoing_batches gauge
+blanket_shuffler_outgoing_batches 0
+# HELP blanket_shuffler_pool_reports Reports waiting in each pool (summed over epochs and periods).
+# TYPE blanket_shuffler_pool_reports gauge
+blanket_shuffler_pool_reports{pool="net/latency_ms"} 0
+blanket_shuffler_pool_reports{pool="ui/screen"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"blanket_shuffler_uploads_total", "blanket_shuffler_envelopes_total", "blanket_shuffler_envelopes_rejected_total",
+		"blanket_shuffler_batches_released_total", "blanket_shuffler_reports_released_total", "blanket_shuffler_batch_sends_total",
+		"blanket_shuffler_batch_send_failures_total", "blanket_shuffler_batches_acknowledged_total", "blanket_shuffler_outgoing_batches",
+		"blanket_shuffler_pool_reports"); err != nil {
+		t.Error(err)
+	}
+	// The JSON stats read the same counters.
+	st, err := f.s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Rejected != 8 || st.Late != 1 || st.Requests != 3 || st.BatchesForwarded != 1 || st.ForwardFailures != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if n := histogramCount(t, reg, "blanket_shuffler_upload_duration_seconds"); n != 5 {
+		t.Errorf("upload latency has %d observations, want one per upload (5)", n)
+	}
+	lint(t, reg)
+	text := scrape(t, reg)
+	for _, e := range append(append(good, bad...), more...) {
+		if id := hex.EncodeToString(e.ID[:]); strings.Contains(text, id) {
+			t.Errorf("the metrics name report id %s", id)
+		}
+	}
+	if strings.Contains(text, "127.0.0.1") {
+		t.Error("the metrics name an address")
+	}
+}
+
+// gathered returns the value of the one-series counter or gauge name in
+// reg (0 when absent).
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestCollectorMetrics posts a real collector every batch outcome over
+// HTTP, asks it for an estimate, and checks the series, the latencies'
+// observations and the names against promlint.
+func TestCollectorMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := testPlan(t, 10)
+	f := &collectorFixture{dir: t.TempDir(), p: p, swap: &swapHandler{}}
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: f.dir, Open: openBuiltin, Token: testToken, Logger: testLogger(t), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f.c = c
+	f.install()
+	f.srv = newServer(t, f.swap)
+
+	sealed := sealKRR(t, c.Plan(), metric, c.PublicKey(), krrValues(12, 3), 3)
+	sealed[0] = sealed[0][:len(sealed[0])-1] // malformed: does not open
+	good := batchBody(metric, sealed)
+	for _, tc := range []struct {
+		body []byte
+		want int
+	}{
+		{good, http.StatusOK},
+		{good, http.StatusOK}, // duplicate
+		{[]byte("garbage"), http.StatusBadRequest},
+		{batchBody(metric, sealed[:9]), http.StatusUnprocessableEntity},
+	} {
+		if code, _ := f.postBatch(t, tc.body); code != tc.want {
+			t.Fatalf("status %d, want %d", code, tc.want)
+		}
+	}
+	if resp := post(t, nil, f.srv.URL+"/v1/batches", good, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+	f.metric(t, metric)
+
+	want := fmt.Sprintf(`
+# HELP blanket_collector_batches_total Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).
+# TYPE blanket_collector_batches_total counter
+blanket_collector_batches_total{result="bad"} 1
+blanket_collector_batches_total{result="duplicate"} 1
+blanket_collector_batches_total{result="failed"} 0
+blanket_collector_batches_total{result="ingested"} 1
+blanket_collector_batches_total{result="refused"} 1
+blanket_collector_batches_total{result="unauthorized"} 1
+# HELP blanket_collector_reports_total Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel) and result: valid (counted) or malformed (dropped).
+# TYPE blanket_collector_reports_total counter
+blanket_collector_reports_total{pool="ui/screen",result="malformed"} 1
+blanket_collector_reports_total{pool="ui/screen",result="valid"} 11
+# HELP blanket_collector_plan_info The plan epoch the collector publishes (value 1).
+# TYPE blanket_collector_plan_info gauge
+blanket_collector_plan_info{epoch=%q} 1
+# HELP blanket_collector_calibration_duration_seconds Time the collector took to calibrate its plan at start (0 when the plan came calibrated or a stored calibration was reused).
+# TYPE blanket_collector_calibration_duration_seconds gauge
+blanket_collector_calibration_duration_seconds 0
+`, c.Epoch())
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"blanket_collector_batches_total", "blanket_collector_reports_total", "blanket_collector_plan_info", "blanket_collector_calibration_duration_seconds"); err != nil {
+		t.Error(err)
+	}
+	// Both 200 answers were timed (the duplicate too); one estimate.
+	if n := histogramCount(t, reg, "blanket_collector_ingest_duration_seconds"); n != 2 {
+		t.Errorf("ingest latency has %d observations, want 2", n)
+	}
+	if n := histogramCount(t, reg, "blanket_collector_estimate_duration_seconds"); n != 1 {
+		t.Errorf("estimate latency has %d observations, want 1", n)
+	}
+	lint(t, reg)
+	// A second collector on the same registry is refused with an error
+	// naming the clash, not a panic.
+	if _, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: t.TempDir(), Open: openBuiltin, Registerer: reg}); err == nil || !strings.Contains(err.Error(), "registering") {
+		t.Errorf("a second collector on one registry: %v", err)
+	}
+}
