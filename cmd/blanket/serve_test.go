@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -406,6 +407,11 @@ func checkServe(t *testing.T, planFile string, n int) {
 		t.Fatalf("retried upload: %+v", res)
 	}
 	e := checkEstimate(t, s.url, "ui/screen", n, truth)
+	checkOps(t, s.url, `{"collector":true,"shuffler":true}`,
+		fmt.Sprintf(`blanket_shuffler_envelopes_total{result="accepted"} %d`, n),
+		`blanket_shuffler_envelopes_total{result="duplicate"} 10`,
+		fmt.Sprintf(`blanket_collector_reports_total{pool="ui/screen",result="valid"} %d`, n),
+		`blanket_plugin_restarts_total{plugin="krr"} 0`, "go_goroutines", "process_resident_memory_bytes")
 	var p1 plan.Plan
 	getJSON(t, s.url+"/v1/plan", &p1)
 	s.stop(t)
@@ -448,6 +454,8 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 		t.Fatalf("upload: %+v", res)
 	}
 	checkEstimate(t, c.url, "ui/screen", n, truth)
+	checkOps(t, c.url, `{"collector":true,"shuffler":false}`, `blanket_collector_batches_total{result="ingested"} 1`, "go_goroutines")
+	checkOps(t, s.url, `{"collector":false,"shuffler":true}`, `blanket_shuffler_batches_acknowledged_total 1`, "go_goroutines")
 	// The collector refuses batches without the token.
 	resp, err := http.Post(c.url+"/v1/batches", "application/octet-stream", strings.NewReader("x"))
 	if err != nil {
@@ -464,5 +472,38 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cdir, collector.ShufflerDB)); err == nil {
 		t.Error("collector directory holds a shuffler database")
+	}
+}
+
+// checkOps checks a server command's operational routes: GET /healthz and
+// /readyz answer 200 "ok", GET /metrics holds every line of want (series
+// with their values, or names), and GET / is the dashboard with roles.
+func checkOps(t *testing.T, url, roles string, want ...string) {
+	t.Helper()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(path); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("GET %s = %d %q", path, code, body)
+		}
+	}
+	_, metrics := get("/metrics")
+	for _, w := range want {
+		if !strings.Contains(metrics, w) {
+			t.Errorf("GET /metrics lacks %q", w)
+		}
+	}
+	if code, page := get("/"); code != http.StatusOK || !strings.Contains(page, "<title>Blanket</title>") {
+		t.Errorf("GET / = %d, not the dashboard", code)
+	}
+	if _, got := get("/dashboard/roles.json"); got != roles {
+		t.Errorf("roles %s, want %s", got, roles)
 	}
 }
