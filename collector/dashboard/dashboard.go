@@ -3,8 +3,8 @@
 // the privacy guarantee per period and over the horizon next to the plan's
 // target, and the shuffler's pool fill against n_min.
 //
-// The page is static: HTML, CSS and JavaScript embedded in the binary with
-// go:embed, no chart library, nothing fetched from the network. It reads
+// The page is static: HTML, CSS and JavaScript embedded in the binary
+// (package embed), no chart library, nothing fetched from the network. It reads
 // the servers' JSON API from the origin that serves it (GET /v1/plan,
 // /v1/metrics, /v1/metrics/{name} of a collector, GET /v1/pools of a
 // shuffler) and shows the panels of the roles it finds there, so the same
