@@ -54,6 +54,10 @@ type Browser struct {
 	ctx     context.Context
 	cancel  func()
 	dataDir string
+
+	mu sync.Mutex
+	// firstUsed is set once a Page took the tab the browser starts with.
+	firstUsed bool
 }
 
 // Start starts Chromium headless with a fresh profile in a temporary
@@ -115,8 +119,20 @@ type Page struct {
 // pixels and waits for its load event. The tab's console errors, browser
 // log errors (a failed request among them) and uncaught exceptions from
 // then on are kept for Problems.
+//
+// The first page takes the tab the browser started with; later ones open
+// new tabs. (Each tab decodes its events in its own goroutine, and with two
+// tabs the race detector reports chromedp's concurrent decoding; one page
+// per browser, as the tests and the demo use, runs one.)
 func (b *Browser) Open(ctx context.Context, url string, width, height int) (*Page, error) {
-	tctx, tcancel := chromedp.NewContext(b.ctx)
+	b.mu.Lock()
+	first := !b.firstUsed
+	b.firstUsed = true
+	b.mu.Unlock()
+	tctx, tcancel := b.ctx, func() {}
+	if !first {
+		tctx, tcancel = chromedp.NewContext(b.ctx)
+	}
 	p := &Page{ctx: tctx, cancel: tcancel, url: url}
 	messages := chromedp.Console(tctx)
 	go func() {
@@ -209,7 +225,7 @@ func (p *Page) Problems() []string {
 	return append([]string(nil), p.problems...)
 }
 
-// Close closes the tab.
+// Close closes the tab (the browser's first tab closes with the browser).
 func (p *Page) Close() { p.cancel() }
 
 // String names the page.
