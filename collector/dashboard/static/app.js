@@ -8,7 +8,10 @@
 "use strict";
 
 const state = {
-  selected: {}, // metric name -> Set of series names shown
+  // selected maps a metric name to the Set of series names shown: a Map,
+  // as a plain object would answer names like "toString" or "constructor"
+  // (valid metric names) with its prototype's functions.
+  selected: new Map(),
   renders: 0,
   timer: null,
   busy: false,
@@ -338,12 +341,12 @@ function seriesPanel(name, periods, latest) {
   box.appendChild(h("h3", { text: "Over periods (band: interval)" }));
   const labels = (latest.estimates || []).map((e) => e.label);
   if (!labels.length) return box;
-  if (!state.selected[name]) {
+  if (!state.selected.has(name)) {
     // Default: the five largest categories of the latest period, or the sum.
     const order = latest.estimates.slice().sort((a, b) => b.value - a.value).map((e) => e.label);
-    state.selected[name] = new Set(isNumeric(latest) ? ["sum"] : order.slice(0, 5));
+    state.selected.set(name, new Set(isNumeric(latest) ? ["sum"] : order.slice(0, 5)));
   }
-  const sel = state.selected[name];
+  const sel = state.selected.get(name);
   const color = (l) => charts.palette[labels.indexOf(l) % charts.palette.length];
   const legend = h("div", { class: "legend" });
   const holder = h("div", {});
