@@ -22,10 +22,11 @@ type Check struct {
 
 // RegisterHealth adds GET /healthz and GET /readyz to mux. /healthz
 // answers 200 "ok" while the process serves HTTP at all (liveness: restart
-// it otherwise). /readyz runs every check, each bounded by HealthTimeout,
-// and answers 200 "ok" when all pass, else 503 with one line per failing
-// check ("store: …"), so that a load balancer sends no traffic to a
-// replica that cannot take it.
+// it otherwise). /readyz runs every check concurrently, all bounded by
+// HealthTimeout (a check that has not answered by then fails), and
+// answers 200 "ok" when all pass, else 503 with one line per failing check
+// ("store: …"), so that a load balancer sends no traffic to a replica that
+// cannot take it.
 func RegisterHealth(mux *http.ServeMux, checks ...Check) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -33,15 +34,7 @@ func RegisterHealth(mux *http.ServeMux, checks ...Check) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		var failed []string
-		for _, c := range checks {
-			ctx, cancel := context.WithTimeout(r.Context(), HealthTimeout)
-			err := c.Ready(ctx)
-			cancel()
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", c.Name, err))
-			}
-		}
+		failed := runChecks(r.Context(), checks)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if len(failed) > 0 {
@@ -51,6 +44,46 @@ func RegisterHealth(mux *http.ServeMux, checks ...Check) {
 		}
 		w.Write([]byte("ok\n"))
 	})
+}
+
+// runChecks runs checks concurrently under one HealthTimeout and returns
+// a line per failing check, in the order of checks. A check still running
+// at the deadline (one waiting on a lock rather than on its context: a
+// plugin process being started, a plan fetch in flight) fails as not
+// answering; it is left to finish in the background, so that GET /readyz
+// answers within HealthTimeout whatever the checks do.
+func runChecks(ctx context.Context, checks []Check) []string {
+	ctx, cancel := context.WithTimeout(ctx, HealthTimeout)
+	defer cancel()
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, len(checks)) // late checks never block
+	for i, c := range checks {
+		go func() { results <- result{i, c.Ready(ctx)} }()
+	}
+	errs := make([]error, len(checks))
+	answered := make([]bool, len(checks))
+wait:
+	for range checks {
+		select {
+		case res := <-results:
+			errs[res.i], answered[res.i] = res.err, true
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	var failed []string
+	for i, c := range checks {
+		switch {
+		case !answered[i]:
+			failed = append(failed, fmt.Sprintf("%s: no answer within %v", c.Name, HealthTimeout))
+		case errs[i] != nil:
+			failed = append(failed, fmt.Sprintf("%s: %v", c.Name, errs[i]))
+		}
+	}
+	return failed
 }
 
 // ready checks that the database answers a query on its read handle

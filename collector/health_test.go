@@ -2,6 +2,8 @@ package collector
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -101,4 +103,36 @@ blanket_plugin_restarts_total{plugin="summation"} 0
 		ps.Close()
 	}
 	lint(t, reg)
+}
+
+// TestReadinessAnswersWithinTimeout: a check that waits on something other
+// than its context (a lock held by a plugin start or a plan fetch) fails
+// as not answering, the other checks' results still show, and GET /readyz
+// answers rather than waiting for it.
+func TestReadinessAnswersWithinTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	mux := http.NewServeMux()
+	RegisterHealth(mux,
+		Check{Name: "stuck", Ready: func(context.Context) error { <-release; return nil }},
+		Check{Name: "broken", Ready: func(context.Context) error { return errors.New("down") }},
+		Check{Name: "fine", Ready: func(context.Context) error { return nil }},
+	)
+	srv := newServer(t, mux)
+	// Far above HealthTimeout: only a /readyz that waits for the stuck
+	// check runs into it.
+	client := &http.Client{Timeout: 10 * HealthTimeout}
+	resp, err := client.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz did not answer: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("stuck: no answer within %v\nbroken: down\n", HealthTimeout)
+	if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want {
+		t.Errorf("/readyz = %d %q, want 503 %q", resp.StatusCode, b, want)
+	}
 }
