@@ -27,9 +27,34 @@ var (
 
 type collectorCounters struct {
 	batches, duplicates, bad, refused atomic.Int64
-	reports, malformed                atomic.Int64
 	// unauthorized and failed count POST /v1/batches answered 401 and 500.
 	unauthorized, failed atomic.Int64
+	// reports holds a *reportCounts per pool of the batches ingested
+	// (a metric with separate travel, the plan's pool otherwise): Stats
+	// sums them, blanket_collector_reports_total shows them per pool.
+	reports sync.Map
+}
+
+// reportCounts are the valid and malformed reports of one pool's batches.
+type reportCounts struct{ valid, malformed atomic.Int64 }
+
+// addReports counts the valid and malformed reports of a batch of pool.
+func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
+	v, ok := c.reports.Load(pool)
+	if !ok {
+		v, _ = c.reports.LoadOrStore(pool, new(reportCounts))
+	}
+	rc := v.(*reportCounts)
+	rc.valid.Add(valid)
+	rc.malformed.Add(malformed)
+}
+
+// eachPool calls f with every pool's report counts.
+func (c *collectorCounters) eachPool(f func(pool string, rc *reportCounts)) {
+	c.reports.Range(func(k, v any) bool {
+		f(k.(string), v.(*reportCounts))
+		return true
+	})
 }
 
 // IngestResult is the JSON body of a 200 answer to POST /v1/batches.
@@ -124,7 +149,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 	start := time.Now()
 	defer func() {
 		if err == nil {
-			c.m.observeIngest(res, time.Since(start))
+			c.m.ingestSeconds.Observe(time.Since(start).Seconds())
 		}
 	}()
 	b, err := report.DecodeBatch(body)
@@ -286,8 +311,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 	if dup, err := c.commit(ctx, b.ID, parts, &res); err != nil || dup {
 		return res, err
 	}
-	c.c.reports.Add(res.N)
-	c.c.malformed.Add(res.Malformed)
+	c.c.addReports(pool, res.N, res.Malformed)
 	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
 	return res, nil
 }
@@ -317,7 +341,7 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 	if dup, err := c.commit(ctx, b.ID, []metricBatch{{rec: rec}}, &res); err != nil || dup {
 		return res, err
 	}
-	c.c.malformed.Add(res.Malformed)
+	c.c.addReports(pool, 0, res.Malformed)
 	c.log.Warn("batch of an epoch whose reports cannot open here: all counted malformed", "batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
 	return res, nil
 }
@@ -488,8 +512,13 @@ type IngestStats struct {
 
 // Stats returns the collector's ingest counters.
 func (c *Collector) Stats() IngestStats {
-	return IngestStats{
+	st := IngestStats{
 		Batches: c.c.batches.Load(), Duplicates: c.c.duplicates.Load(), Bad: c.c.bad.Load(),
-		Refused: c.c.refused.Load(), Reports: c.c.reports.Load(), Malformed: c.c.malformed.Load(),
+		Refused: c.c.refused.Load(),
 	}
+	c.c.eachPool(func(_ string, rc *reportCounts) {
+		st.Reports += rc.valid.Load()
+		st.Malformed += rc.malformed.Load()
+	})
+	return st
 }

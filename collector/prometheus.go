@@ -8,9 +8,10 @@ package collector
 // report id, no time of one report; every label takes its values from a
 // fixed set (results, reasons) or from the plans' pool names.
 //
-// The counters the JSON API also shows (ShufflerStats, IngestStats) are
-// the roles' atomics, read at scrape time (one count, two views); what only
-// Prometheus shows is kept in client_golang's own types.
+// The counters are the roles' atomics, read at scrape time: the JSON API's
+// ShufflerStats and IngestStats sum the same ones (one count, two views).
+// Only the latency histograms and the calibration time are kept in
+// client_golang's own types.
 
 import (
 	"context"
@@ -165,28 +166,23 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectorMetrics are a collector's Prometheus metrics: a collector
-// reading its batch counters at scrape time, the reports per pool, the
-// ingest and estimate latencies, and the plan's calibration.
+// reading its batch and report counters at scrape time, the ingest and
+// estimate latencies, and the plan's calibration.
 type collectorMetrics struct {
 	c *Collector
 
-	reports         *prometheus.CounterVec
 	ingestSeconds   prometheus.Histogram
 	estimateSeconds prometheus.Histogram
 	// calibration is how long OpenCollector calibrated the plan (0 when
 	// it came calibrated or a stored calibration was reused).
 	calibration prometheus.Gauge
 
-	batches, planInfo *prometheus.Desc
+	batches, reports, planInfo *prometheus.Desc
 }
 
 func newCollectorMetrics(c *Collector) *collectorMetrics {
 	return &collectorMetrics{
 		c: c,
-		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "blanket", Subsystem: "collector", Name: "reports_total",
-			Help: "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel) and result: valid (counted) or malformed (dropped).",
-		}, []string{"pool", "result"}),
 		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "blanket", Subsystem: "collector", Name: "ingest_duration_seconds",
 			Help:    "Time to ingest one batch: open its reports, accumulate, compute its guarantee and store.",
@@ -202,6 +198,7 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 			Help: "Time the collector took to calibrate its plan at start (0 when the plan came calibrated or a stored calibration was reused).",
 		}),
 		batches:  prometheus.NewDesc("blanket_collector_batches_total", "Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).", []string{"result"}, nil),
+		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel) and result: valid (counted) or malformed (dropped).", []string{"pool", "result"}, nil),
 		planInfo: prometheus.NewDesc("blanket_collector_plan_info", "The plan epoch the collector publishes (value 1).", []string{"epoch"}, nil),
 	}
 }
@@ -209,8 +206,8 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 // Describe implements prometheus.Collector.
 func (m *collectorMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.batches
+	ch <- m.reports
 	ch <- m.planInfo
-	m.reports.Describe(ch)
 	m.ingestSeconds.Describe(ch)
 	m.estimateSeconds.Describe(ch)
 	m.calibration.Describe(ch)
@@ -228,25 +225,14 @@ func (m *collectorMetrics) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(m.batches, prometheus.CounterValue, float64(b.v), b.result)
 	}
+	c.eachPool(func(pool string, rc *reportCounts) {
+		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.valid.Load()), pool, "valid")
+		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.malformed.Load()), pool, "malformed")
+	})
 	ch <- prometheus.MustNewConstMetric(m.planInfo, prometheus.GaugeValue, 1, m.c.epoch)
-	m.reports.Collect(ch)
 	m.ingestSeconds.Collect(ch)
 	m.estimateSeconds.Collect(ch)
 	m.calibration.Collect(ch)
-}
-
-// observeIngest records an ingested batch's reports and time.
-func (m *collectorMetrics) observeIngest(res IngestResult, d time.Duration) {
-	m.ingestSeconds.Observe(d.Seconds())
-	if res.Duplicate {
-		return
-	}
-	pool, _, _, err := report.ParsePoolKey(res.Metric)
-	if err != nil {
-		return // refused before: Ingest does not return nil then
-	}
-	m.reports.WithLabelValues(pool, "valid").Add(float64(res.N))
-	m.reports.WithLabelValues(pool, "malformed").Add(float64(res.Malformed))
 }
 
 // pluginMetrics exports the restarts of the plugin processes a Plugins

@@ -285,6 +285,10 @@ blanket_collector_calibration_duration_seconds 0
 		"blanket_collector_batches_total", "blanket_collector_reports_total", "blanket_collector_plan_info", "blanket_collector_calibration_duration_seconds"); err != nil {
 		t.Error(err)
 	}
+	// The JSON stats sum the same counters.
+	if st := c.Stats(); st.Batches != 1 || st.Duplicates != 1 || st.Bad != 1 || st.Refused != 1 || st.Reports != 11 || st.Malformed != 1 {
+		t.Errorf("stats %+v", st)
+	}
 	// Both 200 answers were timed (the duplicate too); one estimate.
 	if n := histogramCount(t, reg, "blanket_collector_ingest_duration_seconds"); n != 2 {
 		t.Errorf("ingest latency has %d observations, want 2", n)
