@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -301,5 +302,46 @@ blanket_collector_calibration_duration_seconds 0
 	// naming the clash, not a panic.
 	if _, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: t.TempDir(), Open: openBuiltin, Registerer: reg}); err == nil || !strings.Contains(err.Error(), "registering") {
 		t.Errorf("a second collector on one registry: %v", err)
+	}
+}
+
+// TestShufflerMetricsUnavailable counts the uploads refused for the
+// connection's rate, for a store that fails to commit (its write handle
+// closed under the running shuffler) and for a shuffler shutting down,
+// and checks that a scrape of a closed shuffler's store reports
+// blanket_shuffler_pool_reports as an error instead of dropping it.
+func TestShufflerMetricsUnavailable(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", Registerer: reg, ConnRate: 1, MaxEnvelopes: 10})
+	one := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	upload := func(c *http.Client, n, want int) {
+		t.Helper()
+		if resp := post(t, c, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(n))), nil); resp.StatusCode != want {
+			t.Fatalf("upload of %d: %d, want %d", n, resp.StatusCode, want)
+		}
+	}
+	upload(one, 10, http.StatusAccepted)
+	upload(one, 5, http.StatusTooManyRequests) // the connection's burst is spent
+	f.s.db.w.Close()                           // commits fail from now on
+	upload(nil, 3, http.StatusServiceUnavailable)
+	f.s.Close()
+	upload(nil, 3, http.StatusServiceUnavailable)
+
+	mfs, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "blanket_shuffler_pool_reports") {
+		t.Errorf("gathering from a closed store: %v, want an error naming blanket_shuffler_pool_reports", err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "blanket_shuffler_uploads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"accepted": 1, "bad_request": 0, "too_large": 0, "rate_limited": 1, "unavailable": 2}
+	if !maps.Equal(got, want) {
+		t.Errorf("blanket_shuffler_uploads_total = %v, want %v", got, want)
 	}
 }
