@@ -88,9 +88,9 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 			Help:    "Time to answer an upload (POST /v1/reports), its durable commit included.",
 			Buckets: latencyBuckets,
 		}),
-		uploads:         d("uploads_total", "Uploads (POST /v1/reports) by result: accepted (202), bad_request, too_large, rate_limited, unavailable (503).", "result"),
-		envelopes:       d("envelopes_total", "Envelopes of accepted uploads pooled (accepted) or already pooled (duplicate).", "result"),
-		rejected:        d("envelopes_rejected_total", "Envelopes of accepted uploads refused for good, by reason.", "reason"),
+		uploads:         d("uploads_total", "Uploads (POST /v1/reports) by result: accepted (202), bad_request, too_large, rate_limited, unavailable (503), canceled (the sender left before the answer).", "result"),
+		envelopes:       d("envelopes_total", "Envelopes committed to a pool (accepted) or found there already (duplicate), counted at the commit.", "result"),
+		rejected:        d("envelopes_rejected_total", "Envelopes refused for good, by reason (counted when their upload is answered 202; late also at the commit).", "reason"),
 		released:        d("batches_released_total", "Batches released from the pools (each of at least n_min reports, shuffled)."),
 		reportsReleased: d("reports_released_total", "Reports released in batches."),
 		sends:           d("batch_sends_total", "Attempts to forward a released batch to the collector."),
@@ -122,6 +122,7 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.uploads, c.tooLarge.Load(), "too_large")
 	counter(m.uploads, c.rateLimited.Load(), "rate_limited")
 	counter(m.uploads, c.unavailable.Load(), "unavailable")
+	counter(m.uploads, c.canceled.Load(), "canceled")
 	counter(m.envelopes, c.accepted.Load(), "accepted")
 	counter(m.envelopes, c.duplicates.Load(), "duplicate")
 	for i, name := range rejectReasonNames {

@@ -134,18 +134,19 @@ blanket_shuffler_pool_min_reports 4
 	})
 
 	want := `
-# HELP blanket_shuffler_uploads_total Uploads (POST /v1/reports) by result: accepted (202), bad_request, too_large, rate_limited, unavailable (503).
+# HELP blanket_shuffler_uploads_total Uploads (POST /v1/reports) by result: accepted (202), bad_request, too_large, rate_limited, unavailable (503), canceled (the sender left before the answer).
 # TYPE blanket_shuffler_uploads_total counter
 blanket_shuffler_uploads_total{result="accepted"} 3
 blanket_shuffler_uploads_total{result="bad_request"} 1
+blanket_shuffler_uploads_total{result="canceled"} 0
 blanket_shuffler_uploads_total{result="rate_limited"} 0
 blanket_shuffler_uploads_total{result="too_large"} 1
 blanket_shuffler_uploads_total{result="unavailable"} 0
-# HELP blanket_shuffler_envelopes_total Envelopes of accepted uploads pooled (accepted) or already pooled (duplicate).
+# HELP blanket_shuffler_envelopes_total Envelopes committed to a pool (accepted) or found there already (duplicate), counted at the commit.
 # TYPE blanket_shuffler_envelopes_total counter
 blanket_shuffler_envelopes_total{result="accepted"} 4
 blanket_shuffler_envelopes_total{result="duplicate"} 1
-# HELP blanket_shuffler_envelopes_rejected_total Envelopes of accepted uploads refused for good, by reason.
+# HELP blanket_shuffler_envelopes_rejected_total Envelopes refused for good, by reason (counted when their upload is answered 202; late also at the commit).
 # TYPE blanket_shuffler_envelopes_rejected_total counter
 blanket_shuffler_envelopes_rejected_total{reason="early"} 1
 blanket_shuffler_envelopes_rejected_total{reason="late"} 1
@@ -340,7 +341,7 @@ func TestShufflerMetricsUnavailable(t *testing.T) {
 			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 		}
 	}
-	want := map[string]float64{"accepted": 1, "bad_request": 0, "too_large": 0, "rate_limited": 1, "unavailable": 2}
+	want := map[string]float64{"accepted": 1, "bad_request": 0, "too_large": 0, "rate_limited": 1, "unavailable": 2, "canceled": 0}
 	if !maps.Equal(got, want) {
 		t.Errorf("blanket_shuffler_uploads_total = %v, want %v", got, want)
 	}

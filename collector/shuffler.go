@@ -136,7 +136,10 @@ type ShufflerOptions struct {
 type ShufflerStats struct {
 	// Requests counts uploads answered 202.
 	Requests int64 `json:"requests"`
-	// Accepted, Duplicates and Rejected count envelopes of those uploads.
+	// Accepted and Duplicates count envelopes committed to a pool and
+	// found there already, whether or not their uploader waited for the
+	// answer; Rejected counts envelopes refused (of uploads answered 202,
+	// and those the commit refused).
 	Accepted   int64 `json:"accepted"`
 	Duplicates int64 `json:"duplicates"`
 	Rejected   int64 `json:"rejected"`
@@ -171,7 +174,7 @@ type ShufflerStats struct {
 type shufflerCounters struct {
 	requests, accepted, duplicates           atomic.Int64
 	badRequests, tooLarge, rateLimited       atomic.Int64
-	unavailable                              atomic.Int64
+	unavailable, canceled                    atomic.Int64
 	batchesReleased, reportsReleased         atomic.Int64
 	sends, batchesForwarded, forwardFailures atomic.Int64
 	expired                                  atomic.Int64

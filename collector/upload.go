@@ -157,14 +157,19 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	}
 	var res UploadResult
 	req := &acceptReq{items: make([]acceptItem, 0, len(envs)), done: make(chan acceptRes, 1)}
-	// Counted once the upload is answered 202.
-	var rejected [numRejectReasons]int64
-	reject := func(i int, why rejectReason, format string, args ...any) {
+	refuse := func(i int, format string, args ...any) {
 		res.Rejected++
-		rejected[why]++
 		if len(res.Errors) < maxEnvelopeErrors {
 			res.Errors = append(res.Errors, EnvelopeError{Index: i, Error: fmt.Sprintf(format, args...)})
 		}
+	}
+	// Refused before the commit: counted once the upload is answered 202
+	// (an upload answered 503, or not at all, is retried and counted
+	// then). What the commit decides, commitLoop counts.
+	var rejected [numRejectReasons]int64
+	reject := func(i int, why rejectReason, format string, args ...any) {
+		rejected[why]++
+		refuse(i, format, args...)
 	}
 	for i, e := range envs {
 		if err := s.accepts(e.Metric); err != nil {
@@ -192,6 +197,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "shuffler is shutting down")
 			return
 		case <-r.Context().Done():
+			s.c.canceled.Add(1)
 			return
 		}
 		// Once handed over, the commit may succeed even if we stop
@@ -200,6 +206,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		select {
 		case ar = <-req.done:
 		case <-r.Context().Done():
+			s.c.canceled.Add(1)
 			return
 		}
 		if ar.err != nil {
@@ -211,12 +218,10 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
 		for _, i := range ar.late {
-			reject(i, rejectLate, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
+			refuse(i, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
 		}
 	}
 	s.c.requests.Add(1)
-	s.c.accepted.Add(int64(res.Accepted))
-	s.c.duplicates.Add(int64(res.Duplicates))
 	for why, n := range rejected {
 		s.c.rejectedBy[why].Add(n)
 	}
@@ -250,9 +255,15 @@ func (s *Shuffler) commitLoop() {
 		for i, r := range group {
 			if err != nil {
 				r.done <- acceptRes{err: err}
-			} else {
-				r.done <- results[i]
+				continue
 			}
+			// Counted here, committed, whether or not the uploader
+			// still waits for the answer: accepted counts every report
+			// ever pooled.
+			s.c.accepted.Add(int64(results[i].accepted))
+			s.c.duplicates.Add(int64(results[i].duplicates))
+			s.c.rejectedBy[rejectLate].Add(int64(len(results[i].late)))
+			r.done <- results[i]
 		}
 	}
 }
