@@ -86,8 +86,13 @@ wait:
 	return failed
 }
 
-// ready checks that the database answers a query on its read handle
-// (the write handle may be held by a long ingest, which is not a fault).
+// ready checks that the database answers a query on its read handle and
+// that its write handle takes the write lock (a transaction begun and
+// rolled back, nothing written). A writer wedged past the probe's
+// deadline (a transaction that never ends, the lock held by another
+// process) refuses every upload or batch while reads still answer. A
+// long legitimate write (the release of a very large pool) can fail one
+// probe; load balancers act on consecutive failures.
 func (db *database) ready(ctx context.Context) error {
 	var n int
 	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
@@ -96,7 +101,11 @@ func (db *database) ready(ctx context.Context) error {
 	if n == 0 {
 		return errors.New("the database has no tables")
 	}
-	return nil
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("the database does not answer writes: %w", err)
+	}
+	return tx.Rollback()
 }
 
 // Checks are the collector's readiness checks: "collector store" (its database
