@@ -63,8 +63,9 @@ func reasonOf(err error) rejectReason {
 const scrapeTimeout = 5 * time.Second
 
 // latencyBuckets are the buckets of the latency histograms: 1 ms to about
-// 4 minutes (opening a batch of a million reports takes minutes).
-var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2.5, 14)
+// 6 minutes, by factors of 2.5 (opening a batch of a million reports takes
+// minutes).
+var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2.5, 15)
 
 // shufflerMetrics are a shuffler's Prometheus metrics: a collector reading
 // its counters and pools at scrape time, and the upload latency.
