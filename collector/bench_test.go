@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -242,6 +244,40 @@ func BenchmarkIngestJoint(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "messages/s")
+		})
+	}
+}
+
+// BenchmarkScrape measures one Prometheus scrape of a shuffler and a
+// collector registered together, with reports waiting in the pools: the
+// counters are read from atomics and the pool sizes from one GROUP BY over
+// the pool table, so the cost grows with the reports waiting.
+func BenchmarkScrape(b *testing.B) {
+	for _, waiting := range []int{0, 10000, 100000} {
+		b.Run(fmt.Sprintf("waiting=%d", waiting), func(b *testing.B) {
+			ctx := context.Background()
+			reg := prometheus.NewRegistry()
+			p := testPlan(b, 1<<20) // nothing is released
+			c, err := OpenCollector(ctx, CollectorOptions{Plan: p, Dir: b.TempDir(), Open: openBuiltin, Registerer: reg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			f := newShufflerFixture(b, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Registerer: reg, ConnRate: -1})
+			for i := 0; i < waiting; i += DefaultMaxEnvelopes {
+				n := min(DefaultMaxEnvelopes, waiting-i)
+				if resp := post(b, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(n))), nil); resp.StatusCode != http.StatusAccepted {
+					b.Fatalf("upload: %d", resp.StatusCode)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				mfs, err := reg.Gather()
+				if err != nil || len(mfs) == 0 {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -71,6 +72,8 @@ type metricState struct {
 	binding report.Binding
 	r       sdk.Randomizer
 	desc    *sdk.Description
+	// restarting is set while the readiness check restarts r.
+	restarting atomic.Bool
 }
 
 // MaxOlderEpochs is how many earlier epochs (under the same collector key)
@@ -473,8 +476,15 @@ func (c *Collector) Close() error {
 // Register adds the collector's routes to mux: GET /v1/plan, POST
 // /v1/batches, GET /v1/metrics and GET /v1/metrics/{name...}.
 func (c *Collector) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/plan", c.handlePlan)
+	c.RegisterAPI(mux)
 	mux.HandleFunc("POST /v1/batches", c.handleBatches)
+}
+
+// RegisterAPI adds the collector's read routes to mux: GET /v1/plan, GET
+// /v1/metrics and GET /v1/metrics/{name...} (for an operator's listener
+// that shows the dashboard but takes no batches).
+func (c *Collector) RegisterAPI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/plan", c.handlePlan)
 	mux.HandleFunc("GET /v1/metrics", c.handleMetrics)
 	mux.HandleFunc("GET /v1/metrics/{name...}", c.handleMetric)
 }

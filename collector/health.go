@@ -24,17 +24,20 @@ type Check struct {
 // answers 200 "ok" while the process serves HTTP at all (liveness: restart
 // it otherwise). /readyz runs every check concurrently, all bounded by
 // HealthTimeout (a check that has not answered by then fails), and
-// answers 200 "ok" when all pass, else 503 with one line per failing check
-// ("store: …"), so that a load balancer sends no traffic to a replica that
-// cannot take it.
-func RegisterHealth(mux *http.ServeMux, checks ...Check) {
+// answers 200 "ok" when all pass, else 503 with one line per failing check,
+// so that a load balancer sends no traffic to a replica that cannot take
+// it. With detailed, each line says why ("collector store: the database
+// does not answer: …", for the operator's listener); without, only which
+// check failed ("collector store: not ready", for a public listener: the
+// reasons name files and peers).
+func RegisterHealth(mux *http.ServeMux, detailed bool, checks ...Check) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		failed := runChecks(r.Context(), checks)
+		failed := runChecks(r.Context(), checks, detailed)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if len(failed) > 0 {
@@ -52,7 +55,7 @@ func RegisterHealth(mux *http.ServeMux, checks ...Check) {
 // plugin process being started, a plan fetch in flight) fails as not
 // answering; it is left to finish in the background, so that GET /readyz
 // answers within HealthTimeout whatever the checks do.
-func runChecks(ctx context.Context, checks []Check) []string {
+func runChecks(ctx context.Context, checks []Check, detailed bool) []string {
 	ctx, cancel := context.WithTimeout(ctx, HealthTimeout)
 	defer cancel()
 	type result struct {
@@ -77,10 +80,12 @@ wait:
 	var failed []string
 	for i, c := range checks {
 		switch {
-		case !answered[i]:
+		case !answered[i] && detailed:
 			failed = append(failed, fmt.Sprintf("%s: no answer within %v", c.Name, HealthTimeout))
-		case errs[i] != nil:
+		case errs[i] != nil && detailed:
 			failed = append(failed, fmt.Sprintf("%s: %v", c.Name, errs[i]))
+		case !answered[i] || errs[i] != nil:
+			failed = append(failed, c.Name+": not ready")
 		}
 	}
 	return failed
@@ -108,10 +113,12 @@ func (db *database) ready(ctx context.Context) error {
 	return tx.Rollback()
 }
 
-// Checks are the collector's readiness checks: "collector store" (its database
-// answers), "plan" (the published plan is calibrated) and "plugins"
-// (every metric of the current plan has its randomizer answering
-// Describe, restarted if its process died).
+// Checks are the collector's readiness checks: "collector store" (its
+// database answers), "plan" (the published plan is calibrated) and
+// "plugins" (every metric of the current plan has its plugin running). A
+// plugin process that died is restarted in the background, under the
+// host's own start timeout, never inside the probe: a probe's short
+// deadline would kill a slow start over and over.
 func (c *Collector) Checks() []Check {
 	return []Check{
 		{Name: "collector store", Ready: c.st.db.ready},
@@ -126,9 +133,10 @@ func (c *Collector) Checks() []Check {
 			for _, m := range c.plan.Metrics {
 				ms := c.cur.metrics[m.Name]
 				if ms == nil {
-					continue // pooled travel: every metric is in c.cur.pool
+					errs = append(errs, fmt.Errorf("metric %q: not opened", m.Name))
+					continue
 				}
-				if _, err := ms.r.Describe(ctx); err != nil {
+				if err := ms.ready(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("metric %q (%s): %w", m.Name, m.Plugin, err))
 				}
 			}
@@ -153,9 +161,41 @@ func (s *Shuffler) Checks() []Check {
 	}
 }
 
-// Ready returns nil when the relay has the collector's plan to serve
-// (fetched now or earlier), else why not.
-func (pr *PlanRelay) Ready(ctx context.Context) error {
-	_, _, err := pr.plan(ctx)
-	return err
+// pluginRestartTimeout bounds a restart the readiness check starts.
+const pluginRestartTimeout = time.Minute
+
+// ready returns nil when the metric's randomizer answers without starting
+// anything: a plugin (sdk.Plugin) reports whether it runs, and one that
+// does not is restarted in the background (one restart at a time); any
+// other randomizer is asked to Describe itself under ctx.
+func (ms *metricState) ready(ctx context.Context) error {
+	r, ok := ms.r.(interface{ Running() bool })
+	if !ok {
+		_, err := ms.r.Describe(ctx)
+		return err
+	}
+	if r.Running() {
+		return nil
+	}
+	if ms.restarting.CompareAndSwap(false, true) {
+		go func() {
+			defer ms.restarting.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), pluginRestartTimeout)
+			defer cancel()
+			ms.r.Describe(ctx) // starts a process if it can; a failure shows at the next probe
+		}()
+	}
+	return errors.New("plugin not running (restarting it in the background)")
+}
+
+// Ready returns nil when the relay holds a plan of the collector's to
+// serve, else why not. It never fetches (the relay's refresh does), so
+// it answers at once: a shuffler takes and stores uploads whether or not
+// its collector is reachable, and once a plan was fetched the relay
+// serves it even when the collector is down.
+func (pr *PlanRelay) Ready(context.Context) error {
+	if !pr.held.Load() {
+		return errors.New("no plan fetched from the collector yet")
+	}
+	return nil
 }

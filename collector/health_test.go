@@ -48,15 +48,18 @@ func TestReadiness(t *testing.T) {
 	}
 	defer s.Close()
 	mux := http.NewServeMux()
-	RegisterHealth(mux, append(c.Checks(), s.Checks()...)...)
+	RegisterHealth(mux, true, append(c.Checks(), s.Checks()...)...)
 	srv := newServer(t, mux)
+	public := http.NewServeMux()
+	RegisterHealth(public, false, append(c.Checks(), s.Checks()...)...)
+	pub := newServer(t, public)
 
 	if code, body := getText(t, srv.URL+"/readyz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("fresh: /readyz = %d %q", code, body)
 	}
 	ps.Close()
 	code, body := getText(t, srv.URL+"/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, `plugins: metric "ui/screen" (krr)`) || !strings.Contains(body, "closed") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `plugins: metric "ui/screen" (krr): plugin not running`) {
 		t.Errorf("plugins closed: /readyz = %d %q", code, body)
 	}
 	c.st.db.close() // the store fails under the running collector
@@ -66,6 +69,10 @@ func TestReadiness(t *testing.T) {
 	}
 	if strings.Contains(body, "shuffler store") {
 		t.Errorf("the shuffler's store is fine, /readyz says %q", body)
+	}
+	// The public listener says which checks fail, not why.
+	if code, body := getText(t, pub.URL+"/readyz"); code != http.StatusServiceUnavailable || body != "collector store: not ready\nplugins: not ready\n" {
+		t.Errorf("public /readyz = %d %q", code, body)
 	}
 	if code, body := getText(t, srv.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz = %d %q", code, body)
@@ -113,7 +120,7 @@ func TestReadinessAnswersWithinTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	mux := http.NewServeMux()
-	RegisterHealth(mux,
+	RegisterHealth(mux, true,
 		Check{Name: "stuck", Ready: func(context.Context) error { <-release; return nil }},
 		Check{Name: "broken", Ready: func(context.Context) error { return errors.New("down") }},
 		Check{Name: "fine", Ready: func(context.Context) error { return nil }},
@@ -134,5 +141,27 @@ func TestReadinessAnswersWithinTimeout(t *testing.T) {
 	want := fmt.Sprintf("stuck: no answer within %v\nbroken: down\n", HealthTimeout)
 	if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want {
 		t.Errorf("/readyz = %d %q, want 503 %q", resp.StatusCode, b, want)
+	}
+}
+
+// TestPlanRelayReady: a shuffler's relay is ready once it holds a plan of
+// its collector's, and stays ready while the collector is down (it serves
+// the plan it holds); the check never fetches.
+func TestPlanRelayReady(t *testing.T) {
+	c := openCollector(t, t.TempDir(), testPlan(t, 10))
+	defer c.Close()
+	cmux := http.NewServeMux()
+	c.Register(cmux)
+	csrv := newServer(t, cmux)
+	pr := &PlanRelay{Collector: csrv.URL}
+	if err := pr.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "no plan fetched") {
+		t.Fatalf("before a fetch: %v", err)
+	}
+	if err := pr.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	csrv.Close()
+	if err := pr.Ready(context.Background()); err != nil {
+		t.Errorf("after a fetch, collector down: %v", err)
 	}
 }

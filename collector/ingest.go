@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -341,7 +342,13 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 	if dup, err := c.commit(ctx, b.ID, []metricBatch{{rec: rec}}, &res); err != nil || dup {
 		return res, err
 	}
-	c.c.addReports(pool, 0, res.Malformed)
+	// The pool of a batch of an unknown epoch may be anything its sender
+	// wrote: one label for all pools of no current plan.
+	label := "other"
+	if slices.Contains(c.plan.Pools(), pool) {
+		label = pool
+	}
+	c.c.addReports(label, 0, res.Malformed)
 	c.log.Warn("batch of an epoch whose reports cannot open here: all counted malformed", "batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
 	return res, nil
 }

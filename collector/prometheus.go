@@ -94,9 +94,9 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 		rejected:        d("envelopes_rejected_total", "Envelopes refused for good, by reason (counted when their upload is answered 202; late also at the commit).", "reason"),
 		released:        d("batches_released_total", "Batches released from the pools (each of at least n_min reports, shuffled)."),
 		reportsReleased: d("reports_released_total", "Reports released in batches."),
-		sends:           d("batch_sends_total", "Attempts to forward a released batch to the collector."),
-		acked:           d("batches_acknowledged_total", "Released batches the collector acknowledged (then deleted)."),
-		sendFails:       d("batch_send_failures_total", "Forwarding attempts that failed; the batch is retried with backoff."),
+		sends:           d("batch_sends_total", "Requests forwarding a released batch to the collector."),
+		acked:           d("batches_acknowledged_total", "Released batches the collector acknowledged and the shuffler deleted."),
+		sendFails:       d("batch_send_failures_total", "Forwarding attempts that failed (the batch unreadable, the request failed or was refused, or the acknowledged batch not deleted); the batch is retried with backoff."),
 		expired:         d("reports_expired_total", "Reports deleted unreleased: their period's pool stayed below n_min past the grace."),
 		poolReports:     d("pool_reports", "Reports waiting in each pool (summed over epochs and periods).", "pool"),
 		poolMin:         d("pool_min_reports", "n_min: the smallest batch the shuffler releases."),
@@ -199,8 +199,8 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 			Namespace: "blanket", Subsystem: "collector", Name: "calibration_duration_seconds",
 			Help: "Time the collector took to calibrate its plan at start (0 when the plan came calibrated or a stored calibration was reused).",
 		}),
-		batches:  prometheus.NewDesc("blanket_collector_batches_total", "Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).", []string{"result"}, nil),
-		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel) and result: valid (counted) or malformed (dropped).", []string{"pool", "result"}, nil),
+		batches:  prometheus.NewDesc("blanket_collector_batches_total", "Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (unreadable, too large or undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).", []string{"result"}, nil),
+		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted) or malformed (dropped).", []string{"pool", "result"}, nil),
 		planInfo: prometheus.NewDesc("blanket_collector_plan_info", "The plan epoch the collector publishes (value 1).", []string{"epoch"}, nil),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -41,6 +42,9 @@ type PlanRelay struct {
 	body    []byte
 	etag    string
 	fetched time.Time
+	// held is set once a plan was fetched (Ready reads it without mu,
+	// which a fetch holds).
+	held atomic.Bool
 }
 
 // Register adds GET /v1/plan to mux.
@@ -93,6 +97,7 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
 		return nil, "", err
 	}
 	pr.body, pr.etag, pr.fetched = body, etag, time.Now()
+	pr.held.Store(true)
 	if pr.OnPlan != nil {
 		if p, err := plan.Parse(body); err == nil {
 			pr.OnPlan(p)

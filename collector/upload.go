@@ -49,10 +49,17 @@ func (s *Shuffler) loadMeta(ctx context.Context) error {
 	return s.db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
 }
 
-// Register adds the shuffler's routes to mux: POST /v1/reports, and GET
-// /v1/pools (each pool's fill against n_min, counts only).
+// Register adds the shuffler's public route to mux: POST /v1/reports.
 func (s *Shuffler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/reports", s.handleReports)
+}
+
+// RegisterAdmin adds the shuffler's operator route to mux: GET /v1/pools,
+// each pool's fill against n_min. Serve it only to the operator (the
+// admin listener of the blanket commands, loopback by default): pool
+// counts polled over time show when reports arrive, which the shuffler
+// exists to hide from everyone else.
+func (s *Shuffler) RegisterAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/pools", s.handlePools)
 }
 

@@ -386,6 +386,24 @@ func (p *Plugin) current(ctx context.Context) (*process, error) {
 	return proc, nil
 }
 
+// Running reports whether the plugin answers without starting a process:
+// a built-in not closed, or a plugin process running. It never starts a
+// process and never waits for a start in progress (false then), so a
+// readiness probe may call it at any rate.
+func (p *Plugin) Running() bool {
+	if p.closed.Load() {
+		return false
+	}
+	if p.inproc != nil {
+		return true
+	}
+	if !p.mu.TryLock() {
+		return false // a process is being started
+	}
+	defer p.mu.Unlock()
+	return p.proc != nil && !p.proc.client.Exited()
+}
+
 // Restarts returns how many plugin processes were started to replace one
 // that exited, hung past the call timeout or failed its transport: 0 for
 // a built-in, which runs in process.

@@ -68,8 +68,18 @@ often it is delivered.`,
 			mux := http.NewServeMux()
 			c.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true})
-			registerOps(mux, reg, c.Checks()...)
-			printListening(cmd, "collector", loopbackURL(ln.Addr()), append(append([]string{}, collectorRoutes...), opsRoutes...)...)
+			collector.RegisterHealth(mux, false, c.Checks()...)
+			admin := http.NewServeMux()
+			c.RegisterAPI(admin)
+			dashboard.Register(admin, dashboard.Roles{Collector: true})
+			registerAdminOps(admin, reg, c.Checks()...)
+			adminURL, stopAdmin, err := startAdmin(logger, sf.adminAddr, admin)
+			if err != nil {
+				return err
+			}
+			defer stopAdmin()
+			printListening(cmd, "collector", loopbackURL(ln.Addr()), append(append([]string{}, collectorRoutes...), publicHealthRoutes...)...)
+			printListening(cmd, "collector admin", adminURL, append([]string{"GET  /                     the dashboard"}, adminOpsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, nil)
 		}),

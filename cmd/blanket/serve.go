@@ -28,16 +28,18 @@ const shutdownGrace = 10 * time.Second
 
 // serverFlags are the flags every server command shares.
 type serverFlags struct {
-	data     string
-	planPath string
-	addr     string
-	logLevel string
+	data      string
+	planPath  string
+	addr      string
+	adminAddr string
+	logLevel  string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, defaultAddr string) {
 	cmd.Flags().StringVar(&f.data, "data", "", "data directory: SQLite databases, keys and tokens (created, mode 0700) (required)")
 	cmd.Flags().StringVar(&f.planPath, "plan", "", "privacy plan file (YAML) (required)")
 	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:0", "the operator's listener: the dashboard with the shuffler's pools, GET /metrics, GET /v1/pools and /readyz with reasons; keep it private (pool counts over time show when reports arrive); port 0 picks a free one, printed at start")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 }
 
@@ -136,7 +138,6 @@ func printListening(cmd *cobra.Command, role, url string, routes ...string) {
 var (
 	shufflerRoutes = []string{
 		"POST /v1/reports           apps upload sealed reports (shuffler)",
-		"GET  /v1/pools             each pool's fill against n_min (counts only)",
 	}
 	collectorRoutes = []string{
 		"GET  /                     the dashboard (estimates, series, guarantees)",
@@ -213,10 +214,18 @@ databases in the data directory:
   collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
              calibrated plan with its public key, opens and aggregates the batches,
              serves estimates with their central (eps, delta).
-  dashboard  GET /: a web page of both: each metric's latest estimates with
+  dashboard  GET /: a web page of each metric's latest estimates with
              intervals, its series over periods, reports per period against
-             n_min, the guarantee per period and over the horizon next to the
-             plan's target, and the shuffler's pool fill (GET /v1/pools).
+             n_min, and the guarantee per period and over the horizon next to
+             the plan's target.
+
+The operator's listener (--admin-addr, loopback by default, printed at
+start) adds what only the operator may see: the dashboard with the
+shuffler's pool fill (GET /v1/pools), Prometheus metrics (GET /metrics) and
+the reasons of GET /readyz. Pool counts and upload counters polled over time
+show when reports arrive, which the shuffler exists to hide: keep that
+listener private. The public listener answers GET /healthz and a GET /readyz
+that names failing checks only.
 
 The shuffler hands batches to the collector over loopback HTTP (POST
 /v1/batches with a bearer token from DIR/batch.token), exactly as it would to a
@@ -269,12 +278,27 @@ the next start.`,
 				return err
 			}
 			defer s.Close()
+			checks := append(c.Checks(), s.Checks()...)
 			mux := http.NewServeMux()
 			c.Register(mux)
 			s.Register(mux)
-			dashboard.Register(mux, dashboard.Roles{Collector: true, Shuffler: true})
-			registerOps(mux, reg, append(c.Checks(), s.Checks()...)...)
-			printListening(cmd, "serve", url, append(append(append([]string{}, shufflerRoutes...), collectorRoutes...), opsRoutes...)...)
+			dashboard.Register(mux, dashboard.Roles{Collector: true})
+			collector.RegisterHealth(mux, false, checks...)
+			admin := http.NewServeMux()
+			c.RegisterAPI(admin)
+			s.RegisterAdmin(admin)
+			dashboard.Register(admin, dashboard.Roles{Collector: true, Shuffler: true})
+			registerAdminOps(admin, reg, checks...)
+			adminURL, stopAdmin, err := startAdmin(logger, sf.adminAddr, admin)
+			if err != nil {
+				return err
+			}
+			defer stopAdmin()
+			printListening(cmd, "serve", url, append(append(append([]string{}, shufflerRoutes...), collectorRoutes...), publicHealthRoutes...)...)
+			printListening(cmd, "serve admin", adminURL, append([]string{
+				"GET  /                     the dashboard, with the shuffler's pools",
+				"GET  /v1/pools             each pool's fill against n_min",
+			}, adminOpsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

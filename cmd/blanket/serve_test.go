@@ -407,7 +407,7 @@ func checkServe(t *testing.T, planFile string, n int) {
 		t.Fatalf("retried upload: %+v", res)
 	}
 	e := checkEstimate(t, s.url, "ui/screen", n, truth)
-	checkOps(t, s.url, `{"collector":true,"shuffler":true}`,
+	checkOps(t, s, `{"collector":true,"shuffler":false}`, `{"collector":true,"shuffler":true}`,
 		fmt.Sprintf(`blanket_shuffler_envelopes_total{result="accepted"} %d`, n),
 		`blanket_shuffler_envelopes_total{result="duplicate"} 10`,
 		fmt.Sprintf(`blanket_collector_reports_total{pool="ui/screen",result="valid"} %d`, n),
@@ -454,8 +454,8 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 		t.Fatalf("upload: %+v", res)
 	}
 	checkEstimate(t, c.url, "ui/screen", n, truth)
-	checkOps(t, c.url, `{"collector":true,"shuffler":false}`, `blanket_collector_batches_total{result="ingested"} 1`, "go_goroutines")
-	checkOps(t, s.url, `{"collector":false,"shuffler":true}`, `blanket_shuffler_batches_acknowledged_total 1`, "go_goroutines")
+	checkOps(t, c, `{"collector":true,"shuffler":false}`, `{"collector":true,"shuffler":false}`, `blanket_collector_batches_total{result="ingested"} 1`, "go_goroutines")
+	checkOps(t, s, "", `{"collector":false,"shuffler":true}`, `blanket_shuffler_batches_acknowledged_total 1`, "go_goroutines")
 	// The collector refuses batches without the token.
 	resp, err := http.Post(c.url+"/v1/batches", "application/octet-stream", strings.NewReader("x"))
 	if err != nil {
@@ -475,13 +475,35 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	}
 }
 
-// checkOps checks a server command's operational routes: GET /healthz and
-// /readyz answer 200 "ok", GET /metrics holds every line of want (series
-// with their values, or names), and GET / is the dashboard with roles.
-func checkOps(t *testing.T, url, roles string, want ...string) {
+// adminURL returns the URL of the command's admin listener, printed
+// after the public one.
+func (s *server) adminURL(t *testing.T) string {
 	t.Helper()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(url + path)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(s.out.String(), "\n") {
+			if strings.Contains(line, " admin listening on ") {
+				return line[strings.LastIndex(line, " ")+1:]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no admin listener printed: %s", s.out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkOps checks a server command's two listeners. Public: GET /healthz
+// and /readyz answer 200 "ok", GET /metrics and GET /v1/pools are not
+// served (pool counts and upload counters over time show when reports
+// arrive), and GET / is the dashboard with publicRoles ("" for none). Admin:
+// /readyz is 200, GET /metrics holds every line of want (series with their
+// values, or names), GET / is the dashboard with adminRoles, and GET
+// /v1/pools answers when the command runs a shuffler.
+func checkOps(t *testing.T, s *server, publicRoles, adminRoles string, want ...string) {
+	t.Helper()
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -489,21 +511,37 @@ func checkOps(t *testing.T, url, roles string, want ...string) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := get(path); code != http.StatusOK || body != "ok\n" {
-			t.Errorf("GET %s = %d %q", path, code, body)
+	admin := s.adminURL(t)
+	for _, base := range []string{s.url, admin} {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code, body := get(base + path); code != http.StatusOK || body != "ok\n" {
+				t.Errorf("GET %s%s = %d %q", base, path, code, body)
+			}
 		}
 	}
-	_, metrics := get("/metrics")
+	for _, path := range []string{"/metrics", "/v1/pools"} {
+		if code, _ := get(s.url + path); code != http.StatusNotFound {
+			t.Errorf("the public listener serves GET %s (%d)", path, code)
+		}
+	}
+	if code, got := get(s.url + "/dashboard/roles.json"); publicRoles == "" && code != http.StatusNotFound || publicRoles != "" && got != publicRoles {
+		t.Errorf("public dashboard roles %d %s, want %q", code, got, publicRoles)
+	}
+	_, metrics := get(admin + "/metrics")
 	for _, w := range want {
 		if !strings.Contains(metrics, w) {
 			t.Errorf("GET /metrics lacks %q", w)
 		}
 	}
-	if code, page := get("/"); code != http.StatusOK || !strings.Contains(page, "<title>Blanket</title>") {
-		t.Errorf("GET / = %d, not the dashboard", code)
+	if code, page := get(admin + "/"); code != http.StatusOK || !strings.Contains(page, "<title>Blanket</title>") {
+		t.Errorf("admin GET / = %d, not the dashboard", code)
 	}
-	if _, got := get("/dashboard/roles.json"); got != roles {
-		t.Errorf("roles %s, want %s", got, roles)
+	if _, got := get(admin + "/dashboard/roles.json"); got != adminRoles {
+		t.Errorf("admin dashboard roles %s, want %s", got, adminRoles)
+	}
+	if strings.Contains(adminRoles, `"shuffler":true`) {
+		if code, _ := get(admin + "/v1/pools"); code != http.StatusOK {
+			t.Errorf("admin GET /v1/pools = %d", code)
+		}
 	}
 }

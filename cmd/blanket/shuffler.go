@@ -86,10 +86,24 @@ the collector's token file there (mode 0600).`,
 			// not refused, and earlier pools stay for late reports.
 			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
 			relay.Register(mux)
-			dashboard.Register(mux, dashboard.Roles{Shuffler: true})
-			registerOps(mux, reg, append(s.Checks(), collector.Check{Name: "plan", Ready: relay.Ready})...)
+			checks := append(s.Checks(), collector.Check{Name: "plan", Ready: relay.Ready})
+			collector.RegisterHealth(mux, false, checks...)
+			admin := http.NewServeMux()
+			relay.Register(admin)
+			s.RegisterAdmin(admin)
+			dashboard.Register(admin, dashboard.Roles{Shuffler: true})
+			registerAdminOps(admin, reg, checks...)
+			adminURL, stopAdmin, err := startAdmin(logger, sf.adminAddr, admin)
+			if err != nil {
+				return err
+			}
+			defer stopAdmin()
 			go refreshPlan(ctx, relay, time.Minute)
-			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append(append([]string{"GET  /                     the dashboard (plan and pool fill)"}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector"), opsRoutes...)...)
+			printListening(cmd, "shuffler", loopbackURL(ln.Addr()), append(append(append([]string{}, shufflerRoutes...), "GET  /v1/plan              relayed from the collector"), publicHealthRoutes...)...)
+			printListening(cmd, "shuffler admin", adminURL, append([]string{
+				"GET  /                     the dashboard: the plan and each pool's fill",
+				"GET  /v1/pools             each pool's fill against n_min",
+			}, adminOpsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

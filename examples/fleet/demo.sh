@@ -56,11 +56,17 @@ if [ -z "$url" ]; then
 	echo "demo: blanket serve did not start within 120s; see $out/serve.log" >&2
 	exit 1
 fi
-echo "   listening on $url (dashboard: $url/)"
+admin=
+for _ in $(seq 50); do
+	admin=$(sed -n 's/^blanket serve admin listening on //p' "$out/serve.out" | head -n 1)
+	[ -n "$admin" ] && break
+	sleep 0.1
+done
+echo "   listening on $url; the operator's dashboard and metrics: $admin/"
 
 echo "== fleet: simulated app instances reporting through sdk/client"
 status=0
-"$fleet" -endpoint "$url" -wait 30s -screenshot "$out/dashboard.png" "$@" || status=$?
+"$fleet" -endpoint "$url" -wait 30s -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
 if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
 	echo "demo: the server exited; the end of $out/serve.log:" >&2
 	tail -n 20 "$out/serve.log" >&2

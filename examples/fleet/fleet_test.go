@@ -51,8 +51,11 @@ func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One mux for both listeners of blanket serve: the tests are the
+	// operator.
 	c.Register(mux)
 	s.Register(mux)
+	s.RegisterAdmin(mux)
 	dashboard.Register(mux, dashboard.Roles{Collector: true, Shuffler: true})
 	done := make(chan struct{})
 	go func() {

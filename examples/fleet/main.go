@@ -61,6 +61,7 @@ func main() {
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
 	shot := flag.String("screenshot", "", "after the run, write a PNG of the server's dashboard to this file (needs Chromium; prints the dashboard's URL without it)")
+	dash := flag.String("dashboard", "", "base URL of the dashboard to screenshot (blanket serve's admin listener); defaults to -endpoint")
 	flag.Parse()
 	if *cpuprofile != "" {
 		pf, err := os.Create(*cpuprofile)
@@ -87,7 +88,11 @@ func main() {
 		// Not under the run's -timeout: the run may have used most of it.
 		sctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
-		if serr := screenshot(sctx, cfg.endpoint, *shot, os.Stdout); serr != nil {
+		at := *dash
+		if at == "" {
+			at = cfg.endpoint
+		}
+		if serr := screenshot(sctx, at, *shot, os.Stdout); serr != nil {
 			fmt.Fprintln(os.Stderr, "fleet: dashboard screenshot:", serr)
 		}
 	}
