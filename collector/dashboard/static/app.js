@@ -67,7 +67,14 @@ async function load() {
     for (const m of data.list.metrics) {
       // The horizon covers every metric of the plan: ask for it once.
       const ask = m.in_plan && !horizonAsked;
-      data.details[m.name] = await getJSON(metricPath(m.name, ask));
+      // One metric that fails (a plugin gone, an estimate the server
+      // cannot encode) shows its error; the others still draw.
+      try {
+        data.details[m.name] = await getJSON(metricPath(m.name, ask));
+      } catch (e) {
+        data.details[m.name] = { error: e.message };
+        continue;
+      }
       if (ask && data.details[m.name].horizon) horizonAsked = true;
     }
   }
@@ -260,7 +267,17 @@ function renderMetrics(data) {
   root.replaceChildren();
   if (!data.list) return;
   for (const m of data.list.metrics) {
-    root.appendChild(renderMetric(m, data.details[m.name], data.plan));
+    const detail = data.details[m.name];
+    let sec;
+    try {
+      if (detail.error) throw new Error(detail.error);
+      sec = renderMetric(m, detail, data.plan);
+    } catch (e) {
+      sec = h("section", { class: "card metric", "data-metric": m.name },
+        h("div", { class: "metric-head" }, h("h2", { text: m.name }), h("span", { class: "pill", text: m.plugin })),
+        h("p", { class: "error", text: "Could not draw this metric: " + e.message }));
+    }
+    root.appendChild(sec);
   }
 }
 
