@@ -44,11 +44,12 @@ func lint(t *testing.T, reg *prometheus.Registry) {
 	}
 }
 
-// TestShufflerMetrics drives a real shuffler through every upload and
-// envelope outcome and a batch released, refused once by the collector
-// and then acknowledged, and checks each Prometheus series, the upload
-// latency's observations, the names against promlint, and that nothing
-// in the exposition names a sender (an address, a report id).
+// TestShufflerMetrics drives a real shuffler through the upload outcomes
+// accepted, bad_request and too_large, every envelope outcome and a batch
+// released, refused once by the collector and then acknowledged, and
+// checks each Prometheus series, the upload latency's observations and
+// the names against promlint. TestShufflerMetricsUnavailable and
+// TestShufflerCountsAbandonedUploads drive the other upload outcomes.
 func TestShufflerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	col := &sink{status: func(call int) int {
