@@ -36,19 +36,15 @@ build: ## build the CLI into bin/
 # shared between calls, no sync/atomic), which the uninstrumented
 # accountant calls in its inner loops: instrumented, they made the
 # calibrations in sdk/plan's and cmd/blanket's tests a third slower.
-# And for modernc.org's SQLite (C translated to Go) and its libc: every
-# store the tests open runs SQLite's own B-trees and pager in Go, which the
-# detector made about twice as slow (the collector's tests: 74 s to 46 s).
-# SQLite's mutexes use sync/atomic, but they guard only SQLite's own
-# memory, which no instrumented code touches; our code meets SQLite only
-# through database/sql, whose locking stays instrumented (values come back
-# copied), so nothing of ours hides behind them. Races inside SQLite are
-# then not looked for: it is not our code.
+# Not for modernc.org's SQLite and libc, though it would halve the time of
+# the tests that open a store: with them uninstrumented, make test twice
+# reported races on encoding/json's type cache between goroutines that
+# never touch SQLite (a lost happens-before edge we could not explain), so
+# they stay instrumented.
 ACCOUNTANT := github.com/blanket-dp/blanket/accountant
 GOTEST     := $(GO) test -timeout 30m -count=1
 NORACE     := -gcflags='$(ACCOUNTANT)=-race=false' -gcflags='gonum.org/v1/gonum/...=-race=false' -gcflags='github.com/google/differential-privacy/go/v3/...=-race=false' \
-              -gcflags='math=-race=false' -gcflags='math/bits=-race=false' -gcflags='math/cmplx=-race=false' \
-              -gcflags='modernc.org/...=-race=false'
+              -gcflags='math=-race=false' -gcflags='math/bits=-race=false' -gcflags='math/cmplx=-race=false'
 
 deps: ## install the Debian packages the tests need when missing (chromium; needs root)
 	@bash tools/deps.sh

@@ -26,7 +26,14 @@ func TestGrid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, eps0 := range []float64{0.3, 1, 3} {
-		reps, err := r.Randomize(context.Background(), eps0, sdk.Inputs{Reals: []float64{0.1, 0.5, 0.9, 0.1, 0.5, 0.9, 0.2, 0.3}})
+		// 64 samples: if the step were the grid's, each is an odd
+		// multiple with chance about 1/2, so all 64 even has chance
+		// 2^-64 (8 samples failed 1 run in 256 per eps0).
+		in := make([]float64, 64)
+		for i := range in {
+			in[i] = float64(i%10) / 10
+		}
+		reps, err := r.Randomize(context.Background(), eps0, sdk.Inputs{Reals: in})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +46,7 @@ func TestGrid(t *testing.T) {
 			odd = odd || k%2 != 0
 		}
 		if !odd {
-			t.Errorf("eps0 %g: 8 samples all even multiples of the step %g: the library's step is coarser", eps0, Grid(eps0))
+			t.Errorf("eps0 %g: %d samples all even multiples of the step %g: the library's step is coarser", eps0, len(reps), Grid(eps0))
 		}
 	}
 }
