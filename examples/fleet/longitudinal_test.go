@@ -21,9 +21,9 @@ import (
 // uploads over loopback to the real shuffler and collector on SQLite
 // files, and the collector's per-day estimates, which merge each tree's
 // days (Description.Span). Every day's estimate of the instances in the on
-// state must be within 5 standard errors of the truth, the intervals must
-// cover it on most days, and the collector states a guarantee per day and
-// over the horizon within the plan's target.
+// state must be within 5 standard errors of the truth, and the collector
+// states a guarantee per day and over the horizon within the plan's
+// target.
 func TestLongitudinalEndToEnd(t *testing.T) {
 	const (
 		instances = 1200
@@ -188,11 +188,16 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 			t.Errorf("day %d: guarantee %+v, want one within the target eps %g", day, pe.Guarantee, p.Target.Eps)
 		}
 	}
-	// 95% intervals: at most 3 misses of 6 happen with probability
-	// below 1e-3 for honest intervals.
-	if covered < days-3 {
-		t.Errorf("the intervals cover the truth on %d of %d days", covered, days)
-	}
+	// No bound on how many days the intervals cover: the days' estimates
+	// are not independent (day d sums the nodes of the tree's cover of
+	// days 1..d, so consecutive days share their largest nodes, and one
+	// node's noise moves several days together: a run had 4 of 6 days
+	// outside their intervals, all by 2.2 to 3.2 se, one shared error).
+	// The per-day |z| <= 5 above holds whatever the correlation (a union
+	// bound over 6 days: false failure below 4e-6); the intervals'
+	// coverage is checked over independent repetitions in the plugin's
+	// TestEstimateUnbiased.
+	t.Logf("the intervals cover the truth on %d of %d days", covered, days)
 	if d.Horizon == nil || d.Horizon.Eps == nil || *d.Horizon.Eps > p.Target.Eps*(1+1e-9) {
 		t.Errorf("horizon guarantee %+v, want one within the target", d.Horizon)
 	}
