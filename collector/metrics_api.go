@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"time"
@@ -266,6 +267,18 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 		e.Estimates = make([]ItemEstimate, len(est.Items))
 		for i, it := range est.Items {
 			e.Estimates[i] = ItemEstimate{it.Label, it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi}
+			// JSON has no NaN or infinity: a plugin's non-finite estimate
+			// would otherwise leave an empty 200 answer.
+			for _, v := range []float64{it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					e.Estimates, e.Confidence = nil, 0
+					e.EstimateError = fmt.Sprintf("the plugin's estimate of %q is not a finite number (%v)", it.Label, v)
+					break
+				}
+			}
+			if e.Estimates == nil {
+				break
+			}
 		}
 	}
 	batches, err := c.st.batchList(ctx, row.metric, row.epoch, row.period)

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -237,6 +238,14 @@ func (p *Plan) Validate() error {
 		m := &p.Metrics[i]
 		if !nameRE.MatchString(m.Name) {
 			return invalid("metrics[%d].name = %q, must match %s", i, m.Name, nameRE)
+		}
+		// The name is a URL path (GET /v1/metrics/{name}): a segment that
+		// is empty, "." or ".." would be cleaned away by clients and
+		// routers, and the metric could not be read.
+		for _, seg := range strings.Split(m.Name, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				return invalid("metrics[%d].name = %q has a path segment %q: segments between slashes must be non-empty and not . or ..", i, m.Name, seg)
+			}
 		}
 		if seen[m.Name] {
 			return invalid("metrics[%d].name = %q appears twice", i, m.Name)
