@@ -267,18 +267,12 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 		e.Estimates = make([]ItemEstimate, len(est.Items))
 		for i, it := range est.Items {
 			e.Estimates[i] = ItemEstimate{it.Label, it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi}
-			// JSON has no NaN or infinity: a plugin's non-finite estimate
-			// would otherwise leave an empty 200 answer.
-			for _, v := range []float64{it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi} {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					e.Estimates, e.Confidence = nil, 0
-					e.EstimateError = fmt.Sprintf("the plugin's estimate of %q is not a finite number (%v)", it.Label, v)
-					break
-				}
-			}
-			if e.Estimates == nil {
-				break
-			}
+		}
+		// JSON has no NaN or infinity: a plugin's non-finite estimate
+		// would otherwise leave an empty 200 answer.
+		if label, v, ok := nonFinite(e.Estimates); ok {
+			e.Estimates, e.Confidence = nil, 0
+			e.EstimateError = fmt.Sprintf("the plugin's estimate of %q is not a finite number (%v)", label, v)
 		}
 	}
 	batches, err := c.st.batchList(ctx, row.metric, row.epoch, row.period)
@@ -335,4 +329,17 @@ func (c *Collector) spanStatistic(ctx context.Context, r sdk.Randomizer, row sta
 		}
 	}
 	return &merged, nil
+}
+
+// nonFinite returns the label and value of the first NaN or infinite
+// number among items, and whether there is one.
+func nonFinite(items []ItemEstimate) (string, float64, bool) {
+	for _, it := range items {
+		for _, v := range []float64{it.Value, it.Variance, it.Lo, it.Hi, it.Post, it.PostLo, it.PostHi} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return it.Label, v, true
+			}
+		}
+	}
+	return "", 0, false
 }

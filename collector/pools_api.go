@@ -46,17 +46,29 @@ type PoolFill struct {
 // Pools returns the shuffler's pool fill.
 func (s *Shuffler) Pools(ctx context.Context) (PoolsStatus, error) {
 	st := PoolsStatus{
-		NMin: s.o.Plan.NMin, Settle: s.o.Settle.Seconds(), Pools: []PoolFill{},
+		NMin: s.o.Plan.NMin, Settle: s.o.Settle.Seconds(),
 		BatchesReleased: s.c.batchesReleased.Load(), ReportsReleased: s.c.reportsReleased.Load(),
 	}
-	sizes, err := s.poolSizes(ctx)
-	if err != nil {
+	var err error
+	if st.Pools, err = s.poolFills(ctx); err != nil {
 		return st, err
 	}
+	st.Outgoing, err = s.outgoingCount(ctx)
+	return st, err
+}
+
+// poolFills returns the reports waiting per pool key (summed over
+// suites), the key parsed into pool, epoch and period.
+func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
+	sizes, err := s.poolSizes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fills := []PoolFill{}
 	byKey := map[string]int{}
 	for _, p := range sizes {
 		if i, ok := byKey[p.metric]; ok {
-			st.Pools[i].Reports += p.n
+			fills[i].Reports += p.n
 			continue
 		}
 		pool, epoch, period, err := report.ParsePoolKey(p.metric)
@@ -64,11 +76,17 @@ func (s *Shuffler) Pools(ctx context.Context) (PoolsStatus, error) {
 			// Not accepted since; reported under its raw key.
 			pool = p.metric
 		}
-		byKey[p.metric] = len(st.Pools)
-		st.Pools = append(st.Pools, PoolFill{Pool: pool, Epoch: epoch, Period: newPeriodSpan(period), Reports: p.n})
+		byKey[p.metric] = len(fills)
+		fills = append(fills, PoolFill{Pool: pool, Epoch: epoch, Period: newPeriodSpan(period), Reports: p.n})
 	}
-	err = s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&st.Outgoing)
-	return st, err
+	return fills, nil
+}
+
+// outgoingCount returns the released batches not yet acknowledged.
+func (s *Shuffler) outgoingCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
+	return n, err
 }
 
 // poolsTimeout bounds the pool query of GET /v1/pools.

@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/blanket-dp/blanket/sdk/report"
 )
 
 // rejectReason is why the shuffler refused an envelope.
@@ -140,7 +138,7 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	sizes, err := m.s.poolSizes(ctx)
+	fills, err := m.s.poolFills(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(m.poolReports, err)
 	} else {
@@ -148,19 +146,14 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 		for p := range *m.s.pools.Load() {
 			byPool[p] = 0 // a plan's empty pools show as 0
 		}
-		for _, p := range sizes {
-			pool, _, _, err := report.ParsePoolKey(p.metric)
-			if err != nil {
-				pool = p.metric
-			}
-			byPool[pool] += p.n
+		for _, f := range fills {
+			byPool[f.Pool] += f.Reports
 		}
 		for pool, n := range byPool {
 			ch <- prometheus.MustNewConstMetric(m.poolReports, prometheus.GaugeValue, float64(n), pool)
 		}
 	}
-	var out int64
-	if err := m.s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&out); err != nil {
+	if out, err := m.s.outgoingCount(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(m.outgoing, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(m.outgoing, prometheus.GaugeValue, float64(out))

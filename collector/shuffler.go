@@ -501,7 +501,7 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 	for _, p := range pools {
 		st.Pools[p.metric] += p.n
 	}
-	err = s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&st.Outgoing)
+	st.Outgoing, err = s.outgoingCount(ctx)
 	return st, err
 }
 
