@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -104,7 +105,7 @@ func benchPipeline(b *testing.B, clients, per, nMin int) {
 	mux := http.NewServeMux()
 	c.Register(mux)
 	srv := newServer(b, mux)
-	s, err := OpenShuffler(ctx, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, Token: testToken, ReleaseInterval: 50 * time.Millisecond, ConnRate: -1})
+	s, err := shuffler.Open(ctx, shuffler.Options{Plan: p, Dir: dir, Collector: srv.URL, Token: testToken, ReleaseInterval: 50 * time.Millisecond, ConnRate: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -263,9 +264,9 @@ func BenchmarkScrape(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			f := newShufflerFixture(b, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Registerer: reg, ConnRate: -1})
-			for i := 0; i < waiting; i += DefaultMaxEnvelopes {
-				n := min(DefaultMaxEnvelopes, waiting-i)
+			f := newShufflerFixture(b, shuffler.Options{Plan: p, Collector: "http://127.0.0.1:1", Registerer: reg, ConnRate: -1})
+			for i := 0; i < waiting; i += shuffler.DefaultMaxEnvelopes {
+				n := min(shuffler.DefaultMaxEnvelopes, waiting-i)
 				if resp := post(b, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(n))), nil); resp.StatusCode != http.StatusAccepted {
 					b.Fatalf("upload: %d", resp.StatusCode)
 				}

@@ -17,11 +17,16 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// DBFile is the collector's SQLite database in its data directory.
+const DBFile = "collector.db"
 
 // DefaultMaxBatchBytes bounds a batch body.
 const DefaultMaxBatchBytes = 1 << 30
@@ -225,7 +230,7 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if o.Epsilon == nil {
 		o.Epsilon = accountant.Epsilon
 	}
-	if err := EnsureDir(o.Dir); err != nil {
+	if err := secrets.EnsureDir(o.Dir); err != nil {
 		return nil, err
 	}
 	key, created, err := LoadOrCreateKey(o.Dir)
@@ -235,12 +240,12 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if created {
 		o.Logger.Info("generated collector key", "file", filepath.Join(o.Dir, KeyFile))
 	}
-	db, err := openDatabase(ctx, filepath.Join(o.Dir, CollectorDB), collectorSchema)
+	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, DBFile), collectorSchema)
 	if err != nil {
 		return nil, err
 	}
 	if err := migrateStore(ctx, db); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	c := &Collector{
@@ -256,12 +261,12 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	}
 	c.m = newCollectorMetrics(c)
 	if err := c.publish(ctx); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(c.m); err != nil {
-			db.close()
+			db.Close()
 			return nil, fmt.Errorf("collector: registering the collector's metrics: %w", err)
 		}
 	}
@@ -284,7 +289,7 @@ func (c *Collector) publish(ctx context.Context) error {
 
 	var pub *plan.Plan
 	var stored []byte
-	err = c.st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, pubKey).Scan(&stored)
+	err = c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, pubKey).Scan(&stored)
 	if err == nil {
 		if pub, err = plan.Parse(stored); err != nil {
 			return fmt.Errorf("collector: stored plan: %w", err)
@@ -325,7 +330,7 @@ func (c *Collector) publish(ctx context.Context) error {
 			return err
 		}
 		epoch := pub.Digest()[:EpochLen]
-		if _, err := c.st.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, pubKey, b); err != nil {
+		if _, err := c.st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, pubKey, b); err != nil {
 			return fmt.Errorf("collector: storing plan: %w", err)
 		}
 		c.log.Info("published a new plan epoch", "epoch", epoch)
@@ -344,11 +349,11 @@ func (c *Collector) publish(ctx context.Context) error {
 
 // EarlierPlans returns the plans published before the current one under
 // the collector's key, for the shuffler to keep taking their apps' late
-// reports (ShufflerOptions.EarlierPlans). An old plan that no longer
+// reports (shuffler.Options.EarlierPlans). An old plan that no longer
 // parses is left out.
 func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	rows, err := c.st.db.r.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
+	rows, err := c.st.db.R.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +389,7 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	}
 	var b []byte
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	err := c.st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
+	err := c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
 	}
@@ -418,7 +423,7 @@ func (c *Collector) openStored(ctx context.Context, stored []byte) (*epochState,
 // first. An epoch that no longer opens (a plugin gone or of another
 // version) is skipped with a warning: its late reports are malformed.
 func (c *Collector) openOlder(ctx context.Context, key string) error {
-	rows, err := c.st.db.r.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, c.epoch, MaxOlderEpochs)
+	rows, err := c.st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, c.epoch, MaxOlderEpochs)
 	if err != nil {
 		return fmt.Errorf("collector: earlier epochs: %w", err)
 	}
@@ -469,7 +474,7 @@ func (c *Collector) PublicKey() *report.PublicKey { return c.key.PublicKey() }
 // Opener. Close is idempotent.
 func (c *Collector) Close() error {
 	var err error
-	c.closeOnce.Do(func() { err = c.st.db.close() })
+	c.closeOnce.Do(func() { err = c.st.db.Close() })
 	return err
 }
 

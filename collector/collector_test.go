@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -182,7 +184,7 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 		crashes.Add(1)
 		panic("simulated crash before commit")
 	}
-	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: f.srv.URL, Token: testToken})
+	s := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: f.srv.URL, Token: testToken})
 	values := krrValues(250, 3)
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, f.c.Epoch()), sealKRRIn(t, f.c.Plan(), metric, f.c.PublicKey(), values, 3, today))), nil)
 	if n, err := s.s.Release(ctx); err != nil || n != 1 {
@@ -243,7 +245,7 @@ func runCollectorChild() int {
 	fmt.Println("ADDR", ln.Addr())
 	mux := http.NewServeMux()
 	c.Register(mux)
-	NewHTTPServer(mux, nil).Serve(ln)
+	httpserver.New(mux, nil).Serve(ln)
 	return 0
 }
 
@@ -342,7 +344,7 @@ func sigkillDuringIngest(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
+	s := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealKRRIn(t, &pub, metric, pk, krrValues(n, 4), 4, today))), nil)
 	if k, err := s.s.Release(ctx); err != nil || k != 1 {
 		t.Fatalf("Release = %d, %v", k, err)
@@ -647,7 +649,7 @@ func endToEnd(t *testing.T, n int) {
 	mux := http.NewServeMux()
 	c.Register(mux)
 	srv := newServer(t, mux)
-	s, err := OpenShuffler(ctx, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, Token: testToken, ReleaseInterval: 20 * time.Millisecond, Logger: testLogger(t)})
+	s, err := shuffler.Open(ctx, shuffler.Options{Plan: p, Dir: dir, Collector: srv.URL, Token: testToken, ReleaseInterval: 20 * time.Millisecond, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +672,7 @@ func endToEnd(t *testing.T, n int) {
 	// remainder below n_min is left pooled at the end.
 	var d MetricDetail
 	for i := 0; i < n; i += 500 {
-		var res UploadResult
+		var res shuffler.UploadResult
 		c := &http.Client{Transport: &http.Transport{}}
 		if resp := post(t, c, srv.URL+"/v1/reports", report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealed[i:i+500])), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 500 {
 			t.Fatalf("upload: %d %+v", resp.StatusCode, res)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -42,16 +44,16 @@ func TestReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := OpenShuffler(ctx, ShufflerOptions{Plan: c.Plan(), Dir: t.TempDir(), Collector: "http://127.0.0.1:1", Logger: testLogger(t)})
+	s, err := shuffler.Open(ctx, shuffler.Options{Plan: c.Plan(), Dir: t.TempDir(), Collector: "http://127.0.0.1:1", Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	mux := http.NewServeMux()
-	RegisterHealth(mux, true, append(c.Checks(), s.Checks()...)...)
+	health.Register(mux, true, append(c.Checks(), s.Checks()...)...)
 	srv := newServer(t, mux)
 	public := http.NewServeMux()
-	RegisterHealth(public, false, append(c.Checks(), s.Checks()...)...)
+	health.Register(public, false, append(c.Checks(), s.Checks()...)...)
 	pub := newServer(t, public)
 
 	if code, body := getText(t, srv.URL+"/readyz"); code != http.StatusOK || body != "ok\n" {
@@ -62,7 +64,7 @@ func TestReadiness(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `plugins: metric "ui/screen" (krr): plugin not running`) {
 		t.Errorf("plugins closed: /readyz = %d %q", code, body)
 	}
-	c.st.db.close() // the store fails under the running collector
+	c.st.db.Close() // the store fails under the running collector
 	code, body = getText(t, srv.URL+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "collector store: the database does not answer") {
 		t.Errorf("store closed: /readyz = %d %q", code, body)
@@ -120,15 +122,15 @@ func TestReadinessAnswersWithinTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	mux := http.NewServeMux()
-	RegisterHealth(mux, true,
-		Check{Name: "stuck", Ready: func(context.Context) error { <-release; return nil }},
-		Check{Name: "broken", Ready: func(context.Context) error { return errors.New("down") }},
-		Check{Name: "fine", Ready: func(context.Context) error { return nil }},
+	health.Register(mux, true,
+		health.Check{Name: "stuck", Ready: func(context.Context) error { <-release; return nil }},
+		health.Check{Name: "broken", Ready: func(context.Context) error { return errors.New("down") }},
+		health.Check{Name: "fine", Ready: func(context.Context) error { return nil }},
 	)
 	srv := newServer(t, mux)
-	// Far above HealthTimeout: only a /readyz that waits for the stuck
+	// Far above health.Timeout: only a /readyz that waits for the stuck
 	// check runs into it.
-	client := &http.Client{Timeout: 10 * HealthTimeout}
+	client := &http.Client{Timeout: 10 * health.Timeout}
 	resp, err := client.Get(srv.URL + "/readyz")
 	if err != nil {
 		t.Fatalf("/readyz did not answer: %v", err)
@@ -138,7 +140,7 @@ func TestReadinessAnswersWithinTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("stuck: no answer within %v\nbroken: down\n", HealthTimeout)
+	want := fmt.Sprintf("stuck: no answer within %v\nbroken: down\n", health.Timeout)
 	if resp.StatusCode != http.StatusServiceUnavailable || string(b) != want {
 		t.Errorf("/readyz = %d %q, want 503 %q", resp.StatusCode, b, want)
 	}
@@ -153,7 +155,7 @@ func TestPlanRelayReady(t *testing.T) {
 	cmux := http.NewServeMux()
 	c.Register(cmux)
 	csrv := newServer(t, cmux)
-	pr := &PlanRelay{Collector: csrv.URL}
+	pr := &shuffler.PlanRelay{Collector: csrv.URL}
 	if err := pr.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "no plan fetched") {
 		t.Fatalf("before a fetch: %v", err)
 	}

@@ -60,7 +60,7 @@ type HorizonGuarantee struct {
 	Eps   *float64 `json:"eps"`
 	Delta float64  `json:"delta"`
 	// Window is the weakest window.
-	Window *PeriodSpan `json:"window,omitempty"`
+	Window *report.PeriodSpan `json:"window,omitempty"`
 	// Reports is the number of a user's reports composed in that window
 	// (periods times pools with data).
 	Reports int `json:"reports"`
@@ -173,7 +173,7 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		}
 		if !found || eps > worst {
 			worst, found = eps, true
-			h.Window = &PeriodSpan{Start: time.Unix(w.start, 0).UTC(), End: time.Unix(min(w.end, maxJSONTime), 0).UTC()}
+			h.Window = &report.PeriodSpan{Start: time.Unix(w.start, 0).UTC(), End: time.Unix(min(w.end, maxJSONTime), 0).UTC()}
 			h.Reports = len(w.in)
 		}
 	}
@@ -427,7 +427,7 @@ func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// every refused part (a lower bound, 0 when each refused part is
 	// counted against another message), and an honest message in it is
 	// then still composed, alone at worst.
-	rows, err := st.db.r.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
+	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
 		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
@@ -448,7 +448,7 @@ func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
 // reporting period.
 func (st *store) unperiodedReports(ctx context.Context) (int64, error) {
 	var n sql.NullInt64
-	err := st.db.r.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
+	err := st.db.R.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
 	return n.Int64, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -68,7 +69,7 @@ type IngestResult struct {
 	Epoch string `json:"epoch"`
 	// Period is the reporting period of the batch's reports; absent for
 	// reports sealed before periods existed.
-	Period *PeriodSpan `json:"period,omitempty"`
+	Period *report.PeriodSpan `json:"period,omitempty"`
 	// Duplicate is true when the batch was already ingested; nothing was
 	// counted again.
 	Duplicate bool `json:"duplicate"`
@@ -105,29 +106,29 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 	if !c.authorized(r) {
 		c.c.unauthorized.Add(1)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="blanket collector"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		httpserver.WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return
 	}
-	body, status, err := readBody(w, r, c.o.MaxBatchBytes)
+	body, status, err := httpserver.ReadBody(w, r, c.o.MaxBatchBytes)
 	if err != nil {
 		c.c.bad.Add(1)
-		writeError(w, status, "%v", err)
+		httpserver.WriteError(w, status, "%v", err)
 		return
 	}
 	res, err := c.Ingest(r.Context(), body)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, res)
+		httpserver.WriteJSON(w, http.StatusOK, res)
 	case errors.Is(err, ErrBadBatch):
-		writeError(w, http.StatusBadRequest, "%v", err)
+		httpserver.WriteError(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, ErrBatchRefused):
-		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+		httpserver.WriteError(w, http.StatusUnprocessableEntity, "%v", err)
 	case r.Context().Err() != nil:
 		// The sender is gone; nothing was committed.
 	default:
 		c.c.failed.Add(1)
 		c.log.Error("ingesting batch", "error", err)
-		writeError(w, http.StatusInternalServerError, "ingesting batch failed; retry")
+		httpserver.WriteError(w, http.StatusInternalServerError, "ingesting batch failed; retry")
 	}
 }
 
@@ -168,7 +169,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 		c.c.bad.Add(1)
 		return res, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
-	res.Period = newPeriodSpan(period)
+	res.Period = report.NewPeriodSpan(period)
 	if tag == "" && !period.IsZero() {
 		c.c.refused.Add(1)
 		return res, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)

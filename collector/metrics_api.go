@@ -10,7 +10,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/report"
 )
 
 // MetricList is the JSON body of GET /v1/metrics.
@@ -44,7 +46,7 @@ func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	rows, err := c.st.statistics(r.Context(), "")
 	if err != nil {
 		c.log.Error("listing metrics", "error", err)
-		writeError(w, http.StatusInternalServerError, "listing metrics failed")
+		httpserver.WriteError(w, http.StatusInternalServerError, "listing metrics failed")
 		return
 	}
 	byName := map[string]*MetricSummary{}
@@ -67,7 +69,7 @@ func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		out.Metrics = append(out.Metrics, *s)
 	}
 	sort.Slice(out.Metrics, func(i, j int) bool { return out.Metrics[i].Name < out.Metrics[j].Name })
-	writeJSON(w, http.StatusOK, out)
+	httpserver.WriteJSON(w, http.StatusOK, out)
 }
 
 // MetricDetail is the JSON body of GET /v1/metrics/{name}.
@@ -173,24 +175,24 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 	defer func() { c.m.estimateSeconds.Observe(time.Since(start).Seconds()) }()
 	name := r.PathValue("name")
 	if name == "" {
-		writeError(w, http.StatusNotFound, "no metric name")
+		httpserver.WriteError(w, http.StatusNotFound, "no metric name")
 		return
 	}
 	ctx := r.Context()
 	rows, err := c.st.statistics(ctx, name)
 	if err != nil {
 		c.log.Error("reading statistics", "metric", name, "error", err)
-		writeError(w, http.StatusInternalServerError, "reading statistics failed")
+		httpserver.WriteError(w, http.StatusInternalServerError, "reading statistics failed")
 		return
 	}
 	inPlan := c.plan.Metric(name) != nil
 	if len(rows) == 0 && !inPlan {
-		writeError(w, http.StatusNotFound, "no metric %q", name)
+		httpserver.WriteError(w, http.StatusNotFound, "no metric %q", name)
 		return
 	}
 	from, to, err := timeFilter(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		httpserver.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}}
@@ -205,7 +207,7 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		e, err := c.periodEstimate(ctx, row, rows)
 		if err != nil {
 			c.log.Error("estimating", "metric", name, "epoch", row.epoch, "period", row.period, "error", err)
-			writeError(w, http.StatusInternalServerError, "estimating %s failed", name)
+			httpserver.WriteError(w, http.StatusInternalServerError, "estimating %s failed", name)
 			return
 		}
 		out.Periods = append(out.Periods, e)
@@ -215,10 +217,10 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 	}
 	if out.Horizon, err = c.horizonGuarantee(ctx, periodic); err != nil {
 		c.log.Error("horizon guarantee", "metric", name, "error", err)
-		writeError(w, http.StatusInternalServerError, "the horizon guarantee of %s failed", name)
+		httpserver.WriteError(w, http.StatusInternalServerError, "the horizon guarantee of %s failed", name)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpserver.WriteJSON(w, http.StatusOK, out)
 }
 
 // periodEstimate estimates one metric in one epoch and period from its
@@ -231,7 +233,7 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
 		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
 	}
-	if sp := newPeriodSpan(row.period); sp != nil {
+	if sp := report.NewPeriodSpan(row.period); sp != nil {
 		e.Start, e.End = &sp.Start, &sp.End
 	}
 	p, err := c.epochPlan(ctx, row.epoch)

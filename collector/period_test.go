@@ -15,13 +15,6 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// day returns the report.Period of the UTC day i days after 2026-11-01.
-func day(i int) report.Period {
-	const d = 86400
-	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Unix() + int64(i)*d
-	return report.Period{Start: start, Length: d}
-}
-
 // TestCollectorPeriods: batches of different periods are estimated apart,
 // with the period's span and its weakest batch; a report sealed for one
 // period does not open in another period's batch; a batch of a period
@@ -117,7 +110,7 @@ func TestCollectorPeriods(t *testing.T) {
 	// messages, a lower bound that may reach 0) may still hold an honest
 	// user's report: the horizon composes it at one message, so the window
 	// of day 5 alone is at least as weak as one report at n = 1.
-	if _, err := f.c.st.db.w.Exec(`INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, 5, 0, 0, ?, ?)`,
+	if _, err := f.c.st.db.W.Exec(`INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, 5, 0, 0, ?, ?)`,
 		[]byte("0123456789abcdef"), metric, ep, day(5).Start, day(5).Length); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +155,7 @@ func TestCollectorMigratesPeriods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, CollectorDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}

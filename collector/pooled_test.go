@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
@@ -308,16 +309,16 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 	p.Travel = "joint"
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL})
-	var res UploadResult
+	f := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: srv.URL})
+	var res shuffler.UploadResult
 	joint := periodKey("@joint", p.Epoch())
 	envs := append(envelopes(joint, fakeSealed(100)), envelopes(periodKey("ui/screen", p.Epoch()), fakeSealed(1))...)
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 100 || res.Rejected != 1 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
 	f.run(t)
-	waitFor(t, "one batch", func() bool { return len(sink.got()) == 1 })
-	if b := sink.got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
+	waitFor(t, "one batch", func() bool { return len(sink.Got()) == 1 })
+	if b := sink.Got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports", b.Metric, len(b.Sealed))
 	}
 }
@@ -328,7 +329,7 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 // at).
 func TestCollectorMigratesBatches(t *testing.T) {
 	dir := t.TempDir()
-	db, err := sql.Open("sqlite", filepath.Join(dir, CollectorDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,11 +361,11 @@ func TestShufflerPoolsPerEpoch(t *testing.T) {
 	p := testPlan(t, 100)
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, ReleaseInterval: 10 * time.Millisecond})
+	f := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: srv.URL, ReleaseInterval: 10 * time.Millisecond})
 	a, b := periodKey(metric, "00000000000000aa"), periodKey(metric, "00000000000000bb")
 	upload := func(envs []report.Envelope, accepted, rejected int) {
 		t.Helper()
-		var res UploadResult
+		var res shuffler.UploadResult
 		if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != accepted || res.Rejected != rejected {
 			t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 		}
@@ -373,12 +374,12 @@ func TestShufflerPoolsPerEpoch(t *testing.T) {
 	upload(append(envelopes(periodKey(metric, "nothex"), fakeSealed(1)), envelopes(periodKey(metric, "00aa"), fakeSealed(1))...), 0, 2)
 	f.run(t)
 	time.Sleep(100 * time.Millisecond)
-	if got := sink.got(); len(got) != 0 {
+	if got := sink.Got(); len(got) != 0 {
 		t.Fatalf("released %d batches with 60 reports of each epoch, n_min 100", len(got))
 	}
 	upload(envelopes(a, fakeSealed(40)), 40, 0)
-	waitFor(t, "the epoch-a batch", func() bool { return len(sink.got()) == 1 })
-	if got := sink.got()[0]; got.Metric != a || len(got.Sealed) != 100 {
+	waitFor(t, "the epoch-a batch", func() bool { return len(sink.Got()) == 1 })
+	if got := sink.Got()[0]; got.Metric != a || len(got.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports, want %q with 100", got.Metric, len(got.Sealed), a)
 	}
 }
@@ -451,8 +452,8 @@ func TestCollectorTravelChange(t *testing.T) {
 	if code, res := f.postBatch(t, batchBody(metric, late)); code != http.StatusOK || res.N != 20 || res.Epoch != old {
 		t.Fatalf("late untagged batch of the earlier pool: %d %+v", code, res)
 	}
-	s := newShufflerFixture(t, ShufflerOptions{Plan: f.c.Plan(), EarlierPlans: earlier, Collector: f.srv.URL})
-	var up UploadResult
+	s := newShufflerFixture(t, shuffler.Options{Plan: f.c.Plan(), EarlierPlans: earlier, Collector: f.srv.URL})
+	var up shuffler.UploadResult
 	envs := append(envelopes(periodKey(metric, old), fakeSealed(2)), envelopes(periodKey("@joint", f.c.Epoch()), fakeSealed(2))...)
 	if resp := post(t, nil, s.url, report.EncodeEnvelopes(envs), &up); resp.StatusCode != http.StatusAccepted || up.Accepted != 4 {
 		t.Fatalf("upload of late and current envelopes: %d %+v", resp.StatusCode, up)
@@ -468,12 +469,12 @@ func TestShufflerTakesRelayedPools(t *testing.T) {
 	joint.Travel = "joint"
 	cf := newCollectorFixture(t, joint)
 	sep := testPlan(t, 10)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: sep, Collector: cf.srv.URL})
+	f := newShufflerFixture(t, shuffler.Options{Plan: sep, Collector: cf.srv.URL})
 	mux := http.NewServeMux()
-	(&PlanRelay{Collector: cf.srv.URL, OnPlan: f.s.AddPlan}).Register(mux)
+	(&shuffler.PlanRelay{Collector: cf.srv.URL, OnPlan: f.s.AddPlan}).Register(mux)
 	relay := newServer(t, mux)
 	envs := envelopes(periodKey("@joint", cf.c.Epoch()), fakeSealed(1))
-	var res UploadResult
+	var res shuffler.UploadResult
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 1 {
 		t.Fatalf("before the relay: %d %+v, want the joint envelope rejected", resp.StatusCode, res)
 	}
@@ -496,11 +497,11 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	sink := &sink{}
 	srv := newServer(t, sink)
 	dir := t.TempDir()
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL, MaxEpochsPerPool: 2, ReleaseInterval: 10 * time.Millisecond})
+	f := newShufflerFixture(t, shuffler.Options{Plan: p, Dir: dir, Collector: srv.URL, MaxEpochsPerPool: 2, ReleaseInterval: 10 * time.Millisecond})
 	key := func(e string) string { return periodKey(metric, "00000000000000"+e) }
 	upload := func(url string, envs []report.Envelope, accepted, rejected int) {
 		t.Helper()
-		var res UploadResult
+		var res shuffler.UploadResult
 		if resp := post(t, nil, url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != accepted || res.Rejected != rejected {
 			t.Fatalf("upload: %d %+v, want %d accepted and %d rejected", resp.StatusCode, res, accepted, rejected)
 		}
@@ -512,9 +513,9 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	upload(f.url, envelopes(report.PeriodPoolKey(metric, "00000000000000a2", yesterday), fakeSealed(1)), 1, 0)
 	f.run(t)
 	upload(f.url, envelopes(key("a1"), fakeSealed(7)), 7, 0) // a1 reaches n_min
-	waitFor(t, "the a1 batch", func() bool { return len(sink.got()) == 1 })
+	waitFor(t, "the a1 batch", func() bool { return len(sink.Got()) == 1 })
 	waitFor(t, "a free epoch slot", func() bool {
-		var res UploadResult
+		var res shuffler.UploadResult
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(key("a3"), fakeSealed(1))), &res)
 		return res.Accepted == 1
 	})
@@ -525,7 +526,7 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	upload(f.url, envelopes(report.PeriodPoolKey(metric, "00000000000000a1", hour), fakeSealed(1)), 0, 1)
 	f.s.AddPlan(hourly)
 	f.s.Close()
-	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	g := newShufflerFixture(t, shuffler.Options{Plan: p, Dir: dir, Collector: srv.URL})
 	upload(g.url, envelopes(periodKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
 	upload(g.url, envelopes(report.PeriodPoolKey("@joint", "00000000000000b1", hour), fakeSealed(1)), 1, 0)
 }

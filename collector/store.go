@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -84,35 +85,26 @@ func decodeStat(b []byte) (*sdk.Statistic, error) {
 // current schema: the first batches table had one row per batch (id alone
 // as its key) and no messages column; its batches were of one metric, whose
 // guarantee was computed at n, so messages = n.
-func migrateStore(ctx context.Context, db *database) error {
+func migrateStore(ctx context.Context, db *sqlitedb.DB) error {
 	if err := migrateMessages(ctx, db); err != nil {
 		return err
 	}
 	return migratePeriods(ctx, db)
 }
 
-// hasColumn reports whether table has column.
-func hasColumn(ctx context.Context, db *database, table, column string) (bool, error) {
-	var n int
-	if err := db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
-		return false, fmt.Errorf("collector: schema: %w", err)
-	}
-	return n > 0, nil
-}
-
 // migratePeriods adds the reporting period to a database written before
 // periods existed: its batches and statistics become those of the zero
 // period (period_start = period_len = 0), shown as "before periods".
-func migratePeriods(ctx context.Context, db *database) error {
-	hasB, err := hasColumn(ctx, db, "batches", "period_start")
+func migratePeriods(ctx context.Context, db *sqlitedb.DB) error {
+	hasB, err := db.HasColumn(ctx, "batches", "period_start")
 	if err != nil {
 		return err
 	}
-	hasS, err := hasColumn(ctx, db, "statistics", "period_start")
+	hasS, err := db.HasColumn(ctx, "statistics", "period_start")
 	if err != nil {
 		return err
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -142,12 +134,12 @@ func migratePeriods(ctx context.Context, db *database) error {
 
 // migrateMessages brings the batches table of the first schema (one row
 // per batch, no messages column) to the second.
-func migrateMessages(ctx context.Context, db *database) error {
-	has, err := hasColumn(ctx, db, "batches", "messages")
+func migrateMessages(ctx context.Context, db *sqlitedb.DB) error {
+	has, err := db.HasColumn(ctx, "batches", "messages")
 	if err != nil || has {
 		return err
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -190,7 +182,7 @@ type metricBatch struct {
 
 // store is the collector's SQLite database.
 type store struct {
-	db *database
+	db *sqlitedb.DB
 	// beforeCommit, when set (tests), runs inside the ingest transaction
 	// after every write and before the commit.
 	beforeCommit func()
@@ -199,7 +191,7 @@ type store struct {
 // hasBatch reports whether batch id was already ingested.
 func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 	var one int
-	err := st.db.r.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one)
+	err := st.db.R.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -210,7 +202,7 @@ func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 // carries, in one transaction. It reports duplicate = true, changing
 // nothing, when the batch id is already recorded.
 func (st *store) commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error) {
-	tx, err := st.db.w.BeginTx(ctx, nil)
+	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
@@ -274,7 +266,7 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 // epochPlan returns the published plan JSON of epoch, or nil.
 func (st *store) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
 	var b []byte
-	err := st.db.r.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ?`, epoch).Scan(&b)
+	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ?`, epoch).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -300,7 +292,7 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 		args = append(args, metric)
 	}
 	q += ` ORDER BY s.metric, e.rowid, s.period_start`
-	rows, err := st.db.r.QueryContext(ctx, q, args...)
+	rows, err := st.db.R.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +315,7 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 // batchList returns the batches of metric in epoch and period, in
 // ingestion order.
 func (st *store) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
-	rows, err := st.db.r.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
+	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/secrets"
+
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk"
@@ -40,9 +43,9 @@ often it is delivered.`,
 				return err
 			}
 			if tokenFile == "" {
-				tokenFile = filepath.Join(sf.data, collector.TokenFile)
+				tokenFile = filepath.Join(sf.data, secrets.TokenFile)
 			}
-			token, created, err := collector.LoadOrCreateToken(tokenFile)
+			token, created, err := secrets.LoadOrCreateToken(tokenFile)
 			if err != nil {
 				return err
 			}
@@ -68,7 +71,7 @@ often it is delivered.`,
 			mux := http.NewServeMux()
 			c.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true})
-			collector.RegisterHealth(mux, false, c.Checks()...)
+			health.Register(mux, false, c.Checks()...)
 			admin := http.NewServeMux()
 			c.RegisterAPI(admin)
 			dashboard.Register(admin, dashboard.Roles{Collector: true})

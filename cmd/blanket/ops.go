@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/httpserver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -39,7 +42,7 @@ var adminOpsRoutes = []string{
 // newRegistry returns a server command's Prometheus registry with the Go
 // runtime's and the process's metrics, and the restarts of the plugin
 // processes ps opens (when ps is not nil). The roles register their own
-// metrics on it (ShufflerOptions.Registerer, CollectorOptions.Registerer).
+// metrics on it (shuffler.Options.Registerer, CollectorOptions.Registerer).
 func newRegistry(ps *collector.Plugins) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -54,9 +57,9 @@ func newRegistry(ps *collector.Plugins) *prometheus.Registry {
 // cannot be read (the store fails) is left out of the scrape and the rest
 // served, so that the failure shows in /readyz and in the missing series
 // rather than as a failed scrape of everything.
-func registerAdminOps(mux *http.ServeMux, reg *prometheus.Registry, checks ...collector.Check) {
+func registerAdminOps(mux *http.ServeMux, reg *prometheus.Registry, checks ...health.Check) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Registry: reg}))
-	collector.RegisterHealth(mux, true, checks...)
+	health.Register(mux, true, checks...)
 }
 
 // startAdmin listens on addr and serves h there until the returned stop
@@ -67,7 +70,7 @@ func startAdmin(logger *slog.Logger, addr string, h http.Handler) (url string, s
 	if err != nil {
 		return "", nil, fmt.Errorf("--admin-addr: %w", err)
 	}
-	srv := collector.NewHTTPServer(h, logger.With("listener", "admin"))
+	srv := httpserver.New(h, logger.With("listener", "admin"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

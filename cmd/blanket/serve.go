@@ -15,6 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/httpserver"
+	"github.com/blanket-dp/blanket/internal/secrets"
+
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk"
@@ -57,7 +62,7 @@ func (f *serverFlags) setup(cmd *cobra.Command) (*plan.Plan, *slog.Logger, error
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := collector.EnsureDir(f.data); err != nil {
+	if err := secrets.EnsureDir(f.data); err != nil {
 		return nil, nil, err
 	}
 	return p, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
@@ -90,7 +95,7 @@ func loopbackURL(addr net.Addr) string {
 // context canceled at shutdown, before the server stops taking requests,
 // and is waited for.
 func serveHTTP(ctx context.Context, logger *slog.Logger, ln net.Listener, h http.Handler, background func(context.Context) error) error {
-	srv := collector.NewHTTPServer(h, logger)
+	srv := httpserver.New(h, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	bgCtx, bgCancel := context.WithCancel(ctx)
@@ -159,10 +164,10 @@ type shufflerFlags struct {
 }
 
 func (f *shufflerFlags) add(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", collector.DefaultReleaseInterval, "how often pools are checked; a pool of at least n_min reports is released whole")
-	cmd.Flags().Float64Var(&f.connRate, "conn-rate", collector.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
-	cmd.Flags().Int64Var(&f.maxBody, "max-body", collector.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
-	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", collector.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
+	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", shuffler.DefaultReleaseInterval, "how often pools are checked; a pool of at least n_min reports is released whole")
+	cmd.Flags().Float64Var(&f.connRate, "conn-rate", shuffler.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
+	cmd.Flags().Int64Var(&f.maxBody, "max-body", shuffler.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
+	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", shuffler.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
 	cmd.Flags().DurationVar(&f.settle, "settle", 0, "release a pool only once no report has joined it for this long (larger batches, a stronger guarantee per batch); 0: as soon as it holds n_min")
 	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports; then a pool below n_min is deleted, never released (default: one period)")
 }
@@ -187,7 +192,7 @@ func (f *shufflerFlags) check() error {
 	return nil
 }
 
-func (f *shufflerFlags) options(o collector.ShufflerOptions) collector.ShufflerOptions {
+func (f *shufflerFlags) options(o shuffler.Options) shuffler.Options {
 	o.ReleaseInterval = f.releaseInterval
 	o.ConnRate = f.connRate
 	o.MaxBodyBytes = f.maxBody
@@ -253,7 +258,7 @@ the next start.`,
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
 
-			token, _, err := collector.LoadOrCreateToken(filepath.Join(sf.data, collector.TokenFile))
+			token, _, err := secrets.LoadOrCreateToken(filepath.Join(sf.data, secrets.TokenFile))
 			if err != nil {
 				return err
 			}
@@ -273,7 +278,7 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -283,7 +288,7 @@ the next start.`,
 			c.Register(mux)
 			s.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true})
-			collector.RegisterHealth(mux, false, checks...)
+			health.Register(mux, false, checks...)
 			admin := http.NewServeMux()
 			c.RegisterAPI(admin)
 			s.RegisterAdmin(admin)

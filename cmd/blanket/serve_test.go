@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/secrets"
+
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/builtin"
@@ -304,14 +307,14 @@ func appReports(t *testing.T, base, metric string, values []string) []report.Env
 	return envs
 }
 
-func upload(t *testing.T, base string, envs []report.Envelope) collector.UploadResult {
+func upload(t *testing.T, base string, envs []report.Envelope) shuffler.UploadResult {
 	t.Helper()
 	resp, err := http.Post(base+"/v1/reports", "application/octet-stream", bytes.NewReader(report.EncodeEnvelopes(envs)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res collector.UploadResult
+	var res shuffler.UploadResult
 	if resp.StatusCode != http.StatusAccepted {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("upload: %s: %s", resp.Status, b)
@@ -435,7 +438,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	planFile, _ := calibratedTestPlan(t)
 	cdir, sdir := t.TempDir(), t.TempDir()
 	c := startServer(t, "collector", "--data", cdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
-	token := mustRead(t, filepath.Join(cdir, collector.TokenFile))
+	token := mustRead(t, filepath.Join(cdir, secrets.TokenFile))
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
@@ -470,7 +473,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sdir, collector.KeyFile)); err == nil {
 		t.Error("shuffler directory holds a collector key")
 	}
-	if _, err := os.Stat(filepath.Join(cdir, collector.ShufflerDB)); err == nil {
+	if _, err := os.Stat(filepath.Join(cdir, shuffler.DBFile)); err == nil {
 		t.Error("collector directory holds a shuffler database")
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/secrets"
+
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/spf13/cobra"
 )
@@ -58,11 +61,11 @@ the collector's token file there (mode 0600).`,
 				return usageErrorf("--collector %q, must be an http or https URL", collectorURL)
 			}
 			if tokenFile == "" {
-				tokenFile = filepath.Join(sf.data, collector.TokenFile)
+				tokenFile = filepath.Join(sf.data, secrets.TokenFile)
 			}
-			token, err := collector.LoadToken(tokenFile)
+			token, err := secrets.LoadToken(tokenFile)
 			if errors.Is(err, fs.ErrNotExist) {
-				return usageErrorf("--token-file %s does not exist: copy the collector's %s there (mode 0600)", tokenFile, collector.TokenFile)
+				return usageErrorf("--token-file %s does not exist: copy the collector's %s there (mode 0600)", tokenFile, secrets.TokenFile)
 			} else if err != nil {
 				return err
 			}
@@ -74,7 +77,7 @@ the collector's token file there (mode 0600).`,
 			}
 			defer ln.Close()
 			reg := newRegistry(nil)
-			s, err := collector.OpenShuffler(ctx, tf.options(collector.ShufflerOptions{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -84,10 +87,10 @@ the collector's token file there (mode 0600).`,
 			// A plan the collector publishes later (another travel mode,
 			// a new metric) brings its pools: apps that fetched it are
 			// not refused, and earlier pools stay for late reports.
-			relay := &collector.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
+			relay := &shuffler.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
 			relay.Register(mux)
-			checks := append(s.Checks(), collector.Check{Name: "plan", Ready: relay.Ready})
-			collector.RegisterHealth(mux, false, checks...)
+			checks := append(s.Checks(), health.Check{Name: "plan", Ready: relay.Ready})
+			health.Register(mux, false, checks...)
 			admin := http.NewServeMux()
 			relay.Register(admin)
 			s.RegisterAdmin(admin)
@@ -118,7 +121,7 @@ the collector's token file there (mode 0600).`,
 // refreshPlan has relay fetch the collector's plan now and every interval
 // until ctx is done, so that the shuffler takes a new plan's pools even
 // when apps fetch the plan from the collector directly.
-func refreshPlan(ctx context.Context, relay *collector.PlanRelay, interval time.Duration) {
+func refreshPlan(ctx context.Context, relay *shuffler.PlanRelay, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/httpserver"
+
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -34,7 +37,7 @@ func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string
 	t.Cleanup(func() { plugins.Close() })
 	mux := http.NewServeMux()
 	srv := httptest.NewUnstartedServer(nil)
-	hs := collector.NewHTTPServer(mux, nil)
+	hs := httpserver.New(mux, nil)
 	srv.Config.Handler, srv.Config.ConnContext = hs.Handler, hs.ConnContext
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -43,7 +46,7 @@ func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s, err := collector.OpenShuffler(ctx, collector.ShufflerOptions{
+	s, err := shuffler.Open(ctx, shuffler.Options{
 		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
 		PeriodGrace: 8 * 24 * time.Hour, // the fleet simulates the last week
 		Settle:      settle,

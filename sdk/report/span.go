@@ -1,20 +1,19 @@
-package collector
+package report
 
 import (
 	"time"
-
-	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// PeriodSpan is a reporting period in the JSON API: [Start, End) in UTC.
+// PeriodSpan is a reporting period in the servers' JSON APIs: [Start,
+// End) in UTC.
 type PeriodSpan struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
 
-// newPeriodSpan returns p's span, nil for the zero period (reports sealed
+// NewPeriodSpan returns p's span, nil for the zero period (reports sealed
 // before periods existed).
-func newPeriodSpan(p report.Period) *PeriodSpan {
+func NewPeriodSpan(p Period) *PeriodSpan {
 	if p.IsZero() {
 		return nil
 	}

@@ -1,13 +1,10 @@
-package collector
+package shuffler
 
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
 	dir := t.TempDir()
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600, 0))
-	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8}
+	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8}
 	f := newShufflerFixture(t, o)
 	key := periodKey(metric, p.Epoch())
 	first := envelopes(key, fakeSealed(1))
@@ -41,7 +38,7 @@ func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
 	}
 	f.s.Close()
 	// The previous version's seen table.
-	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +73,7 @@ func TestShufflerReviewGraceIncreaseReopensForgottenIDs(t *testing.T) {
 	dir := t.TempDir()
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600, 0))
-	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8, PeriodGrace: time.Hour}
+	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8, PeriodGrace: time.Hour}
 	f := newShufflerFixture(t, o)
 	key := periodKey(metric, p.Epoch())
 	first := envelopes(key, fakeSealed(1))
@@ -110,14 +107,14 @@ func TestShufflerReviewUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 	dir := t.TempDir()
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600+60, 0))
-	o := ShufflerOptions{Plan: old, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
+	o := Options{Plan: old, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
 	f := newShufflerFixture(t, o)
 	hour := report.Period{Start: today.Start, Length: 3600}
 	if res := reviewUpload(t, f.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1))); res.Accepted != 1 {
 		t.Fatalf("before the upgrade: %+v", res)
 	}
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,47 +127,5 @@ func TestShufflerReviewUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 	res := reviewUpload(t, g.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1)))
 	if res.Rejected != 0 {
 		t.Fatalf("late report of the earlier plan after the upgrade: %+v", res)
-	}
-}
-
-// S1: the cover of horizonWindows with period lengths that do not nest
-// (90 min, 7 h, 36 h, 5 days) and a current period of any of them.
-func TestShufflerReviewHorizonWindowsCoverNonNested(t *testing.T) {
-	lengths := []int64{5400, 7 * 3600, 86400, 36 * 3600, 5 * 86400}
-	r := rand.New(rand.NewPCG(9, 11))
-	for it := range 3000 {
-		var parts []horizonPart
-		at := int64(1_700_000_000)
-		for range 2 + r.IntN(10) {
-			length := lengths[r.IntN(len(lengths))]
-			at = (at + length - 1) / length * length
-			at += int64(r.IntN(3)) * length
-			for _, pool := range []string{"m", "k"}[:1+r.IntN(2)] {
-				parts = append(parts, horizonPart{period: report.Period{Start: at, Length: length}, epoch: fmt.Sprint(length), pool: pool, n: 50 + r.Int64N(300)})
-			}
-			if r.IntN(3) == 0 { // overlapping epochs: a later plan with another period starts inside
-				continue
-			}
-			at += length
-		}
-		slices.SortStableFunc(parts, func(a, b horizonPart) int { return int(a.period.Start - b.period.Start) })
-		l := lengths[r.IntN(len(lengths))]
-		for _, h := range []int64{1, 2, 3, 5} {
-			ws := horizonWindows(parts, l, h)
-			var loads []windowLoad
-			for _, w := range ws {
-				loads = append(loads, loadOf(parts, w.start, w.end))
-			}
-			first, last := parts[0].period.Start, parts[len(parts)-1].period.End()
-			for s := (first/l - h - 1) * l; s <= last; s += l {
-				want := loadOf(parts, s, s+h*l)
-				if len(want) == 0 {
-					continue
-				}
-				if !slices.ContainsFunc(loads, func(a windowLoad) bool { return a.covers(want) }) {
-					t.Fatalf("it %d l %d h %d: window %d uncovered", it, l, h, s)
-				}
-			}
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"math/rand/v2"

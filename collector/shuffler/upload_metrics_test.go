@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // after every one handed over before it, settles the counts.
 func TestShufflerCountsAbandonedUploads(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", Registerer: reg})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", Registerer: reg})
 	const abandoned = 20
 	sealed := fakeSealed(abandoned + 1)
 	for i := range abandoned {

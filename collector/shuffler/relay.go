@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -57,7 +58,7 @@ func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, etag, err := pr.plan(r.Context())
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "the collector's plan is unavailable: %v", err)
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "the collector's plan is unavailable: %v", err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -11,11 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// DBFile is the shuffler's SQLite database in its data directory.
+const DBFile = "shuffler.db"
 
 // Shuffler defaults.
 const (
@@ -32,14 +37,14 @@ const (
 	// shuffler remembers at least, to drop retried uploads.
 	DefaultDedupWindow = 1 << 22
 	// DefaultMaxEpochsPerPool is the default of
-	// ShufflerOptions.MaxEpochsPerPool.
+	// Options.MaxEpochsPerPool.
 	DefaultMaxEpochsPerPool = 8
 	// DefaultReleaseInterval is how often pools are checked.
 	DefaultReleaseInterval = time.Second
 )
 
-// ShufflerOptions configures a Shuffler.
-type ShufflerOptions struct {
+// Options configures a Shuffler.
+type Options struct {
 	// Plan gives the metrics the shuffler accepts and NMin, the smallest
 	// batch it releases. It need not be calibrated. Required.
 	Plan *plan.Plan
@@ -78,7 +83,7 @@ type ShufflerOptions struct {
 	// Defaults to DefaultMaxEnvelopes.
 	MaxEnvelopes int
 	// ConnRate is the sustained envelopes per second one connection may
-	// upload (with ConnContext installed); a faster connection gets 429
+	// upload (with httpserver.ConnContext installed); a faster connection gets 429
 	// with Retry-After. Negative means no limit. Defaults to
 	// DefaultConnRate.
 	ConnRate float64
@@ -110,8 +115,8 @@ type ShufflerOptions struct {
 	// PeriodGrace is how long after a reporting period ends its pools
 	// wait for late reports (apps seal a period's report once it has
 	// closed: at their next start, Record or upload): afterwards envelopes
-	// of that period are rejected (ShufflerStats.Late), and a pool of it
-	// still below n_min is deleted, never released (ShufflerStats.Expired).
+	// of that period are rejected (Stats.Late), and a pool of it
+	// still below n_min is deleted, never released (Stats.Expired).
 	// Defaults to the period's own length (report.Period.Length).
 	PeriodGrace time.Duration
 	// Settle holds a pool of at least NMin (and below MaxBatch) until no
@@ -132,8 +137,8 @@ type ShufflerOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// ShufflerStats are a shuffler's counters since it was opened.
-type ShufflerStats struct {
+// Stats are a shuffler's counters since it was opened.
+type Stats struct {
 	// Requests counts uploads answered 202.
 	Requests int64 `json:"requests"`
 	// Accepted and Duplicates count envelopes committed to a pool and
@@ -212,7 +217,7 @@ func (c *shufflerCounters) rejected() int64 {
 // larger, which only strengthens the central guarantee, and keeps no report
 // waiting behind a full batch.
 type Shuffler struct {
-	o   ShufflerOptions
+	o   Options
 	log *slog.Logger
 	m   *shufflerMetrics
 	// pools is the set of pools the shuffler takes and lengths the
@@ -229,7 +234,7 @@ type Shuffler struct {
 	// MaxEpochsPerPool.
 	epochsMu sync.Mutex
 	epochs   map[string]map[string]bool
-	db       *database
+	db       *sqlitedb.DB
 	salt     []byte
 	genSize  int64
 
@@ -314,10 +319,10 @@ var shufflerSchema = []string{
 	)`,
 }
 
-// OpenShuffler opens (creating) the shuffler's database in o.Dir and starts
+// Open opens (creating) the shuffler's database in o.Dir and starts
 // its commit goroutine. Call Run to release and forward batches, Handler or
 // Register to serve uploads, and Close when done.
-func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
+func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	if o.Plan == nil {
 		return nil, fmt.Errorf("%w: Plan is required", ErrOptions)
 	}
@@ -382,12 +387,12 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := EnsureDir(o.Dir); err != nil {
+	if err := secrets.EnsureDir(o.Dir); err != nil {
 		return nil, err
 	}
 	// secure_delete overwrites deleted rows, so that released reports and
 	// their pool order do not linger in free pages of the file.
-	db, err := openDatabase(ctx, filepath.Join(o.Dir, ShufflerDB), shufflerSchema, "secure_delete(ON)")
+	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, DBFile), shufflerSchema, "secure_delete(ON)")
 	if err != nil {
 		return nil, err
 	}
@@ -407,25 +412,25 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	}
 	learned, lengths, err := s.storedPools(ctx)
 	if err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	s.addPools(learned, lengths)
 	if err := s.migrateSeen(ctx); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	if err := s.loadForgotten(ctx); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	if err := s.loadMeta(ctx); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	pools, err := s.poolSizes(ctx)
 	if err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	s.trackEpochs(pools)
@@ -439,7 +444,7 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	}
 	s.addPools(nil, pooled)
 	if err := s.loadLegacyDeadline(ctx, pools); err != nil {
-		db.close()
+		db.Close()
 		return nil, err
 	}
 	for _, p := range pools {
@@ -450,8 +455,8 @@ func OpenShuffler(ctx context.Context, o ShufflerOptions) (*Shuffler, error) {
 	s.m = newShufflerMetrics(s)
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(s.m); err != nil {
-			db.close()
-			return nil, fmt.Errorf("collector: registering the shuffler's metrics: %w", err)
+			db.Close()
+			return nil, fmt.Errorf("shuffler: registering the shuffler's metrics: %w", err)
 		}
 	}
 	s.poolDirty.Store(true)
@@ -471,14 +476,14 @@ func (s *Shuffler) Close() error {
 		s.runMu.Unlock()
 		s.runs.Wait()
 		s.committer.Wait()
-		err = s.db.close()
+		err = s.db.Close()
 	})
 	return err
 }
 
 // Stats returns the shuffler's counters and the current pool sizes.
-func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
-	st := ShufflerStats{
+func (s *Shuffler) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{
 		Requests:         s.c.requests.Load(),
 		Accepted:         s.c.accepted.Load(),
 		Duplicates:       s.c.duplicates.Load(),
@@ -510,7 +515,7 @@ func (s *Shuffler) Stats(ctx context.Context) (ShufflerStats, error) {
 // a period of the longest known length ending two such lengths from now
 // (an open period, or one up to a period ahead, ends by then).
 func (s *Shuffler) migrateSeen(ctx context.Context) error {
-	has, err := hasColumn(ctx, s.db, "seen", "period_end")
+	has, err := s.db.HasColumn(ctx, "seen", "period_end")
 	if err != nil || has {
 		return err
 	}
@@ -522,12 +527,12 @@ func (s *Shuffler) migrateSeen(ctx context.Context) error {
 		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
 	} {
-		if _, err := s.db.w.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("collector: migrating the shuffler's seen table: %w", err)
+		if _, err := s.db.W.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("shuffler: migrating the shuffler's seen table: %w", err)
 		}
 	}
-	if _, err := s.db.w.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, s.o.Now().Unix()+2*l, l); err != nil {
-		return fmt.Errorf("collector: migrating the shuffler's seen table: %w", err)
+	if _, err := s.db.W.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, s.o.Now().Unix()+2*l, l); err != nil {
+		return fmt.Errorf("shuffler: migrating the shuffler's seen table: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package collector
+package httpserver
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// bucket is a token bucket: rate tokens per second up to burst. It lives
+// Bucket is a token bucket: rate tokens per second up to burst. It lives
 // only in memory, in the context of one connection, and is garbage when
 // the connection closes.
-type bucket struct {
+type Bucket struct {
 	mu     sync.Mutex
 	rate   float64
 	burst  float64
@@ -20,14 +20,16 @@ type bucket struct {
 	now    func() time.Time
 }
 
-func newBucket(rate float64, burst int, now func() time.Time) *bucket {
+// NewBucket returns a full bucket of burst tokens refilled at rate per
+// second on the clock now.
+func NewBucket(rate float64, burst int, now func() time.Time) *Bucket {
 	t := now()
-	return &bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: t, now: now}
+	return &Bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: t, now: now}
 }
 
-// take removes n tokens if there are that many and returns 0, or returns
+// Take removes n tokens if there are that many and returns 0, or returns
 // how long to wait until there will be.
-func (b *bucket) take(n int) time.Duration {
+func (b *Bucket) Take(n int) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.now()
@@ -49,24 +51,24 @@ type connKey struct{}
 // open: its rate limiter, nothing else (no address, no time).
 type connState struct {
 	once sync.Once
-	b    *bucket
+	b    *Bucket
 }
 
 // ConnContext is an http.Server ConnContext hook that gives every
-// connection its own rate-limit state; the Shuffler's POST /v1/reports
-// limits each connection separately when it is installed, and not at all
+// connection its own rate-limit state; the shuffler's POST /v1/reports
+// limits each connection separately when it is installed (New installs it), and not at all
 // otherwise. The state holds no address and dies with the connection.
 func ConnContext(ctx context.Context, _ net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, &connState{})
 }
 
-// connBucket returns the connection's bucket, creating it with the given
+// ConnBucket returns the connection's bucket, creating it with the given
 // parameters on first use, or nil without ConnContext.
-func connBucket(ctx context.Context, rate float64, burst int, now func() time.Time) *bucket {
+func ConnBucket(ctx context.Context, rate float64, burst int, now func() time.Time) *Bucket {
 	cs, _ := ctx.Value(connKey{}).(*connState)
 	if cs == nil {
 		return nil
 	}
-	cs.once.Do(func() { cs.b = newBucket(rate, burst, now) })
+	cs.once.Do(func() { cs.b = NewBucket(rate, burst, now) })
 	return cs.b
 }

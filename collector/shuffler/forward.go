@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"bytes"
@@ -40,9 +40,9 @@ func (s *Shuffler) backoff(attempts int) time.Duration {
 
 // outgoing lists the unacknowledged batches, oldest first.
 func (s *Shuffler) outgoing(ctx context.Context) ([]outgoingBatch, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, metric, n FROM outgoing ORDER BY rowid`)
+	rows, err := s.db.R.QueryContext(ctx, `SELECT id, metric, n FROM outgoing ORDER BY rowid`)
 	if err != nil {
-		return nil, fmt.Errorf("collector: listing outgoing batches: %w", err)
+		return nil, fmt.Errorf("shuffler: listing outgoing batches: %w", err)
 	}
 	defer rows.Close()
 	var out []outgoingBatch
@@ -142,7 +142,7 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 // the error.
 func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	var body []byte
-	if err := s.db.r.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, b.id[:]).Scan(&body); err != nil {
+	if err := s.db.R.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, b.id[:]).Scan(&body); err != nil {
 		return 0, fmt.Errorf("reading batch: %w", err)
 	}
 	actx, cancel := context.WithTimeout(ctx, s.o.ForwardTimeout)
@@ -165,7 +165,7 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, fmt.Errorf("collector answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
-	if _, err := s.db.w.ExecContext(ctx, `DELETE FROM outgoing WHERE id = ?`, b.id[:]); err != nil {
+	if _, err := s.db.W.ExecContext(ctx, `DELETE FROM outgoing WHERE id = ?`, b.id[:]); err != nil {
 		// Acknowledged but not deleted: the next attempt is a duplicate,
 		// which the collector acknowledges without counting.
 		return resp.StatusCode, fmt.Errorf("deleting acknowledged batch: %w", err)

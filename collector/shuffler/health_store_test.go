@@ -1,10 +1,12 @@
-package collector
+package shuffler
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blanket-dp/blanket/internal/health"
 )
 
 // TestStoreReadiness checks the shuffler's store check against its
@@ -13,8 +15,8 @@ import (
 // writer, with reads still answering); not ready, naming writes, when
 // the write handle fails.
 func TestStoreReadiness(t *testing.T) {
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1"})
-	var store Check
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1"})
+	var store health.Check
 	for _, c := range f.s.Checks() {
 		if c.Name == "shuffler store" {
 			store = c
@@ -31,7 +33,7 @@ func TestStoreReadiness(t *testing.T) {
 	if err := ready(); err != nil {
 		t.Fatalf("fresh store: %v", err)
 	}
-	tx, err := f.s.db.w.BeginTx(context.Background(), nil)
+	tx, err := f.s.db.W.BeginTx(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestStoreReadiness(t *testing.T) {
 	if err := ready(); err != nil {
 		t.Errorf("writer free again: %v", err)
 	}
-	f.s.db.w.Close()
+	f.s.db.W.Close()
 	if err := ready(); err == nil || !strings.Contains(err.Error(), "writes") {
 		t.Errorf("write handle closed: %v, want an error naming writes", err)
 	}

@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -132,16 +132,16 @@ func (s *Shuffler) loadLegacyDeadline(ctx context.Context, pools []poolSize) err
 	}
 	l := int64(s.o.Plan.PeriodLength() / time.Second)
 	deadline := s.periodDeadline(report.Period{Start: s.o.Now().Unix(), Length: l})
-	if _, err := s.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
-		return fmt.Errorf("collector: shuffler meta: %w", err)
+	if _, err := s.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
+		return fmt.Errorf("shuffler: shuffler meta: %w", err)
 	}
 	var v string
-	if err := s.db.w.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
-		return fmt.Errorf("collector: shuffler meta: %w", err)
+	if err := s.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
+		return fmt.Errorf("shuffler: shuffler meta: %w", err)
 	}
 	d, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return fmt.Errorf("collector: shuffler meta: legacy deadline %q: %w", v, err)
+		return fmt.Errorf("shuffler: shuffler meta: legacy deadline %q: %w", v, err)
 	}
 	s.legacyDeadline = d
 	return nil
@@ -195,12 +195,12 @@ func (s *Shuffler) addPools(pools []string, lengths []int64) {
 	// Best effort: what is not stored is learned again at the next
 	// relayed plan.
 	for _, p := range added {
-		if _, err := s.db.w.Exec(`INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
+		if _, err := s.db.W.Exec(`INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
 			s.log.Warn("storing a learned pool", "pool", p, "error", err)
 		}
 	}
 	for _, l := range addedL {
-		if _, err := s.db.w.Exec(`INSERT OR IGNORE INTO period_lengths (seconds) VALUES (?)`, l); err != nil {
+		if _, err := s.db.W.Exec(`INSERT OR IGNORE INTO period_lengths (seconds) VALUES (?)`, l); err != nil {
 			s.log.Warn("storing a learned period length", "seconds", l, "error", err)
 		}
 	}
@@ -211,38 +211,23 @@ func (s *Shuffler) addPools(pools []string, lengths []int64) {
 func (s *Shuffler) storedPools(ctx context.Context) ([]string, []int64, error) {
 	var pools []string
 	var lengths []int64
-	if err := queryColumn(ctx, s.db, `SELECT name FROM pools`, func(r *sql.Rows) error {
+	if err := s.db.QueryColumn(ctx, `SELECT name FROM pools`, func(r *sql.Rows) error {
 		var p string
 		err := r.Scan(&p)
 		pools = append(pools, p)
 		return err
 	}); err != nil {
-		return nil, nil, fmt.Errorf("collector: learned pools: %w", err)
+		return nil, nil, fmt.Errorf("shuffler: learned pools: %w", err)
 	}
-	if err := queryColumn(ctx, s.db, `SELECT seconds FROM period_lengths`, func(r *sql.Rows) error {
+	if err := s.db.QueryColumn(ctx, `SELECT seconds FROM period_lengths`, func(r *sql.Rows) error {
 		var l int64
 		err := r.Scan(&l)
 		lengths = append(lengths, l)
 		return err
 	}); err != nil {
-		return nil, nil, fmt.Errorf("collector: learned period lengths: %w", err)
+		return nil, nil, fmt.Errorf("shuffler: learned period lengths: %w", err)
 	}
 	return pools, lengths, nil
-}
-
-// queryColumn calls scan for each row of q.
-func queryColumn(ctx context.Context, db *database, q string, scan func(*sql.Rows) error) error {
-	rows, err := db.r.QueryContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // trackEpochs resets the pooled epochs from the pool sizes.
@@ -307,9 +292,9 @@ type poolSize struct {
 }
 
 func (s *Shuffler) poolSizes(ctx context.Context) ([]poolSize, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT metric, suite, COUNT(*) FROM pool GROUP BY metric, suite ORDER BY metric, suite`)
+	rows, err := s.db.R.QueryContext(ctx, `SELECT metric, suite, COUNT(*) FROM pool GROUP BY metric, suite ORDER BY metric, suite`)
 	if err != nil {
-		return nil, fmt.Errorf("collector: pool sizes: %w", err)
+		return nil, fmt.Errorf("shuffler: pool sizes: %w", err)
 	}
 	defer rows.Close()
 	var out []poolSize

@@ -1,10 +1,11 @@
-package collector
+package shuffler
 
 import (
 	"context"
 	"net/http"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -15,7 +16,7 @@ type PoolsStatus struct {
 	// NMin is the smallest batch the shuffler releases.
 	NMin int `json:"n_min"`
 	// Settle is how long a pool of at least NMin waits for no report to
-	// join it before it is released (ShufflerOptions.Settle), in seconds.
+	// join it before it is released (Options.Settle), in seconds.
 	Settle float64 `json:"settle_seconds"`
 	// Pools are the pools holding reports, by pool, epoch and period.
 	Pools []PoolFill `json:"pools"`
@@ -38,7 +39,7 @@ type PoolFill struct {
 	Epoch string `json:"epoch"`
 	// Period is the reporting period of the reports; null for reports
 	// stored before periods.
-	Period *PeriodSpan `json:"period"`
+	Period *report.PeriodSpan `json:"period"`
 	// Reports is the number of reports waiting.
 	Reports int64 `json:"reports"`
 }
@@ -77,7 +78,7 @@ func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
 			pool = p.metric
 		}
 		byKey[p.metric] = len(fills)
-		fills = append(fills, PoolFill{Pool: pool, Epoch: epoch, Period: newPeriodSpan(period), Reports: p.n})
+		fills = append(fills, PoolFill{Pool: pool, Epoch: epoch, Period: report.NewPeriodSpan(period), Reports: p.n})
 	}
 	return fills, nil
 }
@@ -85,7 +86,7 @@ func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
 // outgoingCount returns the released batches not yet acknowledged.
 func (s *Shuffler) outgoingCount(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
+	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
 	return n, err
 }
 
@@ -98,8 +99,8 @@ func (s *Shuffler) handlePools(w http.ResponseWriter, r *http.Request) {
 	st, err := s.Pools(ctx)
 	if err != nil {
 		s.log.Error("pool status", "error", err)
-		writeError(w, http.StatusServiceUnavailable, "reading the pools failed: %v", err)
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "reading the pools failed: %v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpserver.WriteJSON(w, http.StatusOK, st)
 }

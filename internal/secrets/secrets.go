@@ -1,4 +1,7 @@
-package collector
+// Package secrets keeps the servers' secret files (the collector's key,
+// the batch token) and their data directories: files of mode 0600,
+// created atomically, refused when others may read them.
+package secrets
 
 import (
 	"crypto/rand"
@@ -10,37 +13,35 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-
-	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// Files in a data directory.
-const (
-	// KeyFile holds the collector's HPKE private key (base64, mode 0600).
-	KeyFile = "collector.key"
-	// TokenFile holds the bearer token the shuffler presents to the
-	// collector's POST /v1/batches (mode 0600).
-	TokenFile = "batch.token"
-	// ShufflerDB is the shuffler's SQLite database.
-	ShufflerDB = "shuffler.db"
-	// CollectorDB is the collector's SQLite database.
-	CollectorDB = "collector.db"
+// TokenFile is the file, in a data directory, that holds the bearer token
+// the shuffler presents to the collector's POST /v1/batches (mode 0600).
+const TokenFile = "batch.token"
+
+// Errors.
+var (
+	// ErrSecretFile reports a key or token file that cannot be used: wrong
+	// permissions or content.
+	ErrSecretFile = errors.New("secrets: unusable secret file")
+	// ErrNoDir reports an empty data directory name.
+	ErrNoDir = errors.New("secrets: data directory is empty")
 )
 
 // EnsureDir creates the data directory dir (mode 0700) if it does not
 // exist.
 func EnsureDir(dir string) error {
 	if dir == "" {
-		return fmt.Errorf("%w: data directory is empty", ErrOptions)
+		return ErrNoDir
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("collector: data directory: %w", err)
+		return fmt.Errorf("secrets: data directory: %w", err)
 	}
 	return nil
 }
 
-// readSecret reads a secret file, refusing one that others may read.
-func readSecret(path string) ([]byte, error) {
+// Read reads a secret file, refusing one that others may read.
+func Read(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -55,11 +56,11 @@ func readSecret(path string) ([]byte, error) {
 	return []byte(strings.TrimSpace(string(b))), nil
 }
 
-// createSecret writes content to path (mode 0600) unless path exists: it
+// Create writes content to path (mode 0600) unless path exists: it
 // writes a temporary file, syncs it and hard-links it into place, so that a
 // crash never leaves a partial file and two processes racing to create the
 // same secret agree on one. It reports whether this call created the file.
-func createSecret(path string, content []byte) (bool, error) {
+func Create(path string, content []byte) (bool, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -94,39 +95,6 @@ func createSecret(path string, content []byte) (bool, error) {
 	return true, nil
 }
 
-// LoadOrCreateKey returns the collector's private key from dir/KeyFile,
-// generating one (report.GenerateKey) on first use. It reports whether the
-// key was created. A key file readable by group or others is refused.
-func LoadOrCreateKey(dir string) (key *report.PrivateKey, created bool, err error) {
-	path := filepath.Join(dir, KeyFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		priv, _, err := report.GenerateKey()
-		if err != nil {
-			return nil, false, fmt.Errorf("collector: generating key: %w", err)
-		}
-		created, err = createSecret(path, []byte(base64.StdEncoding.EncodeToString(priv)))
-		if err != nil {
-			return nil, false, fmt.Errorf("collector: writing %s: %w", path, err)
-		}
-	}
-	b, err := readSecret(path)
-	if err != nil {
-		if errors.Is(err, ErrSecretFile) {
-			return nil, false, err
-		}
-		return nil, false, fmt.Errorf("collector: reading key: %w", err)
-	}
-	raw, err := base64.StdEncoding.DecodeString(string(b))
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %s is not base64: %v", ErrSecretFile, path, err)
-	}
-	key, err = report.ParsePrivateKey(raw)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrSecretFile, path, err)
-	}
-	return key, created, nil
-}
-
 // LoadOrCreateToken returns the bearer token in path, writing a new random
 // one (32 bytes, base64url) when the file does not exist. It reports whether
 // the token was created.
@@ -134,9 +102,9 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		var b [32]byte
 		rand.Read(b[:])
-		created, err = createSecret(path, []byte(base64.RawURLEncoding.EncodeToString(b[:])))
+		created, err = Create(path, []byte(base64.RawURLEncoding.EncodeToString(b[:])))
 		if err != nil {
-			return "", false, fmt.Errorf("collector: writing %s: %w", path, err)
+			return "", false, fmt.Errorf("secrets: writing %s: %w", path, err)
 		}
 	}
 	token, err = LoadToken(path)
@@ -146,12 +114,12 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 // LoadToken returns the bearer token in path. A token file readable by
 // group or others, or an empty one, is refused.
 func LoadToken(path string) (string, error) {
-	b, err := readSecret(path)
+	b, err := Read(path)
 	if err != nil {
 		if errors.Is(err, ErrSecretFile) {
 			return "", err
 		}
-		return "", fmt.Errorf("collector: reading token: %w", err)
+		return "", fmt.Errorf("secrets: reading token: %w", err)
 	}
 	if len(b) == 0 {
 		return "", fmt.Errorf("%w: %s is empty", ErrSecretFile, path)

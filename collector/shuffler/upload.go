@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -31,22 +32,22 @@ const groupMaxEnvelopes = 100000
 func (s *Shuffler) loadMeta(ctx context.Context) error {
 	salt := make([]byte, 32)
 	rand.Read(salt)
-	if _, err := s.db.w.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?), ('gen', '0')`, salt); err != nil {
-		return fmt.Errorf("collector: shuffler meta: %w", err)
+	if _, err := s.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?), ('gen', '0')`, salt); err != nil {
+		return fmt.Errorf("shuffler: shuffler meta: %w", err)
 	}
 	var gen string
-	if err := s.db.w.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'salt'`).Scan(&s.salt); err != nil {
-		return fmt.Errorf("collector: shuffler meta: %w", err)
+	if err := s.db.W.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'salt'`).Scan(&s.salt); err != nil {
+		return fmt.Errorf("shuffler: shuffler meta: %w", err)
 	}
-	if err := s.db.w.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
-		return fmt.Errorf("collector: shuffler meta: %w", err)
+	if err := s.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
+		return fmt.Errorf("shuffler: shuffler meta: %w", err)
 	}
 	g, err := strconv.ParseInt(gen, 10, 64)
 	if err != nil {
-		return fmt.Errorf("collector: shuffler meta: generation %q: %w", gen, err)
+		return fmt.Errorf("shuffler: shuffler meta: generation %q: %w", gen, err)
 	}
 	s.gen = g
-	return s.db.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
+	return s.db.W.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
 }
 
 // Register adds the shuffler's public route to mux: POST /v1/reports.
@@ -127,37 +128,37 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.m.uploadSeconds.Observe(time.Since(start).Seconds()) }()
 	// Best effort: a ResponseWriter without deadlines keeps the server's.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
-	body, status, err := readBody(w, r, s.o.MaxBodyBytes)
+	body, status, err := httpserver.ReadBody(w, r, s.o.MaxBodyBytes)
 	if err != nil {
 		if status == http.StatusRequestEntityTooLarge {
 			s.c.tooLarge.Add(1)
 		} else {
 			s.c.badRequests.Add(1)
 		}
-		writeError(w, status, "%v", err)
+		httpserver.WriteError(w, status, "%v", err)
 		return
 	}
 	envs, err := report.DecodeEnvelopes(body)
 	switch {
 	case errors.Is(err, report.ErrTooLarge):
 		s.c.tooLarge.Add(1)
-		writeError(w, http.StatusRequestEntityTooLarge, "%v", err)
+		httpserver.WriteError(w, http.StatusRequestEntityTooLarge, "%v", err)
 		return
 	case err != nil:
 		s.c.badRequests.Add(1)
-		writeError(w, http.StatusBadRequest, "%v", err)
+		httpserver.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	case len(envs) > s.o.MaxEnvelopes:
 		s.c.tooLarge.Add(1)
-		writeError(w, http.StatusRequestEntityTooLarge, "%d envelopes in one upload, limit %d", len(envs), s.o.MaxEnvelopes)
+		httpserver.WriteError(w, http.StatusRequestEntityTooLarge, "%d envelopes in one upload, limit %d", len(envs), s.o.MaxEnvelopes)
 		return
 	}
 	if s.o.ConnRate > 0 {
-		if b := connBucket(r.Context(), s.o.ConnRate, s.o.ConnBurst, time.Now); b != nil {
-			if wait := b.take(len(envs)); wait > 0 {
+		if b := httpserver.ConnBucket(r.Context(), s.o.ConnRate, s.o.ConnBurst, time.Now); b != nil {
+			if wait := b.Take(len(envs)); wait > 0 {
 				s.c.rateLimited.Add(1)
 				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-				writeError(w, http.StatusTooManyRequests, "rate limit: %g envelopes per second per connection", s.o.ConnRate)
+				httpserver.WriteError(w, http.StatusTooManyRequests, "rate limit: %g envelopes per second per connection", s.o.ConnRate)
 				return
 			}
 		}
@@ -201,7 +202,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		case <-s.closed:
 			s.c.unavailable.Add(1)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "shuffler is shutting down")
+			httpserver.WriteError(w, http.StatusServiceUnavailable, "shuffler is shutting down")
 			return
 		case <-r.Context().Done():
 			s.c.canceled.Add(1)
@@ -220,7 +221,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			s.c.unavailable.Add(1)
 			s.log.Error("storing reports", "error", ar.err)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "storing reports failed; retry")
+			httpserver.WriteError(w, http.StatusServiceUnavailable, "storing reports failed; retry")
 			return
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
@@ -232,7 +233,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	for why, n := range rejected {
 		s.c.rejectedBy[why].Add(n)
 	}
-	writeJSON(w, http.StatusAccepted, res)
+	httpserver.WriteJSON(w, http.StatusAccepted, res)
 }
 
 // commitLoop commits uploads in groups: every request waiting when a
@@ -279,7 +280,7 @@ func (s *Shuffler) commitLoop() {
 // each id not seen before is remembered and its report pooled.
 func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	ctx := context.Background()
-	tx, err := s.db.w.BeginTx(ctx, nil)
+	tx, err := s.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -372,14 +373,14 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 // ids the shuffler has forgotten (table forgotten).
 func (s *Shuffler) loadForgotten(ctx context.Context) error {
 	m := map[int64]int64{}
-	err := queryColumn(ctx, s.db, `SELECT period_len, period_end FROM forgotten`, func(r *sql.Rows) error {
+	err := s.db.QueryColumn(ctx, `SELECT period_len, period_end FROM forgotten`, func(r *sql.Rows) error {
 		var l, e int64
 		err := r.Scan(&l, &e)
 		m[l] = e
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("collector: forgotten periods: %w", err)
+		return fmt.Errorf("shuffler: forgotten periods: %w", err)
 	}
 	s.forgotten.Store(&m)
 	return nil

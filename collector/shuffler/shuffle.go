@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import "github.com/blanket-dp/blanket/sdk/ldp"
 

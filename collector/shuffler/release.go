@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -121,7 +121,7 @@ const expirySweep = time.Minute
 // expire deletes the pooled reports of key (a period past its deadline,
 // below n_min) and counts them.
 func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
-	r, err := s.db.w.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
+	r, err := s.db.W.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
 // shuffled, into one outgoing batch, in one transaction. It releases
 // nothing (and returns 0) when fewer than NMin are pooled.
 func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, limit int) (int, error) {
-	tx, err := s.db.w.BeginTx(ctx, nil)
+	tx, err := s.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// testClock is a settable clock for ShufflerOptions.Now.
+// testClock is a settable clock for Options.Now.
 type testClock struct{ ns atomic.Int64 }
 
 func (c *testClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
@@ -30,7 +30,7 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 	clock.set(time.Unix(day(2).Start+3600, 0)) // day 2, 01:00 UTC
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, Now: clock.now, PeriodGrace: 36 * time.Hour})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: srv.URL, Now: clock.now, PeriodGrace: 36 * time.Hour})
 	key := func(d report.Period) string { return report.PeriodPoolKey(metric, ep, d) }
 	upload := func(envs []report.Envelope) UploadResult {
 		t.Helper()
@@ -82,9 +82,9 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 		t.Fatalf("day 0 after its grace: %+v", res)
 	}
 	f.run(t)
-	waitFor(t, "two batches", func() bool { return len(sink.got()) == 2 })
+	waitFor(t, "two batches", func() bool { return len(sink.Got()) == 2 })
 	got := map[string]int{}
-	for _, b := range sink.got() {
+	for _, b := range sink.Got() {
 		got[b.Metric] = len(b.Sealed)
 	}
 	if got[key(day(1))] != 150 || got[key(day(2))] != 100 {
@@ -100,7 +100,7 @@ func TestShufflerSplitsEvenly(t *testing.T) {
 	p := testPlan(t, 100)
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: srv.URL, MaxBatch: 150})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: srv.URL, MaxBatch: 150})
 	var res UploadResult
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(200))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 200 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
@@ -126,9 +126,9 @@ func TestShufflerReleasesLegacyPools(t *testing.T) {
 	dir := t.TempDir()
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	f := newShufflerFixture(t, Options{Plan: p, Dir: dir, Collector: srv.URL})
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestShufflerReleasesLegacyPools(t *testing.T) {
 		}
 	}
 	db.Close()
-	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: srv.URL})
+	g := newShufflerFixture(t, Options{Plan: p, Dir: dir, Collector: srv.URL})
 	var res UploadResult
 	if resp := post(t, nil, g.url, report.EncodeEnvelopes(envelopes(metric, fakeSealed(1))), &res); resp.StatusCode != http.StatusAccepted || res.Rejected != 1 {
 		t.Fatalf("new untagged envelope: %d %+v, want it rejected", resp.StatusCode, res)
@@ -150,9 +150,9 @@ func TestShufflerReleasesLegacyPools(t *testing.T) {
 		t.Fatalf("Release = %d, %v; want the 2 legacy pools released", n, err)
 	}
 	g.run(t)
-	waitFor(t, "two batches", func() bool { return len(sink.got()) == 2 })
+	waitFor(t, "two batches", func() bool { return len(sink.Got()) == 2 })
 	got := map[string]int{}
-	for _, b := range sink.got() {
+	for _, b := range sink.Got() {
 		got[b.Metric] = len(b.Sealed)
 	}
 	for _, key := range legacy {

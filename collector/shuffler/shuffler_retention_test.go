@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 	p := testPlan(t, 1000)
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600, 0))
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8})
 	key := periodKey(metric, p.Epoch())
 	upload := func(envs []report.Envelope) UploadResult {
 		t.Helper()
@@ -59,7 +59,7 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 		upload(envelopes(tomorrow, fakeSealed(1)))
 	}
 	var kept int
-	if err := f.s.db.r.QueryRow(`SELECT COUNT(*) FROM seen WHERE period_end = ?`, today.End()).Scan(&kept); err != nil {
+	if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen WHERE period_end = ?`, today.End()).Scan(&kept); err != nil {
 		t.Fatal(err)
 	}
 	if kept != 0 {
@@ -80,10 +80,10 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 	clock := &testClock{}
 	t0 := time.Unix(today.Start, 0)
 	clock.set(t0)
-	o := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
+	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
 	f := newShufflerFixture(t, o)
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, ShufflerDB))
+	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 		}
 	}
 	db.Close()
-	release := func(s *Shuffler) ShufflerStats {
+	release := func(s *Shuffler) Stats {
 		t.Helper()
 		if n, err := s.Release(context.Background()); err != nil || n != 0 {
 			t.Fatalf("Release = %d, %v; want nothing released", n, err)
@@ -131,7 +131,7 @@ func TestShufflerSettle(t *testing.T) {
 	p := testPlan(t, 10)
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600, 0))
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, Settle: time.Minute})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, Settle: time.Minute})
 	key := periodKey(metric, p.Epoch())
 	ctx := context.Background()
 	for i := range 3 {

@@ -1,4 +1,9 @@
-package collector
+// Package httpserver is the HTTP plumbing the shuffler and the collector
+// share: an http.Server that names no peer in its logs (New), the
+// per-connection rate limiter the shuffler uses (ConnContext, ConnBucket),
+// and JSON answers (WriteJSON, WriteError) and bounded request bodies
+// (ReadBody).
+package httpserver
 
 import (
 	"bytes"
@@ -12,8 +17,8 @@ import (
 	"time"
 )
 
-// writeJSON writes v as JSON with the status code.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v as JSON with the status code.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -28,14 +33,15 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, errorBody{Error: fmt.Sprintf(format, args...)})
+// WriteError writes {"error": message} with the status code.
+func WriteError(w http.ResponseWriter, status int, format string, args ...any) {
+	WriteJSON(w, status, errorBody{Error: fmt.Sprintf(format, args...)})
 }
 
-// readBody reads a request body of at most limit bytes. On failure it
+// ReadBody reads a request body of at most limit bytes. On failure it
 // returns the status to answer (413 over the limit, 415 for another content
 // type, 400 otherwise) and the reason.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q, want application/octet-stream", ct)
 	}
@@ -70,7 +76,7 @@ func recoverer(logger *slog.Logger, h http.Handler) http.Handler {
 					panic(v)
 				}
 				logger.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
-				writeError(w, http.StatusInternalServerError, "internal error")
+				WriteError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()
 		h.ServeHTTP(w, r)
@@ -98,13 +104,13 @@ func trimNewline(s string) string {
 	return s
 }
 
-// NewHTTPServer returns an http.Server for h with the settings both roles
+// New returns an http.Server for h with the settings both roles
 // need: per-connection state for rate limiting (ConnContext), panics
 // answered with 500 and logged without the peer's address, net/http's own
 // error log redacted of addresses, and timeouts against slow clients
 // (headers within 10 s, a whole request within 10 min, which a large batch
 // may need; idle connections closed after 2 min).
-func NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+func New(h http.Handler, logger *slog.Logger) *http.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

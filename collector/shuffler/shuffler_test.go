@@ -1,4 +1,4 @@
-package collector
+package shuffler
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 	const nMin = 10
 	col := &sink{}
 	colSrv := newServer(t, col)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, nMin), Collector: colSrv.URL, MaxBatch: 15})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, nMin), Collector: colSrv.URL, MaxBatch: 15})
 	ctx := context.Background()
 	sealed := fakeSealed(41)
 
@@ -65,9 +65,9 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 		t.Fatalf("after releases: pool %d, outgoing %d; want 0 and 4", st.Pools[todayKey], st.Outgoing)
 	}
 	f.run(t)
-	waitFor(t, "4 batches delivered", func() bool { return len(col.got()) == 4 })
+	waitFor(t, "4 batches delivered", func() bool { return len(col.Got()) == 4 })
 	var all [][]byte
-	for _, b := range col.got() {
+	for _, b := range col.Got() {
 		if len(b.Sealed) < nMin {
 			t.Errorf("batch %s of %d reports, below n_min = %d", b.ID, len(b.Sealed), nMin)
 		}
@@ -90,12 +90,12 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 func TestShufflerBatchCarriesNoIDs(t *testing.T) {
 	col := &sink{}
 	colSrv := newServer(t, col)
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 5), Collector: colSrv.URL})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 5), Collector: colSrv.URL})
 	envs := envelopes(todayKey, fakeSealed(5))
 	post(t, nil, f.url, report.EncodeEnvelopes(envs), nil)
 	f.run(t)
-	waitFor(t, "batch delivered", func() bool { return len(col.got()) == 1 })
-	body := col.bodies[0]
+	waitFor(t, "batch delivered", func() bool { return len(col.Got()) == 1 })
+	body := col.Bodies()[0]
 	for _, e := range envs {
 		if bytes.Contains(body, e.ID[:]) {
 			t.Fatalf("batch body contains envelope id %s", e.ID)
@@ -112,7 +112,7 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		col := &sink{}
 		colSrv := newServer(t, col)
 		seed := [32]byte{42}
-		f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 20), Collector: colSrv.URL, Rand: rand.NewChaCha8(seed)})
+		f := newShufflerFixture(t, Options{Plan: testPlan(t, 20), Collector: colSrv.URL, Rand: rand.NewChaCha8(seed)})
 		sealed := fakeSealed(20)
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
 		if n, err := f.s.Release(ctx); err != nil || n != 1 {
@@ -121,8 +121,8 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		want := slices.Clone(sealed)
 		Shuffle(rand.NewChaCha8(seed), want)
 		f.run(t)
-		waitFor(t, "batch delivered", func() bool { return len(col.got()) == 1 })
-		if !slices.EqualFunc(col.got()[0].Sealed, want, bytes.Equal) {
+		waitFor(t, "batch delivered", func() bool { return len(col.Got()) == 1 })
+		if !slices.EqualFunc(col.Got()[0].Sealed, want, bytes.Equal) {
 			t.Fatal("release order is not Shuffle's order under the injected source")
 		}
 	})
@@ -134,7 +134,7 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		// (7/8)^200 < 1e-11).
 		col := &sink{}
 		colSrv := newServer(t, col)
-		f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 8), Collector: colSrv.URL})
+		f := newShufflerFixture(t, Options{Plan: testPlan(t, 8), Collector: colSrv.URL})
 		sealed := fakeSealed(64)
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
 		if _, err := f.s.Release(ctx); err != nil {
@@ -148,8 +148,8 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 			}
 		}
 		f.run(t)
-		waitFor(t, "201 batches delivered", func() bool { return len(col.got()) == 201 })
-		got := col.got()
+		waitFor(t, "201 batches delivered", func() bool { return len(col.Got()) == 201 })
+		got := col.Got()
 		if slices.EqualFunc(got[0].Sealed, sealed, bytes.Equal) {
 			t.Fatal("64 reports released in insertion order")
 		}
@@ -169,7 +169,7 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 func TestShufflerDedupesRetries(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	o := ShufflerOptions{Plan: testPlan(t, 1000), Dir: dir, Collector: "http://127.0.0.1:1"}
+	o := Options{Plan: testPlan(t, 1000), Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, o)
 	envs := envelopes(todayKey, fakeSealed(10))
 	body := report.EncodeEnvelopes(envs)
@@ -214,10 +214,10 @@ func TestDedupRetention(t *testing.T) {
 	p := testPlan(t, 1000)
 	p.Period = "1h"
 	clock := &testClock{}
-	f := newShufflerFixture(t, ShufflerOptions{Plan: p, Collector: "http://127.0.0.1:1", DedupWindow: window, Now: clock.now})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", DedupWindow: window, Now: clock.now})
 	remembered := func(e report.Envelope) bool {
 		var n int
-		if err := f.s.db.r.QueryRow(`SELECT COUNT(*) FROM seen WHERE h = ?`, f.s.idHash(e.ID)).Scan(&n); err != nil {
+		if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen WHERE h = ?`, f.s.idHash(e.ID)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 1
@@ -234,7 +234,7 @@ func TestDedupRetention(t *testing.T) {
 			t.Fatalf("upload %d: %+v", i, res)
 		}
 		var rows int
-		if err := f.s.db.r.QueryRow(`SELECT COUNT(*) FROM seen`).Scan(&rows); err != nil {
+		if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen`).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
 		if want := min(i+1, window); rows < want || rows > window+window/dedupGenerations {
@@ -253,7 +253,7 @@ func TestDedupRetention(t *testing.T) {
 }
 
 func TestShufflerRejectsOversizeAndKeepsServing(t *testing.T) {
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", MaxBodyBytes: 4 << 10, MaxEnvelopes: 20})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", MaxBodyBytes: 4 << 10, MaxEnvelopes: 20})
 	big := report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(60))) // about 6 KiB
 	if len(big) <= 4<<10 {
 		t.Fatalf("test body of %d bytes is not over the limit", len(big))
@@ -286,7 +286,7 @@ func TestShufflerRejectsOversizeAndKeepsServing(t *testing.T) {
 }
 
 func TestShufflerValidatesEnvelopes(t *testing.T) {
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1"})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1"})
 	envs := envelopes(todayKey, fakeSealed(5))
 	envs[1].Metric = "no/such/metric"
 	envs[2].Suite = 99
@@ -328,7 +328,7 @@ func TestShufflerValidatesEnvelopes(t *testing.T) {
 }
 
 func TestShufflerRateLimitPerConnection(t *testing.T) {
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", ConnRate: 1, MaxEnvelopes: 10})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1000), Collector: "http://127.0.0.1:1", ConnRate: 1, MaxEnvelopes: 10})
 	newClient := func() *http.Client { return &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}} }
 	a := newClient()
 	if resp := post(t, a, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(10))), nil); resp.StatusCode != http.StatusAccepted {
@@ -348,30 +348,11 @@ func TestShufflerRateLimitPerConnection(t *testing.T) {
 	}
 }
 
-func TestBucket(t *testing.T) {
-	now := time.Unix(0, 0)
-	b := newBucket(2, 10, func() time.Time { return now })
-	if d := b.take(10); d != 0 {
-		t.Fatalf("full bucket refused 10: %v", d)
-	}
-	if d := b.take(4); d != 2*time.Second {
-		t.Fatalf("empty bucket: wait %v for 4 at 2/s, want 2s", d)
-	}
-	now = now.Add(2 * time.Second)
-	if d := b.take(4); d != 0 {
-		t.Fatalf("after 2 s: wait %v", d)
-	}
-	now = now.Add(time.Hour)
-	if d := b.take(11); d == 0 {
-		t.Fatal("took more than the burst")
-	}
-}
-
 func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	// The collector fails the first three attempts.
-	col := &sink{status: func(call int) int {
+	col := &sink{Status: func(call int) int {
 		if call <= 3 {
 			return http.StatusServiceUnavailable
 		}
@@ -381,7 +362,7 @@ func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 	p := testPlan(t, 5)
 
 	// First run: release with the collector unreachable, then stop.
-	down := ShufflerOptions{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1"}
+	down := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, down)
 	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(5))), nil)
 	if n, err := f.s.Release(ctx); err != nil || n != 1 {
@@ -392,13 +373,13 @@ func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 
 	// Second run, same directory: the batch goes out on start and is
 	// retried until acknowledged.
-	g := newShufflerFixture(t, ShufflerOptions{Plan: p, Dir: dir, Collector: colSrv.URL})
+	g := newShufflerFixture(t, Options{Plan: p, Dir: dir, Collector: colSrv.URL})
 	g.run(t)
 	waitFor(t, "batch acknowledged", func() bool {
 		st, _ := g.s.Stats(ctx)
 		return st.BatchesForwarded == 1 && st.Outgoing == 0
 	})
-	if got := col.got(); len(got) != 1 || len(got[0].Sealed) != 5 {
+	if got := col.Got(); len(got) != 1 || len(got[0].Sealed) != 5 {
 		t.Fatalf("collector got %d batches", len(got))
 	}
 	if st, _ := g.s.Stats(ctx); st.ForwardFailures < 3 {
@@ -411,7 +392,7 @@ func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 // retries; every report is pooled once.
 func TestShufflerConcurrentUploads(t *testing.T) {
 	const clients, uploads, per = 16, 10, 25
-	f := newShufflerFixture(t, ShufflerOptions{Plan: testPlan(t, 1_000_000), Collector: "http://127.0.0.1:1"})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, 1_000_000), Collector: "http://127.0.0.1:1"})
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -1,0 +1,50 @@
+package collector
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// KeyFile is the file, in the collector's data directory, that holds its
+// HPKE private key (base64, mode 0600) with the SQLite store.
+const KeyFile = "collector.key"
+
+// LoadOrCreateKey returns the collector's private key from dir/KeyFile,
+// generating one (report.GenerateKey) on first use. It reports whether the
+// key was created. A key file readable by group or others is refused.
+func LoadOrCreateKey(dir string) (key *report.PrivateKey, created bool, err error) {
+	path := filepath.Join(dir, KeyFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		priv, _, err := report.GenerateKey()
+		if err != nil {
+			return nil, false, fmt.Errorf("collector: generating key: %w", err)
+		}
+		created, err = secrets.Create(path, []byte(base64.StdEncoding.EncodeToString(priv)))
+		if err != nil {
+			return nil, false, fmt.Errorf("collector: writing %s: %w", path, err)
+		}
+	}
+	b, err := secrets.Read(path)
+	if err != nil {
+		if errors.Is(err, secrets.ErrSecretFile) {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("collector: reading key: %w", err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(string(b))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s is not base64: %v", secrets.ErrSecretFile, path, err)
+	}
+	key, err = report.ParsePrivateKey(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", secrets.ErrSecretFile, path, err)
+	}
+	return key, created, nil
+}

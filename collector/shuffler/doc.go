@@ -1,0 +1,92 @@
+// Package shuffler is the shuffler role of Blanket: it takes sealed
+// reports from apps (POST /v1/reports), keeps nothing about their senders,
+// pools them per plan pool, epoch and reporting period, and forwards
+// batches of at least n_min reports of one pool, in a uniformly random
+// order, to the collector (package collector), retrying until they are
+// acknowledged. It never opens a report: only the collector holds the key.
+//
+//	s, err := shuffler.Open(ctx, shuffler.Options{Plan: p, Dir: dir, Collector: url, Token: tok})
+//	mux := http.NewServeMux()
+//	s.Register(mux)
+//	srv := httpserver.New(mux, logger) // no peer address in any log
+//	go s.Run(ctx) // release and forward batches
+//
+// # Pools and periods
+//
+// The shuffler pools what the plan's travel mode says the accountant
+// assumes (plan.Plan.Pools): with separate travel each metric is a pool,
+// with joint or parallel travel the plan has one pool whose sealed
+// messages carry the metrics. Apps tag every envelope with the epoch of
+// the plan they sealed it under and its reporting period
+// (report.PeriodPoolKey); the shuffler pools each (pool, epoch, period)
+// apart, so that a released batch holds at least n_min reports of one plan
+// and one period. A period's pools take reports until Options.PeriodGrace
+// (default: one period) after it ends; then a pool still below n_min is
+// deleted, never released, and counted (Stats.Expired), and later
+// envelopes of it are rejected (Stats.Late), as are envelopes of a period starting more than one
+// period ahead of the shuffler's clock. The shuffler holds at most
+// MaxEpochsPerPool epochs of a pool at once, takes the pools of every plan
+// it relays (stored, so a restart keeps them), and under blanket serve the
+// pools of every plan the collector published.
+//
+// The shuffler rejects envelopes without a period (untagged or tagged with
+// an epoch only: an SDK older than reporting periods, whose reports no
+// per-period guarantee covers) with a reason that says so. Pools of such
+// reports already in its database from before the upgrade are still
+// released, and the collector still ingests their batches (into no
+// period; the horizon guarantee is then unknown), so that nothing a
+// shuffler acknowledged is lost.
+//
+// # HTTP API
+//
+//	POST /v1/reports   body: report.EncodeEnvelopes bytes (application/octet-stream)
+//	  202 {"accepted": n, "duplicates": d, "rejected": r, "errors": [{"index": i, "error": "..."}]}
+//	  400 undecodable body, 413 body or envelope count over the limit,
+//	  415 wrong content type, 429 connection over its rate (Retry-After),
+//	  503 storage failed (retry). Error bodies are {"error": "..."}.
+//
+// An upload is stored durably before the 202; duplicates (an id already
+// accepted: a retry after a lost acknowledgement) are stored already and
+// rejected envelopes (unknown metric, unsupported suite, too short) will
+// never be, so the client can drop all three from its outbox.
+//
+// # Privacy of the shuffler
+//
+// The shuffler keeps no client address, header or arrival time: its pool
+// rows are (row number, metric, suite, sealed bytes), nothing it logs
+// names a peer (net/http's error log is redacted, panics are recovered
+// before net/http would log the address), and the rate limiter's state
+// lives in the connection's context and dies with it. A released batch
+// holds only the sealed bytes, in an order drawn uniformly from crypto
+// randomness (Shuffle), under a random batch id.
+//
+// # Storage
+//
+// shuffler.db:
+//
+//	meta(key, value)                      dedup salt and generation
+//	pool(id INTEGER PK, metric, suite, sealed)
+//	seen(h BLOB PK, gen, period_end, period_len)  HMAC-SHA256(salt, report id)[:16]
+//	pools(name PK)                        pools learned from relayed plans
+//	period_lengths(seconds PK)            their period lengths
+//	outgoing(id BLOB PK, metric, n, body) released batches until acknowledged
+//
+// Every acknowledgement follows a committed transaction (WAL,
+// synchronous=FULL). Accepting an upload inserts its ids into seen and its
+// reports into pool in one transaction (concurrent uploads share it: group
+// commit). Releasing moves reports from pool to outgoing in one
+// transaction.
+//
+// Dedup retention: ids are kept in generations of DedupWindow/4 accepted
+// reports; when a generation fills, the ids of the oldest beyond the last
+// four full ones are deleted, except those whose period's pools are still
+// open (its end plus the grace is in the future): an app's retry within
+// its period's grace is always a duplicate, so no period ever pools two
+// copies of one report, and after the grace the period refuses it anyway.
+// At least the DedupWindow most recent ids (default 2^22) are remembered,
+// plus every id of an open period (about 50 bytes each in SQLite: a fleet
+// of 10^7 apps reporting 3 metrics daily keeps about 3 GB for a day's
+// period and its grace). The shuffler's database runs with secure_delete, so
+// released reports do not linger in its free pages (the WAL keeps recent
+// pages until they are overwritten).
+package shuffler

@@ -1,0 +1,86 @@
+package shuffler
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/internal/servertest"
+)
+
+// The helpers shared with the collector's tests.
+var (
+	openBuiltin    = servertest.OpenBuiltin
+	testLogger     = servertest.Logger
+	testPlan       = servertest.Plan
+	fakeSealed     = servertest.FakeSealed
+	today          = servertest.Today
+	periodKey      = servertest.PeriodKey
+	envelopes      = servertest.Envelopes
+	krrValues      = servertest.KRRValues
+	truth          = servertest.Truth
+	sealKRR        = servertest.SealKRR
+	sealKRRIn      = servertest.SealKRRIn
+	post           = servertest.Post
+	getJSON        = servertest.GetJSON
+	newServer      = servertest.NewServer
+	waitFor        = servertest.WaitFor
+	day            = servertest.Day
+	histogramCount = servertest.HistogramCount
+	lint           = servertest.Lint
+	gathered       = servertest.Gathered
+)
+
+type sink = servertest.Sink
+
+// shufflerFixture is a shuffler serving on loopback, forwarding to url.
+type shufflerFixture struct {
+	s   *Shuffler
+	srv *httptest.Server
+	url string // POST /v1/reports
+}
+
+func newShufflerFixture(t testing.TB, o Options) *shufflerFixture {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
+	}
+	if o.RetryMin == 0 {
+		o.RetryMin, o.RetryMax = 5*time.Millisecond, 50*time.Millisecond
+	}
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mux := http.NewServeMux()
+	s.Register(mux)
+	srv := newServer(t, mux)
+	return &shufflerFixture{s: s, srv: srv, url: srv.URL + "/v1/reports"}
+}
+
+// run runs the shuffler's release and forward loops until the test ends.
+func (f *shufflerFixture) run(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		f.s.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }

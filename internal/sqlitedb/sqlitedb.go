@@ -1,0 +1,126 @@
+// Package sqlitedb opens the embedded SQLite databases of the shuffler and
+// the collector: one writer connection and a few readers on a WAL file,
+// every commit synced.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// dsn returns the data source name of the SQLite database at path.
+//
+// WAL lets readers run beside the one writer. synchronous(FULL) syncs the
+// WAL on every commit: with NORMAL a power loss can undo the last commits,
+// and a commit is what the shuffler and the collector acknowledge, so it
+// must survive. _txlock=immediate takes the write lock at BEGIN, so that a
+// read-modify-write transaction never fails to upgrade its lock.
+func dsn(path string, readOnly bool, pragmas []string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode()
+}
+
+// DB is a SQLite file opened as one writer connection (W) and a small
+// pool of readers (R).
+type DB struct {
+	W, R *sql.DB
+}
+
+// Open opens (creating) the database at path with the extra
+// pragmas on every connection, and applies schema.
+func Open(ctx context.Context, path string, schema []string, pragmas ...string) (*DB, error) {
+	w, err := sql.Open("sqlite", dsn(path, false, pragmas))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: opening %s: %w", path, err)
+	}
+	// SQLite has one writer at a time; one connection serializes the
+	// writers in Go instead of in busy retries.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	for _, stmt := range schema {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("sqlitedb: %s: schema: %w", path, err)
+		}
+	}
+	r, err := sql.Open("sqlite", dsn(path, true, pragmas))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitedb: opening %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return &DB{W: w, R: r}, nil
+}
+
+// Close closes both handles.
+func (d *DB) Close() error {
+	err1 := d.R.Close()
+	err2 := d.W.Close()
+	if err2 != nil {
+		return err2
+	}
+	return err1
+}
+
+// Ready checks that the database answers a query on its read handle and
+// that its write handle takes the write lock (a transaction begun and
+// rolled back, nothing written). A writer wedged past the probe's
+// deadline (a transaction that never ends, the lock held by another
+// process) refuses every upload or batch while reads still answer. A
+// long legitimate write (the release of a very large pool) can fail one
+// probe; load balancers act on consecutive failures.
+func (d *DB) Ready(ctx context.Context) error {
+	var n int
+	if err := d.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
+		return fmt.Errorf("the database does not answer: %w", err)
+	}
+	if n == 0 {
+		return errors.New("the database has no tables")
+	}
+	tx, err := d.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("the database does not answer writes: %w", err)
+	}
+	return tx.Rollback()
+}
+
+// HasColumn reports whether table has column.
+func (d *DB) HasColumn(ctx context.Context, table, column string) (bool, error) {
+	var n int
+	if err := d.W.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("sqlitedb: schema: %w", err)
+	}
+	return n > 0, nil
+}
+
+// QueryColumn calls scan for each row of q on the read handle.
+func (d *DB) QueryColumn(ctx context.Context, q string, scan func(*sql.Rows) error) error {
+	rows, err := d.R.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
