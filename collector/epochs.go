@@ -1,0 +1,311 @@
+package collector
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// metricState is a metric of the current plan, ready to ingest.
+type metricState struct {
+	m       plan.Metric
+	binding report.Binding
+	r       sdk.Randomizer
+	desc    *sdk.Description
+	// restarting is set while the readiness check restarts r.
+	restarting atomic.Bool
+}
+
+// MaxOlderEpochs is how many earlier epochs (under the same collector key)
+// the collector keeps open for reports sealed before an app fetched the
+// current plan.
+const MaxOlderEpochs = 8
+
+// epochState is a published plan, ready to ingest: its metrics with their
+// randomizers and bindings, and its pool with pooled travel.
+type epochState struct {
+	epoch   string
+	plan    *plan.Plan
+	metrics map[string]*metricState
+	// pool is the plan's one shuffler pool with joint or parallel travel,
+	// nil with separate travel.
+	pool *poolState
+}
+
+// binding returns the binding reports of pool in period are sealed under
+// in this epoch, the report length to expect (0: any), and whether the
+// epoch has that pool at all.
+func (e *epochState) binding(pool string, period report.Period) (report.Binding, int, bool) {
+	if e.pool != nil {
+		if pool != e.pool.name {
+			return report.Binding{}, 0, false
+		}
+		bs := make([]report.Binding, len(e.pool.metrics))
+		for i, ms := range e.pool.metrics {
+			bs[i] = ms.binding
+			bs[i].Period = period
+		}
+		return report.PoolBinding(e.pool.name, e.pool.travel, bs), 0, true
+	}
+	if ms := e.metrics[pool]; ms != nil {
+		b := ms.binding
+		b.Period = period
+		return b, ms.desc.ReportBytes, true
+	}
+	return report.Binding{}, 0, false
+}
+
+// openEpoch opens the randomizers of a calibrated plan and computes its
+// bindings. The plan's metric versions must match the plugins'.
+func (c *Collector) openEpoch(ctx context.Context, pub *plan.Plan) (*epochState, error) {
+	e := &epochState{epoch: pub.Epoch(), plan: pub, metrics: map[string]*metricState{}}
+	bs := pub.Bindings()
+	for i, m := range pub.Metrics {
+		r, err := c.o.Open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return nil, fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		d, err := r.Describe(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		if m.Version != d.Version {
+			return nil, fmt.Errorf("collector: metric %q: the plan is for %s version %q, the plugin is version %q", m.Name, m.Plugin, m.Version, d.Version)
+		}
+		if m.Eps0 < d.Eps0Min || m.Eps0 > d.Eps0Max {
+			return nil, fmt.Errorf("collector: metric %q: eps0 = %v outside the plugin's range [%v, %v]", m.Name, m.Eps0, d.Eps0Min, d.Eps0Max)
+		}
+		e.metrics[m.Name] = &metricState{m: m, binding: bs[i], r: r, desc: d}
+	}
+	if pub.Pooled() {
+		ps := &poolState{name: pub.Pool(""), travel: pub.Travel}
+		for _, m := range pub.Metrics {
+			ps.metrics = append(ps.metrics, e.metrics[m.Name])
+		}
+		e.pool = ps
+	}
+	return e, nil
+}
+
+// poolState is the one shuffler pool of a plan with pooled travel: its
+// messages carry the metrics (in plan order) inside the sealed bytes.
+type poolState struct {
+	name    string
+	travel  string
+	metrics []*metricState
+}
+
+// publish sets the published plan: a stored calibration of the same
+// configured plan and key, or a new one.
+func (c *Collector) publish(ctx context.Context) error {
+	src, err := clonePlan(c.o.Plan)
+	if err != nil {
+		return err
+	}
+	if err := src.Validate(); err != nil {
+		return err
+	}
+	src.CollectorKey = ""
+	source := src.Digest()
+	pubKey := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+
+	var pub *plan.Plan
+	var stored []byte
+	err = c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, pubKey).Scan(&stored)
+	if err == nil {
+		if pub, err = plan.Parse(stored); err != nil {
+			return fmt.Errorf("collector: stored plan: %w", err)
+		}
+	} else {
+		pub = src
+	}
+	// Check the plan against every metric's plugin before calibrating.
+	for i := range pub.Metrics {
+		m := &pub.Metrics[i]
+		r, err := c.o.Open(ctx, m.Plugin, m.Config())
+		if err != nil {
+			return fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		d, err := r.Describe(ctx)
+		if err != nil {
+			return fmt.Errorf("collector: metric %q: %w", m.Name, err)
+		}
+		if m.Version == "" && pub.Calibrated() {
+			m.Version = d.Version
+		}
+		if m.Version != "" && m.Version != d.Version {
+			return fmt.Errorf("collector: metric %q: the plan is for %s version %q, the plugin is version %q", m.Name, m.Plugin, m.Version, d.Version)
+		}
+	}
+	if stored == nil {
+		if !pub.Calibrated() {
+			c.log.Info("calibrating the plan", "metrics", len(pub.Metrics), "n_min", pub.NMin, "target_eps", pub.Target.Eps, "target_delta", pub.Target.Delta)
+			start := time.Now()
+			if err := pub.Calibrate(ctx, c.o.Open); err != nil {
+				return err
+			}
+			c.m.calibration.Set(time.Since(start).Seconds())
+		}
+		pub.CollectorKey = pubKey
+		b, err := pub.JSON()
+		if err != nil {
+			return err
+		}
+		epoch := pub.Digest()[:EpochLen]
+		if _, err := c.st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, pubKey, b); err != nil {
+			return fmt.Errorf("collector: storing plan: %w", err)
+		}
+		c.log.Info("published a new plan epoch", "epoch", epoch)
+	}
+	if c.cur, err = c.openEpoch(ctx, pub); err != nil {
+		return err
+	}
+	c.plan = pub
+	c.epoch = c.cur.epoch
+	c.plans[c.epoch] = pub
+	if c.planJSON, err = pub.JSON(); err != nil {
+		return err
+	}
+	return c.openOlder(ctx, pubKey)
+}
+
+// EarlierPlans returns the plans published before the current one under
+// the collector's key, for the shuffler to keep taking their apps' late
+// reports (shuffler.Options.EarlierPlans). An old plan that no longer
+// parses is left out.
+func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
+	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+	rows, err := c.st.db.R.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*plan.Plan
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		if p, err := plan.Parse(b); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, rows.Err()
+}
+
+// errUnknownEpoch reports an epoch whose reports this collector cannot
+// open: not published under its key, or its plugins no longer open it.
+var errUnknownEpoch = errors.New("unknown epoch")
+
+// epochByID returns the epoch of id: the current one, an open earlier one,
+// or one this collector published under its current key, opened from the
+// database (and kept open).
+func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, error) {
+	if id == c.epoch {
+		return c.cur, nil
+	}
+	c.plansMu.Lock()
+	defer c.plansMu.Unlock()
+	if e := c.opened[id]; e != nil {
+		return e, nil
+	}
+	var b []byte
+	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
+	err := c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e, err := c.openStored(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s no longer opens: %v", errUnknownEpoch, id, err)
+	}
+	return e, nil
+}
+
+// openStored opens an epoch from its stored plan and keeps it open. The
+// caller holds plansMu (or is OpenCollector).
+func (c *Collector) openStored(ctx context.Context, stored []byte) (*epochState, error) {
+	p, err := plan.Parse(stored)
+	if err != nil {
+		return nil, fmt.Errorf("stored plan: %w", err)
+	}
+	e, err := c.openEpoch(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c.opened[e.epoch] = e
+	c.plans[e.epoch] = p
+	return e, nil
+}
+
+// openOlder opens up to MaxOlderEpochs earlier epochs under key, newest
+// first. An epoch that no longer opens (a plugin gone or of another
+// version) is skipped with a warning: its late reports are malformed.
+func (c *Collector) openOlder(ctx context.Context, key string) error {
+	rows, err := c.st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, c.epoch, MaxOlderEpochs)
+	if err != nil {
+		return fmt.Errorf("collector: earlier epochs: %w", err)
+	}
+	type stored struct {
+		epoch string
+		plan  []byte
+	}
+	var all []stored
+	for rows.Next() {
+		var st stored
+		if err := rows.Scan(&st.epoch, &st.plan); err != nil {
+			rows.Close()
+			return fmt.Errorf("collector: earlier epochs: %w", err)
+		}
+		all = append(all, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("collector: earlier epochs: %w", err)
+	}
+	c.older = nil
+	for _, st := range all {
+		e, err := c.openStored(ctx, st.plan)
+		if err == nil {
+			c.older = append(c.older, e)
+			continue
+		}
+		c.log.Warn("an earlier epoch cannot be opened; its late reports will count as malformed", "epoch", st.epoch, "error", err)
+	}
+	return nil
+}
+
+// epochPlan returns the published plan of epoch.
+func (c *Collector) epochPlan(ctx context.Context, epoch string) (*plan.Plan, error) {
+	c.plansMu.Lock()
+	p := c.plans[epoch]
+	c.plansMu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	b, err := c.st.epochPlan(ctx, epoch)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("collector: no plan stored for epoch %s", epoch)
+	}
+	if p, err = plan.Parse(b); err != nil {
+		return nil, fmt.Errorf("collector: stored plan of epoch %s: %w", epoch, err)
+	}
+	c.plansMu.Lock()
+	c.plans[epoch] = p
+	c.plansMu.Unlock()
+	return p, nil
+}
