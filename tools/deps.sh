@@ -4,11 +4,15 @@
 # without them):
 #   chromium   the dashboard's tests draw the page in headless Chromium
 #              (internal/browser, examples/fleet TestFleet).
+#   postgresql the store tests of the shuffler and the collector run
+#              against a throwaway PostgreSQL server started from its
+#              binaries in /usr/lib/postgresql/<version>/bin (internal/pgtest).
 # It needs root for apt-get; without root it names what is missing.
 set -euo pipefail
 
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
