@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
-	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,13 +30,22 @@ const EpochLen = plan.EpochLen
 // CollectorOptions configures a Collector.
 type CollectorOptions struct {
 	// Plan is the privacy plan. When it is not calibrated, OpenCollector
-	// calibrates it, unless an earlier run in the same Dir already
-	// published a calibration of the same plan, which is reused (plan
-	// calibration is not bit-for-bit reproducible, and statistics of
-	// different calibrations never merge). Required.
+	// calibrates it, unless an earlier run (or another replica) on the
+	// same store already published a calibration of the same plan, which
+	// is reused (plan calibration is not bit-for-bit reproducible, and
+	// statistics of different calibrations never merge). Required.
 	Plan *plan.Plan
-	// Dir is the data directory: collector.key and collector.db. Required.
+	// Dir is the data directory: with the SQLite store, the key file
+	// (KeyFile) and, unless Store names another, the database
+	// Dir/collector.db. Required unless Store is a PostgreSQL URL.
 	Dir string
+	// Store is where the collector keeps its plans, batches and
+	// statistics: a PostgreSQL URL (postgres://… or postgresql://…; its
+	// tables go in the schema blanket_collector, the key with them, so
+	// that every replica serves the same plan and key: package doc,
+	// Replicas), or the path of a SQLite file, for one process. Defaults
+	// to Dir/collector.db.
+	Store string
 	// Open opens the metrics' randomizers; it is called for every
 	// statistic estimated, so it should cache (Plugins.Open does).
 	// Required.
@@ -76,7 +85,7 @@ type Collector struct {
 	plan     *plan.Plan
 	planJSON []byte
 	epoch    string
-	st       *store
+	st       store
 	// cur is the current epoch; older are earlier epochs under the same
 	// key, newest first, whose reports may still arrive from apps that
 	// have not fetched the current plan yet.
@@ -133,29 +142,23 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if o.Epsilon == nil {
 		o.Epsilon = accountant.Epsilon
 	}
-	if err := secrets.EnsureDir(o.Dir); err != nil {
+	st, err := openStore(ctx, o)
+	if err != nil {
 		return nil, err
 	}
-	key, created, err := LoadOrCreateKey(o.Dir)
+	key, created, err := st.key(ctx)
 	if err != nil {
+		st.close()
 		return nil, err
 	}
 	if created {
-		o.Logger.Info("generated collector key", "file", filepath.Join(o.Dir, KeyFile))
-	}
-	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, DBFile), collectorSchema)
-	if err != nil {
-		return nil, err
-	}
-	if err := migrateStore(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+		o.Logger.Info("generated the collector's key")
 	}
 	c := &Collector{
 		o:        o,
 		log:      o.Logger,
 		key:      key,
-		st:       &store{db: db},
+		st:       st,
 		epsCache: map[epsKey]epsValue{},
 
 		epsInFlight: map[epsKey]*epsCall{},
@@ -164,12 +167,12 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	}
 	c.m = newCollectorMetrics(c)
 	if err := c.publish(ctx); err != nil {
-		db.Close()
+		st.close()
 		return nil, err
 	}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(c.m); err != nil {
-			db.Close()
+			st.close()
 			return nil, fmt.Errorf("collector: registering the collector's metrics: %w", err)
 		}
 	}
@@ -194,6 +197,21 @@ func (c *Collector) PublicKey() *report.PublicKey { return c.key.PublicKey() }
 // Opener. Close is idempotent.
 func (c *Collector) Close() error {
 	var err error
-	c.closeOnce.Do(func() { err = c.st.db.Close() })
+	c.closeOnce.Do(func() { err = c.st.close() })
 	return err
+}
+
+// openStore opens the store o names (CollectorOptions.Store).
+func openStore(ctx context.Context, o CollectorOptions) (store, error) {
+	if pgdb.IsURL(o.Store) {
+		return openPGStore(ctx, o.Store)
+	}
+	if err := secrets.EnsureDir(o.Dir); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	path := o.Store
+	if path == "" {
+		path = filepath.Join(o.Dir, DBFile)
+	}
+	return openSQLiteStore(ctx, path, o.Dir)
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/httpserver"
+	"github.com/blanket-dp/blanket/internal/pgtest"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -49,7 +51,7 @@ type collectorFixture struct {
 
 func openCollector(t testing.TB, dir string, p *plan.Plan) *Collector {
 	t.Helper()
-	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: dir, Open: openBuiltin, Token: testToken, Logger: testLogger(t)})
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: dir, Store: servertest.Store(t, dir), Open: openBuiltin, Token: testToken, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +182,10 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 	p := testPlan(t, 100)
 	f := newCollectorFixture(t, p)
 	var crashes atomic.Int64
-	f.c.st.beforeCommit = func() {
+	setBeforeCommit(f.c, func() {
 		crashes.Add(1)
 		panic("simulated crash before commit")
-	}
+	})
 	s := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: f.srv.URL, Token: testToken})
 	values := krrValues(250, 3)
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, f.c.Epoch()), sealKRRIn(t, f.c.Plan(), metric, f.c.PublicKey(), values, 3, today))), nil)
@@ -212,7 +214,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runCollectorChild())
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 const childEnv = "BLANKET_COLLECTOR_TEST_CHILD"
@@ -226,16 +228,16 @@ func runCollectorChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: os.Getenv("DIR"), Open: openBuiltin, Token: testToken})
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p, Dir: os.Getenv("DIR"), Store: os.Getenv("STORE"), Open: openBuiltin, Token: testToken})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if os.Getenv("HANG") != "" {
-		c.st.beforeCommit = func() {
+		setBeforeCommit(c, func() {
 			fmt.Println("COMMITTING")
 			select {}
-		}
+		})
 	}
 	ln, err := netListen(os.Getenv("ADDR"))
 	if err != nil {
@@ -263,7 +265,7 @@ func startChild(t *testing.T, dir, addr string, hang bool) *child {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "DIR="+dir, "ADDR="+addr)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "DIR="+dir, "STORE="+servertest.Store(t, dir), "ADDR="+addr)
 	if hang {
 		cmd.Env = append(cmd.Env, "HANG=1")
 	}
@@ -486,7 +488,8 @@ func keyAndCalibrationPersist(t *testing.T, travel string) {
 	if !p1.Calibrated() || p1.Travel != travel || p1.CollectorKey != base64.StdEncoding.EncodeToString(k1) {
 		t.Fatalf("published plan %+v", p1)
 	}
-	if runtime.GOOS != "windows" {
+	sqliteStore := servertest.Store(t, dir) == "" // else the key is in the database
+	if runtime.GOOS != "windows" && sqliteStore {
 		fi, err := os.Stat(filepath.Join(dir, KeyFile))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("key file: %v, mode %v", err, fi.Mode())
@@ -501,7 +504,7 @@ func keyAndCalibrationPersist(t *testing.T, travel string) {
 		t.Fatalf("epoch %q", e1)
 	}
 	// A key readable by others is refused.
-	if runtime.GOOS != "windows" {
+	if runtime.GOOS != "windows" && sqliteStore {
 		os.Chmod(filepath.Join(dir, KeyFile), 0o644)
 		if _, err := OpenCollector(context.Background(), CollectorOptions{Plan: raw, Dir: dir, Open: openBuiltin}); err == nil {
 			t.Fatal("opened with a world-readable key")

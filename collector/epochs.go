@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -119,8 +118,17 @@ func (c *Collector) publish(ctx context.Context) error {
 
 	var pub *plan.Plan
 	var stored []byte
-	err = c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, pubKey).Scan(&stored)
-	if err == nil {
+	// Replicas starting together calibrate once: the first stores the
+	// calibration, the others wait and reuse it.
+	unlock, err := c.st.lockPublish(ctx)
+	if err != nil {
+		return fmt.Errorf("collector: publishing the plan: %w", err)
+	}
+	defer unlock()
+	if stored, err = c.st.calibration(ctx, source, pubKey); err != nil {
+		return fmt.Errorf("collector: stored plans: %w", err)
+	}
+	if stored != nil {
 		if pub, err = plan.Parse(stored); err != nil {
 			return fmt.Errorf("collector: stored plan: %w", err)
 		}
@@ -160,7 +168,7 @@ func (c *Collector) publish(ctx context.Context) error {
 			return err
 		}
 		epoch := pub.Digest()[:EpochLen]
-		if _, err := c.st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, pubKey, b); err != nil {
+		if err := c.st.addEpoch(ctx, epoch, source, pubKey, b); err != nil {
 			return fmt.Errorf("collector: storing plan: %w", err)
 		}
 		c.log.Info("published a new plan epoch", "epoch", epoch)
@@ -183,22 +191,17 @@ func (c *Collector) publish(ctx context.Context) error {
 // parses is left out.
 func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	rows, err := c.st.db.R.QueryContext(ctx, `SELECT plan FROM epochs WHERE key = ? AND epoch != ?`, key, c.epoch)
+	stored, err := c.st.plans(ctx, key, c.epoch, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []*plan.Plan
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		if p, err := plan.Parse(b); err == nil {
+	for _, st := range stored {
+		if p, err := plan.Parse(st.plan); err == nil {
 			out = append(out, p)
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // errUnknownEpoch reports an epoch whose reports this collector cannot
@@ -217,14 +220,13 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	if e := c.opened[id]; e != nil {
 		return e, nil
 	}
-	var b []byte
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	err := c.st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND key = ?`, id, key).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
-	}
+	b, err := c.st.epochPlan(ctx, id, key)
 	if err != nil {
 		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
 	}
 	e, err := c.openStored(ctx, b)
 	if err != nil {
@@ -253,25 +255,8 @@ func (c *Collector) openStored(ctx context.Context, stored []byte) (*epochState,
 // first. An epoch that no longer opens (a plugin gone or of another
 // version) is skipped with a warning: its late reports are malformed.
 func (c *Collector) openOlder(ctx context.Context, key string) error {
-	rows, err := c.st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, c.epoch, MaxOlderEpochs)
+	all, err := c.st.plans(ctx, key, c.epoch, MaxOlderEpochs)
 	if err != nil {
-		return fmt.Errorf("collector: earlier epochs: %w", err)
-	}
-	type stored struct {
-		epoch string
-		plan  []byte
-	}
-	var all []stored
-	for rows.Next() {
-		var st stored
-		if err := rows.Scan(&st.epoch, &st.plan); err != nil {
-			rows.Close()
-			return fmt.Errorf("collector: earlier epochs: %w", err)
-		}
-		all = append(all, st)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("collector: earlier epochs: %w", err)
 	}
 	c.older = nil
@@ -294,7 +279,7 @@ func (c *Collector) epochPlan(ctx context.Context, epoch string) (*plan.Plan, er
 	if p != nil {
 		return p, nil
 	}
-	b, err := c.st.epochPlan(ctx, epoch)
+	b, err := c.st.epochPlan(ctx, epoch, "")
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // deadline would kill a slow start over and over.
 func (c *Collector) Checks() []health.Check {
 	return []health.Check{
-		{Name: "collector store", Ready: c.st.db.Ready},
+		{Name: "collector store", Ready: c.st.ready},
 		{Name: "plan", Ready: func(context.Context) error {
 			if c.plan == nil || !c.plan.Calibrated() {
 				return errors.New("not calibrated")

@@ -64,7 +64,7 @@ func TestReadiness(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `plugins: metric "ui/screen" (krr): plugin not running`) {
 		t.Errorf("plugins closed: /readyz = %d %q", code, body)
 	}
-	c.st.db.Close() // the store fails under the running collector
+	c.st.close() // the store fails under the running collector
 	code, body = getText(t, srv.URL+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "collector store: the database does not answer") {
 		t.Errorf("store closed: /readyz = %d %q", code, body)

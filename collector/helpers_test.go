@@ -3,10 +3,12 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"testing"
 	"time"
 
@@ -93,3 +95,30 @@ func (f *shufflerFixture) run(t testing.TB) {
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// setBeforeCommit sets c's store hook that runs inside the ingest
+// transaction before the commit.
+func setBeforeCommit(c *Collector, f func()) {
+	switch st := c.st.(type) {
+	case *sqliteStore:
+		st.beforeCommit = f
+	case *pgStore:
+		st.beforeCommit = f
+	}
+}
+
+// rawExec runs a statement written for SQLite (? placeholders) on c's
+// store, whichever it is.
+func rawExec(t testing.TB, c *Collector, q string, args ...any) (any, error) {
+	t.Helper()
+	switch st := c.st.(type) {
+	case *sqliteStore:
+		return st.db.W.Exec(q, args...)
+	case *pgStore:
+		n := 0
+		q = regexp.MustCompile(`\?`).ReplaceAllStringFunc(q, func(string) string { n++; return fmt.Sprintf("$%d", n) })
+		return st.pool.Exec(context.Background(), q, args...)
+	}
+	t.Fatalf("unknown store %T", c.st)
+	return nil, nil
+}

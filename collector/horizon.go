@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -414,42 +413,6 @@ func roundDown2(n int64) int64 {
 		p *= 10
 	}
 	return n / p * p
-}
-
-// periodParts returns, for every period, epoch and pool with batches, the
-// smallest batch (in shuffled messages), by period start.
-func (st *store) periodParts(ctx context.Context) ([]horizonPart, error) {
-	// With pooled travel every metric of a batch has a row (with the same
-	// messages): the caller merges them into the pool's one part.
-	// A batch with no valid report (n = 0) holds no honest user's report.
-	// One with valid reports counts at its messages, at least one: the
-	// messages of a pooled batch are counted as its valid messages less
-	// every refused part (a lower bound, 0 when each refused part is
-	// counted against another message), and an honest message in it is
-	// then still composed, alone at worst.
-	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
-		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []horizonPart
-	for rows.Next() {
-		var q horizonPart
-		if err := rows.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n); err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	return out, rows.Err()
-}
-
-// unperiodedReports returns the number of valid reports stored without a
-// reporting period.
-func (st *store) unperiodedReports(ctx context.Context) (int64, error) {
-	var n sql.NullInt64
-	err := st.db.R.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
-	return n.Int64, err
 }
 
 // timeFilter parses ?from= and ?to= (RFC 3339; either may be absent).

@@ -165,7 +165,7 @@ func TestCollectorHorizonAcrossPlans(t *testing.T) {
 func insertBatch(t *testing.T, f *collectorFixture, metric, epoch string, period report.Period, n, messages int64) {
 	t.Helper()
 	id := report.NewID()
-	if _, err := f.c.st.db.W.Exec(`INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, ?, 0, ?, ?, ?)`,
+	if _, err := rawExec(t, f.c, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, ?, 0, ?, ?, ?)`,
 		id[:], metric, epoch, n, messages, period.Start, period.Length); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -110,7 +111,7 @@ func TestCollectorPeriods(t *testing.T) {
 	// messages, a lower bound that may reach 0) may still hold an honest
 	// user's report: the horizon composes it at one message, so the window
 	// of day 5 alone is at least as weak as one report at n = 1.
-	if _, err := f.c.st.db.W.Exec(`INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, 5, 0, 0, ?, ?)`,
+	if _, err := rawExec(t, f.c, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, period_start, period_len) VALUES (?, ?, ?, 5, 0, 0, ?, ?)`,
 		[]byte("0123456789abcdef"), metric, ep, day(5).Start, day(5).Length); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +142,7 @@ func TestCollectorPeriods(t *testing.T) {
 // metric and epoch): its data is kept as the period-less entry of its
 // epoch, and batches of periods go next to it.
 func TestCollectorMigratesPeriods(t *testing.T) {
+	servertest.SQLiteOnly(t)
 	dir := t.TempDir()
 	p := testPlan(t, 100)
 	// The collector stores the plan at its first start: open once on the

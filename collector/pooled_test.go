@@ -13,6 +13,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
@@ -328,6 +329,7 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 // checks the rows are kept with messages = n (what their eps was computed
 // at).
 func TestCollectorMigratesBatches(t *testing.T) {
+	servertest.SQLiteOnly(t)
 	dir := t.TempDir()
 	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
 	if err != nil {

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-var collectorSchema = []string{
+var sqliteSchema = []string{
 	// epochs holds every plan the collector has published. epoch is the
 	// first 16 hex digits of the published plan's digest; source is the
 	// digest of the plan as configured (before calibration), so that a
@@ -59,28 +58,6 @@ var collectorSchema = []string{
 	) WITHOUT ROWID`,
 }
 
-// statRecord is the stored form of an sdk.Statistic.
-type statRecord struct {
-	Plugin    string  `json:"plugin"`
-	Digest    string  `json:"digest"`
-	Eps0      float64 `json:"eps0"`
-	N         int64   `json:"n"`
-	Malformed int64   `json:"malformed"`
-	Counts    []int64 `json:"counts"`
-}
-
-func encodeStat(s *sdk.Statistic) ([]byte, error) {
-	return json.Marshal(statRecord{s.Plugin, s.Digest, s.Eps0, s.N, s.Malformed, s.Counts})
-}
-
-func decodeStat(b []byte) (*sdk.Statistic, error) {
-	var r statRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("collector: stored statistic: %w", err)
-	}
-	return &sdk.Statistic{Plugin: r.Plugin, Digest: r.Digest, Eps0: r.Eps0, N: r.N, Malformed: r.Malformed, Counts: r.Counts}, nil
-}
-
 // migrateStore brings a database written by an earlier build up to the
 // current schema: the first batches table had one row per batch (id alone
 // as its key) and no messages column; its batches were of one metric, whose
@@ -118,7 +95,7 @@ func migratePeriods(ctx context.Context, db *sqlitedb.DB) error {
 	if !hasS {
 		stmts = append(stmts,
 			`ALTER TABLE statistics RENAME TO statistics_v2`,
-			collectorSchema[4],
+			sqliteSchema[4],
 			`INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches)
 				SELECT metric, epoch, 0, 0, stat, batches FROM statistics_v2`,
 			`DROP TABLE statistics_v2`)
@@ -147,8 +124,8 @@ func migrateMessages(ctx context.Context, db *sqlitedb.DB) error {
 	for _, stmt := range []string{
 		`ALTER TABLE batches RENAME TO batches_v1`,
 		`DROP INDEX IF EXISTS batches_metric`,
-		collectorSchema[2],
-		collectorSchema[3],
+		sqliteSchema[2],
+		sqliteSchema[3],
 		`INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta)
 			SELECT id, metric, epoch, n, malformed, n, eps, delta FROM batches_v1 ORDER BY rowid`,
 		`DROP TABLE batches_v1`,
@@ -160,36 +137,31 @@ func migrateMessages(ctx context.Context, db *sqlitedb.DB) error {
 	return tx.Commit()
 }
 
-// batchRecord is one row of the batches table.
-type batchRecord struct {
-	id        report.ID
-	metric    string
-	epoch     string
-	n         int64
-	malformed int64
-	messages  int64
-	eps       *float64
-	delta     *float64
-	period    report.Period
+// openSQLiteStore opens (creating) the collector's database at path, with
+// the key in keyDir.
+func openSQLiteStore(ctx context.Context, path, keyDir string) (*sqliteStore, error) {
+	db, err := sqlitedb.Open(ctx, path, sqliteSchema)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrateStore(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &sqliteStore{db: db, keyDir: keyDir}, nil
 }
 
-// metricBatch is what one batch adds to one metric in one epoch: its row
-// of the batches table and the statistic to merge (nil: none).
-type metricBatch struct {
-	rec  batchRecord
-	stat *sdk.Statistic
-}
-
-// store is the collector's SQLite database.
-type store struct {
+// sqliteStore is the collector's state in one SQLite file, for one
+// process, and its key in a file beside it.
+type sqliteStore struct {
 	db *sqlitedb.DB
-	// beforeCommit, when set (tests), runs inside the ingest transaction
-	// after every write and before the commit.
-	beforeCommit func()
+	// keyDir holds the key file (KeyFile).
+	keyDir string
+	hooks
 }
 
 // hasBatch reports whether batch id was already ingested.
-func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
+func (st *sqliteStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 	var one int
 	err := st.db.R.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -201,7 +173,7 @@ func (st *store) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 // commitBatch records a batch and merges its statistics, one per metric it
 // carries, in one transaction. It reports duplicate = true, changing
 // nothing, when the batch id is already recorded.
-func (st *store) commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error) {
+func (st *sqliteStore) commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error) {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -239,22 +211,10 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 	}
 	var old []byte
 	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ? AND period_start = ?`, b.metric, b.epoch, b.period.Start).Scan(&old)
-	merged := stat
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
-	default:
-		prev, err := decodeStat(old)
-		if err != nil {
-			return err
-		}
-		if err := prev.Merge(stat); err != nil {
-			return fmt.Errorf("collector: merging batch %s into %s/%s/%s: %w", b.id, b.metric, b.epoch, b.period, err)
-		}
-		merged = prev
 	}
-	enc, err := encodeStat(merged)
+	enc, err := mergeStat(b, old, stat)
 	if err != nil {
 		return err
 	}
@@ -263,28 +223,19 @@ func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statis
 	return err
 }
 
-// epochPlan returns the published plan JSON of epoch, or nil.
-func (st *store) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
+func (st *sqliteStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
 	var b []byte
-	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ?`, epoch).Scan(&b)
+	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND (? = '' OR key = ?)`, epoch, key, key).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	return b, err
 }
 
-// statRow is one metric's statistic in one epoch and period.
-type statRow struct {
-	metric, epoch string
-	period        report.Period
-	stat          *sdk.Statistic
-	batches       int64
-}
-
 // statistics returns the statistics of metric, or of every metric when
 // metric is "", by metric, then epoch in the order first published, then
 // period.
-func (st *store) statistics(ctx context.Context, metric string) ([]statRow, error) {
+func (st *sqliteStore) statistics(ctx context.Context, metric string) ([]statRow, error) {
 	q := `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch`
 	var args []any
 	if metric != "" {
@@ -314,7 +265,7 @@ func (st *store) statistics(ctx context.Context, metric string) ([]statRow, erro
 
 // batchList returns the batches of metric in epoch and period, in
 // ingestion order.
-func (st *store) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
+func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
 	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
 	if err != nil {
 		return nil, err
@@ -339,3 +290,84 @@ func (st *store) batchList(ctx context.Context, metric, epoch string, period rep
 	}
 	return out, rows.Err()
 }
+
+func (st *sqliteStore) key(context.Context) (*report.PrivateKey, bool, error) {
+	return LoadOrCreateKey(st.keyDir)
+}
+
+// lockPublish does nothing: one process owns a SQLite store.
+func (st *sqliteStore) lockPublish(context.Context) (func(), error) { return func() {}, nil }
+
+func (st *sqliteStore) calibration(ctx context.Context, source, key string) ([]byte, error) {
+	var b []byte
+	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (st *sqliteStore) addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error {
+	_, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, key, plan)
+	return err
+}
+
+func (st *sqliteStore) plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, except, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedEpoch
+	for rows.Next() {
+		var e storedEpoch
+		if err := rows.Scan(&e.epoch, &e.plan); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// periodParts returns, for every period, epoch and pool with batches, the
+// smallest batch (in shuffled messages), by period start.
+func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
+	// With pooled travel every metric of a batch has a row (with the same
+	// messages): the caller merges them into the pool's one part.
+	// A batch with no valid report (n = 0) holds no honest user's report.
+	// One with valid reports counts at its messages, at least one: the
+	// messages of a pooled batch are counted as its valid messages less
+	// every refused part (a lower bound, 0 when each refused part is
+	// counted against another message), and an honest message in it is
+	// then still composed, alone at worst.
+	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
+		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []horizonPart
+	for rows.Next() {
+		var q horizonPart
+		if err := rows.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n); err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// unperiodedReports returns the number of valid reports stored without a
+// reporting period.
+func (st *sqliteStore) unperiodedReports(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	err := st.db.R.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
+	return n.Int64, err
+}
+
+func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
+
+func (st *sqliteStore) close() error { return st.db.Close() }

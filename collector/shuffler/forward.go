@@ -3,6 +3,7 @@ package shuffler
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -38,25 +39,9 @@ func (s *Shuffler) backoff(attempts int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// outgoing lists the unacknowledged batches, oldest first.
-func (s *Shuffler) outgoing(ctx context.Context) ([]outgoingBatch, error) {
-	rows, err := s.db.R.QueryContext(ctx, `SELECT id, metric, n FROM outgoing ORDER BY rowid`)
-	if err != nil {
-		return nil, fmt.Errorf("shuffler: listing outgoing batches: %w", err)
-	}
-	defer rows.Close()
-	var out []outgoingBatch
-	for rows.Next() {
-		var b outgoingBatch
-		var id []byte
-		if err := rows.Scan(&id, &b.metric, &b.n); err != nil {
-			return nil, err
-		}
-		copy(b.id[:], id)
-		out = append(out, b)
-	}
-	return out, rows.Err()
-}
+// errLeased reports an outgoing batch another replica is sending (or
+// has acknowledged).
+var errLeased = errors.New("another replica is sending the batch")
 
 // forwardLoop delivers outgoing batches until ctx is done: each batch is
 // retried with exponential backoff until the collector acknowledges it,
@@ -65,7 +50,7 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 	state := map[report.ID]*retryState{}
 	for {
 		wait := time.Duration(-1)
-		batches, err := s.outgoing(ctx)
+		batches, err := s.st.outgoing(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("forwarding", "error", err)
 			wait = s.o.RetryMax
@@ -91,6 +76,14 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 			if err == nil {
 				delete(state, b.id)
 				delete(live, b.id)
+				continue
+			}
+			if errors.Is(err, errLeased) {
+				// Look again later: the replica sending it may die.
+				st.next = time.Now().Add(s.o.RetryMax)
+				if wait < 0 || s.o.RetryMax < wait {
+					wait = s.o.RetryMax
+				}
 				continue
 			}
 			if ctx.Err() != nil {
@@ -141,9 +134,12 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 // it and the batch was deleted, else the HTTP status (0 without one) and
 // the error.
 func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
-	var body []byte
-	if err := s.db.R.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, b.id[:]).Scan(&body); err != nil {
+	body, ok, err := s.st.claim(ctx, b.id, int64((s.o.ForwardTimeout+time.Minute)/time.Second))
+	if err != nil {
 		return 0, fmt.Errorf("reading batch: %w", err)
+	}
+	if !ok {
+		return 0, errLeased
 	}
 	actx, cancel := context.WithTimeout(ctx, s.o.ForwardTimeout)
 	defer cancel()
@@ -165,7 +161,7 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, fmt.Errorf("collector answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
-	if _, err := s.db.W.ExecContext(ctx, `DELETE FROM outgoing WHERE id = ?`, b.id[:]); err != nil {
+	if err := s.st.acknowledged(ctx, b.id); err != nil {
 		// Acknowledged but not deleted: the next attempt is a duplicate,
 		// which the collector acknowledges without counting.
 		return resp.StatusCode, fmt.Errorf("deleting acknowledged batch: %w", err)

@@ -11,7 +11,7 @@ import (
 // answers) and "shuffler" (not shutting down).
 func (s *Shuffler) Checks() []health.Check {
 	return []health.Check{
-		{Name: "shuffler store", Ready: s.db.Ready},
+		{Name: "shuffler store", Ready: s.st.ready},
 		{Name: "shuffler", Ready: func(context.Context) error {
 			s.runMu.Lock()
 			defer s.runMu.Unlock()

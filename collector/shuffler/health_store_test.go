@@ -33,7 +33,7 @@ func TestStoreReadiness(t *testing.T) {
 	if err := ready(); err != nil {
 		t.Fatalf("fresh store: %v", err)
 	}
-	tx, err := f.s.db.W.BeginTx(context.Background(), nil)
+	tx, err := sqliteDB(t, f.s).W.BeginTx(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestStoreReadiness(t *testing.T) {
 	if err := ready(); err != nil {
 		t.Errorf("writer free again: %v", err)
 	}
-	f.s.db.W.Close()
+	sqliteDB(t, f.s).W.Close()
 	if err := ready(); err == nil || !strings.Contains(err.Error(), "writes") {
 		t.Errorf("write handle closed: %v, want an error naming writes", err)
 	}

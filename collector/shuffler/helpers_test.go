@@ -2,15 +2,20 @@ package shuffler
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/servertest"
+	"github.com/blanket-dp/blanket/internal/sqlitedb"
 )
 
 // The helpers shared with the collector's tests.
@@ -50,6 +55,9 @@ func newShufflerFixture(t testing.TB, o Options) *shufflerFixture {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
+	if o.Store == "" {
+		o.Store = servertest.Store(t, o.Dir)
+	}
 	if o.Logger == nil {
 		o.Logger = testLogger(t)
 	}
@@ -84,3 +92,27 @@ func (f *shufflerFixture) run(t testing.TB) {
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// sqliteDB returns the SQLite database of s, skipping the test on another
+// store (a test of the SQLite store's own tables).
+func sqliteDB(t testing.TB, s *Shuffler) *sqlitedb.DB {
+	t.Helper()
+	st, ok := s.st.(*sqliteStore)
+	if !ok {
+		t.Skip("a test of the SQLite store")
+	}
+	return st.db
+}
+
+// openSQLiteFile opens the SQLite file of the shuffler in dir directly,
+// skipping the test when the fixtures run on PostgreSQL (a test of the
+// SQLite store's migrations).
+func openSQLiteFile(t testing.TB, dir string) (*sql.DB, error) {
+	t.Helper()
+	if servertest.Store(t, dir) != "" {
+		t.Skip("a test of the SQLite store")
+	}
+	return sql.Open("sqlite", filepath.Join(dir, DBFile))
+}
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

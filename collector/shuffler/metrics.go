@@ -152,7 +152,7 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.poolReports, prometheus.GaugeValue, float64(n), pool)
 		}
 	}
-	if out, err := m.s.outgoingCount(ctx); err != nil {
+	if out, err := m.s.st.outgoingCount(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(m.outgoing, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(m.outgoing, prometheus.GaugeValue, float64(out))

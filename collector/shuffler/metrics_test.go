@@ -168,7 +168,7 @@ func TestShufflerMetricsUnavailable(t *testing.T) {
 	}
 	upload(one, 10, http.StatusAccepted)
 	upload(one, 5, http.StatusTooManyRequests) // the connection's burst is spent
-	f.s.db.W.Close()                           // commits fail from now on
+	sqliteDB(t, f.s).W.Close()                 // commits fail from now on
 	upload(nil, 3, http.StatusServiceUnavailable)
 	f.s.Close()
 	upload(nil, 3, http.StatusServiceUnavailable)

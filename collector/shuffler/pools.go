@@ -2,12 +2,10 @@ package shuffler
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -132,16 +130,9 @@ func (s *Shuffler) loadLegacyDeadline(ctx context.Context, pools []poolSize) err
 	}
 	l := int64(s.o.Plan.PeriodLength() / time.Second)
 	deadline := s.periodDeadline(report.Period{Start: s.o.Now().Unix(), Length: l})
-	if _, err := s.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: %w", err)
-	}
-	var v string
-	if err := s.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: %w", err)
-	}
-	d, err := strconv.ParseInt(v, 10, 64)
+	d, err := s.st.legacyDeadline(ctx, deadline)
 	if err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: legacy deadline %q: %w", v, err)
+		return err
 	}
 	s.legacyDeadline = d
 	return nil
@@ -189,45 +180,14 @@ func (s *Shuffler) addPools(pools []string, lengths []int64) {
 	if len(addedL) > 0 || s.lengths.Load() == nil {
 		s.lengths.Store(&nextL)
 	}
-	if s.db == nil {
+	if s.st == nil || len(added)+len(addedL) == 0 {
 		return
 	}
 	// Best effort: what is not stored is learned again at the next
 	// relayed plan.
-	for _, p := range added {
-		if _, err := s.db.W.Exec(`INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
-			s.log.Warn("storing a learned pool", "pool", p, "error", err)
-		}
+	if err := s.st.learn(context.Background(), added, addedL); err != nil {
+		s.log.Warn("storing learned pools", "error", err)
 	}
-	for _, l := range addedL {
-		if _, err := s.db.W.Exec(`INSERT OR IGNORE INTO period_lengths (seconds) VALUES (?)`, l); err != nil {
-			s.log.Warn("storing a learned period length", "seconds", l, "error", err)
-		}
-	}
-}
-
-// storedPools returns the pools and period lengths learned by earlier
-// runs.
-func (s *Shuffler) storedPools(ctx context.Context) ([]string, []int64, error) {
-	var pools []string
-	var lengths []int64
-	if err := s.db.QueryColumn(ctx, `SELECT name FROM pools`, func(r *sql.Rows) error {
-		var p string
-		err := r.Scan(&p)
-		pools = append(pools, p)
-		return err
-	}); err != nil {
-		return nil, nil, fmt.Errorf("shuffler: learned pools: %w", err)
-	}
-	if err := s.db.QueryColumn(ctx, `SELECT seconds FROM period_lengths`, func(r *sql.Rows) error {
-		var l int64
-		err := r.Scan(&l)
-		lengths = append(lengths, l)
-		return err
-	}); err != nil {
-		return nil, nil, fmt.Errorf("shuffler: learned period lengths: %w", err)
-	}
-	return pools, lengths, nil
 }
 
 // trackEpochs resets the pooled epochs from the pool sizes.
@@ -289,23 +249,4 @@ type poolSize struct {
 	metric string
 	suite  uint16
 	n      int64
-}
-
-func (s *Shuffler) poolSizes(ctx context.Context) ([]poolSize, error) {
-	rows, err := s.db.R.QueryContext(ctx, `SELECT metric, suite, COUNT(*) FROM pool GROUP BY metric, suite ORDER BY metric, suite`)
-	if err != nil {
-		return nil, fmt.Errorf("shuffler: pool sizes: %w", err)
-	}
-	defer rows.Close()
-	var out []poolSize
-	for rows.Next() {
-		var p poolSize
-		var suite int64
-		if err := rows.Scan(&p.metric, &suite, &p.n); err != nil {
-			return nil, err
-		}
-		p.suite = uint16(suite)
-		out = append(out, p)
-	}
-	return out, rows.Err()
 }

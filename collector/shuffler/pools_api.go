@@ -54,14 +54,14 @@ func (s *Shuffler) Pools(ctx context.Context) (PoolsStatus, error) {
 	if st.Pools, err = s.poolFills(ctx); err != nil {
 		return st, err
 	}
-	st.Outgoing, err = s.outgoingCount(ctx)
+	st.Outgoing, err = s.st.outgoingCount(ctx)
 	return st, err
 }
 
 // poolFills returns the reports waiting per pool key (summed over
 // suites), the key parsed into pool, epoch and period.
 func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
-	sizes, err := s.poolSizes(ctx)
+	sizes, err := s.st.poolSizes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,13 +81,6 @@ func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
 		fills = append(fills, PoolFill{Pool: pool, Epoch: epoch, Period: report.NewPeriodSpan(period), Reports: p.n})
 	}
 	return fills, nil
-}
-
-// outgoingCount returns the released batches not yet acknowledged.
-func (s *Shuffler) outgoingCount(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
-	return n, err
 }
 
 // poolsTimeout bounds the pool query of GET /v1/pools.

@@ -23,7 +23,19 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	s.lastSweep.Store(now.UnixNano())
-	pools, err := s.poolSizes(ctx)
+	if sweep {
+		// Replicas on PostgreSQL forget the ids of closed periods here
+		// (the SQLite store forgets by generation as it accepts).
+		grace := int64(s.o.PeriodGrace / time.Second)
+		if changed, err := s.st.forget(ctx, now.Unix(), grace); err != nil {
+			s.log.Warn("forgetting the ids of closed periods", "error", err)
+		} else if changed {
+			if err := s.loadForgotten(ctx); err != nil {
+				s.log.Warn("forgetting the ids of closed periods", "error", err)
+			}
+		}
+	}
+	pools, err := s.st.poolSizes(ctx)
 	if err != nil {
 		s.poolDirty.Store(true)
 		return 0, err
@@ -121,11 +133,10 @@ const expirySweep = time.Minute
 // expire deletes the pooled reports of key (a period past its deadline,
 // below n_min) and counts them.
 func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
-	r, err := s.db.W.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
+	n, err := s.st.expire(ctx, key, suite)
 	if err != nil {
 		return err
 	}
-	n, _ := r.RowsAffected()
 	s.c.expired.Add(n)
 	s.log.Warn("a pool did not reach n_min by its deadline: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
 	return nil
@@ -135,54 +146,25 @@ func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
 // shuffled, into one outgoing batch, in one transaction. It releases
 // nothing (and returns 0) when fewer than NMin are pooled.
 func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, limit int) (int, error) {
-	tx, err := s.db.W.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, metric, int64(suite), min(limit, s.o.MaxBatch))
-	if err != nil {
-		return 0, err
-	}
-	var sealed [][]byte
-	var last int64
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&last, &b); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		sealed = append(sealed, b)
-	}
-	if err := rows.Close(); err != nil {
-		return 0, err
-	}
-	if len(sealed) < s.o.Plan.NMin {
-		return 0, nil
-	}
-	src := ldp.DefaultSource(s.o.Rand)
-	Shuffle(src, sealed)
 	var id report.ID
-	for i := 0; i < len(id); i += 8 {
-		v := src.Uint64()
-		for j := range 8 {
-			id[i+j] = byte(v >> (8 * j))
+	n, err := s.st.release(ctx, metric, suite, s.o.Plan.NMin, min(limit, s.o.MaxBatch), func(sealed [][]byte) (report.ID, []byte) {
+		src := ldp.DefaultSource(s.o.Rand)
+		Shuffle(src, sealed)
+		for i := 0; i < len(id); i += 8 {
+			v := src.Uint64()
+			for j := range 8 {
+				id[i+j] = byte(v >> (8 * j))
+			}
 		}
-	}
-	body := report.EncodeBatch(report.Batch{ID: id, Metric: metric, Suite: suite, Sealed: sealed})
-	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES (?, ?, ?, ?)`, id[:], metric, len(sealed), body); err != nil {
-		return 0, err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ? AND id <= ?`, metric, int64(suite), last); err != nil {
-		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
+		return id, report.EncodeBatch(report.Batch{ID: id, Metric: metric, Suite: suite, Sealed: sealed})
+	})
+	if err != nil || n == 0 {
 		return 0, err
 	}
 	s.c.batchesReleased.Add(1)
-	s.c.reportsReleased.Add(int64(len(sealed)))
-	s.log.Info("batch released", "metric", metric, "batch", id.String(), "reports", len(sealed))
-	return len(sealed), nil
+	s.c.reportsReleased.Add(int64(n))
+	s.log.Info("batch released", "metric", metric, "batch", id.String(), "reports", n)
+	return n, nil
 }
 
 // Run releases pools every ReleaseInterval and forwards released batches

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
-	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -61,9 +61,17 @@ type Options struct {
 	// mode, period or set of metrics do not have their reports refused.
 	// Defaults to none.
 	EarlierPlans []*plan.Plan
-	// Dir is the data directory; the pool lives in Dir/shuffler.db.
-	// Required.
+	// Dir is the data directory: the SQLite store is Dir/shuffler.db
+	// unless Store names another. Required unless Store is a PostgreSQL
+	// URL.
 	Dir string
+	// Store is where the shuffler keeps its pools, remembered ids and
+	// outgoing batches: a PostgreSQL URL (postgres://… or
+	// postgresql://…; its tables go in the schema blanket_shuffler),
+	// which replicas of the shuffler share (package doc, Replicas), or
+	// the path of a SQLite file, for one process. Defaults to
+	// Dir/shuffler.db.
+	Store string
 	// Collector is the collector's base URL; batches go to
 	// Collector + "/v1/batches". Required.
 	Collector string
@@ -234,9 +242,8 @@ type Shuffler struct {
 	// MaxEpochsPerPool.
 	epochsMu sync.Mutex
 	epochs   map[string]map[string]bool
-	db       *sqlitedb.DB
+	st       store
 	salt     []byte
-	genSize  int64
 
 	reqs      chan *acceptReq
 	closed    chan struct{}
@@ -255,9 +262,6 @@ type Shuffler struct {
 	// pools.
 	lastSweep atomic.Int64
 
-	// gen and genCount are the current dedup generation and its size; the
-	// committer goroutine owns them.
-	gen, genCount int64
 	// grownMu guards grown: when (Options.Now) each pool last took a
 	// report, for Settle.
 	grownMu sync.Mutex
@@ -268,55 +272,6 @@ type Shuffler struct {
 	legacyDeadline int64
 
 	c shufflerCounters
-}
-
-var shufflerSchema = []string{
-	`CREATE TABLE IF NOT EXISTS meta (
-		key TEXT PRIMARY KEY,
-		value BLOB NOT NULL
-	) WITHOUT ROWID`,
-	// pool holds accepted reports until release. id is a row number
-	// (never sent anywhere); there is no time column.
-	`CREATE TABLE IF NOT EXISTS pool (
-		id INTEGER PRIMARY KEY,
-		metric TEXT NOT NULL,
-		suite INTEGER NOT NULL,
-		sealed BLOB NOT NULL
-	)`,
-	`CREATE INDEX IF NOT EXISTS pool_metric ON pool (metric, suite, id)`,
-	// seen holds HMAC-SHA256(salt, report id)[:16] of recently accepted
-	// reports, by dedup generation, with the end and length of the
-	// report's period (kept until its pools close; 0 for none).
-	`CREATE TABLE IF NOT EXISTS seen (
-		h BLOB PRIMARY KEY,
-		gen INTEGER NOT NULL,
-		period_end INTEGER NOT NULL DEFAULT 0,
-		period_len INTEGER NOT NULL DEFAULT 0
-	) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
-	// pools holds the pools learned after start (AddPlan: the pools of
-	// plans the shuffler relayed), so that a restart keeps taking them;
-	// period_lengths their periods' lengths in seconds.
-	`CREATE TABLE IF NOT EXISTS pools (
-		name TEXT PRIMARY KEY
-	) WITHOUT ROWID`,
-	`CREATE TABLE IF NOT EXISTS period_lengths (
-		seconds INTEGER PRIMARY KEY
-	)`,
-	// forgotten holds, per period length, the latest end of a period
-	// some of whose seen ids were deleted: such periods are refused.
-	`CREATE TABLE IF NOT EXISTS forgotten (
-		period_len INTEGER PRIMARY KEY,
-		period_end INTEGER NOT NULL
-	)`,
-	// outgoing holds released batches (report.EncodeBatch bytes) until the
-	// collector acknowledges them.
-	`CREATE TABLE IF NOT EXISTS outgoing (
-		id BLOB PRIMARY KEY,
-		metric TEXT NOT NULL,
-		n INTEGER NOT NULL,
-		body BLOB NOT NULL
-	)`,
 }
 
 // Open opens (creating) the shuffler's database in o.Dir and starts
@@ -387,51 +342,41 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := secrets.EnsureDir(o.Dir); err != nil {
-		return nil, err
-	}
-	// secure_delete overwrites deleted rows, so that released reports and
-	// their pool order do not linger in free pages of the file.
-	db, err := sqlitedb.Open(ctx, filepath.Join(o.Dir, DBFile), shufflerSchema, "secure_delete(ON)")
+	st, err := openStore(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	s := &Shuffler{
-		o:       o,
-		log:     o.Logger,
-		db:      db,
-		genSize: max(1, int64(o.DedupWindow)/dedupGenerations),
-		reqs:    make(chan *acceptReq),
-		closed:  make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		grown:   map[string]time.Time{},
-		opened:  o.Now(),
+		o:      o,
+		log:    o.Logger,
+		st:     st,
+		reqs:   make(chan *acceptReq),
+		closed: make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+		grown:  map[string]time.Time{},
+		opened: o.Now(),
+	}
+	fail := func(err error) (*Shuffler, error) {
+		st.close()
+		return nil, err
 	}
 	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
 		s.AddPlan(p)
 	}
-	learned, lengths, err := s.storedPools(ctx)
+	learned, lengths, err := st.learned(ctx)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.addPools(learned, lengths)
-	if err := s.migrateSeen(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
 	if err := s.loadForgotten(ctx); err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
-	if err := s.loadMeta(ctx); err != nil {
-		db.Close()
-		return nil, err
+	if s.salt, err = st.salt(ctx); err != nil {
+		return fail(err)
 	}
-	pools, err := s.poolSizes(ctx)
+	pools, err := st.poolSizes(ctx)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.trackEpochs(pools)
 	// The lengths of periods already pooled (a database of a version that
@@ -444,8 +389,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	}
 	s.addPools(nil, pooled)
 	if err := s.loadLegacyDeadline(ctx, pools); err != nil {
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	for _, p := range pools {
 		if s.known(p.metric) != nil {
@@ -455,7 +399,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	s.m = newShufflerMetrics(s)
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(s.m); err != nil {
-			db.Close()
+			st.close()
 			return nil, fmt.Errorf("shuffler: registering the shuffler's metrics: %w", err)
 		}
 	}
@@ -476,7 +420,7 @@ func (s *Shuffler) Close() error {
 		s.runMu.Unlock()
 		s.runs.Wait()
 		s.committer.Wait()
-		err = s.db.Close()
+		err = s.st.close()
 	})
 	return err
 }
@@ -499,40 +443,34 @@ func (s *Shuffler) Stats(ctx context.Context) (Stats, error) {
 		Expired:          s.c.expired.Load(),
 		Pools:            map[string]int64{},
 	}
-	pools, err := s.poolSizes(ctx)
+	pools, err := s.st.poolSizes(ctx)
 	if err != nil {
 		return st, err
 	}
 	for _, p := range pools {
 		st.Pools[p.metric] += p.n
 	}
-	st.Outgoing, err = s.outgoingCount(ctx)
+	st.Outgoing, err = s.st.outgoingCount(ctx)
 	return st, err
 }
 
-// migrateSeen adds the period columns to a seen table from before they
-// existed. Its ids may be of periods still open, so they are kept as if of
-// a period of the longest known length ending two such lengths from now
-// (an open period, or one up to a period ahead, ends by then).
-func (s *Shuffler) migrateSeen(ctx context.Context) error {
-	has, err := s.db.HasColumn(ctx, "seen", "period_end")
-	if err != nil || has {
-		return err
+// openStore opens the store o names (Options.Store).
+func openStore(ctx context.Context, o Options) (store, error) {
+	if pgdb.IsURL(o.Store) {
+		return openPGStore(ctx, o.Store)
 	}
-	l := int64(0)
-	for k := range *s.lengths.Load() {
-		l = max(l, k)
-	}
-	for _, q := range []string{
-		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
-		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
-	} {
-		if _, err := s.db.W.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("shuffler: migrating the shuffler's seen table: %w", err)
+	path := o.Store
+	if path == "" {
+		if err := secrets.EnsureDir(o.Dir); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 		}
+		path = filepath.Join(o.Dir, DBFile)
 	}
-	if _, err := s.db.W.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, s.o.Now().Unix()+2*l, l); err != nil {
-		return fmt.Errorf("shuffler: migrating the shuffler's seen table: %w", err)
+	// The longest period length of the plans, for a seen table from
+	// before periods (sqliteStore.migrateSeen).
+	l := int64(0)
+	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
+		l = max(l, int64(p.PeriodLength()/time.Second))
 	}
-	return nil
+	return openSQLiteStore(ctx, path, max(1, int64(o.DedupWindow)/dedupGenerations), int64(o.PeriodGrace/time.Second), l, func() int64 { return o.Now().Unix() })
 }

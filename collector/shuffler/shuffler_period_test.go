@@ -2,9 +2,7 @@ package shuffler
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -128,7 +126,7 @@ func TestShufflerReleasesLegacyPools(t *testing.T) {
 	srv := newServer(t, sink)
 	f := newShufflerFixture(t, Options{Plan: p, Dir: dir, Collector: srv.URL})
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
+	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package shuffler
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,7 +57,7 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 		upload(envelopes(tomorrow, fakeSealed(1)))
 	}
 	var kept int
-	if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen WHERE period_end = ?`, today.End()).Scan(&kept); err != nil {
+	if err := sqliteDB(t, f.s).R.QueryRow(`SELECT COUNT(*) FROM seen WHERE period_end = ?`, today.End()).Scan(&kept); err != nil {
 		t.Fatal(err)
 	}
 	if kept != 0 {
@@ -83,7 +81,7 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
 	f := newShufflerFixture(t, o)
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
+	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

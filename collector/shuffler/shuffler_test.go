@@ -217,7 +217,7 @@ func TestDedupRetention(t *testing.T) {
 	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", DedupWindow: window, Now: clock.now})
 	remembered := func(e report.Envelope) bool {
 		var n int
-		if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen WHERE h = ?`, f.s.idHash(e.ID)).Scan(&n); err != nil {
+		if err := sqliteDB(t, f.s).R.QueryRow(`SELECT COUNT(*) FROM seen WHERE h = ?`, f.s.idHash(e.ID)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 1
@@ -234,7 +234,7 @@ func TestDedupRetention(t *testing.T) {
 			t.Fatalf("upload %d: %+v", i, res)
 		}
 		var rows int
-		if err := f.s.db.R.QueryRow(`SELECT COUNT(*) FROM seen`).Scan(&rows); err != nil {
+		if err := sqliteDB(t, f.s).R.QueryRow(`SELECT COUNT(*) FROM seen`).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
 		if want := min(i+1, window); rows < want || rows > window+window/dedupGenerations {

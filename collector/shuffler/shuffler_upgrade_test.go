@@ -2,9 +2,7 @@ package shuffler
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,7 +36,7 @@ func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
 	}
 	f.s.Close()
 	// The previous version's seen table.
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
+	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +112,7 @@ func TestShufflerReviewUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 		t.Fatalf("before the upgrade: %+v", res)
 	}
 	f.s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
+	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package shuffler
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -27,28 +25,6 @@ const dedupGenerations = 4
 
 // groupMaxEnvelopes bounds the envelopes committed in one transaction.
 const groupMaxEnvelopes = 100000
-
-// loadMeta reads (creating) the dedup salt and generation.
-func (s *Shuffler) loadMeta(ctx context.Context) error {
-	salt := make([]byte, 32)
-	rand.Read(salt)
-	if _, err := s.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?), ('gen', '0')`, salt); err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: %w", err)
-	}
-	var gen string
-	if err := s.db.W.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'salt'`).Scan(&s.salt); err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: %w", err)
-	}
-	if err := s.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: %w", err)
-	}
-	g, err := strconv.ParseInt(gen, 10, 64)
-	if err != nil {
-		return fmt.Errorf("shuffler: shuffler meta: generation %q: %w", gen, err)
-	}
-	s.gen = g
-	return s.db.W.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&s.genCount)
-}
 
 // Register adds the shuffler's public route to mux: POST /v1/reports.
 func (s *Shuffler) Register(mux *http.ServeMux) {
@@ -280,81 +256,15 @@ func (s *Shuffler) commitLoop() {
 // each id not seen before is remembered and its report pooled.
 func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	ctx := context.Background()
-	tx, err := s.db.W.BeginTx(ctx, nil)
+	results, changed, err := s.st.accept(ctx, group)
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback()
-	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen, period_end, period_len) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer seen.Close()
-	pool, err := tx.PrepareContext(ctx, `INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	gen, count := s.gen, s.genCount
-	reload := false
-	results := make([]acceptRes, len(group))
-	forgotten := *s.forgotten.Load()
-	for i, r := range group {
-		for _, it := range r.items {
-			if f, ok := forgotten[it.period.Length]; ok && it.period.End() <= f {
-				// Checked by accepts too; a rollover may have come between.
-				results[i].late = append(results[i].late, it.index)
-				continue
-			}
-			res, err := seen.ExecContext(ctx, it.h, gen, it.period.End(), it.period.Length)
-			if err != nil {
-				return nil, err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, err
-			} else if n == 0 {
-				results[i].duplicates++
-				continue
-			}
-			if _, err := pool.ExecContext(ctx, it.metric, int64(it.suite), it.sealed); err != nil {
-				return nil, err
-			}
-			results[i].accepted++
-			count++
-		}
-	}
-	if count >= s.genSize {
-		gen, count = gen+1, 0
-		// An id is kept past its generation while its period's pools
-		// are open (until the deadline, periodDeadline): a retry then
-		// is always a duplicate, never a second report of the period.
-		// The latest end of a period of each length whose ids go is
-		// recorded first: such periods are refused from then on
-		// (forgottenThrough), whatever grace or clock a later run has.
-		grace := int64(s.o.PeriodGrace / time.Second)
-		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
-		args := []any{gen - 1 - dedupGenerations, grace, grace, s.o.Now().Unix()}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` AND period_len > 0 GROUP BY period_len
-			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
-			return nil, err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE `+gone, args...); err != nil {
-			return nil, err
-		}
-		reload = true
-		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'gen'`, strconv.FormatInt(gen, 10)); err != nil {
-			return nil, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	if reload {
+	if changed {
 		if err := s.loadForgotten(ctx); err != nil {
 			return nil, err
 		}
 	}
-	s.gen, s.genCount = gen, count
 	if s.o.Settle > 0 {
 		now := s.o.Now()
 		s.grownMu.Lock()
@@ -372,15 +282,9 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 // loadForgotten reads, per period length, the latest end of a period whose
 // ids the shuffler has forgotten (table forgotten).
 func (s *Shuffler) loadForgotten(ctx context.Context) error {
-	m := map[int64]int64{}
-	err := s.db.QueryColumn(ctx, `SELECT period_len, period_end FROM forgotten`, func(r *sql.Rows) error {
-		var l, e int64
-		err := r.Scan(&l, &e)
-		m[l] = e
-		return err
-	})
+	m, err := s.st.forgotten(ctx)
 	if err != nil {
-		return fmt.Errorf("shuffler: forgotten periods: %w", err)
+		return err
 	}
 	s.forgotten.Store(&m)
 	return nil

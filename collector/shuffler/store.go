@@ -1,0 +1,63 @@
+package shuffler
+
+import (
+	"context"
+
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+// store is where a shuffler keeps its state: sqliteStore, the embedded
+// default for one process, or pgStore, shared by replicas on one
+// PostgreSQL database. Every method that writes commits before it
+// returns; what it returns is committed.
+type store interface {
+	// salt returns the key of the id hashes (created on first use; every
+	// replica of a database shares it, so that a retry to another
+	// replica is a duplicate too).
+	salt(ctx context.Context) ([]byte, error)
+	// legacyDeadline stores deadline unless a deadline is stored, and
+	// returns the stored one (Shuffler.loadLegacyDeadline).
+	legacyDeadline(ctx context.Context, deadline int64) (int64, error)
+	// learned returns the pools and period lengths stored by learn.
+	learned(ctx context.Context) (pools []string, lengths []int64, err error)
+	// learn stores pools and period lengths (Shuffler.AddPlan).
+	learn(ctx context.Context, pools []string, lengths []int64) error
+	// forgotten returns, per period length, the latest end of a period
+	// some of whose ids were forgotten: such periods are refused.
+	forgotten(ctx context.Context) (map[int64]int64, error)
+	// accept commits a group of uploads in one transaction: each item
+	// whose id hash is new is remembered and its report pooled; an item
+	// of a forgotten period is refused (acceptRes.late). It reports
+	// whether the forgotten periods changed.
+	accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error)
+	// forget forgets the ids of periods past their deadline (the
+	// PostgreSQL store; SQLite forgets by generation inside accept), and
+	// reports whether the forgotten periods changed.
+	forget(ctx context.Context, now, grace int64) (bool, error)
+	// poolSizes returns the reports pooled per pool key and suite.
+	poolSizes(ctx context.Context) ([]poolSize, error)
+	// expire deletes the reports of a pool and returns how many.
+	expire(ctx context.Context, key string, suite uint16) (int64, error)
+	// release moves up to limit of the oldest reports of a pool into one
+	// outgoing batch, in one transaction, when there are at least nMin;
+	// it returns 0 (and changes nothing) otherwise, or when another
+	// replica is releasing the pool. seal turns the reports into the
+	// batch (shuffling them) and returns its id and body.
+	release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func(sealed [][]byte) (report.ID, []byte)) (int, error)
+	// outgoing lists the released batches not yet acknowledged, oldest
+	// first.
+	outgoing(ctx context.Context) ([]outgoingBatch, error)
+	// claim returns the body of outgoing batch id for this process to
+	// send, or ok = false when another replica is sending it (a lease of
+	// lease seconds: a replica that dies mid-send leaves the batch to
+	// the others once it ends) or it is gone.
+	claim(ctx context.Context, id report.ID, lease int64) (body []byte, ok bool, err error)
+	// acknowledged deletes outgoing batch id.
+	acknowledged(ctx context.Context, id report.ID) error
+	// outgoingCount returns the number of outgoing batches.
+	outgoingCount(ctx context.Context) (int64, error)
+	// ready returns nil when the store takes reads and writes.
+	ready(ctx context.Context) error
+	// close releases the store.
+	close() error
+}

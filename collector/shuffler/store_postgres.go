@@ -1,0 +1,426 @@
+package shuffler
+
+// The PostgreSQL store: replicas of the shuffler share one database (the
+// schema blanket_shuffler), so that any replica takes any upload and the
+// pools fill from all of them.
+//
+// Why it is safe with any number of replicas, each killed at any moment:
+//
+//   - An upload is acknowledged after its transaction commits. The id
+//     hashes (seen) are unique: of two replicas committing the same id at
+//     once, the second waits on the first's index entry and then finds it
+//     (INSERT … ON CONFLICT DO NOTHING RETURNING), so the report is
+//     pooled once, by the statement that remembers its id.
+//   - A pool is released by one replica at a time: the release takes a
+//     transaction-scoped advisory lock on the pool (pg_try_advisory_xact_
+//     lock; another replica holding it skips the pool this round), deletes
+//     up to the limit of its oldest reports (DELETE … RETURNING), refuses
+//     fewer than n_min by rolling back, and writes the outgoing batch, all
+//     in one transaction: a replica killed mid-release leaves the reports
+//     in the pool. (SELECT … FOR UPDATE SKIP LOCKED alone would let racing
+//     replicas each take a part below n_min.)
+//   - Ids are forgotten only once their period's deadline passed, and the
+//     latest forgotten end per period length is recorded (forgotten) in
+//     the same transaction. An accept checks the forgotten periods after
+//     its inserts, in its own transaction: an insert that raced a
+//     deletion of the same id waited for that deletion to commit, so the
+//     check sees it, and the accept rolls back and refuses the period's
+//     envelopes. No id is thus pooled twice, whatever the replicas'
+//     clocks or graces.
+//   - An outgoing batch is sent by the replica that holds its lease
+//     (claim); the lease of a replica that died ends after
+//     ForwardTimeout and a minute, and another replica sends it. Two
+//     deliveries of one batch are harmless: the collector counts a batch
+//     id once.
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/blanket-dp/blanket/internal/pgdb"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgSchema is the schema of the shuffler's tables.
+const pgSchema = "blanket_shuffler"
+
+// pgMigrations bring the schema from version i to i+1.
+var pgMigrations = []string{
+	`CREATE TABLE meta (
+		key text PRIMARY KEY,
+		value bytea NOT NULL
+	);
+	CREATE TABLE pool (
+		id bigserial PRIMARY KEY,
+		metric text NOT NULL,
+		suite integer NOT NULL,
+		sealed bytea NOT NULL
+	);
+	CREATE INDEX pool_metric ON pool (metric, suite, id);
+	CREATE TABLE seen (
+		h bytea PRIMARY KEY,
+		period_end bigint NOT NULL,
+		period_len bigint NOT NULL
+	);
+	CREATE INDEX seen_end ON seen (period_end);
+	CREATE TABLE pools (name text PRIMARY KEY);
+	CREATE TABLE period_lengths (seconds bigint PRIMARY KEY);
+	CREATE TABLE forgotten (
+		period_len bigint PRIMARY KEY,
+		period_end bigint NOT NULL
+	);
+	CREATE TABLE outgoing (
+		id bytea PRIMARY KEY,
+		seq bigserial NOT NULL,
+		metric text NOT NULL,
+		n integer NOT NULL,
+		body bytea NOT NULL,
+		owner bytea,
+		lease_until timestamptz NOT NULL DEFAULT '-infinity'
+	);
+	CREATE INDEX outgoing_seq ON outgoing (seq)`,
+}
+
+// pgStore is the shuffler's state in PostgreSQL, shared by replicas.
+type pgStore struct {
+	pool *pgxpool.Pool
+	// owner names this process in the leases of outgoing batches.
+	owner []byte
+}
+
+// openPGStore connects to url and migrates the shuffler's schema.
+func openPGStore(ctx context.Context, url string) (*pgStore, error) {
+	pool, err := pgdb.Open(ctx, url, pgSchema, pgMigrations, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: %w", err)
+	}
+	owner := make([]byte, 16)
+	rand.Read(owner)
+	return &pgStore{pool: pool, owner: owner}, nil
+}
+
+func (st *pgStore) meta(ctx context.Context, key string, value []byte) ([]byte, error) {
+	if _, err := st.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, value); err != nil {
+		return nil, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	var out []byte
+	if err := st.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, key).Scan(&out); err != nil {
+		return nil, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	return out, nil
+}
+
+func (st *pgStore) salt(ctx context.Context) ([]byte, error) {
+	salt := make([]byte, 32)
+	rand.Read(salt)
+	return st.meta(ctx, "salt", salt)
+}
+
+func (st *pgStore) legacyDeadline(ctx context.Context, deadline int64) (int64, error) {
+	v, err := st.meta(ctx, "legacy_deadline", []byte(strconv.FormatInt(deadline, 10)))
+	if err != nil {
+		return 0, err
+	}
+	d, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("shuffler: meta: legacy deadline %q: %w", v, err)
+	}
+	return d, nil
+}
+
+func (st *pgStore) learned(ctx context.Context) ([]string, []int64, error) {
+	pools, err := pgdb.Collect(ctx, st.pool, `SELECT name FROM pools`, pgx.RowTo[string])
+	if err != nil {
+		return nil, nil, fmt.Errorf("shuffler: learned pools: %w", err)
+	}
+	lengths, err := pgdb.Collect(ctx, st.pool, `SELECT seconds FROM period_lengths`, pgx.RowTo[int64])
+	if err != nil {
+		return nil, nil, fmt.Errorf("shuffler: learned period lengths: %w", err)
+	}
+	return pools, lengths, nil
+}
+
+func (st *pgStore) learn(ctx context.Context, pools []string, lengths []int64) error {
+	if _, err := st.pool.Exec(ctx, `INSERT INTO pools (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, pools); err != nil {
+		return err
+	}
+	_, err := st.pool.Exec(ctx, `INSERT INTO period_lengths (seconds) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING`, lengths)
+	return err
+}
+
+// readForgotten reads the forgotten table through db.
+func readForgotten(ctx context.Context, db pgdb.Querier) (map[int64]int64, error) {
+	type row struct{ Len, End int64 }
+	rows, err := pgdb.Collect(ctx, db, `SELECT period_len, period_end FROM forgotten`, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: forgotten periods: %w", err)
+	}
+	m := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		m[r.Len] = r.End
+	}
+	return m, nil
+}
+
+func (st *pgStore) forgotten(ctx context.Context) (map[int64]int64, error) {
+	return readForgotten(ctx, st.pool)
+}
+
+// errForgottenRace rolls back an accept that raced a forget.
+var errForgottenRace = errors.New("a period was forgotten during the accept")
+
+func (st *pgStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error) {
+	forgotten, err := st.forgotten(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	changed := false
+	for {
+		results, err := st.acceptOnce(ctx, group, &forgotten)
+		if errors.Is(err, errForgottenRace) {
+			// forgotten is the newer table: its periods are refused now.
+			changed = true
+			continue
+		}
+		return results, changed, err
+	}
+}
+
+// acceptOnce is one attempt of accept; it returns errForgottenRace, with
+// *forgotten updated, when a period it pooled was forgotten meanwhile.
+func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten *map[int64]int64) ([]acceptRes, error) {
+	results := make([]acceptRes, len(group))
+	var (
+		hs, sealed      [][]byte
+		metrics         []string
+		suites, ords    []int32
+		ends, lens      []int64
+		req, itemOfOrd  []int
+		forgottenBefore = *forgotten
+	)
+	for i, r := range group {
+		for j, it := range r.items {
+			if f, ok := forgottenBefore[it.period.Length]; ok && it.period.End() <= f {
+				results[i].late = append(results[i].late, it.index)
+				continue
+			}
+			ords = append(ords, int32(len(ords)))
+			req, itemOfOrd = append(req, i), append(itemOfOrd, j)
+			hs, sealed, metrics = append(hs, it.h), append(sealed, it.sealed), append(metrics, it.metric)
+			suites = append(suites, int32(it.suite))
+			ends, lens = append(ends, it.period.End()), append(lens, it.period.Length)
+		}
+	}
+	if len(ords) == 0 {
+		return results, nil
+	}
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		// The input deduplicated by id hash (the first of an id twice in
+		// one group wins); an id is remembered and its report pooled by
+		// one statement, for the hashes the insert into seen returns.
+		accepted, err := pgdb.Collect(ctx, tx, `WITH input AS (
+				SELECT DISTINCT ON (h) * FROM unnest($1::bytea[], $2::text[], $3::int[], $4::bytea[], $5::bigint[], $6::bigint[], $7::int[])
+					AS t(h, metric, suite, sealed, period_end, period_len, ord)
+				ORDER BY h, ord
+			), ins AS (
+				INSERT INTO seen (h, period_end, period_len) SELECT h, period_end, period_len FROM input
+				ON CONFLICT DO NOTHING RETURNING h
+			), pooled AS (
+				INSERT INTO pool (metric, suite, sealed) SELECT i.metric, i.suite, i.sealed FROM input i JOIN ins USING (h) ORDER BY i.ord
+			)
+			SELECT i.ord FROM input i JOIN ins USING (h)`, pgx.RowTo[int32],
+			hs, metrics, suites, sealed, ends, lens, ords)
+		if err != nil {
+			return err
+		}
+		// A deletion of one of these ids that the inserts waited for has
+		// committed by now; its period is then in forgotten.
+		now, err := readForgotten(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, o := range accepted {
+			if f, ok := now[lens[o]]; ok && ends[o] <= f {
+				*forgotten = now
+				return errForgottenRace
+			}
+		}
+		isAccepted := make([]bool, len(ords))
+		for _, o := range accepted {
+			isAccepted[o] = true
+		}
+		for o := range ords {
+			if isAccepted[o] {
+				results[req[o]].accepted++
+			} else {
+				results[req[o]].duplicates++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func (st *pgStore) forget(ctx context.Context, now, grace int64) (bool, error) {
+	var deleted int64
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		// period_end <= now is implied (grace >= 0) and uses the index.
+		const gone = `period_end <= $2 AND period_end + (CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE period_len END) <= $2`
+		if _, err := tx.Exec(ctx, `INSERT INTO forgotten (period_len, period_end)
+			SELECT period_len, max(period_end) FROM seen WHERE `+gone+` GROUP BY period_len
+			ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, grace, now); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM seen WHERE `+gone, grace, now)
+		deleted = tag.RowsAffected()
+		return err
+	})
+	return deleted > 0, err
+}
+
+func (st *pgStore) poolSizes(ctx context.Context) ([]poolSize, error) {
+	type row struct {
+		Metric string
+		Suite  int32
+		N      int64
+	}
+	rows, err := pgdb.Collect(ctx, st.pool, `SELECT metric, suite, count(*) FROM pool GROUP BY metric, suite ORDER BY metric, suite`, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: pool sizes: %w", err)
+	}
+	out := make([]poolSize, len(rows))
+	for i, r := range rows {
+		out[i] = poolSize{metric: r.Metric, suite: uint16(r.Suite), n: r.N}
+	}
+	return out, nil
+}
+
+// lockPool takes the pool's transaction-scoped advisory lock if it is
+// free.
+func lockPool(ctx context.Context, tx pgx.Tx, key string, suite uint16) (bool, error) {
+	var got bool
+	err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, pgdb.PoolLockClass, key+"|"+strconv.Itoa(int(suite))).Scan(&got)
+	return got, err
+}
+
+// errSkip rolls back a transaction that has nothing to do.
+var errSkip = errors.New("skip")
+
+// cmpOr returns err, or skip when err is nil.
+func cmpOr(err, skip error) error {
+	if err != nil {
+		return err
+	}
+	return skip
+}
+
+func (st *pgStore) expire(ctx context.Context, key string, suite uint16) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if got, err := lockPool(ctx, tx, key, suite); err != nil || !got {
+			return cmpOr(err, errSkip)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM pool WHERE metric = $1 AND suite = $2`, key, int32(suite))
+		n = tag.RowsAffected()
+		return err
+	})
+	if errors.Is(err, errSkip) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (st *pgStore) release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func([][]byte) (report.ID, []byte)) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if got, err := lockPool(ctx, tx, key, suite); err != nil || !got {
+			return cmpOr(err, errSkip)
+		}
+		type row struct {
+			ID     int64
+			Sealed []byte
+		}
+		rows, err := pgdb.Collect(ctx, tx, `DELETE FROM pool WHERE id IN (
+				SELECT id FROM pool WHERE metric = $1 AND suite = $2 ORDER BY id LIMIT $3
+			) RETURNING id, sealed`, pgx.RowToStructByPos[row], key, int32(suite), limit)
+		if err != nil {
+			return err
+		}
+		// In pool order, as the SQLite store reads them: the shuffle
+		// alone decides the batch's order (and a seeded one repeats).
+		slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.ID, b.ID) })
+		sealed := make([][]byte, len(rows))
+		for i, r := range rows {
+			sealed[i] = r.Sealed
+		}
+		if len(sealed) < nMin {
+			return errSkip
+		}
+		id, body := seal(sealed)
+		if _, err := tx.Exec(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES ($1, $2, $3, $4)`, id[:], key, len(sealed), body); err != nil {
+			return err
+		}
+		n = len(sealed)
+		return nil
+	})
+	if errors.Is(err, errSkip) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (st *pgStore) outgoing(ctx context.Context) ([]outgoingBatch, error) {
+	type row struct {
+		ID     []byte
+		Metric string
+		N      int32
+	}
+	rows, err := pgdb.Collect(ctx, st.pool, `SELECT id, metric, n FROM outgoing ORDER BY seq`, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: listing outgoing batches: %w", err)
+	}
+	out := make([]outgoingBatch, len(rows))
+	for i, r := range rows {
+		copy(out[i].id[:], r.ID)
+		out[i].metric, out[i].n = r.Metric, int(r.N)
+	}
+	return out, nil
+}
+
+func (st *pgStore) claim(ctx context.Context, id report.ID, lease int64) ([]byte, bool, error) {
+	var body []byte
+	err := st.pool.QueryRow(ctx, `UPDATE outgoing SET owner = $2, lease_until = now() + make_interval(secs => $3)
+		WHERE id = $1 AND (owner = $2 OR lease_until <= now()) RETURNING body`, id[:], st.owner, float64(lease)).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	return body, err == nil, err
+}
+
+func (st *pgStore) acknowledged(ctx context.Context, id report.ID) error {
+	_, err := st.pool.Exec(ctx, `DELETE FROM outgoing WHERE id = $1`, id[:])
+	return err
+}
+
+func (st *pgStore) outgoingCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := st.pool.QueryRow(ctx, `SELECT count(*) FROM outgoing`).Scan(&n)
+	return n, err
+}
+
+func (st *pgStore) ready(ctx context.Context) error { return pgdb.Ready(ctx, st.pool) }
+
+func (st *pgStore) close() error {
+	st.pool.Close()
+	return nil
+}

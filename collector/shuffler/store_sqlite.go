@@ -1,0 +1,412 @@
+package shuffler
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/blanket-dp/blanket/internal/sqlitedb"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+var sqliteSchema = []string{
+	`CREATE TABLE IF NOT EXISTS meta (
+		key TEXT PRIMARY KEY,
+		value BLOB NOT NULL
+	) WITHOUT ROWID`,
+	// pool holds accepted reports until release. id is a row number
+	// (never sent anywhere); there is no time column.
+	`CREATE TABLE IF NOT EXISTS pool (
+		id INTEGER PRIMARY KEY,
+		metric TEXT NOT NULL,
+		suite INTEGER NOT NULL,
+		sealed BLOB NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS pool_metric ON pool (metric, suite, id)`,
+	// seen holds HMAC-SHA256(salt, report id)[:16] of recently accepted
+	// reports, by dedup generation, with the end and length of the
+	// report's period (kept until its pools close; 0 for none).
+	`CREATE TABLE IF NOT EXISTS seen (
+		h BLOB PRIMARY KEY,
+		gen INTEGER NOT NULL,
+		period_end INTEGER NOT NULL DEFAULT 0,
+		period_len INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
+	// pools holds the pools learned after start (AddPlan: the pools of
+	// plans the shuffler relayed), so that a restart keeps taking them;
+	// period_lengths their periods' lengths in seconds.
+	`CREATE TABLE IF NOT EXISTS pools (
+		name TEXT PRIMARY KEY
+	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS period_lengths (
+		seconds INTEGER PRIMARY KEY
+	)`,
+	// forgotten holds, per period length, the latest end of a period
+	// some of whose seen ids were deleted: such periods are refused.
+	`CREATE TABLE IF NOT EXISTS forgotten (
+		period_len INTEGER PRIMARY KEY,
+		period_end INTEGER NOT NULL
+	)`,
+	// outgoing holds released batches (report.EncodeBatch bytes) until the
+	// collector acknowledges them.
+	`CREATE TABLE IF NOT EXISTS outgoing (
+		id BLOB PRIMARY KEY,
+		metric TEXT NOT NULL,
+		n INTEGER NOT NULL,
+		body BLOB NOT NULL
+	)`,
+}
+
+// sqliteStore is the shuffler's state in one SQLite file, for one
+// process. Dedup retention is by generations of genSize accepted ids
+// (Options.DedupWindow): when a generation fills, accept deletes the ids
+// of the generations beyond the last dedupGenerations full ones, except
+// those whose period is still open.
+type sqliteStore struct {
+	db *sqlitedb.DB
+	// genSize, grace and now configure retention (Options.DedupWindow,
+	// PeriodGrace and Now).
+	genSize int64
+	grace   int64
+	now     func() int64
+	// gen and genCount are the current dedup generation and its size,
+	// and gone the forgotten periods (only accept changes them); accept,
+	// called by one goroutine at a time, owns them.
+	gen, genCount int64
+	gone          map[int64]int64
+}
+
+// openSQLiteStore opens (creating) the shuffler's database at path.
+// maxLength is the longest known period length (for migrateSeen).
+func openSQLiteStore(ctx context.Context, path string, genSize, grace, maxLength int64, now func() int64) (*sqliteStore, error) {
+	// secure_delete overwrites deleted rows, so that released reports and
+	// their pool order do not linger in free pages of the file.
+	db, err := sqlitedb.Open(ctx, path, sqliteSchema, "secure_delete(ON)")
+	if err != nil {
+		return nil, err
+	}
+	st := &sqliteStore{db: db, genSize: genSize, grace: grace, now: now}
+	if err := st.migrateSeen(ctx, maxLength); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := st.loadGeneration(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if st.gone, err = st.forgotten(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// migrateSeen adds the period columns to a seen table from before they
+// existed. Its ids may be of periods still open, so they are kept as if of
+// a period of the longest known length l ending two such lengths from now
+// (an open period, or one up to a period ahead, ends by then).
+func (st *sqliteStore) migrateSeen(ctx context.Context, l int64) error {
+	has, err := st.db.HasColumn(ctx, "seen", "period_end")
+	if err != nil || has {
+		return err
+	}
+	for _, q := range []string{
+		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
+	} {
+		if _, err := st.db.W.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("shuffler: migrating the seen table: %w", err)
+		}
+	}
+	if _, err := st.db.W.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, st.now()+2*l, l); err != nil {
+		return fmt.Errorf("shuffler: migrating the seen table: %w", err)
+	}
+	return nil
+}
+
+// loadGeneration reads (creating) the dedup generation and counts its ids.
+func (st *sqliteStore) loadGeneration(ctx context.Context) error {
+	if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('gen', '0')`); err != nil {
+		return fmt.Errorf("shuffler: meta: %w", err)
+	}
+	var gen string
+	if err := st.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'gen'`).Scan(&gen); err != nil {
+		return fmt.Errorf("shuffler: meta: %w", err)
+	}
+	g, err := strconv.ParseInt(gen, 10, 64)
+	if err != nil {
+		return fmt.Errorf("shuffler: meta: generation %q: %w", gen, err)
+	}
+	st.gen = g
+	return st.db.W.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen WHERE gen = ?`, g).Scan(&st.genCount)
+}
+
+func (st *sqliteStore) salt(ctx context.Context) ([]byte, error) {
+	salt := make([]byte, 32)
+	rand.Read(salt)
+	if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?)`, salt); err != nil {
+		return nil, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	var out []byte
+	if err := st.db.W.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'salt'`).Scan(&out); err != nil {
+		return nil, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	return out, nil
+}
+
+func (st *sqliteStore) legacyDeadline(ctx context.Context, deadline int64) (int64, error) {
+	if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
+		return 0, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	var v string
+	if err := st.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("shuffler: meta: %w", err)
+	}
+	d, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("shuffler: meta: legacy deadline %q: %w", v, err)
+	}
+	return d, nil
+}
+
+func (st *sqliteStore) learned(ctx context.Context) ([]string, []int64, error) {
+	var pools []string
+	var lengths []int64
+	if err := st.db.QueryColumn(ctx, `SELECT name FROM pools`, func(r *sql.Rows) error {
+		var p string
+		err := r.Scan(&p)
+		pools = append(pools, p)
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("shuffler: learned pools: %w", err)
+	}
+	if err := st.db.QueryColumn(ctx, `SELECT seconds FROM period_lengths`, func(r *sql.Rows) error {
+		var l int64
+		err := r.Scan(&l)
+		lengths = append(lengths, l)
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("shuffler: learned period lengths: %w", err)
+	}
+	return pools, lengths, nil
+}
+
+func (st *sqliteStore) learn(ctx context.Context, pools []string, lengths []int64) error {
+	var errs []error
+	for _, p := range pools {
+		if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO pools (name) VALUES (?)`, p); err != nil {
+			errs = append(errs, fmt.Errorf("pool %q: %w", p, err))
+		}
+	}
+	for _, l := range lengths {
+		if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO period_lengths (seconds) VALUES (?)`, l); err != nil {
+			errs = append(errs, fmt.Errorf("period length %d: %w", l, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (st *sqliteStore) forgotten(ctx context.Context) (map[int64]int64, error) {
+	m := map[int64]int64{}
+	err := st.db.QueryColumn(ctx, `SELECT period_len, period_end FROM forgotten`, func(r *sql.Rows) error {
+		var l, e int64
+		err := r.Scan(&l, &e)
+		m[l] = e
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: forgotten periods: %w", err)
+	}
+	return m, nil
+}
+
+func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error) {
+	forgotten := st.gone
+	tx, err := st.db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback()
+	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen, period_end, period_len) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return nil, false, err
+	}
+	defer seen.Close()
+	pool, err := tx.PrepareContext(ctx, `INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`)
+	if err != nil {
+		return nil, false, err
+	}
+	defer pool.Close()
+	gen, count := st.gen, st.genCount
+	changed := false
+	results := make([]acceptRes, len(group))
+	for i, r := range group {
+		for _, it := range r.items {
+			if f, ok := forgotten[it.period.Length]; ok && it.period.End() <= f {
+				// Checked by accepts too; a rollover may have come between.
+				results[i].late = append(results[i].late, it.index)
+				continue
+			}
+			res, err := seen.ExecContext(ctx, it.h, gen, it.period.End(), it.period.Length)
+			if err != nil {
+				return nil, false, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return nil, false, err
+			} else if n == 0 {
+				results[i].duplicates++
+				continue
+			}
+			if _, err := pool.ExecContext(ctx, it.metric, int64(it.suite), it.sealed); err != nil {
+				return nil, false, err
+			}
+			results[i].accepted++
+			count++
+		}
+	}
+	if count >= st.genSize {
+		gen, count = gen+1, 0
+		// An id is kept past its generation while its period's pools
+		// are open (until the deadline, periodDeadline): a retry then
+		// is always a duplicate, never a second report of the period.
+		// The latest end of a period of each length whose ids go is
+		// recorded first: such periods are refused from then on,
+		// whatever grace or clock a later run has.
+		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
+		args := []any{gen - 1 - dedupGenerations, st.grace, st.grace, st.now()}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` AND period_len > 0 GROUP BY period_len
+			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
+			return nil, false, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE `+gone, args...); err != nil {
+			return nil, false, err
+		}
+		changed = true
+		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'gen'`, strconv.FormatInt(gen, 10)); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, err
+	}
+	st.gen, st.genCount = gen, count
+	if changed {
+		gone, err := st.forgotten(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		st.gone = gone
+	}
+	return results, changed, nil
+}
+
+// forget does nothing: the SQLite store forgets by generation in accept.
+func (st *sqliteStore) forget(context.Context, int64, int64) (bool, error) { return false, nil }
+
+func (st *sqliteStore) poolSizes(ctx context.Context) ([]poolSize, error) {
+	var out []poolSize
+	err := st.db.QueryColumn(ctx, `SELECT metric, suite, COUNT(*) FROM pool GROUP BY metric, suite ORDER BY metric, suite`, func(r *sql.Rows) error {
+		var p poolSize
+		var suite int64
+		err := r.Scan(&p.metric, &suite, &p.n)
+		p.suite = uint16(suite)
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: pool sizes: %w", err)
+	}
+	return out, nil
+}
+
+func (st *sqliteStore) expire(ctx context.Context, key string, suite uint16) (int64, error) {
+	r, err := st.db.W.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
+	if err != nil {
+		return 0, err
+	}
+	return r.RowsAffected()
+}
+
+func (st *sqliteStore) release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func([][]byte) (report.ID, []byte)) (int, error) {
+	tx, err := st.db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, key, int64(suite), limit)
+	if err != nil {
+		return 0, err
+	}
+	var sealed [][]byte
+	var last int64
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&last, &b); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		sealed = append(sealed, b)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if len(sealed) < nMin {
+		return 0, nil
+	}
+	id, body := seal(sealed)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES (?, ?, ?, ?)`, id[:], key, len(sealed), body); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ? AND id <= ?`, key, int64(suite), last); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return len(sealed), nil
+}
+
+func (st *sqliteStore) outgoing(ctx context.Context) ([]outgoingBatch, error) {
+	var out []outgoingBatch
+	err := st.db.QueryColumn(ctx, `SELECT id, metric, n FROM outgoing ORDER BY rowid`, func(r *sql.Rows) error {
+		var b outgoingBatch
+		var id []byte
+		err := r.Scan(&id, &b.metric, &b.n)
+		copy(b.id[:], id)
+		out = append(out, b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: listing outgoing batches: %w", err)
+	}
+	return out, nil
+}
+
+// claim reads the batch: one process sends every batch, no lease needed.
+func (st *sqliteStore) claim(ctx context.Context, id report.ID, _ int64) ([]byte, bool, error) {
+	var body []byte
+	err := st.db.R.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, id[:]).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	return body, err == nil, err
+}
+
+func (st *sqliteStore) acknowledged(ctx context.Context, id report.ID) error {
+	_, err := st.db.W.ExecContext(ctx, `DELETE FROM outgoing WHERE id = ?`, id[:])
+	return err
+}
+
+func (st *sqliteStore) outgoingCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := st.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
+	return n, err
+}
+
+func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
+
+func (st *sqliteStore) close() error { return st.db.Close() }

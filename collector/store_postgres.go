@@ -1,0 +1,313 @@
+package collector
+
+// The PostgreSQL store: replicas of the collector share one database (the
+// schema blanket_collector), so that any replica ingests any batch and
+// serves every estimate.
+//
+// Why a batch counts once with any number of replicas, each killed at any
+// moment: an ingest commits, in one transaction, the batch id into
+// ingested (its primary key), the batch's rows and its statistics. Of two
+// replicas ingesting one batch id at once, the second's insert into
+// ingested waits on the first's index entry: if the first commits, the
+// second finds the id (ON CONFLICT DO NOTHING inserts nothing) and rolls
+// back, a duplicate; if the first dies or rolls back, the second goes on.
+// A statistic is read FOR UPDATE (a row lock until the commit) and
+// rewritten merged; when it does not exist yet, it is inserted ON CONFLICT
+// DO NOTHING, and a replica that loses that race locks and merges the
+// winner's row instead. The statistics of a batch are merged in a fixed
+// order (metric, epoch, period), so that two replicas ingesting two
+// batches of a pooled plan never wait on each other in a cycle.
+//
+// Every replica serves the same plan and key: the key is generated once
+// (the first insert into collector_key wins, the others read it), and a
+// replica publishes under a session advisory lock (lockPublish), so that
+// replicas starting together calibrate once and the others reuse the
+// stored calibration.
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/blanket-dp/blanket/internal/pgdb"
+	"github.com/blanket-dp/blanket/sdk/report"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgSchema is the schema of the collector's tables.
+const pgSchema = "blanket_collector"
+
+// pgMigrations bring the schema from version i to i+1.
+var pgMigrations = []string{
+	`CREATE TABLE collector_key (
+		id integer PRIMARY KEY CHECK (id = 1),
+		key text NOT NULL
+	);
+	CREATE TABLE epochs (
+		epoch text PRIMARY KEY,
+		seq bigserial NOT NULL,
+		source text NOT NULL,
+		key text NOT NULL,
+		plan bytea NOT NULL
+	);
+	CREATE INDEX epochs_source ON epochs (source, key, seq);
+	CREATE TABLE ingested (id bytea PRIMARY KEY);
+	CREATE TABLE batches (
+		id bytea NOT NULL,
+		seq bigserial NOT NULL,
+		metric text NOT NULL,
+		epoch text NOT NULL,
+		n bigint NOT NULL,
+		malformed bigint NOT NULL,
+		messages bigint NOT NULL,
+		eps double precision,
+		delta double precision,
+		period_start bigint NOT NULL,
+		period_len bigint NOT NULL,
+		PRIMARY KEY (id, metric, epoch)
+	);
+	CREATE INDEX batches_period ON batches (metric, epoch, period_start, seq);
+	CREATE TABLE statistics (
+		metric text NOT NULL,
+		epoch text NOT NULL,
+		period_start bigint NOT NULL,
+		period_len bigint NOT NULL,
+		stat bytea NOT NULL,
+		batches bigint NOT NULL,
+		PRIMARY KEY (metric, epoch, period_start)
+	)`,
+}
+
+// pgStore is the collector's state in PostgreSQL, shared by replicas.
+type pgStore struct {
+	pool *pgxpool.Pool
+	hooks
+}
+
+// openPGStore connects to url and migrates the collector's schema.
+func openPGStore(ctx context.Context, url string) (*pgStore, error) {
+	pool, err := pgdb.Open(ctx, url, pgSchema, pgMigrations, 0)
+	if err != nil {
+		return nil, fmt.Errorf("collector: %w", err)
+	}
+	return &pgStore{pool: pool}, nil
+}
+
+func (st *pgStore) key(ctx context.Context) (*report.PrivateKey, bool, error) {
+	priv, _, err := report.GenerateKey()
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: generating key: %w", err)
+	}
+	tag, err := st.pool.Exec(ctx, `INSERT INTO collector_key (id, key) VALUES (1, $1) ON CONFLICT DO NOTHING`, base64.StdEncoding.EncodeToString(priv))
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: storing the key: %w", err)
+	}
+	var b64 string
+	if err := st.pool.QueryRow(ctx, `SELECT key FROM collector_key WHERE id = 1`).Scan(&b64); err != nil {
+		return nil, false, fmt.Errorf("collector: reading the key: %w", err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: the stored key is not base64: %w", err)
+	}
+	key, err := report.ParsePrivateKey(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: the stored key: %w", err)
+	}
+	return key, tag.RowsAffected() == 1, nil
+}
+
+func (st *pgStore) lockPublish(ctx context.Context) (func(), error) {
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, pgdb.LockClass(), int32(pgdb.LockPublish)); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return func() {
+		// A failed unlock ends with the session: drop the connection.
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1, $2)`, pgdb.LockClass(), int32(pgdb.LockPublish)); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+		conn.Release()
+	}, nil
+}
+
+// one returns the single bytea of q, or nil when q has no row.
+func (st *pgStore) one(ctx context.Context, q string, args ...any) ([]byte, error) {
+	var b []byte
+	err := st.pool.QueryRow(ctx, q, args...).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (st *pgStore) calibration(ctx context.Context, source, key string) ([]byte, error) {
+	return st.one(ctx, `SELECT plan FROM epochs WHERE source = $1 AND key = $2 ORDER BY seq DESC LIMIT 1`, source, key)
+}
+
+func (st *pgStore) addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error {
+	_, err := st.pool.Exec(ctx, `INSERT INTO epochs (epoch, source, key, plan) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, epoch, source, key, plan)
+	return err
+}
+
+func (st *pgStore) plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error) {
+	n := int64(math.MaxInt64)
+	if limit > 0 {
+		n = int64(limit)
+	}
+	return pgdb.Collect(ctx, st.pool, `SELECT epoch, plan FROM epochs WHERE key = $1 AND epoch <> $2 ORDER BY seq DESC LIMIT $3`,
+		func(r pgx.CollectableRow) (storedEpoch, error) {
+			var e storedEpoch
+			err := r.Scan(&e.epoch, &e.plan)
+			return e, err
+		}, key, except, n)
+}
+
+func (st *pgStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
+	return st.one(ctx, `SELECT plan FROM epochs WHERE epoch = $1 AND ($2 = '' OR key = $2)`, epoch, key)
+}
+
+func (st *pgStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {
+	var ok bool
+	err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ingested WHERE id = $1)`, id[:]).Scan(&ok)
+	return ok, err
+}
+
+// errDuplicate rolls back the ingest of a batch recorded already.
+var errDuplicate = errors.New("duplicate batch")
+
+func (st *pgStore) commitBatch(ctx context.Context, parts []metricBatch) (bool, error) {
+	if len(parts) == 0 {
+		return false, errors.New("collector: a batch with no metric")
+	}
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO ingested (id) VALUES ($1) ON CONFLICT DO NOTHING`, parts[0].rec.id[:])
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errDuplicate
+		}
+		for _, p := range parts {
+			b := p.rec
+			if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length); err != nil {
+				return err
+			}
+		}
+		// In a fixed order: no two ingests wait on each other's rows in a
+		// cycle.
+		sorted := slices.Clone(parts)
+		slices.SortStableFunc(sorted, func(a, b metricBatch) int {
+			return cmp.Or(cmp.Compare(a.rec.metric, b.rec.metric), cmp.Compare(a.rec.epoch, b.rec.epoch), cmp.Compare(a.rec.period.Start, b.rec.period.Start))
+		})
+		for _, p := range sorted {
+			if p.stat == nil {
+				continue
+			}
+			if err := mergePG(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		if st.beforeCommit != nil {
+			st.beforeCommit()
+		}
+		return nil
+	})
+	if errors.Is(err, errDuplicate) {
+		return true, nil
+	}
+	return false, err
+}
+
+// mergePG merges p's statistic into the stored one under its row lock.
+func mergePG(ctx context.Context, tx pgx.Tx, p metricBatch) error {
+	b := p.rec
+	for {
+		var old []byte
+		err := tx.QueryRow(ctx, `SELECT stat FROM statistics WHERE metric = $1 AND epoch = $2 AND period_start = $3 FOR UPDATE`, b.metric, b.epoch, b.period.Start).Scan(&old)
+		if err == nil {
+			enc, err := mergeStat(b, old, p.stat)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE statistics SET stat = $4, batches = batches + 1 WHERE metric = $1 AND epoch = $2 AND period_start = $3`, b.metric, b.epoch, b.period.Start, enc)
+			return err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		enc, err := mergeStat(b, nil, p.stat)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches) VALUES ($1, $2, $3, $4, $5, 1)
+			ON CONFLICT DO NOTHING`, b.metric, b.epoch, b.period.Start, b.period.Length, enc)
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		// Another replica inserted it first: lock it and merge.
+	}
+}
+
+func (st *pgStore) statistics(ctx context.Context, metric string) ([]statRow, error) {
+	return pgdb.Collect(ctx, st.pool, `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches
+		FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch
+		WHERE $1 = '' OR s.metric = $1 ORDER BY s.metric, e.seq NULLS FIRST, s.period_start`,
+		func(row pgx.CollectableRow) (statRow, error) {
+			var r statRow
+			var b []byte
+			if err := row.Scan(&r.metric, &r.epoch, &r.period.Start, &r.period.Length, &b, &r.batches); err != nil {
+				return r, err
+			}
+			var err error
+			r.stat, err = decodeStat(b)
+			return r, err
+		}, metric)
+}
+
+func (st *pgStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
+	return pgdb.Collect(ctx, st.pool, `SELECT id, n, malformed, messages, eps, delta FROM batches
+		WHERE metric = $1 AND epoch = $2 AND period_start = $3 ORDER BY seq`,
+		func(row pgx.CollectableRow) (batchRecord, error) {
+			b := batchRecord{metric: metric, epoch: epoch, period: period}
+			var id []byte
+			err := row.Scan(&id, &b.n, &b.malformed, &b.messages, &b.eps, &b.delta)
+			copy(b.id[:], id)
+			return b, err
+		}, metric, epoch, period.Start)
+}
+
+func (st *pgStore) periodParts(ctx context.Context) ([]horizonPart, error) {
+	// As sqliteStore.periodParts.
+	return pgdb.Collect(ctx, st.pool, `SELECT period_start, period_len, epoch, metric, min(greatest(messages, 1)) FROM batches
+		WHERE period_len > 0 AND n > 0 GROUP BY period_start, period_len, epoch, metric ORDER BY period_start, epoch, metric`,
+		func(row pgx.CollectableRow) (horizonPart, error) {
+			var q horizonPart
+			err := row.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n)
+			return q, err
+		})
+}
+
+func (st *pgStore) unperiodedReports(ctx context.Context) (int64, error) {
+	var n int64
+	err := st.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
+	return n, err
+}
+
+func (st *pgStore) ready(ctx context.Context) error { return pgdb.Ready(ctx, st.pool) }
+
+func (st *pgStore) close() error {
+	st.pool.Close()
+	return nil
+}
