@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
 	"github.com/blanket-dp/blanket/collector"
@@ -34,9 +35,18 @@ collector.db (SQLite) and the bearer token the shuffler must present,
 --token-file (default DIR/batch.token, generated when missing; give the
 shuffler a copy). An uncalibrated plan is calibrated at the first start and
 that calibration is kept. A batch is stored atomically and counted once however
-often it is delivered.`,
-		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081`,
-		Args:    cobra.NoArgs,
+often it is delivered.
+
+Replicas: with --store postgres://…, any number of collector processes (on
+any machines) share one PostgreSQL database: the first to start generates the
+key and calibrates the plan, and every replica serves that plan and key; a
+batch is counted once whichever replica ingests it, however often; put them
+behind one address (a load balancer polling GET /readyz) for the shufflers.
+Give every replica the same --token-file. Opening reports (HPKE) is the
+collector's main cost, so throughput grows with the replicas' cores.`,
+		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081
+  PGPASSWORD=… blanket collector --data ./c1 --plan plan.yaml --store postgres://blanket@db.internal/telemetry --token-file /etc/blanket/batch.token`,
+		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			p, logger, err := sf.setup(cmd)
 			if err != nil {
@@ -63,7 +73,7 @@ often it is delivered.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger, Registerer: reg})
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg})
 			if err != nil {
 				return err
 			}
@@ -83,7 +93,7 @@ often it is delivered.`,
 			defer stopAdmin()
 			printListening(cmd, "collector", loopbackURL(ln.Addr()), append(append([]string{}, collectorRoutes...), publicHealthRoutes...)...)
 			printListening(cmd, "collector admin", adminURL, append([]string{"GET  /                     the dashboard"}, adminOpsRoutes...)...)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, nil)
 		}),
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/httpserver"
+	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
 	"github.com/blanket-dp/blanket/collector"
@@ -38,6 +39,7 @@ type serverFlags struct {
 	addr      string
 	adminAddr string
 	logLevel  string
+	store     string
 }
 
 func (f *serverFlags) add(cmd *cobra.Command, defaultAddr string) {
@@ -46,6 +48,7 @@ func (f *serverFlags) add(cmd *cobra.Command, defaultAddr string) {
 	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:0", "the operator's listener: the dashboard with the shuffler's pools, GET /metrics, GET /v1/pools and /readyz with reasons; keep it private (pool counts over time show when reports arrive); port 0 picks a free one, printed at start")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
+	cmd.Flags().StringVar(&f.store, "store", os.Getenv("BLANKET_STORE"), "where state lives: a PostgreSQL URL (postgres://user@host/db; replicas of a role share it; a password is better in PGPASSWORD or ~/.pgpass than on the command line) or a SQLite file; default $BLANKET_STORE, else SQLite in the data directory")
 }
 
 // setup checks the flags, loads the plan, creates the data directory and
@@ -64,6 +67,9 @@ func (f *serverFlags) setup(cmd *cobra.Command) (*plan.Plan, *slog.Logger, error
 	}
 	if err := secrets.EnsureDir(f.data); err != nil {
 		return nil, nil, err
+	}
+	if f.store != "" && !pgdb.IsURL(f.store) && strings.Contains(f.store, "://") {
+		return nil, nil, usageErrorf("--store %q: a PostgreSQL URL starts with postgres:// or postgresql://; anything else is a SQLite file path", f.store)
 	}
 	return p, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
 }
@@ -236,6 +242,11 @@ The shuffler hands batches to the collector over loopback HTTP (POST
 /v1/batches with a bearer token from DIR/batch.token), exactly as it would to a
 remote collector, so the two roles share nothing but the wire format.
 
+With --store postgres://…, both roles keep their state in that PostgreSQL
+database instead (schemas blanket_shuffler and blanket_collector), the
+collector key included; see blanket shuffler and blanket collector for
+running each role as replicas.
+
 An uncalibrated plan is calibrated at the first start and that calibration is
 kept in DIR (restarts with the same plan reuse it). The collector key is
 generated at the first start (DIR/collector.key, mode 0600). SIGINT or SIGTERM
@@ -251,6 +262,9 @@ the next start.`,
 			}
 			if err := tf.check(); err != nil {
 				return err
+			}
+			if sf.store != "" && !pgdb.IsURL(sf.store) {
+				return usageErrorf("--store %q: serve keeps its two SQLite databases in --data; --store takes a PostgreSQL URL (both roles then use it, each in its own schema)", sf.store)
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -268,7 +282,7 @@ the next start.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg})
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg})
 			if err != nil {
 				return err
 			}
@@ -278,7 +292,7 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Store: sf.store, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -304,7 +318,7 @@ the next start.`,
 				"GET  /                     the dashboard, with the shuffler's pools",
 				"GET  /v1/pools             each pool's fill against n_min",
 			}, adminOpsRoutes...)...)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),
 	}

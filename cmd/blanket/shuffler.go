@@ -12,6 +12,7 @@ import (
 
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/health"
+	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
 	"github.com/blanket-dp/blanket/collector/dashboard"
@@ -43,9 +44,17 @@ pools of every plan it relays, so a plan the collector publishes later (another
 travel mode, a new metric) needs no restart; earlier pools stay for late
 reports.
 It presents the bearer token in --token-file (default DIR/batch.token): copy
-the collector's token file there (mode 0600).`,
-		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081`,
-		Args:    cobra.NoArgs,
+the collector's token file there (mode 0600).
+
+Replicas: with --store postgres://…, any number of shuffler processes share
+one PostgreSQL database (its own, apart from the collector's: the shuffler
+must not read what the collector stores): apps may upload to any of them, a
+retried upload is a duplicate whichever replica took the first, each pool is
+released by one replica at a time, never below n_min, and a released batch is
+forwarded by one replica (another takes over if it dies).`,
+		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081
+  PGPASSWORD=… blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --store postgres://blanket@db.internal/shuffler`,
+		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if err := requireFlags(cmd, "collector"); err != nil {
 				return err
@@ -77,7 +86,7 @@ the collector's token file there (mode 0600).`,
 			}
 			defer ln.Close()
 			reg := newRegistry(nil)
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -107,7 +116,7 @@ the collector's token file there (mode 0600).`,
 				"GET  /                     the dashboard: the plan and each pool's fill",
 				"GET  /v1/pools             each pool's fill against n_min",
 			}, adminOpsRoutes...)...)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),
 	}
