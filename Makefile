@@ -6,7 +6,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin
 OUT         := demo-out
 
-.PHONY: all build deps test test-short audit bench lint fmt demo generate check-generate clean
+.PHONY: all build deps test test-short audit bench lint fmt demo generate check-generate clean loadtest
 
 all: build
 
@@ -68,8 +68,15 @@ test: ## run every test: the race detector on everything but the pure-math accou
 AUDIT_FILES = $(shell find . -name '*_audit_test.go' -not -path './.git/*')
 AUDIT_TESTS = $(shell grep -ho '^func Test[A-Za-z0-9_]*' $(AUDIT_FILES) | cut -c6- | paste -sd'|' -)
 
-audit: ## the deep audit grids (*_audit_test.go, build tag audit); CI runs them after make test
+# The shuffler's and the collector's whole suites also run with every
+# fixture on PostgreSQL (BLANKET_TEST_STORE=postgres, internal/servertest):
+# make test runs them on SQLite, and their store tests on both.
+STORE_PKGS := ./collector/ ./collector/shuffler/
+
+audit: deps
+audit: ## the deep audit grids (*_audit_test.go, build tag audit), and the store suites on PostgreSQL; CI runs them after make test
 	$(GO) test -tags audit -timeout 60m -count=1 -run '^($(AUDIT_TESTS))$$' $(sort $(dir $(AUDIT_FILES)))
+	BLANKET_TEST_STORE=postgres GOGC=400 $(GO) test -race $(NORACE) -timeout 30m -count=1 $(STORE_PKGS)
 
 test-short: ## fast tests only
 	$(GO) test -short -count=1 ./...

@@ -71,6 +71,16 @@ var settings = []string{
 	"max_connections=300", "shared_buffers=64MB",
 }
 
+// durableSettings replace settings under Durable: PostgreSQL's own
+// durability (every commit synced) and a production-like buffer cache.
+var durableSettings = []string{"max_connections=300", "shared_buffers=256MB"}
+
+// Durable, set before the first URL, starts the server with PostgreSQL's
+// default durability (fsync, synchronous commit, full page writes)
+// instead of none: for measurements (make loadtest), where a commit must
+// cost what it costs in production.
+var Durable bool
+
 var (
 	mu      sync.Mutex
 	shared  *server // the running server, nil before the first URL and after Stop
@@ -322,7 +332,11 @@ func launch(bin, dir string, attr *syscall.SysProcAttr) (*server, error) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	args := []string{"-D", dir, "-k", "", "-p", strconv.Itoa(port), "-c", "listen_addresses=127.0.0.1"}
-	for _, kv := range settings {
+	set := settings
+	if Durable {
+		set = durableSettings
+	}
+	for _, kv := range set {
 		args = append(args, "-c", kv)
 	}
 	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
