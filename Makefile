@@ -133,5 +133,12 @@ demo: build
 	$(GO) build -o $(BIN)/fleet ./examples/fleet
 	@TRAVEL=$(TRAVEL) bash examples/fleet/demo.sh $(BIN)/blanket $(BIN)/fleet examples/plan.yaml $(OUT) $(FLEET_FLAGS)
 
+# A million reports through real blanket processes on SQLite (one blanket
+# serve) and on PostgreSQL with 1, 2 and 4 replicas per role: throughput,
+# upload latency, peak RSS and CPU per process (examples/loadtest).
+# LOAD_N, LOAD_CONFIGS (e.g. "sqlite pg2"), LOAD_CONNS and LOAD_PER tune it.
+loadtest: build deps
+	BLANKET_BIN=$(abspath $(BIN)/blanket) $(GO) test -tags loadtest -run '^TestLoad$$' -v -count=1 -timeout 3h ./examples/loadtest
+
 clean:
 	rm -rf $(BIN) $(OUT)
