@@ -79,6 +79,20 @@
 // acknowledged without counting, so a batch is counted once however often
 // it is delivered and wherever the collector dies.
 //
+// # Replicas
+//
+// With CollectorOptions.Store a PostgreSQL URL, the collector keeps its
+// state in that database (schema blanket_collector, created and migrated at
+// start), its private key included, and any number of collector processes
+// may share it, behind one address for the shufflers. The first replica to
+// start generates the key and publishes (calibrates) the plan; the others,
+// serialized by an advisory lock, reuse both, so every replica serves the
+// same plan and key. A batch is counted once whichever replica ingests it,
+// however often (its id is the primary key of the table ingested, written
+// in the ingest's transaction), and the statistics are merged under row
+// locks (store_postgres.go has the argument). Opening reports (HPKE) is
+// the collector's main cost: throughput grows with the replicas' cores.
+//
 // Epochs: statistics merge only within an epoch and period; the epoch is
 // the first 16 hex digits of the published plan's digest (which covers
 // every eps0 and the key).

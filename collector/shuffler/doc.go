@@ -72,10 +72,40 @@
 //	outgoing(id BLOB PK, metric, n, body) released batches until acknowledged
 //
 // Every acknowledgement follows a committed transaction (WAL,
-// synchronous=FULL). Accepting an upload inserts its ids into seen and its
+// synchronous=FULL; on PostgreSQL, keep synchronous_commit on, its
+// default). Accepting an upload inserts its ids into seen and its
 // reports into pool in one transaction (concurrent uploads share it: group
 // commit). Releasing moves reports from pool to outgoing in one
 // transaction.
+//
+// # Replicas
+//
+// With Options.Store a PostgreSQL URL, the shuffler keeps its state in that
+// database (schema blanket_shuffler, created and migrated at start), and
+// any number of shuffler processes on any machines may share it: apps
+// upload to any of them. The database must be the shuffler's own, apart
+// from the collector's (the shuffler must not read what the collector
+// stores). Across replicas:
+//
+//   - an id is remembered once: a retried upload is a duplicate whichever
+//     replica took the first (the salt of the id hashes is in the
+//     database);
+//   - a pool is released by one replica at a time (a transaction-scoped
+//     advisory lock per pool), never below n_min, its reports deleted in the
+//     transaction that writes the batch: a replica killed mid-release
+//     leaves them pooled;
+//   - a released batch is forwarded by the replica holding its lease; if
+//     that replica dies another takes over once the lease ends
+//     (ForwardTimeout and a minute);
+//   - ids are forgotten at their period's deadline (its end and the
+//     grace) rather than after DedupWindow, and a period some of whose ids
+//     are forgotten is refused by every replica (store_postgres.go has the
+//     argument).
+//
+// PostgreSQL keeps deleted rows in its pages until VACUUM reuses them,
+// where SQLite overwrites them (secure_delete): released reports linger in
+// the shuffler's database files for a while; they are sealed to the
+// collector's key.
 //
 // Dedup retention: ids are kept in generations of DedupWindow/4 accepted
 // reports; when a generation fills, the ids of the oldest beyond the last
