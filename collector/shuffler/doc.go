@@ -95,8 +95,8 @@
 //     transaction that writes the batch: a replica killed mid-release
 //     leaves them pooled;
 //   - a released batch is forwarded by the replica holding its lease; if
-//     that replica dies another takes over once the lease ends
-//     (ForwardTimeout and a minute);
+//     that replica dies another takes over once the lease ends (within a
+//     minute);
 //   - ids are forgotten at their period's deadline (its end and the
 //     grace) rather than after DedupWindow, and a period some of whose ids
 //     are forgotten is refused by every replica (store_postgres.go has the

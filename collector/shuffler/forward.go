@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -38,6 +39,14 @@ func (s *Shuffler) backoff(attempts int) time.Duration {
 	}
 	return d/2 + rand.N(d/2+1)
 }
+
+// leaseSeconds is how long a replica holds an outgoing batch it sends
+// (PostgreSQL store) without renewing, and leaseRenew how often it renews
+// while the send lasts.
+const (
+	leaseSeconds = 60
+	leaseRenew   = 20 * time.Second
+)
 
 // errLeased reports an outgoing batch another replica is sending (or
 // has acknowledged).
@@ -134,7 +143,7 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 // it and the batch was deleted, else the HTTP status (0 without one) and
 // the error.
 func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
-	body, ok, err := s.st.claim(ctx, b.id, int64((s.o.ForwardTimeout+time.Minute)/time.Second))
+	body, ok, err := s.st.claim(ctx, b.id, leaseSeconds)
 	if err != nil {
 		return 0, fmt.Errorf("reading batch: %w", err)
 	}
@@ -143,6 +152,25 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, s.o.ForwardTimeout)
 	defer cancel()
+	// The lease is renewed while the collector works on the batch, so
+	// that a replica that dies leaves it to the others within a lease.
+	var renewing sync.WaitGroup
+	defer renewing.Wait()
+	defer cancel()
+	renewing.Go(func() {
+		t := time.NewTicker(leaseRenew)
+		defer t.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+				if err := s.st.renew(actx, b.id, leaseSeconds); err != nil && actx.Err() == nil {
+					s.log.Warn("renewing the lease of a batch being sent", "batch", b.id.String(), "error", err)
+				}
+			}
+		}
+	})
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, strings.TrimSuffix(s.o.Collector, "/")+"/v1/batches", bytes.NewReader(body))
 	if err != nil {
 		return 0, err

@@ -50,8 +50,12 @@ type store interface {
 	// claim returns the body of outgoing batch id for this process to
 	// send, or ok = false when another replica is sending it (a lease of
 	// lease seconds: a replica that dies mid-send leaves the batch to
-	// the others once it ends) or it is gone.
+	// the others once it ends) or it is gone. This process may claim a
+	// batch it holds again.
 	claim(ctx context.Context, id report.ID, lease int64) (body []byte, ok bool, err error)
+	// renew extends this process's lease of outgoing batch id to lease
+	// seconds from now.
+	renew(ctx context.Context, id report.ID, lease int64) error
 	// acknowledged deletes outgoing batch id.
 	acknowledged(ctx context.Context, id report.ID) error
 	// outgoingCount returns the number of outgoing batches.

@@ -28,8 +28,8 @@ package shuffler
 //     envelopes. No id is thus pooled twice, whatever the replicas'
 //     clocks or graces.
 //   - An outgoing batch is sent by the replica that holds its lease
-//     (claim); the lease of a replica that died ends after
-//     ForwardTimeout and a minute, and another replica sends it. Two
+//     (claim), renewed while the send lasts; the lease of a replica that
+//     died ends within a minute, and another replica sends it. Two
 //     deliveries of one batch are harmless: the collector counts a batch
 //     id once.
 
@@ -405,6 +405,11 @@ func (st *pgStore) claim(ctx context.Context, id report.ID, lease int64) ([]byte
 		return nil, false, nil
 	}
 	return body, err == nil, err
+}
+
+func (st *pgStore) renew(ctx context.Context, id report.ID, lease int64) error {
+	_, err := st.pool.Exec(ctx, `UPDATE outgoing SET lease_until = now() + make_interval(secs => $3) WHERE id = $1 AND owner = $2`, id[:], st.owner, float64(lease))
+	return err
 }
 
 func (st *pgStore) acknowledged(ctx context.Context, id report.ID) error {
