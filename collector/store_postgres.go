@@ -127,7 +127,7 @@ func (st *pgStore) lockPublish(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, pgdb.LockClass(), int32(pgdb.LockPublish)); err != nil {
+	if err := pgdb.Lock(ctx, conn, pgdb.LockPublish); err != nil {
 		conn.Release()
 		return nil, err
 	}

@@ -48,9 +48,11 @@ const (
 	leaseRenew   = 20 * time.Second
 )
 
-// errLeased reports an outgoing batch another replica is sending (or
-// has acknowledged).
-var errLeased = errors.New("another replica is sending the batch")
+// leasedError reports an outgoing batch another replica is sending,
+// under a lease until until (zero: the batch is gone, acknowledged).
+type leasedError struct{ until time.Time }
+
+func (e *leasedError) Error() string { return "another replica is sending the batch" }
 
 // forwardLoop delivers outgoing batches until ctx is done: each batch is
 // retried with exponential backoff until the collector acknowledges it,
@@ -87,11 +89,13 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 				delete(live, b.id)
 				continue
 			}
-			if errors.Is(err, errLeased) {
-				// Look again later: the replica sending it may die.
-				st.next = time.Now().Add(s.o.RetryMax)
-				if wait < 0 || s.o.RetryMax < wait {
-					wait = s.o.RetryMax
+			if le := (*leasedError)(nil); errors.As(err, &le) {
+				// Another replica sends it (or it is gone): look again
+				// when its lease ends, in case that replica died.
+				d := min(max(time.Until(le.until), 0)+time.Second, s.o.RetryMax)
+				st.next = time.Now().Add(d)
+				if wait < 0 || d < wait {
+					wait = d
 				}
 				continue
 			}
@@ -143,12 +147,12 @@ func (s *Shuffler) forwardLoop(ctx context.Context) {
 // it and the batch was deleted, else the HTTP status (0 without one) and
 // the error.
 func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
-	body, ok, err := s.st.claim(ctx, b.id, leaseSeconds)
+	body, busyUntil, err := s.st.claim(ctx, b.id, leaseSeconds)
 	if err != nil {
 		return 0, fmt.Errorf("reading batch: %w", err)
 	}
-	if !ok {
-		return 0, errLeased
+	if body == nil {
+		return 0, &leasedError{until: busyUntil}
 	}
 	actx, cancel := context.WithTimeout(ctx, s.o.ForwardTimeout)
 	defer cancel()

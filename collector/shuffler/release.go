@@ -66,11 +66,18 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	released := 0
 	for _, p := range pools {
 		if s.expired(p.metric) && p.n < int64(s.o.Plan.NMin) {
-			if err := s.expire(ctx, p.metric, p.suite); err != nil {
+			gone, err := s.expire(ctx, p.metric, p.suite)
+			if err != nil {
 				s.poolDirty.Store(true)
 				return released, err
 			}
-			emptied(p.metric)
+			if gone {
+				emptied(p.metric)
+			} else {
+				// It reached n_min since the sizes were read: released
+				// at the next look.
+				s.poolDirty.Store(true)
+			}
 			continue
 		}
 		if s.known(p.metric) != nil {
@@ -130,16 +137,16 @@ func (s *Shuffler) settled(key string, now time.Time) bool {
 // was pooled, to expire the pools of periods past their grace.
 const expirySweep = time.Minute
 
-// expire deletes the pooled reports of key (a period past its deadline,
-// below n_min) and counts them.
-func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) error {
-	n, err := s.st.expire(ctx, key, suite)
-	if err != nil {
-		return err
+// expire deletes the pooled reports of key (a period past its deadline)
+// if it is still below n_min, counts them, and reports whether it did.
+func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) (bool, error) {
+	n, err := s.st.expire(ctx, key, suite, s.o.Plan.NMin)
+	if err != nil || n == 0 {
+		return false, err
 	}
 	s.c.expired.Add(n)
 	s.log.Warn("a pool did not reach n_min by its deadline: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
-	return nil
+	return true, nil
 }
 
 // releaseOne moves up to limit (at most MaxBatch) pooled reports of one metric and suite,

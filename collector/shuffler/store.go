@@ -2,6 +2,7 @@ package shuffler
 
 import (
 	"context"
+	"time"
 
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -36,8 +37,9 @@ type store interface {
 	forget(ctx context.Context, now, grace int64) (bool, error)
 	// poolSizes returns the reports pooled per pool key and suite.
 	poolSizes(ctx context.Context) ([]poolSize, error)
-	// expire deletes the reports of a pool and returns how many.
-	expire(ctx context.Context, key string, suite uint16) (int64, error)
+	// expire deletes the reports of a pool if it holds fewer than nMin
+	// (counted under the pool's lock) and returns how many it deleted.
+	expire(ctx context.Context, key string, suite uint16, nMin int) (int64, error)
 	// release moves up to limit of the oldest reports of a pool into one
 	// outgoing batch, in one transaction, when there are at least nMin;
 	// it returns 0 (and changes nothing) otherwise, or when another
@@ -48,11 +50,11 @@ type store interface {
 	// first.
 	outgoing(ctx context.Context) ([]outgoingBatch, error)
 	// claim returns the body of outgoing batch id for this process to
-	// send, or ok = false when another replica is sending it (a lease of
-	// lease seconds: a replica that dies mid-send leaves the batch to
-	// the others once it ends) or it is gone. This process may claim a
-	// batch it holds again.
-	claim(ctx context.Context, id report.ID, lease int64) (body []byte, ok bool, err error)
+	// send, under a lease of lease seconds that this process may renew
+	// or claim again; a replica that dies leaves the batch to the others
+	// once the lease ends. It returns a nil body when the batch is gone,
+	// or is leased by another replica until busyUntil.
+	claim(ctx context.Context, id report.ID, lease int64) (body []byte, busyUntil time.Time, err error)
 	// renew extends this process's lease of outgoing batch id to lease
 	// seconds from now.
 	renew(ctx context.Context, id report.ID, lease int64) error

@@ -20,8 +20,8 @@ package shuffler
 //     in the pool. (SELECT … FOR UPDATE SKIP LOCKED alone would let racing
 //     replicas each take a part below n_min.)
 //   - Ids are forgotten only once their period's deadline passed, and the
-//     latest forgotten end per period length is recorded (forgotten) in
-//     the same transaction. An accept checks the forgotten periods after
+//     latest forgotten end per period length is recorded (forgotten) by
+//     the same statement, from the very rows it deletes. An accept checks the forgotten periods after
 //     its inserts, in its own transaction: an insert that raced a
 //     deletion of the same id waited for that deletion to commit, so the
 //     check sees it, and the accept rolls back and refuses the period's
@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -87,6 +88,9 @@ var pgMigrations = []string{
 	);
 	CREATE INDEX outgoing_seq ON outgoing (seq)`,
 }
+
+// acceptLockTimeout bounds an accept's wait on another replica's ids.
+const acceptLockTimeout = "2s"
 
 // pgStore is the shuffler's state in PostgreSQL, shared by replicas.
 type pgStore struct {
@@ -222,6 +226,13 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 		return results, nil
 	}
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		// A replica stalled mid-accept holds the locks of its ids; a
+		// retry of one of them here waits at most this long (the group
+		// is answered 503 and retried), not holding up every later
+		// upload to this replica behind it.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+acceptLockTimeout+`'`); err != nil {
+			return err
+		}
 		// The input deduplicated by id hash (the first of an id twice in
 		// one group wins); an id is remembered and its report pooled by
 		// one statement, for the hashes the insert into seen returns.
@@ -272,20 +283,17 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 }
 
 func (st *pgStore) forget(ctx context.Context, now, grace int64) (bool, error) {
-	var deleted int64
-	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
-		// period_end <= now is implied (grace >= 0) and uses the index.
-		const gone = `period_end <= $2 AND period_end + (CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE period_len END) <= $2`
-		if _, err := tx.Exec(ctx, `INSERT INTO forgotten (period_len, period_end)
-			SELECT period_len, max(period_end) FROM seen WHERE `+gone+` GROUP BY period_len
-			ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, grace, now); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM seen WHERE `+gone, grace, now)
-		deleted = tag.RowsAffected()
-		return err
-	})
-	return deleted > 0, err
+	// One statement: the periods recorded are exactly those of the ids
+	// deleted (two statements would see two snapshots, and an id
+	// committed between them would go unrecorded). period_end <= now is
+	// implied (grace >= 0) and uses the index.
+	tag, err := st.pool.Exec(ctx, `WITH gone AS (
+			DELETE FROM seen WHERE period_end <= $2 AND period_end + (CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE period_len END) <= $2
+			RETURNING period_len, period_end
+		)
+		INSERT INTO forgotten (period_len, period_end) SELECT period_len, max(period_end) FROM gone GROUP BY period_len
+		ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, grace, now)
+	return tag.RowsAffected() > 0, err
 }
 
 func (st *pgStore) poolSizes(ctx context.Context) ([]poolSize, error) {
@@ -324,13 +332,16 @@ func cmpOr(err, skip error) error {
 	return skip
 }
 
-func (st *pgStore) expire(ctx context.Context, key string, suite uint16) (int64, error) {
+func (st *pgStore) expire(ctx context.Context, key string, suite uint16, nMin int) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		if got, err := lockPool(ctx, tx, key, suite); err != nil || !got {
 			return cmpOr(err, errSkip)
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM pool WHERE metric = $1 AND suite = $2`, key, int32(suite))
+		// Only below n_min now: reports another replica pooled since the
+		// caller looked may have brought the pool to n_min.
+		tag, err := tx.Exec(ctx, `DELETE FROM pool WHERE metric = $1 AND suite = $2
+			AND (SELECT count(*) FROM pool WHERE metric = $1 AND suite = $2) < $3`, key, int32(suite), nMin)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -397,14 +408,19 @@ func (st *pgStore) outgoing(ctx context.Context) ([]outgoingBatch, error) {
 	return out, nil
 }
 
-func (st *pgStore) claim(ctx context.Context, id report.ID, lease int64) ([]byte, bool, error) {
+func (st *pgStore) claim(ctx context.Context, id report.ID, lease int64) ([]byte, time.Time, error) {
 	var body []byte
 	err := st.pool.QueryRow(ctx, `UPDATE outgoing SET owner = $2, lease_until = now() + make_interval(secs => $3)
 		WHERE id = $1 AND (owner = $2 OR lease_until <= now()) RETURNING body`, id[:], st.owner, float64(lease)).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return body, time.Time{}, err
 	}
-	return body, err == nil, err
+	var until time.Time
+	err = st.pool.QueryRow(ctx, `SELECT lease_until FROM outgoing WHERE id = $1`, id[:]).Scan(&until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, time.Time{}, nil // acknowledged meanwhile
+	}
+	return nil, until, err
 }
 
 func (st *pgStore) renew(ctx context.Context, id report.ID, lease int64) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/blanket-dp/blanket/internal/sqlitedb"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -323,8 +324,11 @@ func (st *sqliteStore) poolSizes(ctx context.Context) ([]poolSize, error) {
 	return out, nil
 }
 
-func (st *sqliteStore) expire(ctx context.Context, key string, suite uint16) (int64, error) {
-	r, err := st.db.W.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite))
+func (st *sqliteStore) expire(ctx context.Context, key string, suite uint16, nMin int) (int64, error) {
+	// One statement on the one writer: no upload commits between the
+	// count and the delete.
+	r, err := st.db.W.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ?
+		AND (SELECT COUNT(*) FROM pool WHERE metric = ? AND suite = ?) < ?`, key, int64(suite), key, int64(suite), nMin)
 	if err != nil {
 		return 0, err
 	}
@@ -387,13 +391,13 @@ func (st *sqliteStore) outgoing(ctx context.Context) ([]outgoingBatch, error) {
 }
 
 // claim reads the batch: one process sends every batch, no lease needed.
-func (st *sqliteStore) claim(ctx context.Context, id report.ID, _ int64) ([]byte, bool, error) {
+func (st *sqliteStore) claim(ctx context.Context, id report.ID, _ int64) ([]byte, time.Time, error) {
 	var body []byte
 	err := st.db.R.QueryRowContext(ctx, `SELECT body FROM outgoing WHERE id = ?`, id[:]).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
+		return nil, time.Time{}, nil
 	}
-	return body, err == nil, err
+	return body, time.Time{}, err
 }
 
 // renew does nothing: one process sends every batch.

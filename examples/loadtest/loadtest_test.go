@@ -178,6 +178,8 @@ func start(t *testing.T, s setup, name string, args ...string) *proc {
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stderr = logf
+	// Dies with the test process, however that ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

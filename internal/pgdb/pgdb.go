@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +20,43 @@ import (
 // SQLite file.
 func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// sessionSettings bound what one stalled replica can do to the others: a
+// replica stopped mid-transaction (its connection open) holds row locks
+// that another replica's upload or ingest then waits on; its transaction
+// is ended after idle_in_transaction_session_timeout, a dead peer's
+// connection is noticed by TCP keepalives within about a minute, and no
+// statement waits on a lock longer than lock_timeout (the commit fails,
+// the upload is answered 503 and retried). Advisory locks that may wait
+// long (migrations, a plan's calibration) are taken by polling (Lock).
+var sessionSettings = map[string]string{
+	"lock_timeout":                        "30s",
+	"idle_in_transaction_session_timeout": "60s",
+	"tcp_keepalives_idle":                 "30",
+	"tcp_keepalives_interval":             "10",
+	"tcp_keepalives_count":                "3",
+}
+
+// Lock takes the session advisory lock (LockClass, key) on conn, polling
+// with pg_try_advisory_lock (lock_timeout would cut a blocking wait
+// short) until it is free or ctx is done. Unlock it with
+// pg_advisory_unlock on the same connection.
+func Lock(ctx context.Context, conn *pgxpool.Conn, key int32) error {
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, lockClass, key).Scan(&got); err != nil {
+			return err
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // lockClass is the first key of the advisory locks Blanket takes (the
@@ -58,8 +96,16 @@ func Open(ctx context.Context, url, schema string, migrations []string, maxConns
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = "blanket " + schema
+	for k, v := range sessionSettings {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if cfg.MaxConns < 2 {
+		// A session advisory lock (LockPublish) holds one connection
+		// while the work it guards runs on another.
+		return nil, fmt.Errorf("pgdb: %s: pool_max_conns = %d, must be at least 2", Redact(url), cfg.MaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -79,11 +125,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, migrations 
 		return err
 	}
 	defer conn.Release()
-	key := fmt.Sprintf("%d", LockMigrate)
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext($2 || $3))`, lockClass, key, schema); err != nil {
+	var key int32
+	if err := conn.QueryRow(ctx, `SELECT hashtext($1)`, fmt.Sprintf("%d:%s", LockMigrate, schema)).Scan(&key); err != nil {
+		return err
+	}
+	if err := Lock(ctx, conn, key); err != nil {
 		return fmt.Errorf("locking for migrations: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext($2 || $3))`, lockClass, key, schema)
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, lockClass, key)
 	id := pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+id); err != nil {
 		return err

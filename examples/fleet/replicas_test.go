@@ -1,0 +1,779 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/pgtest"
+	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestMain stops the throwaway PostgreSQL server of TestReplicas, if it
+// started one.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// replicasPlanYAML is TestReplicas' plan: two k-RR metrics, daily periods,
+// a horizon of one period (the first collector calibrates it in about a
+// second) and a small n_min, so that the fleet fills a few dozen batches.
+const replicasPlanYAML = `version: 1
+target: {eps: 1, delta: 1.0e-6}
+n_min: 100
+period: 24h
+horizon: 1
+travel: separate
+metrics:
+  - name: replicas/screen
+    plugin: krr
+    categories: [home, search, settings, profile, inbox, compose]
+  - name: replicas/theme
+    plugin: krr
+    categories: [light, dark, auto]
+`
+
+// replicasWeights are the true distributions of the apps' values, by
+// metric, in the plan's order of categories.
+var replicasWeights = map[string][]float64{
+	"replicas/screen": {0.30, 0.25, 0.15, 0.12, 0.10, 0.08},
+	"replicas/theme":  {0.50, 0.30, 0.20},
+}
+
+const (
+	// replicasApps is the number of apps of the fleet, each sending one
+	// report of each metric; n_min more top the pools up at the end.
+	replicasApps = 1200
+	// replicasWorkers is the number of apps running at once.
+	replicasWorkers = 8
+	// replicasLoseAck: every replicasLoseAck-th acknowledgement of an
+	// upload is lost on its way to the app, which sends the same
+	// envelopes again (to the other shuffler).
+	replicasLoseAck = 5
+	// replicasLoseBatch: every replicasLoseBatch-th acknowledgement of a
+	// batch is lost on its way to the shuffler, which delivers the batch
+	// again (to the other collector).
+	replicasLoseBatch = 3
+	// replicasHedgeBatch: every replicasHedgeBatch-th batch is sent to
+	// both collectors at once, which ingest it concurrently.
+	replicasHedgeBatch = 4
+)
+
+// TestReplicas runs two replicas of each role as real processes on one
+// PostgreSQL server (a database per role: separate trust domains), the
+// collectors behind one round-robin address (collectorBalancer), and a
+// fleet of apps (the SDK: a Provider each, sealing under the published
+// plan and uploading with its outbox's retries) alternating between the
+// shufflers. Mid-stream it SIGKILLs one shuffler and one collector, and
+// restarts both on their stores at new addresses while the fleet goes on.
+// Acknowledgements are lost on the way back both to apps (appTransport)
+// and to shufflers (collectorBalancer), so uploads and batches are
+// delivered twice, to the other replica, and some batches are sent to
+// both collectors at once. Then every pool is topped up to n_min,
+// released and forwarded, and the collectors must have counted each
+// acknowledged report exactly once, in batches of at least n_min, with
+// estimates near the truth, and answer the same numbers.
+//
+// One shortcut: the leases of outgoing batches are ended by hand before
+// the killed shuffler restarts (expireLeases), as a minute passing would.
+//
+// BLANKET_BIN=path runs a prebuilt blanket instead of building one (e.g.
+// one built with go build -overlay to check that a fault is caught).
+func TestReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds blanket and runs four servers on PostgreSQL; skipped in -short mode")
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	lb := newCollectorBalancer(replicasLoseBatch, replicasHedgeBatch)
+	var procs []*replica
+	// Registered first, so it runs last: after every process is killed.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range procs {
+			p.dumpLog(t)
+		}
+		t.Logf("collector balancer:\n%s", strings.Join(lb.tally().events, "\n"))
+	})
+
+	bin := buildBlanket(t, dir)
+	planFile := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(planFile, []byte(replicasPlanYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(dir, "batch.token")
+	if _, _, err := secrets.LoadOrCreateToken(token); err != nil {
+		t.Fatal(err)
+	}
+	shufflerDB, collectorDB := pgtest.URL(t), pgtest.URL(t)
+	front := httptest.NewServer(lb)
+	t.Cleanup(front.Close)
+
+	startCollector := func(slot int, name string) *replica {
+		r := startReplica(ctx, t, &procs, bin, dir, name, "collector", "--data", filepath.Join(dir, fmt.Sprintf("collector-%d", slot+1)),
+			"--plan", planFile, "--store", collectorDB, "--token-file", token, "--addr", "127.0.0.1:0")
+		lb.setBackend(slot, r.url)
+		return r
+	}
+	startShuffler := func(slot int, name string) *replica {
+		return startReplica(ctx, t, &procs, bin, dir, name, "shuffler", "--data", filepath.Join(dir, fmt.Sprintf("shuffler-%d", slot+1)),
+			"--plan", planFile, "--store", shufflerDB, "--token-file", token, "--collector", front.URL,
+			"--addr", "127.0.0.1:0", "--release-interval", "100ms")
+	}
+	// The first collector generates the key and calibrates the plan; the
+	// second must serve the same.
+	col := []*replica{startCollector(0, "collector-1"), nil}
+	col[1] = startCollector(1, "collector-2")
+	planJSON := samePlan(ctx, t, col[0], col[1])
+	shf := []*replica{startShuffler(0, "shuffler-1"), startShuffler(1, "shuffler-2")}
+	// Apps fetch the plan from a shuffler, which relays the collectors'.
+	var relayed []byte
+	if err := getBody(ctx, shf[1].url+"/v1/plan", &relayed); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Parse(relayed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := plan.Parse(planJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Epoch() != served.Epoch() || pl.CollectorKey != served.CollectorKey {
+		t.Fatalf("the shuffler relays epoch %s, key %s; the collectors serve epoch %s, key %s", pl.Epoch(), pl.CollectorKey, served.Epoch(), served.CollectorKey)
+	}
+	t.Logf("%v: 2 collectors and 2 shufflers up, plan epoch %s", time.Since(began).Round(time.Millisecond), pl.Epoch())
+
+	// The apps and the truth. Each app records one value of each metric
+	// in the current period and reports it once the period closed (its
+	// clock jumps past the period's end).
+	rng := rand.New(rand.NewPCG(7, 13))
+	apps := make([][]appValue, replicasApps+pl.NMin) // the last n_min top the pools up
+	truth := map[string]map[string]int64{}
+	for _, m := range pl.Metrics {
+		truth[m.Name] = map[string]int64{}
+	}
+	for i := range apps {
+		for _, m := range pl.Metrics {
+			c := m.Categories[weighted(rng, replicasWeights[m.Name])]
+			apps[i] = append(apps[i], appValue{metric: m.Name, category: c})
+			truth[m.Name][c]++
+		}
+	}
+	period := pl.PeriodOf(time.Now())
+	recordAt, closeAt := time.Now(), pl.PeriodStart(period+1).Add(time.Minute)
+	cache := client.NewRandomizerCache(nil)
+	defer cache.Close()
+	up := newAppTransport([]string{shf[0].url, shf[1].url}, replicasLoseAck)
+
+	// The fleet: apps [0, gate) run while the replicas are killed and
+	// restarted; apps from gate on wait for the restart.
+	killAt, restartAt, gate := int64(replicasApps*3/10), int64(replicasApps*5/10), replicasApps*6/10
+	fctx, fcancel := context.WithCancelCause(ctx)
+	restarted := make(chan struct{})
+	var next, done, sdkRetries atomic.Int64
+	var wg sync.WaitGroup
+	defer func() {
+		fcancel(nil)
+		wg.Wait()
+	}()
+	for range replicasWorkers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= replicasApps || fctx.Err() != nil {
+					return
+				}
+				if i >= gate {
+					select {
+					case <-restarted:
+					case <-fctx.Done():
+						return
+					}
+				}
+				st, err := runApp(fctx, pl, cache, up, apps[i], recordAt, closeAt)
+				if err != nil {
+					fcancel(fmt.Errorf("app %d: %w", i, err))
+					return
+				}
+				sdkRetries.Add(st.Retries)
+				done.Add(1)
+			}
+		})
+	}
+	waitDone := func(n int64) {
+		for done.Load() < n {
+			if fctx.Err() != nil {
+				t.Fatalf("the fleet stopped: %v", context.Cause(fctx))
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	waitDone(killAt)
+	up.setOutage(true)
+	col[0].kill()
+	shf[0].kill()
+	t.Logf("%v: SIGKILLed %s and %s after %d apps", time.Since(began).Round(time.Millisecond), col[0].name, shf[0].name, done.Load())
+	waitDone(restartAt)
+	// A batch the killed shuffler was sending stays leased to it for a
+	// minute (leaseSeconds in collector/shuffler/forward.go), and the
+	// other replica looks at a leased batch again only a minute later:
+	// the test cannot wait that long, so it ends the leases as the clock
+	// would. A live replica's send that loses its lease so may be
+	// repeated by the restarted one; the collector counts it once.
+	expired, err := expireLeases(ctx, shufflerDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col[0] = startCollector(0, "collector-1-restarted")
+	shf[0] = startShuffler(0, "shuffler-1-restarted")
+	up.setShuffler(0, shf[0].url)
+	up.setOutage(false)
+	close(restarted)
+	t.Logf("%v: restarted both after %d apps (%d leases of outgoing batches ended)", time.Since(began).Round(time.Millisecond), done.Load(), expired)
+	wg.Wait()
+	if err := context.Cause(fctx); err != nil {
+		t.Fatalf("the fleet stopped: %v", err)
+	}
+	t.Logf("%v: %d apps acknowledged (%d SDK upload retries)", time.Since(began).Round(time.Millisecond), done.Load(), sdkRetries.Load())
+
+	// Top up: once no pool holds n_min, one upload of n_min apps' reports
+	// (stored in one transaction) brings every pool to at least n_min, so
+	// that its next release takes it whole.
+	waitFor(ctx, t, 30*time.Second, "every pool below n_min", func() (bool, string) {
+		var st shuffler.PoolsStatus
+		if err := getJSONCtx(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range st.Pools {
+			if p.Reports >= int64(st.NMin) {
+				return false, fmt.Sprintf("%+v", st)
+			}
+		}
+		return true, ""
+	})
+	topUp := &captureTransport{}
+	for _, a := range apps[replicasApps:] {
+		if _, err := runApp(ctx, pl, cache, topUp, a, recordAt, closeAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := up.uploadAll(ctx, topUp.envelopes()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Drain: every pool released, every batch acknowledged, every
+	// acknowledged report counted.
+	acked := up.ackedByMetric()
+	waitFor(ctx, t, 60*time.Second, "every pool released and forwarded", func() (bool, string) {
+		var st shuffler.PoolsStatus
+		if err := getJSONCtx(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
+			return false, err.Error()
+		}
+		var list collector.MetricList
+		if err := getJSONCtx(ctx, col[1].url+"/v1/metrics", &list); err != nil {
+			return false, err.Error()
+		}
+		counted := true
+		for _, m := range list.Metrics {
+			counted = counted && m.N >= acked[m.Name]
+		}
+		return len(st.Pools) == 0 && st.Outgoing == 0 && counted, fmt.Sprintf("pools %+v; collector %+v; acknowledged %v; batches answered other than 200, by status: %v", st, list.Metrics, acked, lb.tally().refused)
+	})
+	// A redundant send still in flight (a replica whose lease was ended)
+	// lands before the counts are read.
+	time.Sleep(500 * time.Millisecond)
+	t.Logf("%v: drained", time.Since(began).Round(time.Millisecond))
+
+	checkUploads(t, up)
+	batchIDs := checkBalancer(t, lb)
+	// The restarted collector serves the same plan.
+	samePlan(ctx, t, col[0], col[1])
+	checkCollectors(ctx, t, pl, col, acked, truth, period, batchIDs)
+	t.Logf("%v: done", time.Since(began).Round(time.Millisecond))
+}
+
+// checkUploads checks what the shufflers answered the apps: every report
+// id accepted by exactly one of them, every exact retry sent to the other
+// shuffler answered as duplicates.
+func checkUploads(t *testing.T, up *appTransport) {
+	t.Helper()
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	for _, e := range up.errs {
+		t.Error(e)
+	}
+	if up.accepted != len(up.ackedBy) {
+		t.Errorf("the shufflers accepted %d reports over all acknowledgements, for %d distinct ids: an id was accepted twice or never", up.accepted, len(up.ackedBy))
+	}
+	if up.rechecks == 0 || up.rechecks < up.lostAcks/2 {
+		t.Errorf("%d uploads retried on the other shuffler after %d lost acknowledgements, want most of them", up.rechecks, up.lostAcks)
+	}
+	if up.failures == 0 {
+		t.Error("no upload failed: the killed shuffler was not exercised")
+	}
+	t.Logf("uploads: %d reports acknowledged, %d acknowledgements lost, %d exact retries answered as duplicates by the other shuffler, %d uploads failed (retried)",
+		len(up.ackedBy), up.lostAcks, up.rechecks, up.failures)
+}
+
+// checkBalancer checks what the collectors answered the shufflers: every
+// batch counted by exactly one answer (also when both collectors ingested
+// it at once), every batch whose answer was lost delivered again and
+// answered as a duplicate, and no batch refused or failed. It returns the
+// ids of the batches counted.
+func checkBalancer(t *testing.T, lb *collectorBalancer) map[string]bool {
+	t.Helper()
+	tl := lb.tally()
+	counted, dups, lost := tl.counted, tl.dups, tl.lost
+	for status, n := range tl.refused {
+		t.Errorf("%d answers to batches with status %d (0: unreadable), want 200", n, status)
+	}
+	if tl.hedged == 0 {
+		t.Error("no batch was sent to both collectors at once: concurrent ingests were not exercised")
+	}
+	ids := map[string]bool{}
+	for id, n := range counted {
+		ids[id] = true
+		if n != 1 {
+			t.Errorf("batch %s was counted by %d acknowledgements, want 1", id, n)
+		}
+	}
+	for id := range lost {
+		if counted[id] == 0 {
+			t.Errorf("batch %s: its acknowledgement was lost, yet no acknowledgement counted it", id)
+		}
+		if dups[id] == 0 {
+			t.Errorf("batch %s: its acknowledgement was lost, yet it was never delivered again as a duplicate", id)
+		}
+	}
+	if len(lost) == 0 {
+		t.Error("no batch acknowledgement was lost: redelivery was not exercised")
+	}
+	// The outage spans a fifth of the fleet (about 500 reports, 5
+	// batches), which the balancer sends to the collectors in turn.
+	if tl.failovers == 0 {
+		t.Error("no request failed over from the killed collector: its kill was not exercised")
+	}
+	t.Logf("batches: %d counted, %d acknowledgements lost, %d sent to both collectors at once, %d duplicate deliveries, %d requests failed over to the other collector",
+		len(counted), len(lost), tl.hedged, sumValues(dups), tl.failovers)
+	return ids
+}
+
+// checkCollectors checks both collectors' estimates: the same answer from
+// each, every acknowledged report counted once, no batch below n_min, and
+// each category's count estimate near the truth.
+func checkCollectors(ctx context.Context, t *testing.T, pl *plan.Plan, col []*replica, acked map[string]int64,
+	truth map[string]map[string]int64, period int64, batchIDs map[string]bool) {
+	t.Helper()
+	start := pl.PeriodStart(period)
+	// The z-test's threshold: each category's estimate minus its true
+	// count, over the estimator's standard deviation at the true count
+	// (ldp.Pure.Variance, Wang et al. 2017), is a sum of ~1300 independent
+	// bounded terms, close to standard normal. With a two-sided normal
+	// tail of falseFailure/items per category, a correct run fails with
+	// probability falseFailure (1e-6) over all items by the union bound
+	// (|z| <= 5.3 for the plan's 9 categories).
+	items := 0
+	for _, m := range pl.Metrics {
+		items += len(m.Categories)
+	}
+	zMax := math.Sqrt2 * math.Erfcinv(falseFailure/float64(items))
+	seen := map[string]bool{}
+	outside, conf := 0, 0.0
+	for _, m := range pl.Metrics {
+		var bodies [2][]byte
+		for i, c := range col {
+			if err := getBody(ctx, c.url+"/v1/metrics/"+m.Name+"?horizon=0", &bodies[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(bodies[0], bodies[1]) {
+			t.Errorf("%s: the collectors answer differently:\n%s:\n%s\n%s:\n%s", m.Name, col[0].name, bodies[0], col[1].name, bodies[1])
+		}
+		var d collector.MetricDetail
+		if err := json.Unmarshal(bodies[1], &d); err != nil {
+			t.Fatal(err)
+		}
+		var n, malformed int64
+		var est *collector.PeriodEstimate
+		for i, p := range d.Periods {
+			n += p.N
+			malformed += p.Malformed
+			var inBatches int64
+			for _, b := range p.BatchList {
+				if b.N+b.Malformed < int64(pl.NMin) {
+					t.Errorf("%s: batch %s holds %d reports (%d malformed), below n_min = %d", m.Name, b.ID, b.N+b.Malformed, b.Malformed, pl.NMin)
+				}
+				if seen[b.ID] {
+					t.Errorf("%s: batch %s listed twice", m.Name, b.ID)
+				}
+				seen[b.ID] = true
+				inBatches += b.N
+			}
+			if inBatches != p.N {
+				t.Errorf("%s: the period's batches hold %d valid reports, its statistic %d", m.Name, inBatches, p.N)
+			}
+			if p.Start != nil && p.Start.Equal(start) {
+				est = &d.Periods[i]
+			}
+		}
+		switch {
+		case n > acked[m.Name]:
+			t.Errorf("%s: %d valid reports counted, %d acknowledged: some counted twice", m.Name, n, acked[m.Name])
+		case n < acked[m.Name]:
+			t.Errorf("%s: %d valid reports counted, %d acknowledged: some lost", m.Name, n, acked[m.Name])
+		}
+		if malformed != 0 {
+			t.Errorf("%s: %d malformed reports, want none", m.Name, malformed)
+		}
+		if len(d.Periods) != 1 || est == nil {
+			t.Errorf("%s: %d periods, want the one of %s", m.Name, len(d.Periods), start)
+			continue
+		}
+		if est.EstimateError != "" {
+			t.Errorf("%s: no estimate: %s", m.Name, est.EstimateError)
+			continue
+		}
+		r, err := krr.New(krr.Options{Categories: m.Categories})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pure, conf0 := r.Pure(est.Eps0), est.Confidence
+		conf = conf0
+		for _, e := range est.Estimates {
+			nv := float64(truth[m.Name][e.Label])
+			z := (e.Value - nv) / math.Sqrt(pure.Variance(float64(est.N), nv))
+			if math.Abs(z) > zMax || math.IsNaN(z) {
+				t.Errorf("%s %q: estimate %.1f, true count %.0f: z = %.2f, beyond %.2f", m.Name, e.Label, e.Value, nv, z, zMax)
+			}
+			if nv < e.Lo || nv > e.Hi {
+				outside++
+			}
+		}
+		t.Logf("%s: %d reports in %d batches, eps0 %.3f; estimates %v; truth %v", m.Name, n, est.Batches, est.Eps0, estimateValues(est.Estimates), truth[m.Name])
+	}
+	// The intervals' misses, treated as independent, at the same
+	// false-failure rate (binomialAllowance, report.go).
+	if allowed := binomialAllowance(items, 1-conf, falseFailure); outside > allowed {
+		t.Errorf("%d of %d true counts outside their %g%% intervals, at most %d allowed", outside, items, 100*conf, allowed)
+	}
+	for id := range batchIDs {
+		if !seen[id] {
+			t.Errorf("batch %s was acknowledged as counted but is in no metric's batch list", id)
+		}
+	}
+	for id := range seen {
+		if !batchIDs[id] {
+			t.Errorf("batch %s is listed but no acknowledgement counted it", id)
+		}
+	}
+}
+
+// appValue is one value an app records.
+type appValue struct {
+	metric, category string
+}
+
+// weighted returns an index drawn with the weights w (summing to 1).
+func weighted(rng *rand.Rand, w []float64) int {
+	u := rng.Float64()
+	for i, p := range w {
+		if u < p {
+			return i
+		}
+		u -= p
+	}
+	return len(w) - 1
+}
+
+// runApp runs one app on the SDK: a Provider on a fresh outbox records
+// values at recordAt; a second Provider on the same outbox, started at
+// closeAt (after the period's end), closes the period, sealing one report
+// per metric under the plan, and uploads them through rt in Flush,
+// retrying as the outbox does until a shuffler acknowledges them.
+func runApp(ctx context.Context, pl *plan.Plan, cache *client.RandomizerCache, rt http.RoundTripper, values []appValue, recordAt, closeAt time.Time) (client.Stats, error) {
+	ob := client.NewMemoryOutbox()
+	defer ob.Close()
+	cfg := client.Config{
+		Mode:        client.ModeOn,
+		Endpoint:    "http://shufflers.test", // rt routes it
+		Plan:        pl,
+		MaxEps0:     8,
+		Outbox:      ob,
+		Randomizers: cache,
+		HTTPClient:  &http.Client{Transport: rt, Timeout: 30 * time.Second},
+		UploadDelay: time.Hour, // upload in Flush only
+		RetryMin:    20 * time.Millisecond,
+		RetryMax:    500 * time.Millisecond,
+		Now:         func() time.Time { return recordAt },
+	}
+	p, err := client.NewProvider(ctx, cfg)
+	if err != nil {
+		return client.Stats{}, err
+	}
+	m := p.Meter("")
+	for _, v := range values {
+		if err := m.Categorical(v.metric).Record(ctx, v.category); err != nil {
+			p.Shutdown(ctx)
+			return client.Stats{}, err
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		return client.Stats{}, err
+	}
+	cfg.Now = func() time.Time { return closeAt }
+	p, err = client.NewProvider(ctx, cfg)
+	if err != nil {
+		return client.Stats{}, err
+	}
+	if err := p.Shutdown(ctx); err != nil { // Flush: uploads
+		return client.Stats{}, err
+	}
+	st := p.Stats()
+	if st.Messages != int64(len(values)) || st.Uploaded != st.Messages || st.Rejected != 0 || st.Dropped != 0 {
+		return st, fmt.Errorf("%d values recorded; stats %+v", len(values), st)
+	}
+	return st, nil
+}
+
+// expireLeases ends every lease on an outgoing batch in the shufflers'
+// database, as a minute passing would, and returns how many it ended.
+func expireLeases(ctx context.Context, dbURL string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(ctx, `UPDATE blanket_shuffler.outgoing SET lease_until = '-infinity' WHERE lease_until > now()`)
+	return tag.RowsAffected(), err
+}
+
+// buildBlanket builds cmd/blanket into dir (not race-instrumented), or
+// returns $BLANKET_BIN when set.
+func buildBlanket(t *testing.T, dir string) string {
+	t.Helper()
+	if bin := os.Getenv("BLANKET_BIN"); bin != "" {
+		return bin
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build blanket")
+	}
+	bin := filepath.Join(dir, "blanket")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/blanket-dp/blanket/cmd/blanket").CombinedOutput(); err != nil {
+		t.Fatalf("go build blanket: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// replica is a blanket server process.
+type replica struct {
+	name, logPath string
+	cmd           *exec.Cmd
+	url, admin    string        // its listeners
+	done          chan struct{} // closed when it has exited
+}
+
+// startReplica runs bin with args, its output in dir/name.log, waits
+// until it listens and answers GET /readyz, appends it to all and kills
+// it when t ends.
+func startReplica(ctx context.Context, t *testing.T, all *[]*replica, bin, dir, name string, args ...string) *replica {
+	t.Helper()
+	r := &replica{name: name, logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	logf, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan [2]string, 1)
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Stderr = logf
+	r.cmd.Stdout = &listenWatcher{w: logf, urls: urls}
+	if err := r.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	*all = append(*all, r)
+	go func() {
+		r.cmd.Wait()
+		logf.Close()
+		close(r.done)
+	}()
+	t.Cleanup(r.kill)
+	select {
+	case u := <-urls:
+		r.url, r.admin = u[0], u[1]
+	case <-r.done:
+		t.Fatalf("%s exited at start:\n%s", name, r.log())
+	case <-ctx.Done():
+		t.Fatalf("%s did not start: %v", name, ctx.Err())
+	}
+	waitFor(ctx, t, 30*time.Second, name+" ready", func() (bool, string) {
+		var b []byte
+		err := getBody(ctx, r.url+"/readyz", &b)
+		return err == nil, fmt.Sprint(err)
+	})
+	return r
+}
+
+// kill SIGKILLs r and waits until it has exited.
+func (r *replica) kill() {
+	r.cmd.Process.Kill() // fails only when it has exited
+	<-r.done
+}
+
+func (r *replica) log() string {
+	b, _ := os.ReadFile(r.logPath)
+	return string(b)
+}
+
+// dumpLog logs the end of r's output.
+func (r *replica) dumpLog(t *testing.T) {
+	const tail = 48 << 10
+	s := r.log()
+	if len(s) > tail {
+		s = "…" + s[len(s)-tail:]
+	}
+	t.Logf("%s (%s):\n%s", r.name, r.logPath, s)
+}
+
+// listenWatcher passes a blanket server's stdout to w and sends its
+// listeners' URLs ("blanket ROLE listening on URL", then "blanket ROLE
+// admin listening on URL") to urls once it has printed both.
+type listenWatcher struct {
+	w    io.Writer
+	urls chan<- [2]string
+	line []byte
+	got  [2]string
+	sent bool
+}
+
+func (l *listenWatcher) Write(p []byte) (int, error) {
+	l.w.Write(p)
+	l.line = append(l.line, p...)
+	for {
+		i := bytes.IndexByte(l.line, '\n')
+		if i < 0 {
+			break
+		}
+		f := strings.Fields(string(l.line[:i]))
+		l.line = l.line[i+1:]
+		if len(f) >= 5 && f[0] == "blanket" && f[len(f)-3] == "listening" {
+			if f[len(f)-4] == "admin" {
+				l.got[1] = f[len(f)-1]
+			} else {
+				l.got[0] = f[len(f)-1]
+			}
+		}
+		if !l.sent && l.got[0] != "" && l.got[1] != "" {
+			l.urls <- l.got
+			l.sent = true
+		}
+	}
+	return len(p), nil
+}
+
+// samePlan returns the plan both collectors serve, failing t unless they
+// serve the same bytes.
+func samePlan(ctx context.Context, t *testing.T, a, b *replica) []byte {
+	t.Helper()
+	var pa, pb []byte
+	if err := getBody(ctx, a.url+"/v1/plan", &pa); err != nil {
+		t.Fatal(err)
+	}
+	if err := getBody(ctx, b.url+"/v1/plan", &pb); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pa, pb) {
+		t.Fatalf("the collectors serve different plans:\n%s: %s\n%s: %s", a.name, pa, b.name, pb)
+	}
+	return pa
+}
+
+// testHTTP is the test's own client for GETs.
+var testHTTP = &http.Client{Timeout: 10 * time.Second}
+
+// getBody GETs url into *body; an answer other than 200 is an error.
+func getBody(ctx context.Context, url string, body *[]byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %.300s", url, resp.Status, b)
+	}
+	*body = b
+	return nil
+}
+
+// getJSONCtx GETs url and decodes its JSON into v.
+func getJSONCtx(ctx context.Context, url string, v any) error {
+	var b []byte
+	if err := getBody(ctx, url, &b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// waitFor polls cond every 50 ms until it holds, failing t after timeout
+// with what cond last said.
+func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not after %v: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func estimateValues(es []collector.ItemEstimate) map[string]float64 {
+	out := make(map[string]float64, len(es))
+	for _, e := range es {
+		out[e.Label] = math.Round(e.Value*10) / 10
+	}
+	return out
+}
