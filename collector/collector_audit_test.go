@@ -21,3 +21,9 @@ func TestCollectorKeyAndCalibrationPersistDeep(t *testing.T) {
 func TestEndToEndDeep(t *testing.T) {
 	endToEnd(t, 4000)
 }
+
+// TestShufflerReviewHorizonWindowsCoverNonNestedDeep is the 3000-case run of
+// TestShufflerReviewHorizonWindowsCoverNonNested.
+func TestShufflerReviewHorizonWindowsCoverNonNestedDeep(t *testing.T) {
+	horizonWindowsCoverNonNested(t, 3000)
+}

@@ -164,50 +164,6 @@ func TestBinomialAllowance(t *testing.T) {
 	}
 }
 
-// TestFleetPooled runs a small fleet under joint and parallel travel over
-// one day: one shuffler pool for the plan's messages, calibrated by the
-// collector for the joint or parallel mechanism; the estimates must pass
-// the fleet's own check. TestFleetPooledDeep (make audit) simulates 2
-// days.
-func TestFleetPooled(t *testing.T) {
-	fleetPooled(t, 1)
-}
-
-// fleetPooled runs TestFleetPooled over days simulated days.
-func fleetPooled(t *testing.T, days int) {
-	for _, travel := range []string{"joint", "parallel"} {
-		t.Run(travel, func(t *testing.T) {
-			n, nMin := 800, 250
-			if testing.Short() {
-				n, nMin = 600, 250
-			}
-			p := loadPlan(t, nMin)
-			p.Travel = travel
-			// One period's horizon: the collector calibrates the pooled
-			// mechanism in a second instead of composing 30 periods (the
-			// horizon calibration is TestFleet's and sdk/plan's).
-			p.Horizon = 1
-			url := startServer(t, p)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			var out, log bytes.Buffer
-			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: days, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
-			t.Log("\n" + out.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				t.Fatal("estimates off")
-			}
-			for _, want := range []string{travel + " travel", "guarantee per user over the horizon", "generic clone bound", "all reports estimated"} {
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("output lacks %q", want)
-				}
-			}
-		})
-	}
-}
-
 func TestShortDuration(t *testing.T) {
 	for in, want := range map[string]string{"24h0m0s": "24h", "1h30m0s": "1h30m", "1m0s": "1m", "30s": "30s", "1h0m30s": "1h0m30s"} {
 		if got := shortDuration(in); got != want {
