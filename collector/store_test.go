@@ -149,7 +149,7 @@ func ingestAll(cs []*Collector, bodies [][]byte) ([]IngestResult, []error) {
 func TestStoreReplicasIngestSameBatch(t *testing.T) {
 	for _, kind := range servertest.StoreKinds {
 		t.Run(kind, func(t *testing.T) {
-			storeSameBatch(t, kind, storeRounds(kind, 16), 12)
+			storeSameBatch(t, kind, storeRounds(kind, 8), 12)
 		})
 	}
 }

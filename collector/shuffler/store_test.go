@@ -138,7 +138,7 @@ func serveUploads(t *testing.T, s *Shuffler) string {
 // deadlock between the replicas' inserts would answer 503).
 func TestStoreReplicasDedupSameIDs(t *testing.T) {
 	for _, kind := range servertest.StoreKinds {
-		t.Run(kind, func(t *testing.T) { dedupSameIDs(t, kind, 25, 30) })
+		t.Run(kind, func(t *testing.T) { dedupSameIDs(t, kind, 10, 30) })
 	}
 }
 
@@ -252,7 +252,7 @@ func releasedBatches(t *testing.T, s *Shuffler) []report.Batch {
 // released reports plus those still pooled are exactly the accepted ones.
 func TestStoreReplicasRelease(t *testing.T) {
 	for _, kind := range servertest.StoreKinds {
-		t.Run(kind, func(t *testing.T) { replicasRelease(t, kind, 25) })
+		t.Run(kind, func(t *testing.T) { replicasRelease(t, kind, 10) })
 	}
 }
 
@@ -433,7 +433,7 @@ func openPGStores(t *testing.T, n int) []*pgStore {
 // if any id of p committed after the race is left to delete).
 // Whether a round hits that window is up to the scheduler; with two
 // forgets at once and the delays swept, many rounds of 80 do in practice.
-func TestPGForgetRacesRetries(t *testing.T) { forgetRacesRetries(t, 80) }
+func TestPGForgetRacesRetries(t *testing.T) { forgetRacesRetries(t, 30) }
 
 // forgetRacesRetries runs TestPGForgetRacesRetries over rounds rounds.
 func forgetRacesRetries(t *testing.T, rounds int) {
@@ -871,7 +871,7 @@ func TestPGStalledReplicaWedgesCommits(t *testing.T) {
 // statement (under the pool's advisory lock on PostgreSQL), and Release
 // then releases it. Whether a round hits the window is up to the
 // scheduler; with the delays swept, several rounds of 40 do in practice.
-func TestPGExpireRacesAccept(t *testing.T) { expireRacesAccept(t, 40) }
+func TestPGExpireRacesAccept(t *testing.T) { expireRacesAccept(t, 15) }
 
 // expireRacesAccept runs TestPGExpireRacesAccept over rounds rounds.
 func expireRacesAccept(t *testing.T, rounds int) {

@@ -261,8 +261,10 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 		return nil, err
 	}
 	if changed {
+		// Committed: answer it. The accepts check reloads at the next
+		// change (the store refuses forgotten periods itself).
 		if err := s.loadForgotten(ctx); err != nil {
-			return nil, err
+			s.log.Error("reading the forgotten periods", "error", err)
 		}
 	}
 	if s.o.Settle > 0 {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -178,13 +179,20 @@ func Ready(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// Redact returns url without its password, for errors and logs.
-func Redact(url string) string {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil || cfg.Password == "" {
-		return url
+// Redact returns url without its password (in the user part or a
+// password parameter), for errors and logs; a URL that does not parse is
+// not shown at all.
+func Redact(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "<unparseable store URL>"
 	}
-	return strings.Replace(url, ":"+cfg.Password+"@", ":xxxxx@", 1)
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // Querier is a pool, a connection or a transaction.
