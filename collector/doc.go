@@ -33,8 +33,11 @@
 // HPKE info. The shuffler pools each (pool, epoch) apart, so a released
 // batch holds at least n_min reports of one plan, and the collector opens
 // a tagged batch under that epoch's plan only, loading an earlier epoch
-// from its database when needed; a batch of an epoch it cannot open is
-// acknowledged once with every report malformed. Untagged batches are
+// from its database when needed; a batch of an epoch it never published
+// (under its key) is acknowledged once with every report malformed, and
+// one of an epoch published but whose plugins do not open here is refused
+// with 500, nothing stored, so that the shuffler retries it (another
+// replica, or this one once the plugin is back, counts it). Untagged batches are
 // opened under the epochs whose plans have their pool, current first (the
 // current and the MaxOlderEpochs before it). Apps also tag each envelope
 // with its reporting period (report.PeriodPoolKey:

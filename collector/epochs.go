@@ -230,7 +230,10 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	}
 	e, err := c.openStored(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s no longer opens: %v", errUnknownEpoch, id, err)
+		// Published, so its reports may open elsewhere: another replica
+		// with the plugin (a rolling upgrade), or this one once the
+		// plugin is back. Not acknowledged: the shuffler retries.
+		return nil, fmt.Errorf("collector: epoch %s was published but does not open here (the batch is not stored; it is retried): %w", id, err)
 	}
 	return e, nil
 }

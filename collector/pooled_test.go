@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -531,4 +532,40 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 	g := newShufflerFixture(t, shuffler.Options{Plan: p, Dir: dir, Collector: srv.URL})
 	upload(g.url, envelopes(periodKey("@joint", "00000000000000b1"), fakeSealed(1)), 1, 0)
 	upload(g.url, envelopes(report.PeriodPoolKey("@joint", "00000000000000b1", hour), fakeSealed(1)), 1, 0)
+}
+
+// TestCollectorEpochThatDoesNotOpenHere: a batch of an epoch this
+// collector published but whose plugin does not open here (a replica
+// still on the old plugin during a rolling upgrade, or a plugin gone for
+// a while) is refused with 500 and nothing is stored, so that the
+// shuffler retries it; once the plugin opens it is counted. (It was
+// acknowledged as all malformed, and lost.)
+func TestCollectorEpochThatDoesNotOpenHere(t *testing.T) {
+	f := newCollectorFixture(t, testPlan(t, 10))
+	oldPlan, old := f.c.Plan(), f.c.Epoch()
+	f.c.Close()
+	p2 := testPlan(t, 10)
+	p2.Metrics[0].Categories = []string{"search", "home", "settings", "profile"} // another epoch
+	refuseOld := func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
+		if name == "krr" && cfg.Categories[0] == "home" {
+			return nil, errors.New("plugin krr of the old epoch is not installed here")
+		}
+		return openBuiltin(ctx, name, cfg)
+	}
+	c, err := OpenCollector(context.Background(), CollectorOptions{Plan: p2, Dir: f.dir, Store: servertest.Store(t, f.dir), Open: refuseOld, Token: testToken, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	t.Cleanup(func() { c.Close() })
+	f.install()
+	body := batchBody(report.PoolKey(metric, old), sealKRR(t, oldPlan, metric, c.PublicKey(), krrValues(20, 3), 3))
+	if code, res := f.postBatch(t, body); code != http.StatusInternalServerError {
+		t.Fatalf("batch of an epoch that does not open here: %d %+v, want 500", code, res)
+	}
+	f.p = oldPlan
+	f.restart(t) // the plugin opens again
+	if code, res := f.postBatch(t, body); code != http.StatusOK || res.N != 20 || res.Duplicate {
+		t.Fatalf("the same batch once the plugin opens: %d %+v, want 20 counted", code, res)
+	}
 }
