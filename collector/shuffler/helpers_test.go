@@ -109,9 +109,7 @@ func sqliteDB(t testing.TB, s *Shuffler) *sqlitedb.DB {
 // SQLite store's migrations).
 func openSQLiteFile(t testing.TB, dir string) (*sql.DB, error) {
 	t.Helper()
-	if servertest.Store(t, dir) != "" {
-		t.Skip("a test of the SQLite store")
-	}
+	servertest.SQLiteOnly(t)
 	return sql.Open("sqlite", filepath.Join(dir, DBFile))
 }
 
