@@ -25,9 +25,16 @@ import (
 // the grace and comes after the carried value's period is closed
 // (stateGroups), in increasing order, by one step of the randomizer
 // (Stateful.Step) with that value and the run's stored state (nil at the
-// run's first step). The periods that ended more than the grace ago are
-// never stepped: the randomizer carries its state over skipped periods
-// itself.
+// run's first step). A period that ended more than the grace ago is
+// stepped only when a value was recorded in it, and its report is dropped
+// unsent (Stats.Expired); the others are not stepped, and hold the
+// carried value, which the randomizer carries over the periods it is not
+// stepped in. So the state a run's steps follow is, in every period, the
+// last value recorded at or before it, the history whose neighbours the
+// guarantee is stated for (docs/time.md §5): a value recorded in a period that
+// was too late to send steps in that period, not in the next one sent,
+// where it would change reports after the window it was recorded in, or
+// the next tree's.
 //
 // The step's new state is committed in the transaction that commits the
 // period's envelope (none when the step sent no report), closes the period
@@ -135,8 +142,12 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		c.Carry = carry(ms, g.key.period, *rec)
 	}
 	end := time.Unix(g.key.period.End(), 0)
-	if now.Sub(end) > grace {
-		// Too late to send: the value carries forward all the same.
+	late := now.Sub(end) > grace
+	val := rec
+	if val == nil && late {
+		// Too late to send and nothing recorded in it that the metric
+		// takes: the period holds the carried value, which the randomizer
+		// carries over periods it is not stepped in.
 		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
 			return false, err
 		}
@@ -145,7 +156,6 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		}
 		return false, nil
 	}
-	val := rec
 	if val == nil {
 		cv, err := p.carriedValue(ctx, ms.name)
 		if err != nil {
@@ -192,6 +202,23 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		return false, fmt.Errorf("client: metric %q: step to period %s answered %d reports and %d states for one value, or an empty state", ms.name, g.key.period, len(reports), len(next))
 	}
 	c.Step = &StateStep{Metric: ms.name, Plan: v.digest, Digest: ms.digest, Prev: prev, Next: next[0]}
+	if late {
+		// Too late to send: the step's report, if any, is dropped, but the
+		// state steps with the period's value, so that the randomizer sees
+		// the change in the period it was recorded in rather than in the
+		// next one stepped (a change carried into a later period, or into
+		// the next tree, would change reports outside the window the
+		// guarantee is stated for: docs/time.md §5, "What the guarantee protects").
+		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+			if errors.Is(err, ErrPeriodClosed) {
+				return p.closeStateLate(ctx, c, g)
+			}
+			return false, err
+		}
+		p.stats.steps.Add(1)
+		p.stats.expired.Add(1)
+		return false, nil
+	}
 	if len(reports[0]) > 0 {
 		env, err := seal(v, ms.pool, g.key.period, ms.binding, reports[0])
 		if err != nil {
@@ -201,14 +228,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 	}
 	err = p.outbox.ClosePeriod(ctx, c)
 	if errors.Is(err, ErrPeriodClosed) {
-		// Closed for the metric already (a report of it under another
-		// plan, or another process's step): the step is dropped unsent,
-		// and the value carries forward from the period.
-		c.Step, c.Envelope, c.Charges = nil, nil, nil
-		if err = p.outbox.ClosePeriod(ctx, c); err == nil {
-			p.stats.late.Add(int64(len(g.values)))
-			return false, nil
-		}
+		return p.closeStateLate(ctx, c, g)
 	}
 	if err != nil {
 		return false, err
@@ -219,6 +239,18 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		p.stats.messages.Add(1)
 	}
 	return c.Envelope != nil, nil
+}
+
+// closeStateLate closes a period that is closed for the metric already (a
+// report of it under another plan, or another process's step): the step
+// is dropped unsent, and the value carries forward from the period.
+func (p *Provider) closeStateLate(ctx context.Context, c PeriodClose, g *periodGroup) (bool, error) {
+	c.Step, c.Envelope, c.Charges = nil, nil, nil
+	if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		return false, err
+	}
+	p.stats.late.Add(int64(len(g.values)))
+	return false, nil
 }
 
 // carry returns the value of state metric ms carried forward from period:

@@ -129,9 +129,12 @@
 // committed in the transaction that commits the period's report, so that
 // neither a crash nor a second process loses a state or steps a period
 // twice once a step is committed; a crash before the commit steps the
-// period again at the next closing (nothing was sent). Periods that ended
-// more than the grace ago are not stepped; the randomizer carries its
-// state over them. States belong to one plan (a new plan, say with
+// period again at the next closing (nothing was sent). A period that ended
+// more than the grace ago is stepped only if a value was recorded in it,
+// and its report is dropped (Stats.Expired); the randomizer carries its
+// state over the others. So the randomizer follows the state history the
+// guarantee is stated for: the last value recorded at or before each
+// period (docs/time.md §5). States belong to one plan (a new plan, say with
 // another eps0, is a new protocol run, and the accountant composes plan
 // epochs): a new plan starts from no state, and the carried value goes on.
 // The carried value stays in clear on the device as long as the outbox.

@@ -355,3 +355,67 @@ func TestStateReplayRefused(t *testing.T) {
 		t.Errorf("carried %+v, %v; want true of period 0", c, err)
 	}
 }
+
+// TestStateStepsLatePeriodWithValue records a state metric's change in a
+// period that then closes too late to send (the app did not run for days
+// after it): the period is stepped all the same, with its value, and its
+// report dropped unsent (Stats.Expired), so that the randomizer sees the
+// change in the period it was recorded in; the periods after it without
+// a Record and too late to send are not stepped (the randomizer carries
+// the value over them). Were the late period skipped, the change would
+// step in the next period sent, which can lie after the window of the
+// guarantee or in the next tree (docs/time.md §5, "What the guarantee protects").
+func TestStateStepsLatePeriodWithValue(t *testing.T) {
+	ctx := context.Background()
+	f := stateServer(t)
+	dir := t.TempDir()
+	cfg, clk := clockConfig(f, dir)
+	cfg.UploadDelay = 1 << 40 // uploads only at Flush: the outbox is read between
+	var sp stepSpy
+	cfg.Randomizers = sp.cache(t)
+	o := sqliteOutbox(t, dir)
+	cfg.Outbox = o
+	p := newProvider(t, cfg)
+	enabled := p.Meter("app").Categorical("enabled")
+	if err := enabled.Record(ctx, "true"); err != nil { // period 0
+		t.Fatal(err)
+	}
+	clk.Set(t0.AddDate(0, 0, 1))
+	flush(t, p)                                          // steps period 0
+	if err := enabled.Record(ctx, "false"); err != nil { // period 1
+		t.Fatal(err)
+	}
+	// Four days later, at noon (the grace is one period): period 1 ended
+	// three and a half days ago, periods 2 and 3 more than a day ago
+	// (nothing recorded), period 4 half a day ago, within the grace.
+	clk.Set(t0.AddDate(0, 0, 5))
+	flush(t, p)
+	calls := sp.got()
+	if len(calls) != 3 {
+		t.Fatalf("%d steps, want 3 (periods 0, 1, 4): %+v", len(calls), calls)
+	}
+	want := []struct {
+		period int64
+		value  string
+	}{{periodIndex(0), "true"}, {periodIndex(1), "false"}, {periodIndex(4), "false"}}
+	state := []byte(nil)
+	for i, c := range calls {
+		if c.err != nil || c.period != want[i].period || c.value != want[i].value || !bytes.Equal(c.state, state) {
+			t.Errorf("step %d: period %d, value %q, err %v; want period %d, value %q, from the state the step before returned",
+				i, c.period, c.value, c.err, want[i].period, want[i].value)
+		}
+		state = c.next
+	}
+	keys := f.keyCounts()
+	late := report.Period{Start: periodIndex(1) * 86400, Length: 86400}
+	if keys[report.PeriodPoolKey(stateMetric, f.pl.Epoch(), late)] != 0 {
+		t.Errorf("period %s closed three days late, but its report was sent", late)
+	}
+	if st := p.Stats(); st.Steps != 3 || st.Expired != 1 {
+		t.Errorf("stats %+v, want 3 steps and 1 expired period", st)
+	}
+	states, err := o.States(ctx)
+	if err != nil || len(states) != 1 || !bytes.Equal(states[0].State, calls[2].next) {
+		t.Errorf("stored states %+v, %v; want the last step's", states, err)
+	}
+}
