@@ -189,7 +189,9 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 	}
 	var state []byte
 	if prev != nil {
-		state = prev.State
+		if state, err = p.resumeState(ctx, ms, prev, g.key.period); err != nil {
+			return false, err
+		}
 	}
 	reports, next, err := ms.state.Step(ctx, ms.eps0, g.key.period.Start/g.key.period.Length, [][]byte{state}, sdk.Inputs{Categories: []string{val.Category}})
 	if err != nil {
@@ -239,6 +241,41 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		p.stats.messages.Add(1)
 	}
 	return c.Envelope != nil, nil
+}
+
+// resumeState returns the state a run's step of period per starts from:
+// prev's, or, when the metric's carried value was set after prev's last
+// period (by the steps of another plan while this run's plan was not in
+// force, or by a period closed without a step), prev's stepped once more,
+// silently (its report dropped), at the period after prev's last, with
+// that carried value. Without it the run would still hold the value of its
+// last step: the change would step in this period, or, across a tree,
+// enter the next tree as a value carried from the run's last step,
+// changing reports that no window around that step's period meets. With
+// it the run's history is the recorded one from the carried value's
+// period on, and before it the carried value, which differs between two
+// neighbouring histories only if the window holds that period (the
+// argument is in docs/time.md §5, "What the guarantee protects").
+func (p *Provider) resumeState(ctx context.Context, ms *metricState, prev *MetricState, per report.Period) ([]byte, error) {
+	gap := report.Period{Start: prev.Last.End(), Length: per.Length}
+	if per.Start <= gap.Start || gap.Start%gap.Length != 0 {
+		return prev.State, nil // no period between (or not of this length): nothing to catch up
+	}
+	cv, err := p.carriedValue(ctx, ms.name)
+	if err != nil {
+		return nil, err
+	}
+	if cv == nil || cv.Period.Start < prev.Last.End() || !ms.takes(*cv) {
+		return prev.State, nil // the run's own last value, or nothing it takes
+	}
+	_, next, err := ms.state.Step(ctx, ms.eps0, gap.Start/gap.Length, [][]byte{prev.State}, sdk.Inputs{Categories: []string{cv.Category}})
+	if err != nil {
+		return nil, fmt.Errorf("client: metric %q: step to period %s with the value carried from %s: %w", ms.name, gap, cv.Period, err)
+	}
+	if len(next) != 1 || len(next[0]) == 0 {
+		return nil, fmt.Errorf("client: metric %q: step to period %s answered %d states for one value, or an empty one", ms.name, gap, len(next))
+	}
+	return next[0], nil
 }
 
 // closeStateLate closes a period that is closed for the metric already (a

@@ -26,7 +26,9 @@ import (
 // Record in a new period seals the last one. A Record whose period is
 // already closed for its pool, or for its metric (a report of it went out
 // in the period, in whatever pool), is dropped (Stats.Late): the clock
-// went back, or another process on the outbox closed it first. A period is
+// went back, or another process on the outbox closed it first. A state
+// metric's value is not dropped but filed under the next period still
+// open (stageStateLater): it is the state from then on. A period is
 // closed for a pool only by closing it, never because a later period was
 // staged: a Record of a period earlier than one already staged (the clock
 // went back) is staged for its own period if that period is not closed,
@@ -80,7 +82,11 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 	} else {
 		val.Category = in.Categories[0]
 	}
-	if _, err := p.outbox.Stage(ctx, val); err != nil {
+	_, err = p.outbox.Stage(ctx, val)
+	if errors.Is(err, ErrPeriodClosed) && ms.state != nil {
+		_, err = p.stageStateLater(ctx, v, ms, val)
+	}
+	if err != nil {
 		if errors.Is(err, ErrPeriodClosed) {
 			p.stats.late.Add(1)
 			return nil
@@ -89,6 +95,39 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 	}
 	p.stats.recorded.Add(1)
 	return nil
+}
+
+// stateLaterTries bounds the periods stageStateLater tries after the
+// metric's last stepped one.
+const stateLaterTries = 3
+
+// stageStateLater stages a state metric's value whose period is closed
+// for the next period still open: the period after the run's last step
+// when that is later, then the periods after it. A state metric's value
+// is the state from then on, not one period's report, and dropping it
+// would leave the randomizer on the previous value in every later period,
+// so that two histories differing only in the period it was recorded in
+// would differ in every later tree (docs/time.md §5: a value is recorded
+// in the period the SDK files it under).
+func (p *Provider) stageStateLater(ctx context.Context, v *verifiedPlan, ms *metricState, val Value) (Value, error) {
+	prev, err := p.metricState(ctx, ms, v.digest)
+	if err != nil {
+		return Value{}, err
+	}
+	next := val.Period.End()
+	if prev != nil && prev.Last.Length == val.Period.Length {
+		next = max(next, prev.Last.End())
+	}
+	err = ErrPeriodClosed
+	for i := 0; i < stateLaterTries && errors.Is(err, ErrPeriodClosed); i++ {
+		val.Period = report.Period{Start: next, Length: val.Period.Length}
+		next = val.Period.End()
+		var staged Value
+		if staged, err = p.outbox.Stage(ctx, val); err == nil {
+			return staged, nil
+		}
+	}
+	return Value{}, err
 }
 
 // draw returns the metric period of plan v drew with parallel travel,

@@ -67,6 +67,65 @@ func TestStateNewPlanFreshState(t *testing.T) {
 	}
 }
 
+// TestStateResumedRunCatchesUp changes the plan from a to b and back to a
+// while the state changes under b: when a's run resumes, it first steps,
+// silently, the period after its last with the value carried meanwhile,
+// then the period it closes; so the change recorded under b enters a's
+// run right after a's last step, not at its return (which, across a tree,
+// would carry a's last value into the next tree: docs/time.md §5).
+func TestStateResumedRunCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	f := stateServer(t)
+	a := f.pl
+	cfg, clk, _ := planChangeConfig(t, f)
+	var sp stepSpy
+	cfg.Randomizers = sp.cache(t)
+	p := newProvider(t, cfg)
+	enabled := p.Meter("app").Categorical("enabled")
+	if err := enabled.Record(ctx, "true"); err != nil { // period 0, plan a
+		t.Fatal(err)
+	}
+	clk.Set(t0.AddDate(0, 0, 1))
+	flush(t, p) // steps period 0 under plan a
+	nextPlan(f, a, func(p *plan.Plan) {
+		for i := range p.Metrics {
+			p.Metrics[i].Eps0 = 2.5
+		}
+	})
+	if changed, err := p.RefreshPlan(ctx); err != nil || !changed {
+		t.Fatalf("RefreshPlan to b = %v, %v", changed, err)
+	}
+	if err := enabled.Record(ctx, "false"); err != nil { // period 1, plan b
+		t.Fatal(err)
+	}
+	for d := 2; d <= 3; d++ {
+		clk.Set(t0.AddDate(0, 0, d))
+		flush(t, p) // steps period d-1 under plan b
+	}
+	f.setPlan(a)
+	if changed, err := p.RefreshPlan(ctx); err != nil || !changed {
+		t.Fatalf("RefreshPlan back to a = %v, %v", changed, err)
+	}
+	clk.Set(t0.AddDate(0, 0, 4))
+	flush(t, p) // steps period 3 under plan a, after catching up
+	calls := sp.got()
+	if len(calls) != 5 {
+		t.Fatalf("%d steps, want 5 (a: 0; b: 1, 2; a: 1 silently, 3): %+v", len(calls), calls)
+	}
+	checkChain(t, calls[:1], periodIndex(0), nil, "true")
+	checkChainAt(t, calls[1:3], 2.5, periodIndex(1), nil, "false", "false")
+	// a's run resumes from its period-0 state: period 1 (the period after
+	// its last) with the value carried under b, then period 3.
+	if c := calls[3]; c.period != periodIndex(1) || c.value != "false" || string(c.state) != string(calls[0].next) || c.eps0 != testEps0 {
+		t.Errorf("catch-up step: period %d, value %q, eps0 %v, from state %x; want period %d, false, %v, from a's last state %x",
+			c.period, c.value, c.eps0, c.state, periodIndex(1), testEps0, calls[0].next)
+	}
+	if c := calls[4]; c.period != periodIndex(3) || c.value != "false" || string(c.state) != string(calls[3].next) {
+		t.Errorf("resumed step: period %d, value %q, from state %x; want period %d, false, from the catch-up's state %x",
+			c.period, c.value, c.state, periodIndex(3), calls[3].next)
+	}
+}
+
 // TestStatePooledTravelRefused gives a Provider a plan with a state metric
 // under joint and under parallel travel: it refuses it, naming the metric,
 // as plan.Calibrate does. Under separate travel it takes it.

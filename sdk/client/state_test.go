@@ -419,3 +419,35 @@ func TestStateStepsLatePeriodWithValue(t *testing.T) {
 		t.Errorf("stored states %+v, %v; want the last step's", states, err)
 	}
 }
+
+// TestStateRecordIntoClosedPeriodFiledLater records a state metric's new
+// value into a period already stepped (the clock went back): the value is
+// not dropped, as another metric's would be, but filed under the next
+// period still open, and that period steps with it. Dropped, it would
+// leave the randomizer on the old value in every later period.
+func TestStateRecordIntoClosedPeriodFiledLater(t *testing.T) {
+	ctx := context.Background()
+	f := stateServer(t)
+	dir := t.TempDir()
+	cfg, clk := clockConfig(f, dir)
+	var sp stepSpy
+	cfg.Randomizers = sp.cache(t)
+	cfg.Outbox = sqliteOutbox(t, dir)
+	p := newProvider(t, cfg)
+	enabled := p.Meter("app").Categorical("enabled")
+	if err := enabled.Record(ctx, "true"); err != nil { // period 0
+		t.Fatal(err)
+	}
+	clk.Set(t0.AddDate(0, 0, 1))
+	flush(t, p) // steps period 0
+	clk.Set(t0) // the clock goes back into period 0, closed
+	if err := enabled.Record(ctx, "false"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(t0.AddDate(0, 0, 2))
+	flush(t, p) // steps period 1
+	checkChain(t, sp.got(), periodIndex(0), nil, "true", "false")
+	if st := p.Stats(); st.Late != 0 || st.Recorded != 2 {
+		t.Errorf("stats %+v, want 2 recorded and none late", st)
+	}
+}
