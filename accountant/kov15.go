@@ -7,7 +7,7 @@ import (
 
 // This file holds the optimal composition theorem of Kairouz, Oh and
 // Viswanath 2015 (Theorems 3.3 and 3.5; Murtagh and Vadhan 2016 for an
-// arbitrary eps), a baseline for privacy over time (time.md section 4).
+// arbitrary eps), a baseline for privacy over time (docs/time.md section 4).
 //
 // Why the formula holds. Every (eps1, delta1)-DP mechanism is dominated by
 // the pair whose privacy loss is +inf with P-mass delta1 and otherwise that

@@ -2,7 +2,7 @@ package accountant
 
 // The central guarantee of the longitudinal tree protocol of Erlingsson,
 // Feldman, Mironov, Raghunathan, Talwar and Thakurta (SODA 2019, Section 3,
-// Algorithms 1 and 2; plugins/longitudinal), spec time.md §5.
+// Algorithms 1 and 2; plugins/longitudinal), docs/time.md §5.
 //
 // The protocol. Periods are grouped in trees of H = 2^(L-1) periods. At the
 // start of a tree every user draws, independently of its data, a change
@@ -25,23 +25,44 @@ package accountant
 //     coins, so each period is its own shuffled mechanism and the window
 //     is their composition (independent, not adaptive: the others' inputs
 //     are fixed, their own (j, h) too).
-//  3. Two neighbouring data of the victim (its whole state sequence
-//     changes) differ, at its level h, in the value of at most two nodes:
-//     only the j-th change is counted, it lies in at most one node, and
-//     its sign is fixed by j (the state starts at 0, so odd changes go up
-//     and even ones down): s = (-1)^(j+1) under both data. Either each of
-//     two nodes goes between 0 and s (one from 0 to s, the other from s to
-//     0), or one node does (the other data has fewer than j changes).
-//     Every other report of the victim has the same law under both data,
-//     and a round with identical laws composes as the identity. Per tree
-//     the loss is at most two rounds of the pair (0, s), in either order
-//     (the engine bounds both orders of a pair, and (0, -1) has the
-//     divergences of (0, +1) by the symmetry b -> -b). With H = 1 a tree
-//     has one node: one round. (Which periods a user steps is taken as
-//     public, as for every metric: neighbouring data step the same periods;
-//     the SDK steps a state metric in every period it closes from its first
-//     value on.) A window of W consecutive periods meets at
-//     most T = ceil((W-1)/H) + 1 trees: 2T rounds of (0, +1).
+//  3. Neighbouring data (docs/time.md §5, "What the guarantee protects"): two state
+//     histories of the victim that differ only in the periods of one window
+//     of W consecutive periods, the state of a period being the value the
+//     SDK steps for it. Which periods the victim steps is the same under
+//     both (public, as for every metric: the SDK steps a state metric in
+//     every period from its first value on, and steps a period whose
+//     value was recorded even when it is too late to send its report, so
+//     that a skipped period holds the last stepped value). A tree's
+//     changes depend only on the states of its own periods (the state is 0
+//     before the tree: a state of 1 in its first period is its first
+//     change), so a tree the window does not meet is the same under both.
+//     In a tree the window meets, the changes before the window's first
+//     period a are the same under both, so the victim's j-th change lies
+//     at the same position under both, or at positions >= a under both:
+//     anywhere from a to the tree's end, after the window included (fewer
+//     changes inside the window push it later; 0,0,1,1 against 0,1,1,1
+//     moves a change from p+1 to p, which at level 1 are two nodes). At
+//     the victim's level it lies in one node or in none (fewer than j
+//     changes), and its sign is fixed by j (the state starts at 0, so odd
+//     changes go up and even ones down): s = (-1)^(j+1) under both data.
+//     So at most two of the tree's node reports differ, each between 0
+//     and s (one from 0 to s, the other from s to 0, or one alone), and
+//     each is sent at a period >= a of that tree. Every other report of
+//     the victim has the same law under both data, and a round with
+//     identical laws composes as the identity. Per tree the loss is at
+//     most two rounds of the pair (0, s), in either order (the engine
+//     bounds both orders of a pair, and (0, -1) has the divergences of
+//     (0, +1) by the symmetry b -> -b). With H = 1 a tree has one node:
+//     one round. A window of W consecutive periods meets at most T =
+//     ceil((W-1)/H) + 1 trees (T = W when H = 1): 2T rounds of (0, +1)
+//     (T when H = 1), however short the window, one less when it can meet
+//     T trees only by entering the first at its last period
+//     (windowRounds). The differing reports are
+//     sent from the window's first period to the end of the last tree it
+//     meets: at most W + H - 1 periods (leakPeriods), one report per
+//     period (distinct nodes of one level end at distinct periods).
+//     exact_window_test.go checks this count against the exact divergence
+//     of every pair of histories of small trees.
 //  4. In a period's batch, the reports that blanket the victim's are those
 //     of its level-mates: others at level h, whose reports are randomized
 //     response on a node value of theirs. Randomized response on {-1, 0,
@@ -49,17 +70,29 @@ package accountant
 //     and the atoms of both pairs are declared with that full-domain
 //     blanket. Reports of other levels carry another label: the adversary
 //     can simulate them (the others' data is fixed), so they are dropped.
+//     For randomized response (to 1e-9 per entry) each round is also bounded
+//     exactly (node_exact.go): the view is the count of +1 bits among the
+//     victim and its m-1 mates; the divergence is convex in each mate's
+//     bit probability, so the worst mates are each at -1 or +1 (j of them
+//     at +1, every j in [0, m-1] taken, (0, -1) being (0, +1) mirrored),
+//     and the largest exact profile over j and both orientations, computed
+//     with certified rounding and tail bounds, is the profile of a pair
+//     that dominates the round. At each sampled loss the smaller of it and
+//     the blanket bound is used (both bound that profile), up to
+//     NodeExactCap mates; above it the blanket bound alone.
 //  5. The number of level-mates: with exact counts known (Mates: the
-//     smallest count of one level's reports in a batch of the window;
+//     smallest count of one level's reports in a batch of the periods of
+//     point 3;
 //     levels are independent of the data, so conditioning on them is
 //     conditioning on public randomness), the bound uses it. Ahead of time, in a
 //     batch of N reports of a period at which r levels end (r = L in the
 //     worst period, the tree's last), each other sender is at the victim's
 //     level with probability 1/r (its level is uniform over the r levels
 //     that send then), so the mates X >= Binomial(N-1, 1/r)
-//     stochastically. The bound conditions on X >= m0 in every period of
-//     the window where the victim reports (at most W of them; the leaking
-//     ones are among them) and pays W Pr[X < m0] in delta (union bound).
+//     stochastically. The bound conditions on X >= m0 in every period in
+//     which a differing report can be sent (point 3: at most W + H - 1 of
+//     them, fixed before the data) and pays (W + H - 1) Pr[X < m0] in
+//     delta (union bound).
 //     The true divergence does not increase with X (a batch with one more
 //     sender is a post-processing of the smaller one: add a simulated
 //     report, reshuffle), so X = m0 is the worst case of the rest.
@@ -111,17 +144,14 @@ type Longitudinal struct {
 	// Periods is the window's length in periods. Required, >= 1.
 	Periods int
 	// Batch is the smallest batch a period's reports of this metric are
-	// shuffled in (all levels that send then together); the bound infers
-	// the level-mates binomially (proof, point 5). Ignored when Mates is
+	// shuffled in (all levels that send then together), over the periods
+	// from the window's first to the end of the last tree it meets (the
+	// reports a change in the window can reach, proof point 3); the bound
+	// infers the level-mates binomially (point 5). Ignored when Mates is
 	// set.
 	Batch int
-	// Ending is r, the number of levels that send in the batch's periods:
-	// 1 + the trailing zeros of the period's position in the tree, at most
-	// the levels. 0 means the worst case, every level (the tree's last
-	// period); a window of several periods must leave it 0.
-	Ending int
 	// Mates is the smallest number of reports of one level in a batch of
-	// the window (the victim included), when known exactly.
+	// those periods (the victim included), when known exactly.
 	Mates int
 	// Users, when > 0, is the number of users whose whole transcripts are
 	// shuffled together in every period (see the proof's point 6 for when
@@ -181,9 +211,6 @@ func (l Longitudinal) check() error {
 	}
 	if l.Periods < 1 || l.Periods > MaxRounds {
 		return argError("longitudinal periods", l.Periods, fmt.Sprintf("in [1, %d]", MaxRounds))
-	}
-	if l.Ending < 0 || l.Ending > treeLevels(l.Tree) || (l.Ending > 0 && l.Periods > 1) {
-		return argError("longitudinal ending levels", l.Ending, fmt.Sprintf("in [0, %d], and 0 for a window of several periods", treeLevels(l.Tree)))
 	}
 	if l.Mates == 0 {
 		if err := checkN(l.Batch); err != nil {
@@ -342,21 +369,43 @@ func (l Longitudinal) Epsilon(delta float64, others ...Part) (LongitudinalResult
 }
 
 // rounds returns the number of rounds of the pair (0, s) the per-period
-// bound composes: two per tree the window meets (one for one-period
-// trees), and no more than the window's periods (a window of W periods
-// holds at most W ends of the victim's level's nodes).
+// bound composes for T trees that can each hold differing reports (proof,
+// point 3): two per tree, one for one-period trees. It is not capped by
+// the window's periods: the rounds can be sent after the window, up to the
+// end of the last tree it meets.
 func (l Longitudinal) rounds(T int) int {
-	r := 2 * T
 	if l.Tree == 1 {
-		r = T
+		return T
 	}
-	return min(r, l.Periods)
+	return 2 * T
 }
+
+// windowRounds returns the most rounds of the pair (0, s) a window of
+// l.Periods periods can change, over every alignment (proof, point 3):
+// rounds(T) for the T = TreesInWindow trees it can meet, less one when
+// the window meets T trees only by entering the first at its last period
+// (W - 1 = 1 mod H with H >= 2): the changes of that tree differ only at
+// its last position, so its j-th change is at the same position under
+// both data or, under one of them, at that position and absent under the
+// other, one node.
+func (l Longitudinal) windowRounds() int {
+	r := l.rounds(TreesInWindow(l.Tree, l.Periods))
+	if l.Tree >= 2 && (l.Periods-1)%l.Tree == 1 {
+		r--
+	}
+	return r
+}
+
+// leakPeriods returns the number of periods in which a report that a
+// difference inside the window changes can be sent (proof, point 3): from
+// the window's first period to the end of the last tree it meets, at most
+// Periods + Tree - 1.
+func (l Longitudinal) leakPeriods() int { return l.Periods + l.Tree - 1 }
 
 // perPeriod is the bound of the proof's points 1-4 at delta with mates
 // level-mates.
 func (l Longitudinal) perPeriod(delta float64, mates, T int, others []Part) (float64, error) {
-	part, err := l.nodePart(mates, T)
+	part, err := l.nodePart(mates, l.windowRounds())
 	if err != nil {
 		return 0, err
 	}
@@ -368,22 +417,34 @@ func (l Longitudinal) perPeriod(delta float64, mates, T int, others []Part) (flo
 }
 
 // nodePart returns the part of the proof's points 3-4: the node pairs at
-// mates level-mates, rounds(T) times.
-func (l Longitudinal) nodePart(mates, T int) (Part, error) {
+// mates level-mates, rounds times. For randomized response at the nodes
+// (Node nil, or a law within nodeRRTol of it) its mechanism also carries the exact per-round profile
+// (node_exact.go), which bounds each round with the blanket decomposition.
+func (l Longitudinal) nodePart(mates, rounds int) (Part, error) {
 	step, err := nodeStep(l.Eps0, l.Node)
 	if err != nil {
 		return Part{}, err
 	}
-	return Part{Mech: DeclaredMech{Decl: step, Name: "longitudinal node (0,±1)"}, N: mates, Rounds: l.rounds(T)}, nil
+	mech := DeclaredMech{Decl: step, Name: "longitudinal node (0,±1)"}
+	if dev, ok := nodeRRDeviation(l.Eps0, l.Node); ok {
+		return Part{Mech: nodeExactMech{DeclaredMech: mech, eps0: l.Eps0, dev: dev}, N: mates, Rounds: rounds}, nil
+	}
+	return Part{Mech: mech, N: mates, Rounds: rounds}, nil
 }
 
 // inferMates returns the level-mates the per-period bound may assume in
-// batches of l.Batch over the window's periods, spending at most budget of
-// delta on the tail (point 5: a union over the periods of the window in
-// which the victim may report), and the tail spent.
+// batches of l.Batch, spending at most budget of delta on the tail (point
+// 5: a union over the leakPeriods in which a differing report can be
+// sent), and the tail spent.
 func (l Longitudinal) inferMates(budget float64) (int, float64) {
-	m0, tail := matesQuantile(l.Batch, l.sendingLevels(), budget/float64(l.Periods))
-	return m0, tail * float64(l.Periods)
+	return l.inferMatesOver(l.leakPeriods(), budget)
+}
+
+// inferMatesOver is inferMates with the union taken over the given number
+// of periods.
+func (l Longitudinal) inferMatesOver(periods int, budget float64) (int, float64) {
+	m0, tail := matesQuantile(l.Batch, treeLevels(l.Tree), budget/float64(periods))
+	return m0, tail * float64(periods)
 }
 
 // matesQuantile returns the largest m0 in [1, batch] with

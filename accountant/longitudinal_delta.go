@@ -10,9 +10,9 @@ package accountant
 //     advance (it may depend on the public parameters and on eps, never on
 //     the data), the window is (eps, delta_A(m0) + tail(m0))-DP, where
 //     delta_A(m0) is the composed delta at eps of the node pairs among m0
-//     mates (and of the other parts) and tail(m0) = W Pr[1 + Binomial(N-1,
-//     1/r) < m0] is the union bound of point 5 on some period of the
-//     window having fewer mates (tailAt, the tail inferMates pays for its
+//     mates (and of the other parts) and tail(m0) = (W + H - 1) Pr[1 +
+//     Binomial(N-1, 1/L) < m0] is the union bound of point 5 on some
+//     period that can hold a differing report having fewer mates (tailAt, the tail inferMates pays for its
 //     own m0). Epsilon takes the largest m0 with tail(m0) <= 5% of delta;
 //     here delta is the unknown, so Delta evaluates a few m0 and keeps the
 //     smallest sum (each is a bound, so their minimum is). With Mates
@@ -163,22 +163,12 @@ func (l Longitudinal) Delta(eps float64, others ...Part) (LongitudinalDeltaResul
 	return res, nil
 }
 
-// sendingLevels returns the number of levels whose reports share a batch
-// with the victim's in the worst period of the window (inferMates' r).
-func (l Longitudinal) sendingLevels() int {
-	levels := treeLevels(l.Tree)
-	if l.Ending > 0 {
-		levels = min(l.Ending, levels)
-	}
-	return levels
-}
-
 // tailAt returns the tail the per-period bound pays for assuming m
-// level-mates in batches of l.Batch (point 5: a union over the window's
-// periods of Pr[1 + Binomial(Batch-1, 1/r) < m]), the tail inferMates
+// level-mates in batches of l.Batch (point 5: a union over the leakPeriods
+// of Pr[1 + Binomial(Batch-1, 1/L) < m]), the tail inferMates
 // reports for its own m. It is not capped at 1.
 func (l Longitudinal) tailAt(m int) float64 {
-	return float64(l.Periods) * mateTail(l.Batch, l.sendingLevels(), m)
+	return float64(l.leakPeriods()) * mateTail(l.Batch, treeLevels(l.Tree), m)
 }
 
 // mateCandidate is one number of mates the per-period delta was evaluated
@@ -194,7 +184,7 @@ func (c mateCandidate) total() float64 { return c.dA + c.tail }
 // node pairs plus the tail), the mates it assumes and its tail.
 func (l Longitudinal) perPeriodDelta(eps float64, T int, others []Part) (delta float64, mates int, tail float64, err error) {
 	composed := func(m int) (float64, error) {
-		part, err := l.nodePart(m, T)
+		part, err := l.nodePart(m, l.windowRounds())
 		if err != nil {
 			return 0, err
 		}
@@ -204,7 +194,7 @@ func (l Longitudinal) perPeriodDelta(eps float64, T int, others []Part) (delta f
 		}
 		return r.Upper, nil
 	}
-	levels := l.sendingLevels()
+	levels := treeLevels(l.Tree)
 	if l.Mates > 0 || levels == 1 {
 		// Known mates, or one level sending (every report of the batch is
 		// a mate): no tail.

@@ -135,6 +135,21 @@ func IsLongitudinal(m Mechanism) (bool, error) {
 	return ok, err
 }
 
+// LongitudinalTree returns the periods per tree of a tree protocol m (its
+// declaration's Tree), asking it for its declaration at eps0 = 1 when
+// needed, and 0 when m is not a tree protocol.
+func LongitudinalTree(m Mechanism) (int, error) {
+	eps0 := 1.0
+	if e, fixed := m.FixedEps0(); fixed {
+		eps0 = e
+	}
+	l, ok, err := longitudinalOf(m, eps0)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return l.Tree, nil
+}
+
 // LongitudinalEpsilon returns the guarantee of a tree protocol m at eps0
 // over a window of periods with batches of at least n reports (mates
 // inferred binomially), at delta: Longitudinal.Epsilon.
@@ -236,13 +251,17 @@ func longitudinalAchieved(r LongitudinalResult) EpsilonResult {
 }
 
 // LongitudinalPart returns the part a tree protocol m at eps0 contributes
-// to a composition of one user's reports over a window of periods
-// consecutive periods, in at most reports of which it sent anything, with
-// batches of at least n reports: its node pairs among the level-mates a
-// batch of n holds, inferred with a tail of probability at most budget;
-// and the tail, which the composition's delta must pay (compose the parts
-// at delta minus the tails).
-func LongitudinalPart(m Mechanism, eps0 float64, n, periods, reports int, budget float64) (Part, float64, error) {
+// to a composition of one user's reports when the user's state may differ
+// inside a window that meets trees trees (proof point 3 at the top of
+// longitudinal.go), with batches of at least n reports in every period
+// that can hold a report the difference changes (from the window's first
+// period to the end of the last tree it meets), of which there are
+// reports: its node pairs, two per tree (one for one-period trees) and no
+// more than reports, among the level-mates a batch of n holds, inferred
+// with a tail of probability at most budget (a union over the reports
+// periods); and the tail, which the composition's delta must pay (compose
+// the parts at delta minus the tails).
+func LongitudinalPart(m Mechanism, eps0 float64, n, trees, reports int, budget float64) (Part, float64, error) {
 	l, ok, err := longitudinalOf(m, eps0)
 	if err != nil {
 		return Part{}, 0, err
@@ -250,24 +269,23 @@ func LongitudinalPart(m Mechanism, eps0 float64, n, periods, reports int, budget
 	if !ok {
 		return Part{}, 0, argError("mechanism", m.String(), "a longitudinal tree protocol")
 	}
-	l.Periods, l.Batch = periods, n
+	l.Periods, l.Batch = 1, n
 	if err := l.check(); err != nil {
 		return Part{}, 0, err
 	}
-	if reports < 1 {
-		return Part{}, 0, argError("longitudinal reports", reports, ">= 1")
+	if trees < 1 || trees > MaxRounds {
+		return Part{}, 0, argError("longitudinal trees", trees, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	if reports < 1 || reports > MaxRounds {
+		return Part{}, 0, argError("longitudinal reports", reports, fmt.Sprintf("in [1, %d]", MaxRounds))
 	}
 	if !(budget > 0 && budget < 1) {
 		return Part{}, 0, argError("longitudinal tail budget", budget, "in (0, 1)")
 	}
-	T := TreesInWindow(l.Tree, periods)
-	l.Periods = min(periods, reports) // the periods the victim may report in
-	mates, tail := l.inferMates(budget)
-	l.Periods = periods
-	p, err := l.nodePart(mates, T)
+	mates, tail := l.inferMatesOver(reports, budget)
+	p, err := l.nodePart(mates, min(l.rounds(trees), reports))
 	if err != nil {
 		return Part{}, 0, err
 	}
-	p.Rounds = min(p.Rounds, reports)
 	return p, tail, nil
 }

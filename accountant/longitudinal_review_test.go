@@ -20,9 +20,10 @@ import (
 //     dominated by the same orientation composed (so a composition of one
 //     orientation only would be unsound; the engine's symmetric pair is
 //     what makes point 3 right).
-//   - TestReviewLongitudinalRoundsBruteForce: rounds(TreesInWindow) against
-//     the largest number of leaking reports any window alignment and level
-//     allows (per tree at most two node ends of the victim's level).
+//   - the number of leaking reports a window can cause, against every
+//     pair of histories, is exact_window_test.go's (an earlier brute force
+//     here counted node ends inside the window only, which missed those
+//     after it).
 //   - TestReviewLongitudinalMatesMonotone: the exact divergence does not
 //     grow with one more level-mate of any node value (point 5).
 //   - TestReviewLongitudinalCustomNodeLaw: a declared node law other than
@@ -99,7 +100,7 @@ func reviewCheckOrientation(t *testing.T, c reviewOrientationCase, rng *rand.Ran
 	if err != nil {
 		t.Fatal(err)
 	}
-	R := l.rounds(res.Trees)
+	R := l.windowRounds()
 	fill := func(v int) []int {
 		out := make([]int, c.mates-1)
 		for i := range out {
@@ -207,41 +208,6 @@ func TestReviewLongitudinalMixedBeatsSame(t *testing.T) {
 	}
 }
 
-// TestReviewLongitudinalRoundsBruteForce: for every tree size, window
-// length, alignment and level, the reports of the victim's level in the
-// window that can differ between two data (at most two per tree: the nodes
-// holding the j-th change under either data; one for one-period trees) are
-// at most rounds(TreesInWindow).
-func TestReviewLongitudinalRoundsBruteForce(t *testing.T) {
-	for _, H := range []int{1, 2, 4, 8, 16} {
-		L := treeLevels(H)
-		for W := 1; W <= 3*H+2; W++ {
-			l := Longitudinal{Tree: H, Periods: W}
-			T := TreesInWindow(H, W)
-			got := l.rounds(T)
-			most := 0
-			for start := 0; start < 2*H; start++ {
-				for h := 1; h <= L; h++ {
-					perTree := map[int]int{}
-					for p := start; p < start+W; p++ {
-						pos := p%H + 1
-						if pos%(1<<(h-1)) == 0 {
-							perTree[p/H]++
-						}
-					}
-					leak := 0
-					for _, ends := range perTree {
-						leak += min(ends, min(2, 1<<(L-h))) // a level of one node leaks once
-					}
-					most = max(most, leak)
-				}
-			}
-			if got < most {
-				t.Errorf("tree %d, window %d: rounds %d, but %d reports can leak", H, W, got, most)
-			}
-		}
-	}
-}
 
 // TestReviewLongitudinalMatesMonotone checks point 5's monotonicity on the
 // exact divergence: one more level-mate, of any node value, never raises
@@ -327,23 +293,33 @@ func TestReviewLongitudinalCustomNodeLaw(t *testing.T) {
 }
 
 // TestReviewLongitudinalTailUnion checks the union bound's accounting on
-// the inferred mates: the tail reported is the window's periods times the
-// per-period tail at the mates assumed, and the per-period tail is the
-// binomial's exact lower tail (up to binomLowerTail's margin).
+// the inferred mates: the tail reported is the number of periods that can
+// hold a differing report (the window and the rest of the last tree it
+// meets, W + H - 1) times the per-period tail at the mates assumed, and
+// the per-period tail is the binomial's exact lower tail (up to
+// binomLowerTail's margin).
 func TestReviewLongitudinalTailUnion(t *testing.T) {
-	for _, c := range []struct{ tree, periods, batch int }{{8, 1, 500}, {8, 7, 500}, {64, 30, 3000}, {2, 5, 40}} {
+	for _, c := range []struct{ tree, periods, batch int }{{8, 1, 500}, {8, 7, 500}, {64, 30, 3000}, {2, 5, 40}, {1, 5, 40}} {
 		l := Longitudinal{Tree: c.tree, Eps0: 1, Periods: c.periods, Batch: c.batch}
 		m, tail := l.inferMates(1e-7)
 		L := treeLevels(c.tree)
+		union := float64(c.periods + c.tree - 1)
 		exact := exactLowerTail(c.batch-1, L, m-1)
-		if tail < float64(c.periods)*exact*(1-1e-12) {
-			t.Errorf("%+v: tail %g below %d x exact %g", c, tail, c.periods, exact)
+		if L == 1 {
+			exact = 0 // every report of the batch is a mate
+		}
+		if tail < union*exact*(1-1e-12) {
+			t.Errorf("%+v: tail %g below %g x exact %g", c, tail, union, exact)
 		}
 		if tail > 1e-7 {
 			t.Errorf("%+v: tail %g above the budget", c, tail)
 		}
-		if next := exactLowerTail(c.batch-1, L, m); float64(c.periods)*next <= 1e-7*(1-1e-6) && m < c.batch {
-			t.Errorf("%+v: mates %d not the largest (m+1 has union tail %g)", c, m, float64(c.periods)*next)
+		if L > 1 {
+			if next := exactLowerTail(c.batch-1, L, m); union*next <= 1e-7*(1-1e-6) && m < c.batch {
+				t.Errorf("%+v: mates %d not the largest (m+1 has union tail %g)", c, m, union*next)
+			}
+		} else if m != c.batch {
+			t.Errorf("%+v: one level: mates %d, want the whole batch", c, m)
 		}
 	}
 }

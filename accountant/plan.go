@@ -264,7 +264,7 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, long 
 				return nil, fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
 			}
 			l.Periods = rounds
-			if ps[i], err = l.nodePart(mates[i], TreesInWindow(l.Tree, rounds)); err != nil {
+			if ps[i], err = l.nodePart(mates[i], l.windowRounds()); err != nil {
 				return nil, fmt.Errorf("plan metric %q: %w", spec.Metrics[i].Name, err)
 			}
 		}

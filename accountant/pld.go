@@ -9,7 +9,7 @@ import (
 // into privacy loss distributions (PLDs) on a lattice of losses j*step,
 // one that dominates the mechanism (pessimistic) and one that it dominates
 // (optimistic), so that compositions of them bracket the composition of the
-// mechanism (spec time.md sections 2 and 3).
+// mechanism (docs/time.md sections 2 and 3).
 //
 // Notation. For a pair (P, Q) and a >= 0, H(a) = H_a(P||Q) =
 // sum_o (P(o) - a Q(o))_+. H is convex and non-increasing with H(0) = 1;

@@ -22,6 +22,13 @@ import (
 // matter at the caller's delta), then the step doubles until it falls below
 // tauTail; the rest of the support is cut (moved to +inf on the upper side,
 // dropped on the lower). Any grid is sound; the grid only decides how tight.
+//
+// Exact profiles. A mechanism that implements exactProfiler supplies its
+// own bounds on the worst single-report profile at n (node_exact.go): F is
+// then the profile of the exact worst pair, which the blanket pair
+// dominates, so at each point the upper bound is the smaller of the
+// engine's and the exact one (both are >= F) and the lower bracket, which
+// only feeds the tightness certificate (pairLower), is the exact one.
 
 const (
 	// gridPerSigma is the number of grid steps per estimated standard
@@ -66,6 +73,25 @@ type partSampler struct {
 	lowSwaps []int
 	mu       sync.Mutex
 	cache    map[profileKey]bracket
+	// exact, when set, brackets the exact worst profile at eps values.
+	exact func(eps []float64) (lo, hi []float64)
+}
+
+// exactProfiler is implemented by a mechanism that can bound its worst
+// single-report profile at batch size n directly: exactProfile returns a
+// function giving lower and upper bounds on it at eps values (>= 0), or
+// nil when it has none at n.
+type exactProfiler interface {
+	exactProfile(n int) func(eps []float64) (lo, hi []float64)
+}
+
+// newMechSampler is newPartSampler with m's exact profile, if it has one.
+func newMechSampler(m Mechanism, d *Decomposition, n int) *partSampler {
+	s := newPartSampler(d, n)
+	if e, ok := m.(exactProfiler); ok {
+		s.exact = e.exactProfile(n)
+	}
+	return s
 }
 
 func newPartSampler(d *Decomposition, n int) *partSampler {
@@ -150,6 +176,13 @@ func (s *partSampler) upperAt(eps []float64, abs float64, level int) (lo, hi []f
 	for _, row := range b {
 		for j, x := range row {
 			lo[j], hi[j] = math.Max(lo[j], x.lo), math.Max(hi[j], x.hi)
+		}
+	}
+	if s.exact != nil {
+		elo, ehi := s.exact(eps)
+		for j := range eps {
+			hi[j] = math.Min(hi[j], ehi[j])
+			lo[j] = math.Min(elo[j], hi[j])
 		}
 	}
 	return lo, hi

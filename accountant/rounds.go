@@ -8,7 +8,7 @@ import (
 
 // This file is the public API for privacy over time: a user's reports over
 // a horizon, each shuffled in its own batch, composed through privacy loss
-// distributions (spec time.md). The math is in pld.go (profile points to
+// distributions (docs/time.md). The math is in pld.go (profile points to
 // PLDs), profile.go (sampling) and convolve.go (composition).
 
 const (
@@ -99,7 +99,7 @@ func NewComposition(parts ...Part) (*Composition, error) {
 		}
 		c.parts = append(c.parts, p)
 		c.decs = append(c.decs, d)
-		c.samplers = append(c.samplers, newPartSampler(d, p.N))
+		c.samplers = append(c.samplers, newMechSampler(p.Mech, d, p.N))
 	}
 	return c, nil
 }
@@ -145,9 +145,12 @@ func (c *Composition) LocalEps() float64 {
 	return s
 }
 
-// single reports whether the composition is one report (the single-report
-// engine answers it exactly).
-func (c *Composition) single() bool { return len(c.parts) == 1 && c.parts[0].Rounds == 1 }
+// single reports whether the composition is one report that the
+// single-report engine answers alone: not a part with an exact profile
+// (node_exact.go), whose bound the engine's would only loosen.
+func (c *Composition) single() bool {
+	return len(c.parts) == 1 && c.parts[0].Rounds == 1 && c.samplers[0].exact == nil
+}
 
 // horizonPLDs are the composed parts' PLDs at one grid.
 type horizonPLDs struct {

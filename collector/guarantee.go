@@ -85,9 +85,12 @@ func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool st
 		return epsValue{}, false
 	}
 	if long {
-		// A tree protocol's batch: the user's one report of the period
-		// among its level-mates (accountant.Longitudinal, one period).
-		r, err := accountant.LongitudinalEpsilon(mech, eps0, int(n), 1, delta)
+		// A tree protocol's batch: a change of the user's state in the
+		// batch's period (accountant.Longitudinal, a one-period window).
+		// The reports it changes can be sent in later periods of the tree,
+		// in batches of at least n_min but perhaps fewer than n: the
+		// level-mates are inferred at the smaller.
+		r, err := accountant.LongitudinalEpsilon(mech, eps0, int(min(n, int64(e.plan.NMin))), 1, delta)
 		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
 			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
 			return epsValue{}, false

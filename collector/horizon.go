@@ -1,12 +1,14 @@
 package collector
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -15,32 +17,75 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// The guarantee over the horizon (spec time.md sections 1-2). A user sends
-// at most one report per metric (separate travel) or one message (joint)
-// per period, and each is shuffled in one batch of its period. The
-// collector's view of the user over a window of periods is dominated by
-// the composition of, for each period and pool, the single-report shuffled
-// mechanism of the batch holding the user's report, at that batch's size
-// (adaptive composition of dominating pairs, Zhu, Dong, Wang 2022). Which
-// batch of a period holds it is not known, so each period and pool counts
-// at its smallest batch; and to keep the composition fast, every period of
-// a pool in the window counts at the pool's smallest batch of the window,
-// rounded down to two significant digits. Both only lower n, which is
-// sound: the true single-report profile does not grow with n (a batch with
-// one more randomized report, reshuffled, is a post-processing of the
-// smaller one), and the accountant's bound at the smaller n is an upper
-// bound of the true profile there.
+// The guarantee over the horizon (docs/time.md sections 1, 2 and 5). A
+// user sends at most one report per metric (separate travel) or one
+// message (joint, parallel) per period, and each is shuffled in one batch
+// of its period. The collector's view of the user over a window of periods
+// is dominated by the composition of, for each period and pool, the
+// single-report shuffled mechanism of the batch holding the user's report,
+// at that batch's size (adaptive composition of dominating pairs, Zhu,
+// Dong, Wang 2022). Which batch of a period holds it is not known, so each
+// period and pool counts at its smallest batch; and to keep the
+// composition fast, every period of a pool in the window counts at the
+// pool's smallest batch of the window, rounded down to two significant
+// digits. Both only lower n, which is sound: the true single-report
+// profile does not grow with n (a batch with one more randomized report,
+// reshuffled, is a post-processing of the smaller one), and the
+// accountant's bound at the smaller n is an upper bound of the true
+// profile there.
+//
+// Parallel travel. A user's message of a period carries one metric, and
+// the batch holding it was accounted (guarantee.go) at the weaker of the
+// plan's weights and the batch's own mix of metrics
+// (plan.ParallelMechanism with the batch's valid reports per metric), at
+// its size. Which batch holds the message is not known, so each period's
+// round is bounded by one pair that dominates every mechanism it can be:
+// accountant.WorstOf of the plan's weights and of every distinct mix of
+// the window's batches of the pool, at the window's smallest batch
+// (rounded down as above). WorstOf's bound dominates each of its parts
+// (accountant/worst.go); a mix's mechanism at the smallest batch dominates
+// the same mix at its own batch's size (the argument above: its weights
+// are fixed, a batch one report larger is a post-processing); and which
+// batch, hence which mix, a round meets depends only on others' data and
+// the shuffler's batching, never on the user's, so the composition of the
+// window's rounds at WorstOf dominates the view (adaptive composition as
+// above). The mixes are those stored: a parallel batch stores one row per
+// metric with its valid reports (ingest.go), which grouped by batch id are
+// the counts its own guarantee was computed from. Mixes with the same
+// proportions are the same mechanism (the weights are counts/total, and
+// equal rationals divide to the same float64), so they are kept once
+// (mixKey). A window with more than maxHorizonMixes distinct mixes bounds
+// them together instead (parallelBound), one accountant.ParallelFloor per
+// set of metrics present: the parallel composition of those metrics at
+// every weights at least a floor, the smallest weight of each metric over
+// those mixes rounded down to a multiple of 1/floorGrid, dominates each of
+// them (accountant/worst.go, points 6-8; a lower floor only gives up more
+// blanket, so the rounding is sound). It gives up, as blanket, the
+// fraction 1 - sum of the floor (small when the mixes are close), costs as
+// much for any number of batches, and windows whose floors round alike
+// share one composition.
+//
+// Tree protocols (accountant/longitudinal.go, proof point 3). When a
+// user's state history differs only inside a window, the reports that
+// differ are at most two per tree the window meets (one for one-period
+// trees), sent from the window's first period to the end of the last tree
+// it meets, after the window included. Trees are aligned on the period
+// index (period.Start / period.Length): tree number = index / tree. So for
+// a tree protocol's (epoch, pool) the window counts the periods with data
+// of the pool whose index lies from the index of the window's first period
+// to the last index of the last tree the window meets (those after the
+// window count for that pool only: no other pool's later reports depend on
+// the window's data), the trees they lie in, and their smallest batch;
+// accountant.LongitudinalPart composes the node pairs of those trees, at
+// most one per such period, among the level-mates that smallest batch
+// holds.
 //
 // Reports stored without a period (from an SDK before periods) were not
 // held to one per period and cannot be placed in a window: when any is
 // stored the guarantee is stated as unknown. The guarantee stated is the
 // largest eps, at the plan's target delta, over every window of Horizon
-// consecutive periods with data (the weakest window), from the accountant's
-// composition (accountant.NewComposition, an upper bound).
-//
-// Parallel travel is not covered: its batches' mechanisms differ by their
-// actual mix of metrics, and one pair that dominates them all is not
-// computed here; its horizon guarantee is reported as unknown.
+// consecutive periods with data (the weakest window), from the
+// accountant's composition (accountant.NewComposition, an upper bound).
 
 // HorizonGuarantee is the per-user guarantee over the plan's horizon at the
 // stored batch sizes, across every metric of the plan (the target's
@@ -60,8 +105,10 @@ type HorizonGuarantee struct {
 	Delta float64  `json:"delta"`
 	// Window is the weakest window.
 	Window *report.PeriodSpan `json:"window,omitempty"`
-	// Reports is the number of a user's reports composed in that window
-	// (periods times pools with data).
+	// Reports is the number of periods times pools with data composed for
+	// that window: its own, and for a tree protocol those after it, to the
+	// end of the last tree it meets, that can hold a report its data
+	// changes (of which LongitudinalPart composes at most two per tree).
 	Reports int `json:"reports"`
 	// Target is the plan's (eps, delta) over H periods.
 	TargetEps   float64 `json:"target_eps"`
@@ -70,14 +117,61 @@ type HorizonGuarantee struct {
 	Note string `json:"note,omitempty"`
 }
 
-// horizonPart is one (period, pool) of the window: its epoch's plan, the
-// pool and its smallest batch.
+// horizonPart is one (period, pool) with data: its epoch's plan, the pool
+// and its smallest batch, the pool's tree when it is a tree protocol's,
+// and with parallel travel the mixes of its batches.
 type horizonPart struct {
 	period report.Period
 	epoch  string
 	pool   string
 	n      int64
+	// tree is the periods per tree of a tree protocol's pool, 0 for any
+	// other pool.
+	tree int
+	// mixes are, with parallel travel, the distinct mixes of metrics of
+	// the period's batches (mixKey), sorted.
+	mixes []string
 }
+
+// poolKey is one (epoch, pool).
+type poolKey struct{ epoch, pool string }
+
+// poolLoad is what one (epoch, pool) charges a window (horizonWindows).
+type poolLoad struct {
+	// reports is the number of its periods with data charged: those in the
+	// window, or for a tree protocol those that can hold a report the
+	// window's data changes.
+	reports int
+	// n is their smallest batch, rounded down by roundDown2.
+	n int64
+	// trees is, for a tree protocol, the number of trees those periods lie
+	// in; 0 for any other pool.
+	trees int
+	// mixes are, with parallel travel, the distinct mixes of their
+	// batches, sorted; bound is what composeParts bounds them by
+	// (parallelBound).
+	mixes, bound []string
+}
+
+// covers reports whether a load's charge bounds b's: at least as many
+// reports and trees at a batch no larger. With parallel travel the round
+// must also dominate each of b's mixes (mixCover).
+func (a poolLoad) covers(b poolLoad) bool {
+	return a.reports >= b.reports && a.n <= b.n && a.trees >= b.trees
+}
+
+// maxHorizonMixes is the number of distinct mixes of metrics of a
+// parallel pool a window composes one by one (each adds as many candidate
+// pairs to every profile point of the composition as the plan's weights
+// do; a floor adds that many per metric); beyond it they are bounded
+// together (parallelBound).
+const maxHorizonMixes = 4
+
+// floorGrid: a floor weight is rounded down to a multiple of 1/floorGrid
+// (one below 1/floorGrid is kept as it is), so that windows whose
+// smallest weights differ by less share their composition; it gives up at
+// most (metrics)/floorGrid more of the blanket.
+const floorGrid = 256
 
 // horizonCacheSize bounds the compositions memoised.
 const horizonCacheSize = 256
@@ -114,10 +208,6 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	p := c.plan
 	h := &HorizonGuarantee{Periods: p.HorizonPeriods(), Period: p.PeriodLength().String(), Delta: p.Target.Delta,
 		TargetEps: p.Target.Eps, TargetDelta: p.Target.Delta}
-	if p.Travel == string(accountant.TravelParallel) {
-		h.Note = "not computed for parallel travel: its batches' mechanisms depend on their mix of metrics"
-		return h, nil
-	}
 	legacy, err := c.st.unperiodedReports(ctx)
 	if err != nil {
 		return nil, err
@@ -132,37 +222,22 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	if err != nil {
 		return nil, err
 	}
-	// One part per period, epoch and pool: the metrics of a pooled plan
-	// share their pool, at its smallest batch.
-	var parts []horizonPart
-	at := map[horizonPart]int{}
-	for _, q := range rowsByMetric {
-		pl, err := c.epochPlan(ctx, q.epoch)
-		if err != nil {
-			return nil, err
-		}
-		if pl == nil {
-			h.Note = fmt.Sprintf("unknown: the plan of epoch %s is not stored", q.epoch)
-			return h, nil
-		}
-		n := q.n
-		q.pool, q.n = pl.Pool(q.pool), 0
-		if i, ok := at[q]; ok {
-			parts[i].n = min(parts[i].n, n)
-			continue
-		}
-		at[q] = len(parts)
-		q.n = n
-		parts = append(parts, q)
+	parts, err := c.horizonParts(ctx, rowsByMetric)
+	if errors.Is(err, errNoMechanism) {
+		h.Note = err.Error()
+		return h, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(parts) == 0 {
 		return nil, nil
 	}
 	windows := horizonWindows(parts, int64(p.PeriodLength()/time.Second), int64(h.Periods))
 	var worst float64
-	found := false
-	for _, w := range windows {
-		eps, err := c.composeParts(ctx, w.in, p.Target.Delta)
+	var weakest *horizonWindow
+	for i, w := range windows {
+		eps, err := c.composeParts(ctx, w.loads, p.Target.Delta)
 		if errors.Is(err, errNoMechanism) {
 			h.Note = err.Error()
 			return h, nil
@@ -170,21 +245,96 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		if err != nil {
 			return nil, err
 		}
-		if !found || eps > worst {
-			worst, found = eps, true
-			h.Window = &report.PeriodSpan{Start: time.Unix(w.start, 0).UTC(), End: time.Unix(min(w.end, maxJSONTime), 0).UTC()}
-			h.Reports = len(w.in)
+		if weakest == nil || eps > worst {
+			worst, weakest = eps, &windows[i]
 		}
 	}
 	h.Eps = &worst
-	h.Note = "every user's reports of every metric in the weakest window of the horizon, each metric's at its smallest batch in the window (an upper bound)"
+	h.Window = &report.PeriodSpan{Start: time.Unix(weakest.start, 0).UTC(), End: time.Unix(min(weakest.end, maxJSONTime), 0).UTC()}
+	h.Reports = len(weakest.in)
+	h.Note = horizonNote(weakest.loads)
 	return h, nil
 }
 
-// horizonWindow is a window of the horizon and the parts it overlaps.
+// horizonNote says what the composition of a window with loads covers.
+func horizonNote(loads map[poolKey]poolLoad) string {
+	note := "every user's reports of every metric in the weakest window of the horizon, each metric's at its smallest batch in the window (an upper bound)"
+	var tree, parallel, together bool
+	for _, ld := range loads {
+		tree = tree || ld.trees > 0
+		parallel = parallel || len(ld.mixes) > 0
+		together = together || len(ld.mixes) > maxHorizonMixes
+	}
+	if tree {
+		note += "; a state metric's (tree protocol) node reports that the window's states can change, after the window to the end of the last tree it meets included, at the smallest batch of those periods"
+	}
+	if parallel {
+		note += "; with parallel travel each period's message at the weakest of the plan's weights and every mix of metrics of the window's batches"
+		if together {
+			note += fmt.Sprintf(" (more than %d distinct mixes: bounded together, at the smallest share of each metric)", maxHorizonMixes)
+		}
+	}
+	return note
+}
+
+// horizonParts merges the stored rows (periodParts: one per period, epoch
+// and metric or pool) into one part per period, epoch and pool (the
+// metrics of a pooled plan share their pool, at its smallest batch), with
+// the pool's tree when it is a tree protocol's and, with parallel travel,
+// the mixes of the period's batches. An error wrapping errNoMechanism
+// says why the guarantee is unknown.
+func (c *Collector) horizonParts(ctx context.Context, rows []horizonPart) ([]horizonPart, error) {
+	type partKey struct {
+		period      report.Period
+		epoch, pool string
+	}
+	var parts []horizonPart
+	at := map[partKey]int{}
+	trees := map[poolKey]int{}
+	for _, q := range rows {
+		pl, err := c.epochPlan(ctx, q.epoch)
+		if err != nil {
+			return nil, err
+		}
+		if pl == nil {
+			return nil, fmt.Errorf("%w: the plan of epoch %s is not stored", errNoMechanism, q.epoch)
+		}
+		q.pool = pl.Pool(q.pool)
+		k := partKey{q.period, q.epoch, q.pool}
+		if i, ok := at[k]; ok {
+			parts[i].n = min(parts[i].n, q.n)
+			continue
+		}
+		pk := poolKey{q.epoch, q.pool}
+		tree, ok := trees[pk]
+		if !ok && !pl.Pooled() { // a tree protocol travels separately (accountant.AllocatePlan)
+			mech, _, _, err := pl.BatchMechanism(ctx, c.o.Open, q.pool)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errNoMechanism, err)
+			}
+			if tree, err = accountant.LongitudinalTree(mech); err != nil {
+				return nil, fmt.Errorf("%w: %v", errNoMechanism, err)
+			}
+			trees[pk] = tree
+		}
+		q.tree = tree
+		if pl.Travel == string(accountant.TravelParallel) {
+			if q.mixes, err = c.periodMixes(ctx, pl, q.epoch, q.period); err != nil {
+				return nil, err
+			}
+		}
+		at[k] = len(parts)
+		parts = append(parts, q)
+	}
+	return parts, nil
+}
+
+// horizonWindow is a window of the horizon, the parts it charges and its
+// load per (epoch, pool).
 type horizonWindow struct {
 	start, end int64
 	in         []horizonPart
+	loads      map[poolKey]poolLoad
 }
 
 // horizonWindows returns the windows of h periods of length l seconds
@@ -193,27 +343,41 @@ type horizonWindow struct {
 // no overflow) whose compositions bound every window's, skipping those
 // another one dominates. parts are sorted by period start.
 //
-// Which windows suffice: a period is in a window [s, s+h*l) when it
-// overlaps it (an earlier epoch may have longer or shorter periods). Take
-// any window W and let e be the earliest end among its periods. The window
-// starting at s' = floor((e-1)/l)*l still holds all of W's periods: s'
-// >= W's start (both are multiples of l and W's start <= e-1), so every
-// period starting before W's end starts before the end of s'; and every
-// period of W ends at or after e > s'. So the windows starting at
-// floor((end-1)/l)*l for each period's end cover every window, including
-// those after an epoch of longer periods (a window starting at a period's
-// start would miss them).
+// What a window charges (chargedWindow): the parts that overlap it, and for
+// a tree protocol's pool the parts from its first period's index to the
+// end of the last tree it meets (see the top of the file).
 //
-// Which can be skipped: a window is dominated when another holds, for
-// every (epoch, pool) of it, at least as many periods at a smallest batch
-// no larger (both as composeParts rounds them), spread over at least as
-// long a span from the first to the last (a tree protocol's charge,
-// accountant.LongitudinalPart, grows with the trees its span meets, and
-// with its periods and its smallest batch as the others' do). Its composition is then
-// a sub-composition of the other's with larger batches, whose true profile
-// the other's bound dominates (an extra mechanism composed, or a larger
-// batch, never lowers the privacy loss's profile; see the top of the
-// file); so only undominated windows are composed.
+// Which windows suffice. Take any window W that charges something, and
+// let e be the earliest end among the parts it charges. The window V
+// starting at s = floor((e-1)/l)*l charges at least as much. s is at least
+// the start of W (both are multiples of l, and W starts at or before e-1,
+// every part W charges ending after W's start), and V ends no earlier
+// than W. A part overlapping W starts before the end of W, hence before
+// the end of V, and ends at or after e > s: it overlaps V. A tree
+// protocol's part charged by W has an index from the index a of W's first
+// period to the end E of the last tree W meets; it ends after s, so its
+// index is at least that of V's first period, and E is at most the end of
+// the last tree V meets (V ends no earlier): V charges it. The trees W
+// counts are those of its charged parts, which V counts too. So V charges
+// a superset of the parts W charges, per (epoch, pool): as many reports or
+// more, trees and mixes included, at a smallest batch no larger. The
+// windows starting at floor((end-1)/l)*l for each part's end are thus
+// enough, including those after an epoch of longer periods (a window
+// starting at a period's start would miss them).
+//
+// Which can be skipped: a window is dominated when another's load covers
+// its load for every (epoch, pool) of it (poolLoad.covers): at least as
+// many reports and trees at a smallest batch no larger (both as
+// composeParts rounds them), and with parallel travel a round that
+// dominates each of its mixes. The other's composition is then a valid
+// bound of this one's true view: composing more rounds never lowers the
+// bound's profile, a smaller batch only weakens it, a round that
+// dominates every mechanism a period's batch can be dominates that period
+// (see the top of the file), and accountant.LongitudinalPart's bound holds
+// for any trees and reports at least the window's and any batch at most
+// its smallest (its proof counts at most that many rounds and takes a
+// union bound over at most that many periods). So only undominated
+// windows are composed.
 func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 	starts := map[int64]bool{}
 	var order []int64
@@ -225,47 +389,28 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 		}
 	}
 	slices.Sort(order)
-	type pk struct{ epoch, pool string }
-	type load struct {
-		rounds      int
-		n           int64
-		first, last int64 // period indices: a tree protocol's charge grows with the spread
-	}
 	var ws []horizonWindow
-	var loads []map[pk]load
 	for _, s := range order {
-		w := horizonWindow{start: s, end: s + h*l}
-		m := map[pk]load{}
-		for _, q := range parts {
-			if q.period.Start < w.end && q.period.End() > w.start {
-				w.in = append(w.in, q)
-				k := pk{q.epoch, q.pool}
-				ld, ok := m[k]
-				if !ok || q.n < ld.n {
-					ld.n = q.n
-				}
-				i := q.period.Start / max(q.period.Length, 1)
-				if !ok || i < ld.first {
-					ld.first = i
-				}
-				if !ok || i > ld.last {
-					ld.last = i
-				}
-				ld.rounds++
-				m[k] = ld
+		if w := chargedWindow(parts, s, s+h*l); len(w.in) > 0 {
+			ws = append(ws, w)
+		}
+	}
+	covers := make([]map[poolKey]mixCover, len(ws))
+	for i, w := range ws {
+		covers[i] = map[poolKey]mixCover{}
+		for k, ld := range w.loads {
+			if len(ld.mixes) > 0 {
+				covers[i][k] = newMixCover(ld)
 			}
 		}
-		for k, ld := range m {
-			ld.n = roundDown2(ld.n)
-			m[k] = ld
-		}
-		ws = append(ws, w)
-		loads = append(loads, m)
 	}
-	dominates := func(a, b map[pk]load) bool { // a dominates b
-		for k, lb := range b {
-			la, ok := a[k]
-			if !ok || la.rounds < lb.rounds || la.n > lb.n || la.last-la.first < lb.last-lb.first {
+	dominates := func(i, j int) bool { // window i dominates window j
+		for k, lb := range ws[j].loads {
+			la, ok := ws[i].loads[k]
+			if !ok || !la.covers(lb) {
+				return false
+			}
+			if len(lb.mixes) > 0 && !covers[i][k].covers(covers[j][k], lb.mixes) {
 				return false
 			}
 		}
@@ -277,7 +422,7 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 		for j := range ws {
 			// Of two windows dominating each other (equal loads) the
 			// earlier is kept.
-			if j != i && dominates(loads[j], loads[i]) && (j < i || !dominates(loads[i], loads[j])) {
+			if j != i && dominates(j, i) && (j < i || !dominates(i, j)) {
 				skip = true
 				break
 			}
@@ -289,6 +434,69 @@ func horizonWindows(parts []horizonPart, l, h int64) []horizonWindow {
 	return out
 }
 
+// charges reports whether the window [start, end) charges part q: q
+// overlaps it, or q is a tree protocol's period with an index from the
+// index of the window's first period to the last index of the last tree
+// the window meets (period indices in q's own period length).
+func charges(q horizonPart, start, end int64) bool {
+	if q.period.Start < end && q.period.End() > start {
+		return true
+	}
+	if q.tree == 0 || q.period.Length <= 0 {
+		return false
+	}
+	l, t := q.period.Length, int64(q.tree)
+	i := q.period.Start / l
+	first, last := start/l, (end-1)/l
+	return i >= first && i <= (last/t+1)*t-1
+}
+
+// chargedWindow returns the window [start, end) with the parts it charges
+// (charges) and its load per (epoch, pool): their number, their smallest
+// batch rounded down (roundDown2), the trees of a tree protocol's and the
+// mixes of a parallel pool's.
+func chargedWindow(parts []horizonPart, start, end int64) horizonWindow {
+	w := horizonWindow{start: start, end: end, loads: map[poolKey]poolLoad{}}
+	trees := map[poolKey]map[int64]bool{}
+	mixes := map[poolKey]map[string]bool{}
+	for _, q := range parts {
+		if !charges(q, start, end) {
+			continue
+		}
+		w.in = append(w.in, q)
+		k := poolKey{q.epoch, q.pool}
+		ld, ok := w.loads[k]
+		if !ok || q.n < ld.n {
+			ld.n = q.n
+		}
+		ld.reports++
+		if q.tree > 0 {
+			if trees[k] == nil {
+				trees[k] = map[int64]bool{}
+			}
+			trees[k][q.period.Start/q.period.Length/int64(q.tree)] = true
+		}
+		for _, m := range q.mixes {
+			if mixes[k] == nil {
+				mixes[k] = map[string]bool{}
+			}
+			mixes[k][m] = true
+		}
+		w.loads[k] = ld
+	}
+	for k, ld := range w.loads {
+		ld.n = roundDown2(ld.n)
+		ld.trees = len(trees[k])
+		for m := range mixes[k] {
+			ld.mixes = append(ld.mixes, m)
+		}
+		slices.Sort(ld.mixes)
+		ld.bound = parallelBound(ld.mixes)
+		w.loads[k] = ld
+	}
+	return w
+}
+
 // maxJSONTime is the last Unix second of year 9999, the largest time
 // encoding/json writes.
 const maxJSONTime = 253402300799
@@ -296,69 +504,44 @@ const maxJSONTime = 253402300799
 // errNoMechanism reports a part whose plan or mechanism is unavailable.
 var errNoMechanism = errors.New("collector: horizon guarantee unknown")
 
-// composeParts returns the eps at delta of the composition of parts
-// (memoised): each (epoch, pool) of the window counts as many rounds as it
-// has periods, all at its smallest batch of the window rounded down to two
-// significant digits. A smaller batch only weakens the bound, so this
+// composeParts returns the eps at delta of the composition of a window's
+// loads (chargedWindow; memoised): each (epoch, pool) counts as many rounds
+// as it has reports, all at its smallest batch (rounded down to two
+// significant digits: a smaller batch only weakens the bound, so this
 // dominates the composition at each period's own size, and the accountant
 // composes a few homogeneous parts in a fraction of the time of as many
-// different parts as periods (the API answers within seconds).
-func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta float64) (float64, error) {
-	type key struct {
-		epoch, pool string
-		n           int64
-	}
-	type pk struct{ epoch, pool string }
-	smallest := map[pk]int64{}
-	for _, q := range parts {
-		k := pk{q.epoch, q.pool}
-		if n, ok := smallest[k]; !ok || q.n < n {
-			smallest[k] = q.n
-		}
-	}
-	rounds := map[key]int{}
-	first, last := map[key]int64{}, map[key]int64{} // period indices
-	for _, q := range parts {
-		k := key{q.epoch, q.pool, roundDown2(smallest[pk{q.epoch, q.pool}])}
-		rounds[k]++
-		i := q.period.Start / max(q.period.Length, 1)
-		if f, ok := first[k]; !ok || i < f {
-			first[k] = i
-		}
-		last[k] = max(last[k], i)
-	}
-	keys := make([]key, 0, len(rounds))
-	for k := range rounds {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.epoch != b.epoch {
-			return a.epoch < b.epoch
-		}
-		if a.pool != b.pool {
-			return a.pool < b.pool
-		}
-		return a.n < b.n
+// different parts as periods, so the API answers within seconds). A
+// parallel pool's round is accountant.WorstOf the plan's weights and its
+// mixes (parallelRound); a tree protocol's part is
+// accountant.LongitudinalPart over its trees and reports.
+func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad, delta float64) (float64, error) {
+	keys := slices.SortedFunc(maps.Keys(loads), func(a, b poolKey) int {
+		return cmp.Or(strings.Compare(a.epoch, b.epoch), strings.Compare(a.pool, b.pool))
 	})
 	var sig strings.Builder
 	fmt.Fprintf(&sig, "%g", delta)
 	for _, k := range keys {
-		fmt.Fprintf(&sig, "|%s/%s/%d*%d~%d", k.epoch, k.pool, k.n, rounds[k], last[k]-first[k]+1)
+		ld := loads[k]
+		fmt.Fprintf(&sig, "|%s/%s/%d*%d^%d", k.epoch, k.pool, ld.n, ld.reports, ld.trees)
+		if len(ld.bound) > 0 {
+			sum := sha256.Sum256([]byte(strings.Join(ld.bound, ";")))
+			fmt.Fprintf(&sig, "#%d:%x", len(ld.bound), sum[:12])
+		}
 	}
 	if v, ok := c.horizon.get(sig.String()); ok {
 		return v, nil
 	}
 	var ps []accountant.Part
-	var long []int // indices into ps of tree protocols, with their keys
-	var longKeys []key
+	type tree struct {
+		at int // index into ps
+		ld poolLoad
+	}
+	var long []tree
 	for _, k := range keys {
+		ld := loads[k]
 		pl, err := c.epochPlan(ctx, k.epoch)
 		if err != nil || pl == nil {
 			return 0, fmt.Errorf("%w: the plan of epoch %s is not stored", errNoMechanism, k.epoch)
-		}
-		if pl.Travel == string(accountant.TravelParallel) {
-			return 0, fmt.Errorf("%w: epoch %s has parallel travel", errNoMechanism, k.epoch)
 		}
 		name := k.pool
 		if pl.Pooled() {
@@ -368,30 +551,35 @@ func (c *Collector) composeParts(ctx context.Context, parts []horizonPart, delta
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}
+		if pl.Travel == string(accountant.TravelParallel) {
+			if mech, err = c.parallelRound(ctx, pl, mech, ld.bound); err != nil {
+				return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+			}
+		}
 		isLong, err := accountant.IsLongitudinal(mech)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}
-		if isLong {
-			long, longKeys = append(long, len(ps)), append(longKeys, k)
+		if isLong != (ld.trees > 0) {
+			return 0, fmt.Errorf("%w: epoch %s pool %s: a tree protocol counted with %d trees", errNoMechanism, k.epoch, k.pool, ld.trees)
 		}
-		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: int(k.n), Rounds: rounds[k]})
+		if isLong {
+			long = append(long, tree{len(ps), ld})
+		}
+		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: int(ld.n), Rounds: ld.reports})
 	}
 	// A tree protocol's reports are not independent across periods: its
 	// part is the protocol's own (accountant.LongitudinalPart) over the
-	// horizon's window, each paying its level-count tail out of delta.
+	// trees and periods the window's data can reach, each paying its
+	// level-count tail out of delta.
 	var tails float64
-	for i, at := range long {
-		k := longKeys[i]
+	for _, t := range long {
 		budget := 0.05 * delta / float64(len(long))
-		// The window meets the trees of the periods from its first to
-		// its last with data.
-		span := int(last[k] - first[k] + 1)
-		p, tail, err := accountant.LongitudinalPart(ps[at].Mech, ps[at].Eps0, int(k.n), span, rounds[k], budget)
+		p, tail, err := accountant.LongitudinalPart(ps[t.at].Mech, ps[t.at].Eps0, int(t.ld.n), t.ld.trees, t.ld.reports, budget)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}
-		ps[at], tails = p, tails+tail
+		ps[t.at], tails = p, tails+tail
 	}
 	comp, err := accountant.NewComposition(ps...)
 	if err != nil {

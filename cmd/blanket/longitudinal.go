@@ -18,10 +18,13 @@ import (
 const longitudinalHelp = `A longitudinal tree protocol (--mech longitudinal:tree=H, or a declaration with a
 tree) is accounted over a window of periods: --rounds W is the window in periods
 and --n the smallest batch a period's reports are shuffled in (every level
-together). Its eps is the smallest of three bounds: per_period (every period's
-shuffled node reports, the level-mates inferred from --n, their tail paid from
-delta), transcript (only with --users) and local (T trees times eps0, T the trees
-a window of W periods meets). No lower bound is known (0). The published
+together). The data protected is the state history: two histories differing
+only inside one window of W periods are neighbours, and every report that
+difference can change counts, after the window included (docs/time.md §5).
+Its eps is the smallest of three bounds: per_period (two shuffled node reports
+per tree the window meets, the level-mates inferred from --n over every period
+that can hold one, their tail paid from delta), transcript (only with --users)
+and local (T trees times eps0, T the trees a window of W periods meets). No lower bound is known (0). The published
 baselines bound independent reports, which a tree protocol does not send: only
 local applies, the others are n/a.
 
