@@ -1,7 +1,9 @@
 // Command app is the smallest app that reports telemetry with Blanket: a
-// screen view and the bytes it synced, randomized on the device, sealed for
-// the collector and uploaded only with the user's consent
-// (BLANKET_TELEMETRY=on; local, the default, keeps them on the device).
+// screen view and the bytes it synced, kept on the device for the
+// reporting period, then randomized, sealed for the collector and uploaded
+// only with the user's consent (BLANKET_TELEMETRY=on; local, the default,
+// keeps everything on the device). See README.md for a development plan
+// that reports every minute.
 //
 //	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 &
 //	BLANKET_TELEMETRY=on go run ./examples/app -endpoint http://127.0.0.1:8080
@@ -11,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,15 +23,25 @@ import (
 
 func main() {
 	endpoint := flag.String("endpoint", "http://127.0.0.1:8080", "Blanket server")
+	dataDir := flag.String("data", "", "telemetry data dir: the outbox, the privacy ledger and the cached plan (default: blanket-example-app in the user cache dir); one per simulated user")
+	screen := flag.String("screen", "search", "the screen value to record")
 	flag.Parse()
 	ctx := context.Background()
-	dir, _ := os.UserCacheDir()
+	if *dataDir == "" {
+		dir, _ := os.UserCacheDir()
+		*dataDir = filepath.Join(dir, "blanket-example-app")
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	p, err := client.NewProvider(ctx, client.Config{
-		Mode:     client.ModeFromEnv(), // BLANKET_TELEMETRY=off|local|on
+		Mode:     client.ModeFromEnvLogged(logger), // BLANKET_TELEMETRY=off|local|on; unset means local
 		Endpoint: *endpoint,
-		DataDir:  filepath.Join(dir, "blanket-example-app"),
-		MaxEps0:  8, // never report with a local budget above 8
+		DataDir:  *dataDir,
+		MaxEps0:  8,      // never report with a local budget above 8
+		Logger:   logger, // a failed upload, a fallback to the cached plan, each dropped value or report
+		OnDrop: func(d client.Drop) { // optional: the app's own handling of what will not be counted
+			log.Printf("dropped: %s %s of period %s: %s", d.Reason, d.Metric, d.Start.Format(time.RFC3339), d.Detail)
+		},
 	})
 	if err != nil {
 		log.Printf("telemetry disabled: %v", err) // a nil Provider records nothing
@@ -36,11 +49,17 @@ func main() {
 	defer func() {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		p.Shutdown(ctx) // uploads what it can; the rest waits in the outbox
+		// One bounded attempt to upload the reports of the periods that
+		// ended; what it does not send waits in the outbox for the next run.
+		if err := p.Shutdown(ctx); err != nil {
+			log.Printf("telemetry: %v", err)
+		}
+		st := p.Stats()
+		log.Printf("recorded %d, sealed %d, uploaded %d, refused %d, late %d, expired %d", st.Recorded, st.Messages, st.Uploaded, st.Rejected+st.Dropped, st.Late, st.Expired)
 	}()
 
 	m := p.Meter("demo")
-	if err := m.Categorical("screen").Record(ctx, "search"); err != nil {
+	if err := m.Categorical("screen").Record(ctx, *screen); err != nil {
 		log.Print(err)
 	}
 	if err := m.Sum("sync-bytes").Record(ctx, 123456); err != nil {
@@ -48,6 +67,6 @@ func main() {
 	}
 	ledger, _ := p.Ledger(ctx)
 	for _, e := range ledger {
-		log.Printf("%s %s: %d reports, eps0 spent %.3g (%d kept local)", e.Start.Format(time.DateOnly), e.Metric, e.Reports, e.Eps0, e.LocalReports)
+		log.Printf("%s %s: %d reports (%s), eps0 spent %.3g (%d kept local)", e.Start.Format(time.RFC3339), e.Metric, e.Reports, e.Upload, e.Eps0, e.LocalReports)
 	}
 }

@@ -548,7 +548,11 @@ func runApp(ctx context.Context, pl *plan.Plan, cache *client.RandomizerCache, r
 	if err != nil {
 		return client.Stats{}, err
 	}
-	if err := p.Shutdown(ctx); err != nil { // Flush: uploads
+	if err := p.Flush(ctx); err != nil { // uploads, retrying; Shutdown makes one attempt
+		p.Shutdown(ctx)
+		return client.Stats{}, err
+	}
+	if err := p.Shutdown(ctx); err != nil {
 		return client.Stats{}, err
 	}
 	st := p.Stats()

@@ -310,7 +310,32 @@ func TestModes(t *testing.T) {
 		dir := t.TempDir()
 		cfg, clk := clockConfig(f, dir)
 		cfg.Mode = client.ModeLocal
+		// Without a cached plan, local records nothing and asks the
+		// server nothing: nothing leaves the device.
 		p := newProvider(t, cfg)
+		record(t, p, clk)
+		flush(t, p)
+		if p.Meter("app").Categorical("screen").Enabled(ctx) || p.Plan() != nil {
+			t.Error("Enabled, or a plan, in ModeLocal without a cached plan")
+		}
+		if err := p.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Stats(); st.Recorded != 0 || st.Messages != 0 {
+			t.Errorf("without a plan: stats = %+v, want nothing recorded", st)
+		}
+		if gets, posts := f.requests(); gets+posts != 0 {
+			t.Fatalf("ModeLocal made %d plan requests and %d uploads, want none", gets, posts)
+		}
+		// A run in ModeOn caches the plan; local reports by it from
+		// then on, still asking the server nothing.
+		on := cfg
+		on.Mode = client.ModeOn
+		if err := newProvider(t, on).Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gets0, _ := f.requests()
+		p = newProvider(t, cfg)
 		record(t, p, clk)
 		flush(t, p)
 		if !p.Meter("app").Categorical("screen").Enabled(ctx) {
@@ -335,12 +360,15 @@ func TestModes(t *testing.T) {
 			t.Errorf("ledger %+v, want 3 periods of 2 metrics", l)
 		}
 		for _, e := range l {
-			if e.LocalReports != 1 || e.Reports != 0 || e.Eps0 != 0 {
+			if e.LocalReports != 1 || e.Reports != 0 || e.Eps0 != 0 || e.Upload != client.UploadLocal {
 				t.Errorf("ledger %+v: want 1 local report, nothing charged", e)
 			}
 		}
 		if err := p.Shutdown(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if gets, posts := f.requests(); gets != gets0 || posts != 0 {
+			t.Errorf("ModeLocal with a cached plan made %d plan requests and %d uploads, want none", gets-gets0, posts)
 		}
 		// Switching to on uploads only what is recorded from then on.
 		cfg.Mode = client.ModeOn

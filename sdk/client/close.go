@@ -267,7 +267,7 @@ func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGro
 			return false, err
 		}
 		if len(g.values) > 0 {
-			p.stats.expired.Add(1)
+			p.expired(g.key.pool, g.key.period)
 		}
 		return false, nil
 	}
@@ -298,7 +298,7 @@ func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGro
 		// them as late rather than send a second report.
 		c.Envelope = nil
 		if err = p.outbox.ClosePeriod(ctx, c); err == nil {
-			p.stats.late.Add(int64(len(g.values)))
+			p.lateValues(g.values, "the period was closed for a metric it carries")
 			return false, nil
 		}
 	}

@@ -152,7 +152,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 			return false, err
 		}
 		if len(g.values) > 0 {
-			p.stats.expired.Add(1)
+			p.expired(g.key.pool, g.key.period)
 		}
 		return false, nil
 	}
@@ -184,7 +184,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
 			return false, err
 		}
-		p.stats.late.Add(int64(len(g.values)))
+		p.lateValues(g.values, "the metric was stepped in the period already")
 		return false, nil
 	}
 	var state []byte
@@ -218,7 +218,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 			return false, err
 		}
 		p.stats.steps.Add(1)
-		p.stats.expired.Add(1)
+		p.expired(g.key.pool, g.key.period)
 		return false, nil
 	}
 	if len(reports[0]) > 0 {
@@ -286,7 +286,7 @@ func (p *Provider) closeStateLate(ctx context.Context, c PeriodClose, g *periodG
 	if err := p.outbox.ClosePeriod(ctx, c); err != nil {
 		return false, err
 	}
-	p.stats.late.Add(int64(len(g.values)))
+	p.lateValues(g.values, "the period was closed for the metric already")
 	return false, nil
 }
 

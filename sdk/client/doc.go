@@ -12,11 +12,13 @@
 // Meters, a Meter hands out instruments, instruments Record with a context —
 // and the consent modes of golang.org/x/telemetry: off, local, on.
 //
+//	logger := slog.Default() // or the app's own
 //	p, err := client.NewProvider(ctx, client.Config{
-//		Mode:     client.ModeFromEnv(), // $BLANKET_TELEMETRY: off, local (default) or on
+//		Mode:     client.ModeFromEnvLogged(logger), // $BLANKET_TELEMETRY: off, local (default) or on
 //		Endpoint: "https://telemetry.example.com",
 //		DataDir:  filepath.Join(cacheDir, "myapp", "telemetry"),
-//		MaxEps0:  8, // refuse any plan asking for more local budget
+//		MaxEps0:  8,      // refuse any plan asking for more local budget
+//		Logger:   logger, // says what was dropped, and why
 //	})
 //	if err != nil {
 //		log.Printf("telemetry disabled: %v", err) // p is nil; a nil Provider records nothing
@@ -29,15 +31,20 @@
 //
 // # The plan
 //
-// NewProvider fetches the calibrated plan from the collector (GET /v1/plan)
-// and verifies it before reporting anything: it must be calibrated, carry
-// the collector's key, ask no metric for an eps0 above
+// In ModeOn, NewProvider fetches the calibrated plan from the collector
+// (GET /v1/plan) and verifies it before reporting anything: it must be
+// calibrated, carry the collector's key, ask no metric for an eps0 above
 // the app's ceiling Config.MaxEps0, and name only randomizers the app can
 // open (Blanket's built-ins in process, others as plugin binaries from
 // Config.PluginDir) at the plan's report format version. Otherwise
 // NewProvider fails with an error wrapping ErrPlanRefused. The verified plan
 // is cached in Config.DataDir, so that an app starting offline reports by
-// the last plan it accepted.
+// the last plan it accepted. NewProvider waits for the collector at most
+// Config.PlanTimeout (1 s by default), whatever its context allows (at
+// most half of what a deadline leaves): a collector that does not answer
+// in time, refuses the connection or answers an error costs the app that
+// long at most, and NewProvider reports by the cached plan (it fails with
+// ErrPlanUnavailable only when none is cached).
 //
 // When the collector publishes a new plan (a new epoch: another target, a
 // recalibration, a new metric), a Provider in ModeOn picks it up within
@@ -89,6 +96,18 @@
 // A staged period that could not close within Config.PeriodGrace of its
 // end (default: one period length, as the shuffler waits) is dropped
 // unsent and counted (Stats.Expired), never sent late into another period.
+//
+// # What the app is told
+//
+// Telemetry the app recorded that will not reach the collector is a Drop:
+// a Record into a closed period (DropLate, Stats.Late), a period that
+// expired unsent (DropExpired, Stats.Expired), a report the shuffler
+// refused (DropRefused: named in its 202 answer, Stats.Rejected, or an
+// upload of it alone answered 400 or 413, Stats.Dropped). Each is logged
+// as a warning through Config.Logger with its reason, metric and period,
+// and passed to Config.OnDrop when set: on a goroutine of the Provider's,
+// in order, with no lock held (it may call the Provider), and it must not
+// block.
 //
 // # Travel
 //
@@ -155,12 +174,18 @@
 //
 // # Consent
 //
-// In ModeOff nothing is fetched, stored or sent, and Record returns nil. In
-// ModeLocal values are staged, and each period's report sealed, as in
-// ModeOn and kept in the outbox, never uploaded (not even after the user
-// switches to on, as in x/telemetry), for Config.LocalRetention days;
-// without an uploader a period closes at the next Record or start. ModeOn
-// uploads.
+// In ModeOff nothing is fetched, stored or sent, and Record returns nil.
+// In ModeLocal nothing leaves the device: no plan is fetched and nothing
+// is uploaded, so the server never learns of the device. The plan is the
+// one an earlier run in ModeOn cached in Config.DataDir (or Config.Plan,
+// for an app that ships its plan); without one nothing is recorded (Record
+// returns nil, Enabled is false). With one, values are staged, and each
+// period's report sealed, as in ModeOn and kept in the outbox, never
+// uploaded (not even after the user switches to on, as in x/telemetry),
+// for Config.LocalRetention days; without an uploader a period closes at
+// the next Record or start. ModeOn fetches the plan and uploads.
+// ModeFromEnv reads the mode from $BLANKET_TELEMETRY (unset: local); a
+// value it does not know means off, and ModeFromEnvLogged logs it.
 //
 // # Durability and what the device keeps
 //
@@ -168,14 +193,20 @@
 // (WAL, synchronous=FULL): a crash or restart loses nothing staged, and
 // the next start closes the periods that ended meanwhile. The values of
 // the open period are kept in clear in the app's data dir (Config.DataDir,
-// the user's own device) until the period closes; they are never uploaded
-// unrandomized, and closing removes them in the transaction that commits
-// the sealed report. The uploader deletes reports from the outbox only
-// after the shuffler acknowledged them with HTTP 202, which it sends after
-// storing them durably. A crash between the two sends the reports again at
-// the next start, and the shuffler drops them by id: nothing recorded is
-// lost or counted twice. Uploads retry with exponential backoff and jitter,
-// and honour Retry-After on 429 and 503. An outbox file written by an
+// the user's own device, created 0700) until the period closes, in an
+// outbox file readable by its owner only (0600, with its WAL and
+// shared-memory files); they are never uploaded unrandomized, and closing
+// removes them in the transaction that commits the sealed report. The
+// uploader deletes reports from the outbox only after the shuffler
+// answered them with HTTP 202, which it sends after storing them durably.
+// A crash between the two sends the reports again at the next start, and
+// the shuffler drops them by id: nothing recorded is lost or counted
+// twice. Uploads retry with exponential backoff and jitter, and honour
+// Retry-After on 429 and 503. Shutdown does not retry: it makes one
+// attempt, bounded by Config.ShutdownTimeout, and none when the server did
+// not answer this run (so a short-lived tool never waits on a dead
+// server at exit); what it does not send waits in the outbox for the next
+// run. An outbox file written by an
 // earlier version is migrated when opened: it keeps its pending reports
 // (those sealed before reporting periods carry none, and shufflers now
 // refuse them, counted in Stats.Rejected and removed: no per-period
@@ -188,7 +219,17 @@
 //
 // Provider.Ledger reads the local privacy ledger: for each period and
 // metric, the report committed (at most one) and its eps0, the metric's
-// local privacy loss in the period. Provider.LedgerWindow sums it over the
+// local privacy loss in the period, and what became of the report
+// (LedgerEntry.Upload: local, pending, acknowledged by the shuffler,
+// refused by it, dropped). A report is charged when it is committed, since
+// from then on it may reach the shuffler at any time; the charge of a
+// report the shuffler refused by name at its first upload is taken back
+// (kept apart in LedgerEntry.RefusedEps0): the shuffler refuses before
+// storing, so the report is in no batch and the collector, the only
+// holder of the key it is sealed to, never opens it (see UploadRefused
+// for the trust this takes). A refusal of a report an earlier upload
+// without an answer carried keeps its charge: that upload may have stored
+// it. Provider.LedgerWindow sums it over the
 // plan's horizon ending with the current period, the window the plan's
 // target covers: the reports sent and their local loss by basic
 // composition (the sum of their eps0, a bound that does not trust the

@@ -38,8 +38,8 @@ var (
 	// reporting period already closed for its pool (Outbox.ClosePeriod):
 	// a period never reopens, so that a user sends at most one report per
 	// metric (separate travel) or one message (joint, parallel) per
-	// period, whatever the clock does. A Record that meets it is dropped
-	// and counted in Stats.Late; it returns nil.
+	// period, whatever the clock does. A Record that meets it is dropped,
+	// counted in Stats.Late and told as a Drop; it returns nil.
 	ErrPeriodClosed = errors.New("client: the reporting period is closed")
 	// ErrStalePeriod reports an Outbox.ClosePeriod whose values or draws
 	// are no longer staged as given: a Record or another process on the

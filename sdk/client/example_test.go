@@ -88,7 +88,7 @@ func ExampleMeter_Categorical() {
 	defer collector.Close()
 	ctx := context.Background()
 	p, err := client.NewProvider(ctx, client.Config{
-		Mode:     client.ModeLocal,
+		Mode:     client.ModeOn,
 		Endpoint: collector.URL,
 		Outbox:   client.NewMemoryOutbox(),
 		MaxEps0:  8,

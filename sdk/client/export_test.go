@@ -6,6 +6,7 @@ import "context"
 var (
 	Backoff         = backoff
 	ParseRetryAfter = parseRetryAfter
+	PlanCacheFile   = planCacheFile
 )
 
 // MaxRetryAfter is maxRetryAfter.

@@ -85,6 +85,36 @@ type fakeServer struct {
 	respond func(n int, envs []report.Envelope) (status int, header http.Header, store bool)
 	// afterStore, when set, runs after storing, before answering 202.
 	afterStore func(n int)
+	// refuse, when set, gives the reason the server refuses an envelope
+	// for good ("" takes it), as the shuffler does a period past its
+	// grace: a refused envelope is not stored, is counted rejected in the
+	// 202 answer and is named with its reason in its errors, at most
+	// nameMax of them per answer (0: all), as the shuffler names only the
+	// first few.
+	refuse  func(e report.Envelope) string
+	nameMax int
+	// refused counts the refusals per id.
+	refused map[report.ID]int
+}
+
+// envelopeError is an entry of the errors of the shuffler's 202 answer.
+type envelopeError struct {
+	Index int    `json:"index"`
+	Error string `json:"error"`
+}
+
+// setRefuse sets refuse and nameMax.
+func (f *fakeServer) setRefuse(refuse func(e report.Envelope) string, nameMax int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse, f.nameMax = refuse, nameMax
+}
+
+// refusals returns the refusals per id.
+func (f *fakeServer) refusals() map[report.ID]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.refused)
 }
 
 func newFakeServer(t testing.TB, p *plan.Plan) *fakeServer {
@@ -111,7 +141,7 @@ func startFake(p *plan.Plan) (*fakeServer, error) {
 	if p == nil {
 		p = testPlan(pub)
 	}
-	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, keys: map[string]int{}, opened: map[string][][]byte{}}
+	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, keys: map[string]int{}, opened: map[string][][]byte{}, refused: map[report.ID]int{}}
 	f.setPlan(p)
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f, nil
@@ -232,9 +262,20 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		var acc, dup int
+		var acc, dup, rej int
+		var named []envelopeError
 		f.mu.Lock()
-		for _, e := range envs {
+		for i, e := range envs {
+			if f.refuse != nil {
+				if why := f.refuse(e); why != "" {
+					rej++
+					f.refused[e.ID]++
+					if f.nameMax == 0 || len(named) < f.nameMax {
+						named = append(named, envelopeError{Index: i, Error: why})
+					}
+					continue
+				}
+			}
 			f.raw++
 			f.ids[e.ID]++
 			if f.ids[e.ID] > 1 {
@@ -281,7 +322,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
-		fmt.Fprintf(w, `{"accepted":%d,"duplicates":%d,"rejected":0}`, acc, dup)
+		json.NewEncoder(w).Encode(map[string]any{"accepted": acc, "duplicates": dup, "rejected": rej, "errors": named})
 	default:
 		http.NotFound(w, r)
 	}

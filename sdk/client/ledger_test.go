@@ -49,9 +49,9 @@ func TestLedger(t *testing.T) {
 	epoch := p.Plan().Epoch()
 	d0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	want := []client.LedgerEntry{
-		{Start: d0, End: d0.Add(day), Metric: "app/bytes", Epoch: epoch, Reports: 1, Eps0: testEps0},
-		{Start: d0, End: d0.Add(day), Metric: "app/screen", Epoch: epoch, Reports: 1, Eps0: testEps0},
-		{Start: d0.Add(2 * day), End: d0.Add(3 * day), Metric: "app/screen", Epoch: epoch, Reports: 1, Eps0: testEps0},
+		{Start: d0, End: d0.Add(day), Metric: "app/bytes", Epoch: epoch, Reports: 1, Eps0: testEps0, Upload: client.UploadAcknowledged},
+		{Start: d0, End: d0.Add(day), Metric: "app/screen", Epoch: epoch, Reports: 1, Eps0: testEps0, Upload: client.UploadAcknowledged},
+		{Start: d0.Add(2 * day), End: d0.Add(3 * day), Metric: "app/screen", Epoch: epoch, Reports: 1, Eps0: testEps0, Upload: client.UploadAcknowledged},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ledger = %+v, want %+v", got, want)

@@ -20,6 +20,8 @@ type MemoryOutbox struct {
 	ids     map[report.ID]int
 	removed int
 	ledger  map[memLedgerKey]*LedgerEntry
+	// charged lists the ledger entries of each envelope (for Ack).
+	charged map[report.ID][]*LedgerEntry
 	values  map[memValueKey]Value
 	draws   map[memDrawKey]Draw
 	closed  map[periodKey]bool
@@ -37,6 +39,7 @@ type memEntry struct {
 	day   string
 	local bool
 	gone  bool
+	sent  bool // Sending marked it
 }
 
 type memLedgerKey struct {
@@ -61,6 +64,7 @@ func NewMemoryOutbox() *MemoryOutbox {
 	return &MemoryOutbox{
 		ids:     map[report.ID]int{},
 		ledger:  map[memLedgerKey]*LedgerEntry{},
+		charged: map[report.ID][]*LedgerEntry{},
 		values:  map[memValueKey]Value{},
 		draws:   map[memDrawKey]Draw{},
 		closed:  map[periodKey]bool{},
@@ -232,10 +236,17 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 		l := o.ledger[k]
 		if l == nil {
 			start := time.Unix(c.Period.Start, 0).UTC()
-			l = &LedgerEntry{Start: start, End: time.Unix(c.Period.End(), 0).UTC(), Metric: ch.Metric, Epoch: c.Epoch}
+			l = &LedgerEntry{Start: start, End: time.Unix(c.Period.End(), 0).UTC(), Metric: ch.Metric, Epoch: c.Epoch, Upload: UploadPending}
+			if c.Local {
+				l.Upload = UploadLocal
+			}
 			o.ledger[k] = l
-		} else if l.Epoch != "" {
-			l.Epoch = c.Epoch
+			o.charged[c.Envelope.ID] = append(o.charged[c.Envelope.ID], l)
+		} else {
+			if l.Epoch != "" {
+				l.Epoch = c.Epoch
+			}
+			l.Upload = UploadUnknown // two reports: no one state
 		}
 		if c.Local {
 			l.LocalReports++
@@ -268,8 +279,33 @@ func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelop
 	return out, nil
 }
 
+// Sending implements Outbox.
+func (o *MemoryOutbox) Sending(ctx context.Context, ids []report.ID) ([]bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(ids))
+	for k, id := range ids {
+		i, ok := o.ids[id]
+		if !ok {
+			out[k] = true
+			continue
+		}
+		m := &o.envs[i-o.removed]
+		out[k], m.sent = m.sent, true
+	}
+	return out, nil
+}
+
 // Ack implements Outbox.
-func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID) error {
+func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) error {
+	switch s {
+	case UploadAcknowledged, UploadRefused, UploadDropped, UploadUnknown:
+	default:
+		return fmt.Errorf("client: memory outbox: Ack with upload state %q, want acknowledged, refused, dropped or unknown", s)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.check(ctx); err != nil {
@@ -280,6 +316,16 @@ func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID) error {
 			o.envs[i-o.removed].gone = true
 			delete(o.ids, id)
 		}
+		for _, l := range o.charged[id] {
+			if l.Upload != UploadPending {
+				continue
+			}
+			l.Upload = s
+			if s == UploadRefused {
+				l.RefusedEps0, l.Eps0, l.Reports = l.Eps0, 0, 0
+			}
+		}
+		delete(o.charged, id)
 	}
 	o.compact()
 	return nil
@@ -312,6 +358,7 @@ func (o *MemoryOutbox) DropLocal(ctx context.Context, day string) (int, error) {
 		if !m.gone && m.local && m.day < day {
 			m.gone = true
 			delete(o.ids, m.env.ID)
+			delete(o.charged, m.env.ID)
 			n++
 		}
 	}
@@ -373,6 +420,7 @@ func (o *MemoryOutbox) Close() error {
 	defer o.mu.Unlock()
 	o.shut = true
 	o.envs, o.ids, o.ledger, o.values, o.draws, o.closed = nil, nil, nil, nil, nil, nil
+	o.charged = nil
 	o.states, o.carried = nil, nil
 	return nil
 }

@@ -56,11 +56,13 @@ func (m *Meter) instrument(name string, kind sdk.InputKind, agg string) instrume
 func (in *instrument) Name() string { return in.name }
 
 // off reports whether the instrument records nothing: a nil or ModeOff
-// Provider.
-func (in *instrument) off() bool { return in.p == nil || in.p.mode == ModeOff }
+// Provider, or one without a plan (ModeLocal with none cached).
+func (in *instrument) off() bool {
+	return in.p == nil || in.p.mode == ModeOff || in.p.currentPlan() == nil
+}
 
 // Enabled reports whether Record would take a value: the Provider is in
-// ModeLocal or ModeOn, the metric is in the plan with a matching kind,
+// ModeLocal or ModeOn with a plan, the metric is in it with a matching kind,
 // and, with parallel travel, the current period drew this metric. An app
 // can skip computing an expensive value when it is false.
 func (in *instrument) Enabled(ctx context.Context) bool {

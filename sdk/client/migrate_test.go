@@ -271,7 +271,111 @@ func TestOutboxMigrationRecordCount(t *testing.T) {
 	}
 	defer db.Close()
 	var version int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 6 {
-		t.Errorf("user_version %d, %v; want 6 (the current version)", version, err)
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 7 {
+		t.Errorf("user_version %d, %v; want 7 (the current version)", version, err)
+	}
+}
+
+// outboxSchemaV6 is what versions 5 and 6 made of a version 4 file.
+const outboxSchemaV6 = outboxSchemaV4 + `
+ALTER TABLE staged_values ADD COLUMN records INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE metric_states (
+	metric TEXT    NOT NULL,
+	plan   TEXT    NOT NULL,
+	digest TEXT    NOT NULL,
+	start  INTEGER NOT NULL,
+	length INTEGER NOT NULL,
+	state  BLOB    NOT NULL,
+	PRIMARY KEY (metric, plan, digest)
+);
+CREATE TABLE carried_values (
+	metric   TEXT    PRIMARY KEY,
+	start    INTEGER NOT NULL,
+	length   INTEGER NOT NULL,
+	kind     INTEGER NOT NULL,
+	category TEXT    NOT NULL DEFAULT '',
+	total    REAL    NOT NULL DEFAULT 0
+);
+PRAGMA user_version = 6;`
+
+// TestOutboxMigrationUploadState opens an outbox file of version 6, whose
+// ledger says nothing of uploads, holding a report of separate travel
+// still waiting for upload, a joint message of two metrics waiting too, a
+// report uploaded already, a local report and a day migrated from the
+// per-day ledger: the waiting reports' entries become pending, linked to
+// their envelopes (an Ack of them then sets their state, and a refusal
+// takes back the charge of each metric the message carried), the local
+// one local, and the others unknown and charged; the waiting envelopes
+// count as sent (an earlier upload may have carried them).
+func TestOutboxMigrationUploadState(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), client.OutboxFile)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, outboxSchemaV6); err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := dayPeriod("2026-03-01"), dayPeriod("2026-03-02")
+	sepID, jointID, localID := report.NewID(), report.NewID(), report.NewID()
+	if _, err := db.ExecContext(ctx, `INSERT INTO outbox (id, metric, suite, sealed, day, local) VALUES (?, ?, 1, x'00', '2026-03-01', 0), (?, ?, 1, x'00', '2026-03-02', 0), (?, ?, 1, x'00', '2026-03-01', 1)`,
+		sepID[:], report.PeriodPoolKey("app/screen", "e1", p0), jointID[:], report.PeriodPoolKey("@joint", "e2", p1), localID[:], report.PeriodPoolKey("app/feature", "e1", p0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports) VALUES
+		(?, ?, 'app/screen', 'e1', 1, 2, 0), (?, ?, 'app/bytes', 'e1', 1, 2, 0), (?, ?, 'app/feature', 'e1', 0, 0, 1),
+		(?, ?, 'app/screen', 'e2', 1, 0.5, 0), (?, ?, 'app/bytes', 'e2', 1, 0.25, 0), (?, ?, 'app/old', '', 2, 4, 0)`,
+		p0.Start, p0.Length, p0.Start, p0.Length, p0.Start, p0.Length, p1.Start, p1.Length, p1.Start, p1.Length, p1.Start, p1.Length); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	o, err := client.OpenSQLiteOutbox(ctx, path)
+	if err != nil {
+		t.Fatalf("opening the version 6 file: %v", err)
+	}
+	defer o.Close()
+	d0, d1 := time.Unix(p0.Start, 0).UTC(), time.Unix(p1.Start, 0).UTC()
+	check := func(when string, want []client.LedgerEntry) {
+		t.Helper()
+		l, err := o.Ledger(ctx)
+		if err != nil || len(l) != len(want) {
+			t.Fatalf("%s: ledger = %+v, %v; want %+v", when, l, err, want)
+		}
+		for i := range want {
+			if l[i] != want[i] {
+				t.Errorf("%s: ledger[%d] = %+v, want %+v", when, i, l[i], want[i])
+			}
+		}
+	}
+	check("after the migration", []client.LedgerEntry{
+		{Start: d0, End: d1, Metric: "app/bytes", Epoch: "e1", Reports: 1, Eps0: 2, Upload: client.UploadUnknown},
+		{Start: d0, End: d1, Metric: "app/feature", Epoch: "e1", LocalReports: 1, Upload: client.UploadLocal},
+		{Start: d0, End: d1, Metric: "app/screen", Epoch: "e1", Reports: 1, Eps0: 2, Upload: client.UploadPending},
+		{Start: d1, End: d1.Add(day), Metric: "app/bytes", Epoch: "e2", Reports: 1, Eps0: 0.25, Upload: client.UploadPending},
+		{Start: d1, End: d1.Add(day), Metric: "app/old", Reports: 2, Eps0: 4, Upload: client.UploadUnknown},
+		{Start: d1, End: d1.Add(day), Metric: "app/screen", Epoch: "e2", Reports: 1, Eps0: 0.5, Upload: client.UploadPending},
+	})
+	// Envelopes of version 6 may have been uploaded: they count as sent.
+	if sent, err := o.Sending(ctx, []report.ID{sepID, jointID}); err != nil || !sent[0] || !sent[1] {
+		t.Errorf("Sending after the migration = %v, %v; want both sent before", sent, err)
+	}
+	if err := o.Ack(ctx, []report.ID{sepID}, client.UploadAcknowledged); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Ack(ctx, []report.ID{jointID}, client.UploadRefused); err != nil {
+		t.Fatal(err)
+	}
+	check("after the Acks", []client.LedgerEntry{
+		{Start: d0, End: d1, Metric: "app/bytes", Epoch: "e1", Reports: 1, Eps0: 2, Upload: client.UploadUnknown},
+		{Start: d0, End: d1, Metric: "app/feature", Epoch: "e1", LocalReports: 1, Upload: client.UploadLocal},
+		{Start: d0, End: d1, Metric: "app/screen", Epoch: "e1", Reports: 1, Eps0: 2, Upload: client.UploadAcknowledged},
+		{Start: d1, End: d1.Add(day), Metric: "app/bytes", Epoch: "e2", Upload: client.UploadRefused, RefusedEps0: 0.25},
+		{Start: d1, End: d1.Add(day), Metric: "app/old", Reports: 2, Eps0: 4, Upload: client.UploadUnknown},
+		{Start: d1, End: d1.Add(day), Metric: "app/screen", Epoch: "e2", Upload: client.UploadRefused, RefusedEps0: 0.5},
+	})
+	if pending, err := o.Pending(ctx, 10); err != nil || len(pending) != 0 {
+		t.Errorf("pending = %+v, %v; want none", pending, err)
 	}
 }

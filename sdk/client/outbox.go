@@ -48,22 +48,37 @@ type Outbox interface {
 	// the period's staged values and draws, records the period as closed
 	// for c.Pool (for good: Stage and Draw refuse it from then on), and,
 	// when c.Envelope is set, stores the envelope, charges c.Charges to
-	// the ledger and records the period as closed for each charged metric
-	// too (so that no other pool, under another plan's travel or another
-	// process's, reports the metric again in the period). c.Unstage and c.Undraw must be exactly the values and draws
-	// staged for (c.Pool, c.Period), each unchanged (same Rev): otherwise
-	// nothing changes and the error wraps ErrStalePeriod (another Record
-	// or process changed the period since it was read). Closing with an
-	// envelope a period already closed for c.Pool or a charged metric
-	// stores nothing and returns an error wrapping ErrPeriodClosed; closing without one is allowed (it only
+	// the ledger (UploadPending, or UploadLocal with c.Local; the entries
+	// are linked to the envelope's id for Ack) and records the period as
+	// closed for each charged metric too (so that no other pool, under
+	// another plan's travel or another process's, reports the metric
+	// again in the period). c.Unstage and c.Undraw must be exactly the
+	// values and draws staged for (c.Pool, c.Period), each unchanged
+	// (same Rev): otherwise nothing changes and the error wraps
+	// ErrStalePeriod (another Record or process changed the period since
+	// it was read). Closing with an envelope a period already closed for
+	// c.Pool or a charged metric stores nothing and returns an error
+	// wrapping ErrPeriodClosed; closing without one is allowed (it only
 	// removes what c names). Storing an envelope id already stored is an
 	// error.
 	ClosePeriod(ctx context.Context, c PeriodClose) error
 	// Pending returns up to limit stored envelopes that are to be uploaded
 	// (not Local) and not yet acknowledged, oldest first.
 	Pending(ctx context.Context, limit int) ([]report.Envelope, error)
-	// Ack removes acknowledged envelopes; unknown ids are ignored.
-	Ack(ctx context.Context, ids []report.ID) error
+	// Sending marks stored envelopes as sent, before an upload of them,
+	// and reports for each of ids whether it was marked so already: an
+	// earlier upload that did not settle it (its answer was lost or was
+	// not a 202, the app crashed) may have reached the shuffler, which
+	// may hold it although it refuses it when sent again (a retry after
+	// its period's deadline is refused as late). Unknown ids count as
+	// sent.
+	Sending(ctx context.Context, ids []report.ID) (sentBefore []bool, err error)
+	// Ack removes uploaded envelopes from the outbox and sets the upload
+	// state of their ledger entries (those still UploadPending) to s:
+	// UploadAcknowledged, UploadRefused (which also removes the entries'
+	// charge: Reports and Eps0 go to 0, the eps0 to RefusedEps0),
+	// UploadDropped or UploadUnknown. Unknown ids are ignored.
+	Ack(ctx context.Context, ids []report.ID, s UploadState) error
 	// DropLocal removes local envelopes of periods that started on days
 	// before day ("2006-01-02", UTC) and returns how many it removed. The
 	// ledger keeps counting them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,7 +86,15 @@ func TestOutbox(t *testing.T) {
 					t.Errorf("Pending[%d] = %+v, want entry %d", i, got[i], i)
 				}
 			}
-			if err := o.Ack(ctx, []report.ID{added[0].Envelope.ID, added[2].Envelope.ID, report.NewID()}); err != nil {
+			// Sending says which envelopes an upload carried before;
+			// an unknown id counts as sent.
+			unknownID := report.NewID()
+			for i, want := range [][]bool{{false, false, true}, {true, true, true}} {
+				if sent, err := o.Sending(ctx, []report.ID{added[0].Envelope.ID, added[1].Envelope.ID, unknownID}); err != nil || !slices.Equal(sent, want) {
+					t.Errorf("Sending #%d = %v, %v; want %v", i+1, sent, err, want)
+				}
+			}
+			if err := o.Ack(ctx, []report.ID{added[0].Envelope.ID, added[2].Envelope.ID, report.NewID()}, client.UploadAcknowledged); err != nil {
 				t.Fatal(err)
 			}
 			got, _ = o.Pending(ctx, 100)
@@ -96,6 +105,25 @@ func TestOutbox(t *testing.T) {
 				if got[i].ID != added[j].Envelope.ID {
 					t.Fatalf("after Ack, Pending[%d] is not entry %d", i, j)
 				}
+			}
+			// Entry 3 is refused by the shuffler, entry 5 dropped after a
+			// 400: both leave the outbox. A later Ack of entry 3 changes
+			// nothing (its state is set once), and an Ack must say what
+			// became of the envelopes.
+			if err := o.Ack(ctx, []report.ID{added[3].Envelope.ID}, client.UploadRefused); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack(ctx, []report.ID{added[5].Envelope.ID}, client.UploadDropped); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack(ctx, []report.ID{added[3].Envelope.ID}, client.UploadAcknowledged); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack(ctx, []report.ID{added[1].Envelope.ID}, client.UploadPending); err == nil {
+				t.Error("Ack with UploadPending succeeded")
+			}
+			if got, _ = o.Pending(ctx, 100); len(got) != 1 || got[0].ID != added[1].Envelope.ID {
+				t.Fatalf("after the refusal and the drop, Pending = %+v, want entry 1 alone", got)
 			}
 			// DropLocal removes local entries of periods starting before
 			// the day only.
@@ -109,15 +137,16 @@ func TestOutbox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Acks and drops leave the ledger alone.
+			// Acks and drops keep the charges, but for the refusal, and
+			// say what became of each report.
 			d1, d2 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 			wantL := []client.LedgerEntry{
-				{Start: d1, End: d2, Metric: "a", Epoch: "e1", Reports: 1, Eps0: 1.5},
-				{Start: d1, End: d2, Metric: "b", Epoch: "e1", Reports: 1, Eps0: 1.5},
-				{Start: d1, End: d2, Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5},
-				{Start: d2, End: d2.Add(day), Metric: "a", Epoch: "e1", Reports: 1, Eps0: 1.5},
-				{Start: d2, End: d2.Add(day), Metric: "b", Epoch: "e1", LocalReports: 1}, // entry 4, local: not charged
-				{Start: d2, End: d2.Add(day), Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5},
+				{Start: d1, End: d2, Metric: "a", Epoch: "e1", Reports: 1, Eps0: 1.5, Upload: client.UploadAcknowledged},
+				{Start: d1, End: d2, Metric: "b", Epoch: "e1", Reports: 1, Eps0: 1.5, Upload: client.UploadPending},
+				{Start: d1, End: d2, Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5, Upload: client.UploadAcknowledged},
+				{Start: d2, End: d2.Add(day), Metric: "a", Epoch: "e1", Upload: client.UploadRefused, RefusedEps0: 1.5},      // entry 3: not charged
+				{Start: d2, End: d2.Add(day), Metric: "b", Epoch: "e1", LocalReports: 1, Upload: client.UploadLocal},         // entry 4, local: not charged
+				{Start: d2, End: d2.Add(day), Metric: "c", Epoch: "e1", Reports: 1, Eps0: 1.5, Upload: client.UploadDropped}, // entry 5: charged
 			}
 			if len(l) != len(wantL) {
 				t.Fatalf("ledger = %+v, want %+v", l, wantL)
@@ -132,6 +161,29 @@ func TestOutbox(t *testing.T) {
 			dup.Envelope.ID = added[1].Envelope.ID
 			if err := o.ClosePeriod(ctx, dup); err == nil {
 				t.Error("storing an id twice succeeded")
+			}
+			// A refused message takes back the charge of every metric it
+			// carries.
+			joint := sealedClose("@joint", "2026-01-03", false)
+			joint.Charges = []client.Charge{{Metric: "x", Eps0: 0.5}, {Metric: "y", Eps0: 0.25}}
+			if err := o.ClosePeriod(ctx, joint); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack(ctx, []report.ID{joint.Envelope.ID}, client.UploadRefused); err != nil {
+				t.Fatal(err)
+			}
+			l, err = o.Ledger(ctx)
+			if err != nil || len(l) != 8 {
+				t.Fatalf("ledger = %+v, %v; want 8 entries", l, err)
+			}
+			d3 := d2.Add(day)
+			for i, want := range []client.LedgerEntry{
+				{Start: d3, End: d3.Add(day), Metric: "x", Epoch: "e1", Upload: client.UploadRefused, RefusedEps0: 0.5},
+				{Start: d3, End: d3.Add(day), Metric: "y", Epoch: "e1", Upload: client.UploadRefused, RefusedEps0: 0.25},
+			} {
+				if l[6+i] != want {
+					t.Errorf("ledger[%d] = %+v, want %+v", 6+i, l[6+i], want)
+				}
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
@@ -309,39 +310,62 @@ func checkStateful(p *plan.Plan, m *plan.Metric, r sdk.Randomizer, d *sdk.Descri
 	return st, nil
 }
 
-// loadPlan fetches and verifies the plan. When the collector cannot be
-// reached it falls back to the last verified plan cached in dataDir (if
-// any), verified again; a plan the collector serves but this app refuses
-// is never replaced by the cached one.
-func loadPlan(ctx context.Context, hc *http.Client, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
-	p, raw, fetchErr := fetchPlan(ctx, hc, base)
+// loadPlan fetches and verifies the plan, waiting for the collector at
+// most timeout. When the collector cannot be reached in time (or answers
+// an error) it falls back to the last verified plan cached in dataDir (if
+// any), verified again, and returns the fetch's error as fetchErr with it;
+// a plan the collector serves but this app refuses is never replaced by
+// the cached one.
+func loadPlan(ctx context.Context, timeout time.Duration, hc *http.Client, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (v *verifiedPlan, fetchErr, err error) {
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	p, raw, fetchErr := fetchPlan(fctx, hc, base)
+	cancel()
 	if fetchErr == nil {
 		v, err := verifyPlan(ctx, p, maxEps0, cache)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if dataDir != "" {
 			// Best effort: the cache only helps a later offline start.
 			_ = writeFileAtomic(filepath.Join(dataDir, planCacheFile(base)), raw)
 		}
-		return v, nil
+		return v, nil, nil
 	}
-	if !errors.Is(fetchErr, ErrPlanUnavailable) || dataDir == "" || ctx.Err() != nil {
-		return nil, fetchErr
+	if !errors.Is(fetchErr, ErrPlanUnavailable) || ctx.Err() != nil {
+		return nil, nil, fetchErr
+	}
+	v, err = cachedPlan(ctx, base, dataDir, maxEps0, cache)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
+	case v == nil:
+		return nil, nil, fetchErr
+	}
+	return v, fetchErr, nil
+}
+
+// cachedPlan returns the last verified plan of the collector at base,
+// cached in dataDir, verified again; nil when none is cached.
+func cachedPlan(ctx context.Context, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
+	if dataDir == "" {
+		return nil, nil
 	}
 	raw, err := os.ReadFile(filepath.Join(dataDir, planCacheFile(base)))
 	if err != nil {
-		return nil, fetchErr
+		return nil, nil
 	}
-	p, err = decodePlan(raw)
+	p, err := decodePlan(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
+		return nil, err
 	}
-	v, err := verifyPlan(ctx, p, maxEps0, cache)
-	if err != nil {
-		return nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
-	}
-	return v, nil
+	return verifyPlan(ctx, p, maxEps0, cache)
+}
+
+// unanswered reports whether err is a request the server did not answer:
+// a transport error (refused, reset, unreachable) or a timeout.
+func unanswered(err error) bool {
+	var ue *url.Error
+	return err != nil && (errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // writeFileAtomic writes data to path through a synced temporary file and

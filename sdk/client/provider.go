@@ -2,11 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,6 +31,10 @@ const (
 	DefaultRetryMax = 10 * time.Minute
 	// DefaultHTTPTimeout bounds each request of the default HTTP client.
 	DefaultHTTPTimeout = 30 * time.Second
+	// DefaultPlanTimeout is the default of Config.PlanTimeout.
+	DefaultPlanTimeout = time.Second
+	// DefaultShutdownTimeout is the default of Config.ShutdownTimeout.
+	DefaultShutdownTimeout = time.Second
 	// DefaultPlanRefresh is the default of Config.PlanRefresh.
 	DefaultPlanRefresh = time.Hour
 	// DefaultLocalRetention is the default of Config.LocalRetention.
@@ -43,7 +47,7 @@ const (
 type Config struct {
 	// Mode is the user's consent. Defaults to ModeOff (the zero value):
 	// nothing is recorded unless the app sets it, for instance with
-	// ModeFromEnv.
+	// ModeFromEnvLogged.
 	Mode Mode
 	// Endpoint is the base URL of the Blanket server: the shuffler takes
 	// POST Endpoint/v1/reports and, unless PlanEndpoint says otherwise, the
@@ -55,8 +59,10 @@ type Config struct {
 	PlanEndpoint string
 	// Plan is a plan to report by instead of fetching one from the
 	// collector; it is verified all the same. It is for simulations that
-	// run many Providers (pass the first one's Provider.Plan) and for
-	// tests. Defaults to nil: fetch the plan.
+	// run many Providers (pass the first one's Provider.Plan), for tests,
+	// and for an app that ships its plan. Defaults to nil: fetch the plan
+	// (in ModeOn; ModeLocal never fetches it, and takes the plan a run in
+	// ModeOn cached in DataDir).
 	Plan *plan.Plan
 	// MaxEps0 is this app's local ceiling: a plan with any metric's eps0
 	// above it is refused. Required unless Mode is ModeOff: finite, > 0.
@@ -83,6 +89,17 @@ type Config struct {
 	// HTTPClient makes every request. Defaults to a client with a
 	// DefaultHTTPTimeout timeout.
 	HTTPClient *http.Client
+	// PlanTimeout bounds how long NewProvider waits for the collector's
+	// plan, whatever ctx allows: past it (or past half of what ctx's
+	// deadline leaves, if less, so that the fallback has time to run),
+	// NewProvider reports by the plan cached in DataDir. Defaults to
+	// DefaultPlanTimeout. Must be >= 0.
+	PlanTimeout time.Duration
+	// ShutdownTimeout bounds Shutdown's one attempt to upload the pending
+	// reports, below ctx's deadline; what it does not upload waits in the
+	// outbox for the next run. Defaults to DefaultShutdownTimeout. Must be
+	// >= 0.
+	ShutdownTimeout time.Duration
 	// BatchSize is the most envelopes per upload. Defaults to
 	// DefaultBatchSize.
 	BatchSize int
@@ -115,8 +132,22 @@ type Config struct {
 	// LocalRetention is how many days reports recorded in ModeLocal are
 	// kept. Defaults to DefaultLocalRetention.
 	LocalRetention int
-	// Logger receives upload warnings. Defaults to discarding them.
+	// Logger receives warnings: failed uploads, a plan fetch that fell
+	// back to the cached plan, and one line per Drop (a late Record, an
+	// expired period, a refused report) with its metric, period and
+	// reason. Defaults to discarding them.
 	Logger *slog.Logger
+	// OnDrop, when set, is called with every Drop: telemetry the app
+	// recorded that will not reach the collector (a Record into a closed
+	// period, a period that expired unsent, a report the shuffler
+	// refused). It is called on a goroutine of the Provider's, one Drop
+	// at a time in the order they happened, never with a lock held that
+	// Record or any other method takes, so it may call the Provider; but
+	// it must not block: while it runs, later Drops wait, and beyond 1024
+	// waiting they are only logged and counted in Stats. A Drop may come
+	// after the call that caused it returned; Shutdown returns after the
+	// last one. Defaults to nil: Drops are only logged and counted.
+	OnDrop func(Drop)
 	// Now is the clock that places Records in reporting periods and ends
 	// them. Defaults to time.Now. A simulation may pass a faster clock.
 	Now func() time.Time
@@ -145,6 +176,8 @@ type Provider struct {
 	up       *uploader
 	upCancel context.CancelFunc
 	upDone   chan struct{}
+	// drops hands Drops to Config.OnDrop; nil without one.
+	drops *dropQueue
 
 	mu       sync.RWMutex // Records hold it shared; Shutdown exclusive
 	shutdown bool
@@ -178,7 +211,7 @@ type Stats struct {
 	// closed for their metric (separate travel) or the plan's pool (joint,
 	// parallel): the clock went back into a closed period, or another
 	// process on the outbox closed it first. Also Records whose clock
-	// reads before 1970, which is in no period.
+	// reads before 1970, which is in no period. Each is a Drop.
 	Late int64
 	// Messages counts envelopes committed to the outbox: one per metric
 	// and closed period with separate travel, one per closed period with
@@ -191,7 +224,7 @@ type Stats struct {
 	// Expired counts staged periods dropped unsent because they could
 	// not close within Config.PeriodGrace of their end: one per metric
 	// and period with separate travel, one per period with joint or
-	// parallel travel.
+	// parallel travel. Each is a Drop.
 	Expired int64
 	// Incomplete counts periods of joint travel closed without a message
 	// because a categorical metric had no value in them (a sum without a
@@ -209,28 +242,41 @@ type Stats struct {
 	// state metric's value is not dropped so when the current plan's
 	// metric takes it: it is the period's value, and carries forward.
 	Superseded int64
-	// Uploaded counts reports acknowledged by the shuffler (HTTP 202).
+	// Uploaded counts reports acknowledged by the shuffler (HTTP 202)
+	// and not refused: it holds them.
 	Uploaded int64
-	// Accepted, Duplicates and Rejected are the shuffler's counts over
-	// those acknowledgements: reports it took, reports it already had (a
-	// retry after a lost acknowledgement), and reports it refused.
+	// Accepted, Duplicates and Rejected are the shuffler's counts over its
+	// 202 answers: reports it took, reports it already had (a retry after
+	// a lost acknowledgement), and reports it refused, deleted from the
+	// outbox, each a Drop (see UploadRefused for their ledger charge).
 	Accepted, Duplicates, Rejected int64
 	// Retries counts failed upload attempts.
 	Retries int64
 	// Dropped counts reports the shuffler refused on their own with 400 or
-	// 413, dropped from the outbox so as not to block it.
+	// 413, dropped from the outbox so as not to block it (UploadDropped),
+	// each a Drop.
 	Dropped int64
 }
 
 // NewProvider returns a Provider for cfg. In ModeOff it touches neither
-// network nor disk. Otherwise it opens the outbox, fetches the plan from
-// the collector (falling back to the last verified plan in DataDir when the
-// collector cannot be reached), verifies it — refusing, with an error
-// wrapping ErrPlanRefused, a plan that is not calibrated, has no collector
-// key, uses an unknown travel mode, sets an eps0 above
-// cfg.MaxEps0 or names a randomizer this app cannot open —, closes the
-// reporting periods that ended since the last run and, in ModeOn, starts
-// the background uploader.
+// network nor disk. Otherwise it opens the outbox, takes a plan and
+// verifies it — refusing, with an error wrapping ErrPlanRefused, a plan
+// that is not calibrated, has no collector key, uses an unknown travel
+// mode, sets an eps0 above cfg.MaxEps0 or names a randomizer this app
+// cannot open —, closes the reporting periods that ended since the last
+// run and, in ModeOn, starts the background uploader.
+//
+// The plan is cfg.Plan when set. Otherwise, in ModeOn, it is the
+// collector's, fetched for at most cfg.PlanTimeout (or half of what ctx's
+// deadline leaves, if less), whatever ctx allows: when the collector does
+// not answer in time, refuses the connection or answers an error,
+// NewProvider logs it and reports by the last verified plan cached in
+// DataDir, and fails with an error wrapping ErrPlanUnavailable only when
+// none is cached. So NewProvider never waits on the network longer than
+// the plan timeout. In ModeLocal nothing is fetched (nothing leaves the
+// device): the plan is the one an earlier run in ModeOn cached in DataDir,
+// and without one the Provider records nothing (every Record returns nil,
+// Enabled is false, Plan returns nil).
 //
 // The periods that ended since the last run close under the plan their
 // values were recorded under when the Provider can: before fetching the
@@ -266,6 +312,9 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 			p.closeOwned()
 		}
 	}()
+	if cfg.OnDrop != nil {
+		p.drops = newDropQueue(cfg.OnDrop)
+	}
 	if p.cache == nil {
 		p.cache, p.ownCache = NewRandomizerCache(PluginOpener(cfg.PluginDir)), true
 	}
@@ -284,23 +333,40 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		planBase = cfg.Endpoint
 	}
 	p.planBase = planBase
-	var v *verifiedPlan
-	if cfg.Plan != nil {
+	var (
+		v        *verifiedPlan
+		fetchErr error // the collector's plan could not be fetched
+	)
+	switch {
+	case cfg.Plan != nil:
 		pl := clonePlan(cfg.Plan)
 		if err := pl.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrPlanRefused, err)
 		}
 		v, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
-	} else {
+	default:
 		// Periods that ended under the last run's plan close under it
 		// first, in case the collector serves a new one.
 		if err := p.closeCachedPlan(ctx); err != nil {
 			return nil, err
 		}
-		v, err = loadPlan(ctx, p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+		if mode == ModeLocal {
+			v, err = cachedPlan(ctx, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+			break
+		}
+		v, fetchErr, err = loadPlan(ctx, p.planTimeout(ctx), p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if fetchErr != nil {
+		p.log.Warn("blanket plan unavailable; reporting by the plan cached in the data dir", "error", fetchErr)
+	}
+	if v == nil {
+		// ModeLocal without a cached plan: nothing to record by.
+		p.log.Info("blanket telemetry is local and no plan is cached: nothing is recorded")
+		ok = true
+		return p, nil
 	}
 	p.plan.Store(v)
 	cutoff := p.now().UTC().AddDate(0, 0, -p.cfg.LocalRetention).Format(time.DateOnly)
@@ -319,6 +385,11 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		if p.up, err = newUploader(p); err != nil {
 			return nil, err
 		}
+		if unanswered(fetchErr) && sameServer(planBase, cfg.Endpoint) {
+			// The server did not answer: Shutdown will not wait on it
+			// again unless an upload gets an answer meanwhile.
+			p.up.noAnswer(fetchErr)
+		}
 		upCtx, cancel := context.WithCancel(context.Background())
 		p.upCancel, p.upDone = cancel, make(chan struct{})
 		go func() {
@@ -330,6 +401,25 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	ok = true
 	return p, nil
+}
+
+// planTimeout returns how long NewProvider waits for the collector's
+// plan: Config.PlanTimeout, or half of what ctx's deadline leaves if less,
+// so that the fallback to the cached plan runs before ctx expires.
+func (p *Provider) planTimeout(ctx context.Context) time.Duration {
+	d := p.cfg.PlanTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(dl)/2)
+	}
+	return d
+}
+
+// sameServer reports whether base URLs a and b name the same server
+// (scheme and host).
+func sameServer(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }
 
 func (p *Provider) fillDefaults() error {
@@ -346,9 +436,9 @@ func (p *Provider) fillDefaults() error {
 	if c.BatchSize < 0 || c.LocalRetention < 0 {
 		return fmt.Errorf("%w: BatchSize = %d, LocalRetention = %d: must be >= 0", ErrBadConfig, c.BatchSize, c.LocalRetention)
 	}
-	if c.UploadDelay < 0 || c.UploadInterval < 0 || c.RetryMin < 0 || c.RetryMax < 0 || c.PeriodGrace < 0 {
-		return fmt.Errorf("%w: UploadDelay = %v, UploadInterval = %v, RetryMin = %v, RetryMax = %v, PeriodGrace = %v: durations must be >= 0",
-			ErrBadConfig, c.UploadDelay, c.UploadInterval, c.RetryMin, c.RetryMax, c.PeriodGrace)
+	if c.UploadDelay < 0 || c.UploadInterval < 0 || c.RetryMin < 0 || c.RetryMax < 0 || c.PeriodGrace < 0 || c.PlanTimeout < 0 || c.ShutdownTimeout < 0 {
+		return fmt.Errorf("%w: UploadDelay = %v, UploadInterval = %v, RetryMin = %v, RetryMax = %v, PeriodGrace = %v, PlanTimeout = %v, ShutdownTimeout = %v: durations must be >= 0",
+			ErrBadConfig, c.UploadDelay, c.UploadInterval, c.RetryMin, c.RetryMax, c.PeriodGrace, c.PlanTimeout, c.ShutdownTimeout)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
@@ -375,6 +465,12 @@ func (p *Provider) fillDefaults() error {
 	if c.PlanRefresh == 0 {
 		c.PlanRefresh = DefaultPlanRefresh
 	}
+	if c.PlanTimeout == 0 {
+		c.PlanTimeout = DefaultPlanTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	if p.hc == nil {
 		p.hc = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
@@ -396,6 +492,9 @@ func (p *Provider) closeOwned() {
 			p.log.Warn("blanket randomizers close", "error", err)
 		}
 	}
+	if p.drops != nil {
+		p.drops.close()
+	}
 }
 
 // Mode returns the consent mode; ModeOff for a nil Provider.
@@ -407,15 +506,16 @@ func (p *Provider) Mode() Mode {
 }
 
 // Plan returns a copy of the verified plan the Provider reports by, or nil
-// in ModeOff.
+// in ModeOff and without a plan (ModeLocal with none cached).
 func (p *Provider) Plan() *plan.Plan {
-	if p == nil || p.mode == ModeOff {
+	if p == nil || p.mode == ModeOff || p.currentPlan() == nil {
 		return nil
 	}
 	return clonePlan(p.currentPlan().plan)
 }
 
-// currentPlan returns the verified plan.
+// currentPlan returns the verified plan; nil in ModeOff and in ModeLocal
+// without a cached plan, where nothing is recorded.
 func (p *Provider) currentPlan() *verifiedPlan { return p.plan.Load() }
 
 // RefreshPlan asks the collector whether its plan changed since the one
@@ -536,23 +636,23 @@ func (p *Provider) Stats() Stats {
 	}
 }
 
-// Shutdown closes the periods that have ended and uploads what it can
-// until ctx is done (in ModeOn, as Flush does), stops the uploader and
-// closes what the Provider opened. Reports not uploaded, and the values
-// staged for the open period, stay in a durable outbox for the next
-// Provider on the same DataDir, which closes the period once it has ended.
-// It waits for Records and Flushes in progress, and returns the flush
-// error, if any. Calls after the first return nil.
+// Shutdown stops the Provider and closes what it opened. In ModeOn it
+// first stops the background uploader (cancelling an upload in flight),
+// closes the periods that have ended, and makes one attempt to upload the
+// pending reports, without retrying, for at most Config.ShutdownTimeout
+// (less when ctx is done sooner); it makes none while the server is known
+// not to answer (a request of this run, the plan fetch at start included,
+// went unanswered and none was answered since) or while a failed upload's
+// backoff or Retry-After runs. So a short-lived tool whose server hangs or
+// refuses connections does not wait on it at exit. Reports not uploaded,
+// and the values staged for the open period, stay in a durable outbox for
+// the next Provider on the same DataDir, which closes the period once it
+// has ended. It waits for Records and Flushes in progress, and for the
+// last Drop passed to Config.OnDrop, and returns the upload attempt's
+// error, if any (or why it made none). Calls after the first return nil.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
-	}
-	var flushErr error
-	if p.up != nil {
-		flushErr = p.Flush(ctx)
-		if errors.Is(flushErr, ErrShutdown) {
-			return nil
-		}
 	}
 	p.mu.Lock()
 	if p.shutdown {
@@ -561,10 +661,30 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	}
 	p.shutdown = true
 	p.mu.Unlock()
+	// From here no Record, Flush or RefreshPlan runs (ErrShutdown).
 	if p.upCancel != nil {
 		p.upCancel()
 		<-p.upDone
 	}
+	var err error
+	if p.up != nil {
+		err = p.lastUpload(ctx)
+	}
 	p.closeOwned()
-	return flushErr
+	return err
+}
+
+// lastUpload closes the ended periods (local work, bounded by ctx only)
+// and makes Shutdown's one upload attempt (uploader.once), bounded by
+// Config.ShutdownTimeout.
+func (p *Provider) lastUpload(ctx context.Context) error {
+	if err := p.closePeriods(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("blanket closing periods", "error", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
+	defer cancel()
+	return p.up.once(ctx)
 }

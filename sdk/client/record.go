@@ -59,13 +59,13 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 	}
 	period := v.plan.ReportPeriod(now)
 	if period.Valid() != nil {
-		p.stats.late.Add(1) // a clock before 1970: no period holds it
+		p.late(name, period, "the clock reads before 1970: no period holds it")
 		return nil
 	}
 	if v.travel == accountant.TravelParallel {
 		chosen, err := p.draw(ctx, v, period)
 		if errors.Is(err, ErrPeriodClosed) {
-			p.stats.late.Add(1)
+			p.late(name, period, "the period is closed for the plan's pool")
 			return nil
 		}
 		if err != nil {
@@ -88,7 +88,7 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 	}
 	if err != nil {
 		if errors.Is(err, ErrPeriodClosed) {
-			p.stats.late.Add(1)
+			p.late(name, period, "the period is closed for the metric or its pool")
 			return nil
 		}
 		return err

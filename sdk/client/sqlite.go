@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -32,9 +34,15 @@ type SQLiteOutbox struct {
 var _ Outbox = (*SQLiteOutbox)(nil)
 
 // OpenSQLiteOutbox opens (creating if needed) the SQLite outbox at path.
+// The file, which holds the values of open periods in clear, is readable
+// and writable by its owner only (mode 0600): a new file is created so,
+// and an existing one, with its WAL and shared-memory files, is set so.
 func OpenSQLiteOutbox(ctx context.Context, path string) (*SQLiteOutbox, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: outbox path is empty", ErrBadConfig)
+	}
+	if err := ownerOnly(path); err != nil {
+		return nil, fmt.Errorf("client: outbox %s: %w", path, err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -55,7 +63,32 @@ func OpenSQLiteOutbox(ctx context.Context, path string) (*SQLiteOutbox, error) {
 		db.Close()
 		return nil, err
 	}
+	// SQLite creates the WAL and shared-memory files with the database
+	// file's mode; ones left by an earlier version keep theirs.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Chmod(path+suffix, outboxFileMode); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			db.Close()
+			return nil, fmt.Errorf("client: outbox %s: %w", path, err)
+		}
+	}
 	return o, nil
+}
+
+// outboxFileMode is the mode of the outbox files: the owner's only.
+const outboxFileMode = 0o600
+
+// ownerOnly creates the file at path with mode 0600 if it is missing, and
+// sets an existing one's mode to 0600, before SQLite opens it (SQLite
+// would create it with 0644 less the umask).
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, outboxFileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(path, outboxFileMode)
 }
 
 func (o *SQLiteOutbox) errf(format string, args ...any) error {
@@ -234,15 +267,22 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 			e.ID[:], e.Metric, int(e.Suite), e.Sealed, periodDay(p), local); err != nil {
 			return o.errf("insert report %s: %w", e.ID, err)
 		}
+		upload := UploadPending
+		if c.Local {
+			upload = UploadLocal
+		}
 		for _, ch := range c.Charges {
 			reports, eps0 := 1, ch.Eps0
 			if c.Local {
 				reports, eps0 = 0, 0
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports) VALUES (?, ?, ?, ?, ?, ?, ?)
+			// A row holding a report already (only one migrated from an
+			// earlier version can) holds two: no one state says what
+			// became of both.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports, report, upload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (start, length, metric) DO UPDATE SET epoch = CASE epoch WHEN '' THEN '' ELSE excluded.epoch END, reports = reports + excluded.reports,
-				eps0 = eps0 + excluded.eps0, local_reports = local_reports + excluded.local_reports`,
-				p.Start, p.Length, ch.Metric, c.Epoch, reports, eps0, local); err != nil {
+				eps0 = eps0 + excluded.eps0, local_reports = local_reports + excluded.local_reports, report = NULL, upload = ''`,
+				p.Start, p.Length, ch.Metric, c.Epoch, reports, eps0, local, e.ID[:], string(upload)); err != nil {
 				return o.errf("ledger: %w", err)
 			}
 		}
@@ -341,10 +381,72 @@ func (o *SQLiteOutbox) Pending(ctx context.Context, limit int) ([]report.Envelop
 	return out, nil
 }
 
+// Sending implements Outbox.
+func (o *SQLiteOutbox) Sending(ctx context.Context, ids []report.ID) ([]bool, error) {
+	out := make([]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	tx, err := o.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, o.errf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	unsent := map[report.ID]bool{}
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := make([]any, len(chunk))
+		for i := range chunk {
+			args[i] = chunk[i][:]
+		}
+		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM outbox WHERE sent = 0 AND id IN "+in, args...)
+		if err != nil {
+			return nil, o.errf("sending: %w", err)
+		}
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				rows.Close()
+				return nil, o.errf("sending: %w", err)
+			}
+			var id report.ID
+			copy(id[:], b)
+			unsent[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, o.errf("sending: %w", err)
+		}
+		if len(unsent) > 0 {
+			if _, err := tx.ExecContext(ctx, "UPDATE outbox SET sent = 1 WHERE sent = 0 AND id IN "+in, args...); err != nil {
+				return nil, o.errf("sending: %w", err)
+			}
+		}
+	}
+	if len(unsent) > 0 {
+		if err := tx.Commit(); err != nil {
+			return nil, o.errf("commit: %w", err)
+		}
+	}
+	for k, id := range ids {
+		out[k] = !unsent[id]
+	}
+	return out, nil
+}
+
 // Ack implements Outbox.
-func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID) error {
+func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) error {
 	if len(ids) == 0 {
 		return nil
+	}
+	ledger := "UPDATE period_ledger SET upload = ? WHERE upload = 'pending' AND report IN "
+	switch s {
+	case UploadAcknowledged, UploadDropped, UploadUnknown:
+	case UploadRefused:
+		ledger = "UPDATE period_ledger SET upload = ?, refused_eps0 = eps0, eps0 = 0, reports = 0 WHERE upload = 'pending' AND report IN "
+	default:
+		return fmt.Errorf("client: outbox %s: Ack with upload state %q, want acknowledged, refused, dropped or unknown", o.path, s)
 	}
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -358,9 +460,12 @@ func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID) error {
 		for i := range chunk {
 			args[i] = chunk[i][:]
 		}
-		q := "DELETE FROM outbox WHERE id IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		if _, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE id IN "+in, args...); err != nil {
 			return o.errf("ack: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, ledger+in, append([]any{string(s)}, args...)...); err != nil {
+			return o.errf("ack: ledger: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -381,7 +486,7 @@ func (o *SQLiteOutbox) DropLocal(ctx context.Context, day string) (int, error) {
 
 // Ledger implements Outbox.
 func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
-	rows, err := o.db.QueryContext(ctx, "SELECT start, length, metric, epoch, reports, eps0, local_reports FROM period_ledger ORDER BY start, length, metric")
+	rows, err := o.db.QueryContext(ctx, "SELECT start, length, metric, epoch, reports, eps0, local_reports, upload, refused_eps0 FROM period_ledger ORDER BY start, length, metric")
 	if err != nil {
 		return nil, o.errf("ledger: %w", err)
 	}
@@ -390,10 +495,11 @@ func (o *SQLiteOutbox) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	for rows.Next() {
 		var l LedgerEntry
 		var p report.Period
-		if err := rows.Scan(&p.Start, &p.Length, &l.Metric, &l.Epoch, &l.Reports, &l.Eps0, &l.LocalReports); err != nil {
+		var upload string
+		if err := rows.Scan(&p.Start, &p.Length, &l.Metric, &l.Epoch, &l.Reports, &l.Eps0, &l.LocalReports, &upload, &l.RefusedEps0); err != nil {
 			return nil, o.errf("ledger: %w", err)
 		}
-		l.Start, l.End = time.Unix(p.Start, 0).UTC(), time.Unix(p.End(), 0).UTC()
+		l.Start, l.End, l.Upload = time.Unix(p.Start, 0).UTC(), time.Unix(p.End(), 0).UTC(), UploadState(upload)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {

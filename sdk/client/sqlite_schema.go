@@ -138,6 +138,34 @@ CREATE TABLE carried_values (
 	category TEXT    NOT NULL DEFAULT '', -- categorical
 	total    REAL    NOT NULL DEFAULT 0   -- real
 );`,
+	// Version 7: the ledger says what became of each report
+	// (LedgerEntry.Upload) and takes back the charge of a report the
+	// shuffler refused. A ledger row is linked to its envelope by id
+	// (report) from its commit on, and Ack sets its state. Rows of
+	// version 6 get a state where it is known: local rows are local; a
+	// row of one report whose envelope still waits in the outbox is
+	// pending, linked to it by its pool key (pool#epoch#start+length: the
+	// metric's with separate travel, the plan's pool, "@…", with pooled
+	// travel, one message per epoch and period); the others (uploaded
+	// already, acknowledged or dropped: version 6 did not say which)
+	// stay unknown, and charged. An envelope is marked sent before an
+	// upload (Outbox.Sending): the shuffler may hold one that an upload
+	// without an answer carried, so a refusal of it when sent again does
+	// not take back its charge. Envelopes of version 6 may have been sent
+	// so: they are marked.
+	`
+ALTER TABLE outbox ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;           -- 1: an upload carried it
+UPDATE outbox SET sent = 1;
+ALTER TABLE period_ledger ADD COLUMN report BLOB;                        -- the envelope's report.ID; NULL: unknown
+ALTER TABLE period_ledger ADD COLUMN upload TEXT NOT NULL DEFAULT '';    -- UploadState
+ALTER TABLE period_ledger ADD COLUMN refused_eps0 REAL NOT NULL DEFAULT 0;
+UPDATE period_ledger SET upload = 'local' WHERE reports = 0 AND local_reports > 0;
+UPDATE period_ledger SET report = (SELECT id FROM outbox WHERE local = 0 AND outbox.metric = period_ledger.metric || '#' || period_ledger.epoch || '#' || period_ledger.start || '+' || period_ledger.length)
+	WHERE reports = 1 AND local_reports = 0 AND epoch != '';
+UPDATE period_ledger SET report = (SELECT id FROM outbox WHERE local = 0 AND outbox.metric GLOB '@*#' || period_ledger.epoch || '#' || period_ledger.start || '+' || period_ledger.length)
+	WHERE report IS NULL AND reports = 1 AND local_reports = 0 AND epoch != '';
+UPDATE period_ledger SET upload = 'pending' WHERE report IS NOT NULL;
+CREATE INDEX period_ledger_report ON period_ledger (report) WHERE report IS NOT NULL;`,
 }
 
 // outboxSchemaVersion is the version this client writes.

@@ -155,7 +155,7 @@ func TestStatePooledTravelRefused(t *testing.T) {
 // TestStateMigrationV5 opens an outbox file of version 5, which has no
 // table of states, with a value of the state metric staged for period 0
 // (that version could not send it: the randomizer refuses Randomize): the
-// file migrates to version 6 with no state and no carried value, a
+// file migrates (to version 7) with no state and no carried value, a
 // Provider steps period 0 with the staged value from no state, then
 // period 1 with the value carried forward.
 func TestStateMigrationV5(t *testing.T) {
@@ -185,8 +185,8 @@ PRAGMA user_version = 5;`
 		t.Fatalf("opening the version 5 file: %v", err)
 	}
 	var version int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 6 {
-		t.Errorf("user_version %d, %v; want 6", version, err)
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 7 {
+		t.Errorf("user_version %d, %v; want 7", version, err)
 	}
 	if st, err := o.States(ctx); err != nil || len(st) != 0 {
 		t.Errorf("states after the migration: %+v, %v; want none", st, err)

@@ -37,6 +37,11 @@ type uploader struct {
 	failures  int        // consecutive failed attempts
 	batch     int        // current batch size: halves on 413, grows back
 	lastErr   error
+	// unanswered is the error of the last request to the server when
+	// the server did not answer it (a transport error, a timeout: the
+	// plan fetch at start or an upload), nil once it answered one.
+	// Shutdown does not try an upload while it is set.
+	unanswered error
 }
 
 // uploadError is a failed POST.
@@ -54,6 +59,12 @@ type ackBody struct {
 	Accepted   *int64 `json:"accepted"`
 	Duplicates *int64 `json:"duplicates"`
 	Rejected   *int64 `json:"rejected"`
+	// Errors names rejected envelopes by their index in the upload, with
+	// the reason; the shuffler names only the first few.
+	Errors []struct {
+		Index int    `json:"index"`
+		Error string `json:"error"`
+	} `json:"errors"`
 }
 
 func newUploader(p *Provider) (*uploader, error) {
@@ -169,36 +180,35 @@ func (u *uploader) step(ctx context.Context) (done bool, err error) {
 	}
 	envs, err := u.p.outbox.Pending(ctx, n)
 	if err != nil {
-		u.failed(err, 0)
+		u.failed(ctx, err, 0)
 		return false, err
 	}
 	if len(envs) == 0 {
 		return true, nil
 	}
-	ack, err := u.post(ctx, envs)
-	if err == nil {
-		ids := make([]report.ID, len(envs))
-		for i := range envs {
-			ids[i] = envs[i].ID
-		}
-		// After the 202 the shuffler holds the reports; if Ack fails or we
-		// crash before it, they are sent again and dropped as duplicates.
-		if err := u.p.outbox.Ack(ctx, ids); err != nil {
-			u.failed(err, 0)
-			return false, err
-		}
-		u.p.stats.uploaded.Add(int64(len(envs)))
-		u.p.stats.accepted.Add(*ack.Accepted)
-		u.p.stats.duplicates.Add(*ack.Duplicates)
-		u.p.stats.rejected.Add(*ack.Rejected)
-		u.mu.Lock()
-		u.failures, u.lastErr = 0, nil
-		u.batch = min(2*u.batch, u.p.cfg.BatchSize)
-		u.mu.Unlock()
-		return false, nil
+	ids := make([]report.ID, len(envs))
+	for i := range envs {
+		ids[i] = envs[i].ID
 	}
+	// Marked before the POST, so that a refusal of an envelope an upload
+	// without an answer carried (the shuffler may hold it) is told apart.
+	sentBefore, err := u.p.outbox.Sending(ctx, ids)
+	if err != nil {
+		u.failed(ctx, err, 0)
+		return false, err
+	}
+	ack, err := u.post(ctx, envs)
 	var ue *uploadError
-	if errors.As(err, &ue) && (ue.status == http.StatusBadRequest || ue.status == http.StatusRequestEntityTooLarge) {
+	if !errors.As(err, &ue) || ue.status != 0 {
+		u.answered()
+	}
+	if err == nil {
+		// After the 202 the shuffler holds the reports it did not refuse;
+		// if Ack fails or we crash before it, they are sent again and
+		// dropped as duplicates (the refused ones refused again).
+		return false, u.settle(ctx, envs, sentBefore, ack)
+	}
+	if ue != nil && (ue.status == http.StatusBadRequest || ue.status == http.StatusRequestEntityTooLarge) {
 		// The body was refused as a whole. Halve the batch until the
 		// offending envelope is alone, then drop it: retrying it would
 		// block the queue forever.
@@ -208,26 +218,167 @@ func (u *uploader) step(ctx context.Context) (done bool, err error) {
 			u.mu.Unlock()
 			return false, nil
 		}
-		if aerr := u.p.outbox.Ack(ctx, []report.ID{envs[0].ID}); aerr != nil {
-			u.failed(aerr, 0)
+		if aerr := u.p.outbox.Ack(ctx, []report.ID{envs[0].ID}, UploadDropped); aerr != nil {
+			u.failed(ctx, aerr, 0)
 			return false, aerr
 		}
 		u.p.stats.dropped.Add(1)
-		u.p.log.Warn("blanket upload: report refused, dropped", "metric", envs[0].Metric, "id", envs[0].ID, "error", err)
+		u.p.drop(refusedDrop(envs[0], err.Error()))
 		return false, nil
 	}
 	var ra time.Duration
 	if ue != nil {
 		ra = ue.retryAfter
+		if ue.status == 0 && ctx.Err() == nil {
+			u.noAnswer(err)
+		}
 	}
-	u.failed(err, ra)
+	u.failed(ctx, err, ra)
 	return false, err
+}
+
+// settle processes the shuffler's 202 answer ack to the upload of envs:
+// each envelope leaves the outbox, its ledger entries marked with what
+// became of it (Outbox.Ack):
+//
+//   - refused by name, on its first upload: UploadRefused, its charge
+//     taken back (the shuffler refuses before storing);
+//   - refused by name after an earlier upload that did not settle it
+//     (sentBefore): UploadUnknown, charged, since the shuffler may hold
+//     that upload's copy (a retry after the period's deadline is refused
+//     as late whether or not the first one was stored);
+//   - the others: UploadAcknowledged.
+//
+// The shuffler names only the first few refusals. When every envelope it
+// did not name was refused too (it refused all it did not name as
+// accepted or duplicate), they are refused as above, without a reason;
+// otherwise the unnamed refusals cannot be told from the acknowledged
+// reports, and the envelopes not named are all UploadUnknown, charged.
+// Every refusal is a Drop (of an unknown metric when it was not named).
+func (u *uploader) settle(ctx context.Context, envs []report.Envelope, sentBefore []bool, ack *ackBody) error {
+	named := map[int]string{}
+	for _, e := range ack.Errors {
+		if e.Index >= 0 && e.Index < len(envs) {
+			named[e.Index] = e.Error
+		}
+	}
+	var refused, others []int
+	for i := range envs {
+		if _, ok := named[i]; ok {
+			refused = append(refused, i)
+		} else {
+			others = append(others, i)
+		}
+	}
+	unnamed := int(*ack.Rejected) - len(named)
+	var acked, unknown []int
+	switch {
+	case unnamed <= 0:
+		acked, unnamed = others, 0
+	case unnamed >= len(others):
+		for _, i := range others {
+			named[i] = "refused by the shuffler (the reason was not named)"
+		}
+		refused, unnamed = append(refused, others...), 0
+	default:
+		unknown = others
+	}
+	var uncharged []int
+	for _, i := range refused {
+		if sentBefore[i] {
+			unknown = append(unknown, i)
+		} else {
+			uncharged = append(uncharged, i)
+		}
+	}
+	for _, step := range []struct {
+		idx []int
+		s   UploadState
+	}{{uncharged, UploadRefused}, {unknown, UploadUnknown}, {acked, UploadAcknowledged}} {
+		if len(step.idx) == 0 {
+			continue
+		}
+		ids := make([]report.ID, len(step.idx))
+		for k, i := range step.idx {
+			ids[k] = envs[i].ID
+		}
+		if err := u.p.outbox.Ack(ctx, ids, step.s); err != nil {
+			u.failed(ctx, err, 0)
+			return err
+		}
+	}
+	for _, i := range refused {
+		u.p.drop(refusedDrop(envs[i], named[i]))
+	}
+	for range unnamed {
+		u.p.drop(Drop{Reason: DropRefused, Detail: fmt.Sprintf("one of %d reports the shuffler refused in an upload of %d without naming them", unnamed, len(envs))})
+	}
+	u.p.stats.uploaded.Add(int64(len(envs) - len(refused) - unnamed))
+	u.p.stats.accepted.Add(*ack.Accepted)
+	u.p.stats.duplicates.Add(*ack.Duplicates)
+	u.p.stats.rejected.Add(int64(len(refused) + unnamed))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.failures, u.lastErr = 0, nil
+	u.batch = min(2*u.batch, u.p.cfg.BatchSize)
+	return nil
+}
+
+// refusedDrop returns the Drop of envelope e refused for reason.
+func refusedDrop(e report.Envelope, reason string) Drop {
+	pool, _, period, _ := report.ParsePoolKey(e.Metric)
+	return dropPeriod(DropRefused, pool, period, reason)
+}
+
+// noAnswer records that the server did not answer a request, with err.
+func (u *uploader) noAnswer(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.unanswered = err
+}
+
+// answered records that the server answered a request.
+func (u *uploader) answered() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.unanswered = nil
+}
+
+// once uploads the pending reports until none is left, an upload fails or
+// ctx is done, without retrying. It does not try while the server is
+// known not to answer (a request of this run went unanswered, and none
+// was answered since) or while a failure's backoff or Retry-After runs,
+// and then returns the error that tells so.
+func (u *uploader) once(ctx context.Context) error {
+	for {
+		u.mu.Lock()
+		unanswered, wait, last := u.unanswered, time.Until(u.notBefore), u.lastErr
+		u.mu.Unlock()
+		switch {
+		case unanswered != nil:
+			return fmt.Errorf("client: not uploading: the server did not answer (%w)", unanswered)
+		case wait > 0:
+			return fmt.Errorf("client: not uploading: retry in %v (last upload error: %w)", wait.Round(time.Millisecond), last)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		done, err := u.step(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
 }
 
 // failed records a failed attempt and schedules the next one: after
 // retryAfter (with up to 10% jitter) when the server asked, else after an
-// exponential backoff with jitter.
-func (u *uploader) failed(err error, retryAfter time.Duration) {
+// exponential backoff with jitter. An attempt cut short because ctx is
+// done (Shutdown stopping the uploader, a Flush's deadline) is not a
+// failure of the server's, and schedules nothing.
+func (u *uploader) failed(ctx context.Context, err error, retryAfter time.Duration) {
+	if ctx.Err() != nil {
+		return
+	}
 	u.p.stats.retries.Add(1)
 	u.mu.Lock()
 	defer u.mu.Unlock()
