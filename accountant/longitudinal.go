@@ -36,6 +36,13 @@ package accountant
 //     changes depend only on the states of its own periods (the state is 0
 //     before the tree: a state of 1 in its first period is its first
 //     change), so a tree the window does not meet is the same under both.
+//     (A run resuming after another plan steps, silently, the period after
+//     its last step with the value carried since, which can lie before the
+//     window; the histories then differ before a only in that silent step,
+//     which sends nothing, and its change holds the carried value, which
+//     differs only when the window holds that value's period: the reports
+//     it changes are sent from the run's return on, at periods >= a, in a
+//     tree the window meets; docs/time.md §5.)
 //     In a tree the window meets, the changes before the window's first
 //     period a are the same under both, so the victim's j-th change lies
 //     at the same position under both, or at positions >= a under both:

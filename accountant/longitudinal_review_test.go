@@ -208,7 +208,6 @@ func TestReviewLongitudinalMixedBeatsSame(t *testing.T) {
 	}
 }
 
-
 // TestReviewLongitudinalMatesMonotone checks point 5's monotonicity on the
 // exact divergence: one more level-mate, of any node value, never raises
 // it (the bound may then assume X = m0 when X >= m0).

@@ -18,6 +18,10 @@ package accountant
 //     every i and a: the pair the engine builds from F dominates every
 //     M_i at n. Its eps at delta for one report is max_i of the M_i's
 //     (both are the largest root over the same candidates).
+//     The mechanism M_i is the whole batch's: every user of the batch runs
+//     it (M_i's blanket is drawn from the others running M_i), as when a
+//     parallel batch's mix is one of several; a choice of mechanism per
+//     user is not covered.
 //  3. A round whose mechanism is any M_i, chosen by anything that does not
 //     depend on the victim's data (even adaptively, from earlier outputs),
 //     is dominated by that one pair, and the composition of rounds each

@@ -187,6 +187,31 @@ func TestHorizonParallelManyMixesBoundedTogether(t *testing.T) {
 	}
 }
 
+// TestHorizonParallelManySkewedMixes: many batches whose mixes all give
+// the second metric about a tenth of the messages (which states more than
+// the plan's even weights) are bounded together by a floor that must
+// follow the plan's order of the metrics: the horizon is at least the
+// largest batch's guarantee. A floor handed to the wrong metrics (the
+// floors reversed) states 0.4355, below the batches' 0.4763.
+func TestHorizonParallelManySkewedMixes(t *testing.T) {
+	f := newCollectorFixture(t, parallelPlan(t, 1))
+	pub := f.c.Plan()
+	largest := 0.0
+	for i := range int64(maxHorizonMixes + 4) {
+		counts := []int64{450 - i, 50 + i}
+		insertMixBatch(t, f, pub.Epoch(), day(0), counts)
+		largest = math.Max(largest, batchEps(t, f, counts))
+	}
+	h := horizonOf(t, f)
+	t.Logf("horizon %.4f; largest batch %.4f", *h.Eps, largest)
+	if !strings.Contains(h.Note, "bounded together") {
+		t.Errorf("note %q: want it to say the mixes are bounded together", h.Note)
+	}
+	if *h.Eps < largest/(1+accountant.Tolerance) {
+		t.Errorf("horizon eps %.6g below the largest batch's guarantee %.6g", *h.Eps, largest)
+	}
+}
+
 // TestHorizonParallelIngested: batches ingested with parallel travel (real
 // messages, one metric each) on two days give a horizon over both, and
 // the mixes it reads back from the stored rows are the batches' own
