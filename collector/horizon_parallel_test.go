@@ -169,22 +169,30 @@ func TestHorizonParallelSkewedMixRaises(t *testing.T) {
 // being close (the floor, 128/256 and 122/256, sums to 0.977), within 10%
 // of it (measured: 1%).
 func TestHorizonParallelManyMixesBoundedTogether(t *testing.T) {
+	h, largest := manyMixesHorizon(t, func(i int64) []int64 { return []int64{250 + i, 250 - i} })
+	if *h.Eps < largest/(1+accountant.Tolerance) || *h.Eps > 1.1*largest {
+		t.Errorf("horizon eps %.6g, want in [%.6g, 1.1 x that] (the largest batch's guarantee)", *h.Eps, largest)
+	}
+}
+
+// manyMixesHorizon stores maxHorizonMixes+4 parallel batches of one day,
+// batch i of the mix counts(i), and returns the horizon, which must say
+// the mixes are bounded together, and the largest batch's guarantee.
+func manyMixesHorizon(t *testing.T, counts func(i int64) []int64) (*HorizonGuarantee, float64) {
+	t.Helper()
 	f := newCollectorFixture(t, parallelPlan(t, 1))
 	pub := f.c.Plan()
 	largest := 0.0
 	for i := range int64(maxHorizonMixes + 4) {
-		counts := []int64{250 + i, 250 - i}
-		insertMixBatch(t, f, pub.Epoch(), day(0), counts)
-		largest = math.Max(largest, batchEps(t, f, counts))
+		insertMixBatch(t, f, pub.Epoch(), day(0), counts(i))
+		largest = math.Max(largest, batchEps(t, f, counts(i)))
 	}
 	h := horizonOf(t, f)
 	t.Logf("horizon %.4f; largest batch %.4f", *h.Eps, largest)
 	if !strings.Contains(h.Note, "bounded together") {
 		t.Errorf("note %q: want it to say the mixes are bounded together", h.Note)
 	}
-	if *h.Eps < largest/(1+accountant.Tolerance) || *h.Eps > 1.1*largest {
-		t.Errorf("horizon eps %.6g, want in [%.6g, 1.1 x that] (the largest batch's guarantee)", *h.Eps, largest)
-	}
+	return h, largest
 }
 
 // TestHorizonParallelManySkewedMixes: many batches whose mixes all give
@@ -194,19 +202,7 @@ func TestHorizonParallelManyMixesBoundedTogether(t *testing.T) {
 // largest batch's guarantee. A floor handed to the wrong metrics (the
 // floors reversed) states 0.4355, below the batches' 0.4763.
 func TestHorizonParallelManySkewedMixes(t *testing.T) {
-	f := newCollectorFixture(t, parallelPlan(t, 1))
-	pub := f.c.Plan()
-	largest := 0.0
-	for i := range int64(maxHorizonMixes + 4) {
-		counts := []int64{450 - i, 50 + i}
-		insertMixBatch(t, f, pub.Epoch(), day(0), counts)
-		largest = math.Max(largest, batchEps(t, f, counts))
-	}
-	h := horizonOf(t, f)
-	t.Logf("horizon %.4f; largest batch %.4f", *h.Eps, largest)
-	if !strings.Contains(h.Note, "bounded together") {
-		t.Errorf("note %q: want it to say the mixes are bounded together", h.Note)
-	}
+	h, largest := manyMixesHorizon(t, func(i int64) []int64 { return []int64{450 - i, 50 + i} })
 	if *h.Eps < largest/(1+accountant.Tolerance) {
 		t.Errorf("horizon eps %.6g below the largest batch's guarantee %.6g", *h.Eps, largest)
 	}
