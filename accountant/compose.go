@@ -172,48 +172,69 @@ func (m ParallelMech) FixedEps0() (float64, bool) {
 
 // Decompose implements Mechanism. Every component gets the whole budget.
 func (m ParallelMech) Decompose(eps0 float64) (*Decomposition, error) {
-	if len(m.Parts) == 0 {
-		return nil, argError("parallel components", 0, "at least 1")
-	}
-	if len(m.Weights) != len(m.Parts) {
-		return nil, argError("parallel weights", len(m.Weights), fmt.Sprintf("one per component (%d)", len(m.Parts)))
-	}
-	var sum float64
-	for i, w := range m.Weights {
-		if err := checkFinite(fmt.Sprintf("parallel weight %d", i+1), w); err != nil {
-			return nil, err
-		}
-		if !(w > 0 && w <= 1) {
-			return nil, argError(fmt.Sprintf("parallel weight %d", i+1), w, "in (0,1]")
-		}
-		sum += w
+	sum, parts, d, err := weightedParts("parallel", m.Weights, m.Parts, eps0)
+	if err != nil {
+		return nil, err
 	}
 	if math.Abs(sum-1) > 1e-9 {
 		return nil, argError("parallel weights sum", sum, "1")
 	}
-	parts := make([]*Decomposition, len(m.Parts))
-	var err error
-	d := &Decomposition{}
-	for i, p := range m.Parts {
-		if parts[i], err = p.Decompose(eps0); err != nil {
-			return nil, fmt.Errorf("parallel component %d: %w", i+1, err)
-		}
-		d.LocalEps = math.Max(d.LocalEps, parts[i].LocalEps)
-	}
 	return parallelDecompose(d, m.Weights, parts)
 }
 
-func parallelDecompose(d *Decomposition, weights []float64, parts []*Decomposition) (*Decomposition, error) {
-	union := func(sets []AtomSet, idx []int) AtomSet {
+// weightedParts checks the weights of a weighted composition named name
+// (one per part, each in (0,1]) and decomposes every part at eps0: it
+// returns the weights' sum, the parts' decompositions and a Decomposition
+// holding their largest LocalEps.
+func weightedParts(name string, weights []float64, ms []Mechanism, eps0 float64) (float64, []*Decomposition, *Decomposition, error) {
+	if len(ms) == 0 {
+		return 0, nil, nil, argError(name+" components", 0, "at least 1")
+	}
+	if len(weights) != len(ms) {
+		return 0, nil, nil, argError(name+" weights", len(weights), fmt.Sprintf("one per component (%d)", len(ms)))
+	}
+	var sum float64
+	for i, w := range weights {
+		if err := checkFinite(fmt.Sprintf("%s weight %d", name, i+1), w); err != nil {
+			return 0, nil, nil, err
+		}
+		if !(w > 0 && w <= 1) {
+			return 0, nil, nil, argError(fmt.Sprintf("%s weight %d", name, i+1), w, "in (0,1]")
+		}
+		sum += w
+	}
+	parts := make([]*Decomposition, len(ms))
+	d := &Decomposition{}
+	for i, p := range ms {
+		var err error
+		if parts[i], err = p.Decompose(eps0); err != nil {
+			return 0, nil, nil, fmt.Errorf("%s component %d: %w", name, i+1, err)
+		}
+		d.LocalEps = math.Max(d.LocalEps, parts[i].LocalEps)
+	}
+	return sum, parts, d, nil
+}
+
+// scaledUnion returns the compose function of combine that joins one
+// candidate set per component j into one set, each atom (r, p, q) of j as
+// (blanket[j] r, victim[j] p, victim[j] q): the parallel composition's
+// atoms, with the blanket and the victim weighted alike (ParallelMech) or
+// apart (ParallelFloorMech).
+func scaledUnion(blanket, victim []float64) func(sets []AtomSet, idx []int) AtomSet {
+	return func(sets []AtomSet, idx []int) AtomSet {
 		var out AtomSet
 		for i, s := range sets {
-			w := weights[idx[i]]
+			j := idx[i]
 			for _, a := range s {
-				out = append(out, Atom{w * a.R, w * a.P, w * a.Q})
+				out = append(out, Atom{blanket[j] * a.R, victim[j] * a.P, victim[j] * a.Q})
 			}
 		}
 		return out.Merge()
 	}
+}
+
+func parallelDecompose(d *Decomposition, weights []float64, parts []*Decomposition) (*Decomposition, error) {
+	union := scaledUnion(weights, weights)
 	var err error
 	if d.Upper, err = combine(parts, weights, upperOptions, union); err != nil {
 		return nil, err

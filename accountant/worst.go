@@ -184,35 +184,14 @@ const floorSumTol = 1e-9
 // v = Floor + rho 1_i (the victim's excess weight on part i); no lower
 // sets.
 func (m ParallelFloorMech) Decompose(eps0 float64) (*Decomposition, error) {
-	if len(m.Parts) == 0 {
-		return nil, argError("parallel floor components", 0, "at least 1")
-	}
-	if len(m.Floor) != len(m.Parts) {
-		return nil, argError("parallel floor weights", len(m.Floor), fmt.Sprintf("one per component (%d)", len(m.Parts)))
-	}
-	var sum float64
-	for i, w := range m.Floor {
-		if err := checkFinite(fmt.Sprintf("parallel floor weight %d", i+1), w); err != nil {
-			return nil, err
-		}
-		if !(w > 0 && w <= 1) {
-			return nil, argError(fmt.Sprintf("parallel floor weight %d", i+1), w, "in (0,1]")
-		}
-		sum += w
+	sum, parts, d, err := weightedParts("parallel floor", m.Floor, m.Parts, eps0)
+	if err != nil {
+		return nil, err
 	}
 	if sum > 1+floorSumTol {
 		return nil, argError("parallel floor weights sum", sum, "at most 1")
 	}
 	rho := max(0, 1-sum)
-	parts := make([]*Decomposition, len(m.Parts))
-	d := &Decomposition{}
-	for i, p := range m.Parts {
-		var err error
-		if parts[i], err = p.Decompose(eps0); err != nil {
-			return nil, fmt.Errorf("parallel floor component %d: %w", i+1, err)
-		}
-		d.LocalEps = math.Max(d.LocalEps, parts[i].LocalEps)
-	}
 	for top := range m.Parts {
 		v := slices.Clone(m.Floor)
 		v[top] += rho
@@ -228,16 +207,7 @@ func (m ParallelFloorMech) Decompose(eps0 float64) (*Decomposition, error) {
 			}
 			keys[j] = ids[k]
 		}
-		scaled := func(sets []AtomSet, idx []int) AtomSet {
-			var out AtomSet
-			for i, s := range sets {
-				j := idx[i]
-				for _, a := range s {
-					out = append(out, Atom{m.Floor[j] * a.R, v[j] * a.P, v[j] * a.Q})
-				}
-			}
-			return out.Merge()
-		}
+		scaled := scaledUnion(m.Floor, v)
 		up, err := combine(parts, keys, upperOptions, scaled)
 		if err != nil {
 			return nil, err
