@@ -127,12 +127,8 @@ func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err err
 // IsLongitudinal reports whether m is a tree protocol (its declaration has
 // a Tree), asking it for its declaration at eps0 = 1 when needed.
 func IsLongitudinal(m Mechanism) (bool, error) {
-	eps0 := 1.0
-	if e, fixed := m.FixedEps0(); fixed {
-		eps0 = e
-	}
-	_, ok, err := longitudinalOf(m, eps0)
-	return ok, err
+	tree, err := LongitudinalTree(m)
+	return tree > 0, err
 }
 
 // LongitudinalTree returns the periods per tree of a tree protocol m (its
