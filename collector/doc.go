@@ -48,19 +48,26 @@
 // metric, epoch and period (a batch of a period length its epoch's plan
 // does not have is refused).
 //
+// A batch of which fewer than n_min reports open and validate (junk can
+// pass the shuffler's length check) is stored and counted but held out of
+// every estimate, and published with later batches of its pool, epoch and
+// period once they reach n_min together (ingest.go says why that is
+// sound, and what guarantee is stated).
+//
 // # HTTP API
 //
 //	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
-//	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "parts", "eps", "delta"}
+//	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "held", "parts", "eps", "delta"}
 //	  400 undecodable, 401 token, 413 too large, 422 refused (not a pool of
 //	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
-//	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches"}], "ingest": {...}}
+//	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches", "held"}], "ingest": {...}}
 //	GET  /v1/metrics/{name}[?from=RFC3339&to=RFC3339][&horizon=0]
 //	                          MetricDetail: "periods", per period (start, end; null for
 //	                          reports sealed before periods existed) and epoch the estimates
 //	                          (value, variance, CI, post-processed), n, malformed, batches,
-//	                          the weakest batch's guarantee and every batch's (eps, delta);
+//	                          held, the weakest batch's guarantee and every batch's (eps,
+//	                          delta, held);
 //	                          "horizon": the per-user guarantee over the plan's horizon at
 //	                          the stored batch sizes, weakest window (horizon.go), next to
 //	                          the target (skipped with horizon=0); 400 for a bad from or to
@@ -70,8 +77,10 @@
 // collector.db:
 //
 //	epochs(epoch PK, source, key, plan)   every published plan
-//	batches(id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len; PK (id, metric, epoch))
+//	batches(id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held; PK (id, metric, epoch))
 //	statistics(metric, epoch, period_start, period_len, stat, batches; PK (metric, epoch, period_start))
+//	held_statistics(as statistics)        the held batches' merged statistics
+//	held_pools(pool, epoch, period_start, messages, batches)  their valid reports per pool key
 //
 // A database written before periods existed migrates at open: its rows
 // become those of the zero period (period_start = period_len = 0).

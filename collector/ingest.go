@@ -1,5 +1,42 @@
 package collector
 
+// Batches of fewer than n_min valid reports.
+//
+// The shuffler releases batches of at least n_min sealed reports, but the
+// collector counts only those that open and validate: junk that passes the
+// shuffler's length check (a made-up sealed report, a report sealed to
+// another key or epoch) makes a batch hold fewer than n_min real reports,
+// and the plan's eps0 is calibrated for n_min. So the collector publishes
+// no estimate from such a batch. Per epoch it counts in (a group), a
+// batch whose valid reports are fewer than the epoch's n_min is stored
+// (its rows in batches, flagged held, with the guarantee of its own size)
+// and counted, but its statistic is kept apart (held_statistics) with the
+// other held batches of its pool, epoch and period. A later batch of the
+// same pool, epoch and period publishes them all with its own statistic,
+// in one transaction, as soon as their valid reports reach n_min together
+// (holdGroup); a batch of n_min valid reports or more publishes at once,
+// taking the held ones with it.
+//
+// What that publication states, and why it is sound. Each batch was
+// shuffled by the shuffler on its own; the collector received them apart,
+// so against the collector a report of a held batch has only the
+// amplification of its own batch's valid reports: its batch row carries
+// the accountant's guarantee at that size, and the period's guarantee (the
+// weakest batch, PeriodEstimate.Guarantee) and the horizon (the smallest
+// batch of each period) are computed from the batch rows, held ones
+// included. Nothing stronger is claimed against the collector. Against
+// anyone who reads only the published estimates, the published statistic
+// changes only by whole groups of at least n_min valid reports: the sum
+// of their sufficient statistics, a function of the multiset of their
+// reports alone. That multiset has the distribution of the output of one
+// shuffler run on the union of the groups' reports (a shuffled batch
+// reveals nothing beyond its multiset), which is what the accountant's
+// bound for a batch of that size assumes; which batch a report came in,
+// and whether it was held, depends on when it arrived and on the number
+// of valid reports, never on an honest report's value. An estimate never
+// moves by fewer than n_min reports, so a reader cannot subtract two
+// estimates to isolate a small batch.
+
 import (
 	"context"
 	"crypto/subtle"
@@ -29,6 +66,9 @@ var (
 
 type collectorCounters struct {
 	batches, duplicates, bad, refused atomic.Int64
+	// held counts the batches ingested with some of their valid reports
+	// held (fewer than n_min of an epoch).
+	held atomic.Int64
 	// unauthorized and failed count POST /v1/batches answered 401 and 500.
 	unauthorized, failed atomic.Int64
 	// reports holds a *reportCounts per pool of the batches ingested
@@ -37,8 +77,9 @@ type collectorCounters struct {
 	reports sync.Map
 }
 
-// reportCounts are the valid and malformed reports of one pool's batches.
-type reportCounts struct{ valid, malformed atomic.Int64 }
+// reportCounts are the valid and malformed reports of one pool's
+// batches, and the valid ones held at ingest (in no estimate then).
+type reportCounts struct{ valid, malformed, held atomic.Int64 }
 
 // addReports counts the valid and malformed reports of a batch of pool.
 func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
@@ -49,6 +90,15 @@ func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
 	rc := v.(*reportCounts)
 	rc.valid.Add(valid)
 	rc.malformed.Add(malformed)
+}
+
+// addHeld counts n valid reports of a batch of pool held at ingest.
+func (c *collectorCounters) addHeld(pool string, n int64) {
+	v, ok := c.reports.Load(pool)
+	if !ok {
+		v, _ = c.reports.LoadOrStore(pool, new(reportCounts))
+	}
+	v.(*reportCounts).held.Add(n)
 }
 
 // eachPool calls f with every pool's report counts.
@@ -79,6 +129,12 @@ type IngestResult struct {
 	// dropped (unopenable or undecodable). Zero for a duplicate.
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
+	// Held is how many of the N are held out of every estimate: those of
+	// an epoch of which the batch has fewer than n_min valid reports
+	// (with the batches held before it of the same pool, epoch and
+	// period). They are stored, and published with later batches of that
+	// pool, epoch and period once they reach n_min together.
+	Held int64 `json:"held,omitempty"`
 	// Parts counts the valid reports of each metric of a pooled batch
 	// (joint or parallel travel), where N counts messages. Absent for a
 	// batch of one metric.
@@ -137,7 +193,11 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 // central guarantee, in one transaction. A batch id already ingested is
 // acknowledged with Duplicate set and not counted again. Reports that do
 // not open with the metric's binding or do not decode are counted in
-// Malformed and dropped; the rest of the batch is kept. Errors wrap
+// Malformed and dropped; the rest of the batch is kept. When fewer than
+// n_min of them are valid (per epoch) the batch is stored and counted but
+// held out of every estimate until later batches of its pool, epoch and
+// period bring its reports to n_min (Held; the top of ingest.go says why
+// that is sound). Errors wrap
 // ErrBadBatch or ErrBatchRefused for the sender's mistakes; any other
 // error means nothing was stored and the batch may be retried.
 //
@@ -231,7 +291,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 	// leaving them out of the count is sound.
 	rest := b.Sealed
 	b.Sealed = nil
-	var parts []metricBatch
+	var groups []batchGroup
 	first := epochs[0]
 	res.Epoch = first.epoch
 	for _, e := range epochs {
@@ -269,7 +329,7 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 				r.eps, r.delta = &g.eps, &g.delta
 			}
 		}
-		parts = append(parts, eParts...)
+		groups = append(groups, newGroup(e, pool, period, n, eParts))
 		res.N += n
 		if e == first {
 			if ok {
@@ -291,48 +351,77 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 		}
 	}
 	res.Malformed = int64(res.Reports) - res.N
-	if len(parts) == 0 || parts[0].rec.epoch != first.epoch {
+	if len(groups) == 0 || groups[0].epoch != first.epoch {
 		// No valid report in the batch's epoch: a row of the pool keeps
 		// the batch from being ingested twice.
-		parts = append([]metricBatch{{rec: batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N, period: period}}}, parts...)
+		rec := batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N, period: period}
+		groups = append([]batchGroup{newGroup(first, pool, period, 0, []metricBatch{{rec: rec}})}, groups...)
 	}
 	if first.pool == nil {
 		// The metric's current row (and statistic) count as malformed
 		// every report no epoch counted: unopenable, of the wrong length,
 		// or refused by the plugin.
 		elsewhere := int64(0)
-		for _, p := range parts[1:] {
-			elsewhere += p.rec.n + p.rec.malformed
+		for _, g := range groups[1:] {
+			for _, p := range g.parts {
+				elsewhere += p.rec.n + p.rec.malformed
+			}
 		}
-		cur := &parts[0]
+		cur := &groups[0].parts[0]
 		cur.rec.malformed = int64(res.Reports) - cur.rec.n - elsewhere
 		if cur.stat != nil {
 			cur.stat.Malformed = cur.rec.malformed
 		}
 	}
-	if dup, err := c.commit(ctx, b.ID, parts, &res); err != nil || dup {
+	held, dup, err := c.commit(ctx, b.ID, groups, &res)
+	if err != nil || dup {
 		return res, err
 	}
 	c.c.addReports(pool, res.N, res.Malformed)
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
+	if res.Held > 0 {
+		c.c.held.Add(1)
+		c.c.addHeld(pool, res.Held)
+		c.log.Warn("batch with fewer than n_min valid reports: stored, its reports held out of every estimate until more of their pool, epoch and period bring them to n_min",
+			"batch", res.Batch, "metric", b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "held_epochs", held)
+	}
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
 	return res, nil
 }
 
-// commit stores batch id's parts and counts the batch. For a batch
+// newGroup returns the group of a batch's parts of pool in epoch e, with
+// n valid reports (messages).
+func newGroup(e *epochState, pool string, period report.Period, n int64, parts []metricBatch) batchGroup {
+	names := []string{pool}
+	if e.pool != nil {
+		for _, ms := range e.pool.metrics {
+			names = append(names, ms.m.Name)
+		}
+	}
+	return batchGroup{pool: pool, epoch: e.epoch, period: period, messages: n, nMin: int64(e.plan.NMin), names: names, parts: parts}
+}
+
+// commit stores batch id's groups and counts the batch. For a batch
 // already stored it counts a duplicate and turns *res into the duplicate's
-// result (nothing counted again).
-func (c *Collector) commit(ctx context.Context, id report.ID, parts []metricBatch, res *IngestResult) (duplicate bool, err error) {
-	dup, err := c.st.commitBatch(ctx, parts)
+// result (nothing counted again). Otherwise it sets res.Held and returns
+// the epochs of the groups held.
+func (c *Collector) commit(ctx context.Context, id report.ID, groups []batchGroup, res *IngestResult) (held []string, duplicate bool, err error) {
+	dup, isHeld, err := c.st.commitBatch(ctx, id, groups)
 	if err != nil {
-		return false, fmt.Errorf("collector: storing batch %s: %w", id, err)
+		return nil, false, fmt.Errorf("collector: storing batch %s: %w", id, err)
 	}
 	if dup {
 		c.c.duplicates.Add(1)
 		*res = IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}
-		return true, nil
+		return nil, true, nil
 	}
 	c.c.batches.Add(1)
-	return false, nil
+	for i, g := range groups {
+		if isHeld[i] {
+			res.Held += g.messages
+			held = append(held, g.epoch)
+		}
+	}
+	return held, false, nil
 }
 
 // ingestUnopenable records batch b, tagged with an epoch whose reports
@@ -340,7 +429,9 @@ func (c *Collector) commit(ctx context.Context, id report.ID, parts []metricBatc
 func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, period report.Period, res IngestResult, why error) (IngestResult, error) {
 	res.Epoch, res.Malformed = tag, int64(len(b.Sealed))
 	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed, period: period}
-	if dup, err := c.commit(ctx, b.ID, []metricBatch{{rec: rec}}, &res); err != nil || dup {
+	// No valid report: a group that holds and publishes nothing.
+	g := batchGroup{pool: pool, epoch: tag, period: period, names: []string{pool}, parts: []metricBatch{{rec: rec}}}
+	if _, dup, err := c.commit(ctx, b.ID, []batchGroup{g}, &res); err != nil || dup {
 		return res, err
 	}
 	// The pool of a batch of an unknown epoch may be anything its sender
@@ -516,17 +607,25 @@ type IngestStats struct {
 	// Reports and Malformed count valid and dropped reports.
 	Reports   int64 `json:"reports"`
 	Malformed int64 `json:"malformed"`
+	// Held counts the ingested batches with fewer than n_min valid
+	// reports (of an epoch), HeldReports those reports: stored and counted
+	// in Batches and Reports, held out of every estimate until later
+	// batches of their pool, epoch and period bring them to n_min
+	// (IngestResult.Held).
+	Held        int64 `json:"held"`
+	HeldReports int64 `json:"held_reports"`
 }
 
 // Stats returns the collector's ingest counters.
 func (c *Collector) Stats() IngestStats {
 	st := IngestStats{
 		Batches: c.c.batches.Load(), Duplicates: c.c.duplicates.Load(), Bad: c.c.bad.Load(),
-		Refused: c.c.refused.Load(),
+		Refused: c.c.refused.Load(), Held: c.c.held.Load(),
 	}
 	c.c.eachPool(func(_ string, rc *reportCounts) {
 		st.Reports += rc.valid.Load()
 		st.Malformed += rc.malformed.Load()
+		st.HeldReports += rc.held.Load()
 	})
 	return st
 }

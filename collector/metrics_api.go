@@ -1,12 +1,15 @@
 package collector
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -40,10 +43,20 @@ type MetricSummary struct {
 	Malformed int64 `json:"malformed"`
 	// Batches is the number of batches over all epochs.
 	Batches int64 `json:"batches"`
+	// Held is the valid reports of held batches (fewer than n_min valid
+	// reports so far in their pool, epoch and period): stored, in no
+	// estimate yet, nor in N.
+	Held int64 `json:"held,omitempty"`
 }
 
 func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	rows, err := c.st.statistics(r.Context(), "")
+	if err != nil {
+		c.log.Error("listing metrics", "error", err)
+		httpserver.WriteError(w, http.StatusInternalServerError, "listing metrics failed")
+		return
+	}
+	held, err := c.st.heldStatistics(r.Context(), "")
 	if err != nil {
 		c.log.Error("listing metrics", "error", err)
 		httpserver.WriteError(w, http.StatusInternalServerError, "listing metrics failed")
@@ -63,6 +76,14 @@ func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		s.N += row.stat.N
 		s.Malformed += row.stat.Malformed
 		s.Batches += row.batches
+	}
+	for _, row := range held {
+		s := byName[row.metric]
+		if s == nil {
+			s = &MetricSummary{Name: row.metric, Plugin: row.stat.Plugin, Epochs: []string{}}
+			byName[row.metric] = s
+		}
+		s.Held += row.stat.N
 	}
 	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats()}
 	for _, s := range byName {
@@ -104,10 +125,16 @@ type PeriodEstimate struct {
 	Plugin  string  `json:"plugin"`
 	Version string  `json:"version"`
 	Eps0    float64 `json:"eps0"`
-	// N and Malformed count valid and dropped reports; Batches the batches.
+	// N and Malformed count the valid and dropped reports of the batches
+	// in the estimate; Batches those batches.
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
 	Batches   int64 `json:"batches"`
+	// Held is the valid reports of the period's held batches (fewer than
+	// n_min valid reports in all so far): in no estimate, nor in N, until
+	// more of the period bring them to n_min. A period with held batches
+	// only has no estimate (EstimateError says why).
+	Held int64 `json:"held,omitempty"`
 	// Confidence is the nominal coverage of the intervals.
 	Confidence float64 `json:"confidence,omitempty"`
 	// Estimates are the plugin's estimates: one per category, or sum and
@@ -118,7 +145,7 @@ type PeriodEstimate struct {
 	// of the batch with the largest eps (the smallest one). Null when a
 	// batch with valid reports has no known guarantee.
 	Guarantee *BatchGuarantee `json:"guarantee"`
-	// BatchList lists every batch, oldest first.
+	// BatchList lists every batch, oldest first, held ones too.
 	BatchList []BatchInfo `json:"batch_list"`
 }
 
@@ -168,6 +195,10 @@ type BatchInfo struct {
 	// Eps and Delta are its central guarantee; null when unknown.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
+	// Held is set while the batch is held out of the estimate (it and
+	// the other held batches of its period hold fewer than n_min valid
+	// reports).
+	Held bool `json:"held,omitempty"`
 }
 
 func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +226,12 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	held, err := c.st.heldStatistics(ctx, name)
+	if err != nil {
+		c.log.Error("reading statistics", "metric", name, "error", err)
+		httpserver.WriteError(w, http.StatusInternalServerError, "reading statistics failed")
+		return
+	}
 	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}}
 	var periodic []statRow
 	for _, row := range rows {
@@ -211,6 +248,11 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out.Periods = append(out.Periods, e)
+	}
+	if err := c.addHeld(ctx, &out, held, from, to); err != nil {
+		c.log.Error("held batches", "metric", name, "error", err)
+		httpserver.WriteError(w, http.StatusInternalServerError, "reading the held batches of %s failed", name)
+		return
 	}
 	if r.URL.Query().Get("horizon") == "0" {
 		periodic = nil // skipped on request: it may take seconds
@@ -281,22 +323,106 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 	if err != nil {
 		return e, err
 	}
+	// Held batches included: against the collector, which received them,
+	// their reports have their own batch's guarantee (ingest.go).
+	e.BatchList, e.Guarantee = batchInfos(batches)
+	return e, nil
+}
+
+// addHeld adds the held batches (held: their merged statistics, by
+// epoch and period) to out's periods: their count to a period with an
+// estimate, or a period of its own, without estimate, for one with held
+// batches only. Periods stay in the order of epochs, then periods.
+func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statRow, from, to time.Time) error {
+	type key struct {
+		epoch string
+		start int64
+	}
+	at := map[key]int{}
+	for i, e := range out.Periods {
+		k := key{epoch: e.Epoch}
+		if e.Start != nil {
+			k.start = e.Start.Unix()
+		}
+		at[k] = i
+	}
+	added := false
+	for _, row := range held {
+		if !periodIn(row.period, from, to) {
+			continue
+		}
+		if i, ok := at[key{row.epoch, row.period.Start}]; ok {
+			out.Periods[i].Held = row.stat.N
+			continue
+		}
+		e := PeriodEstimate{
+			Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
+			Held: row.stat.N, BatchList: []BatchInfo{},
+			EstimateError: fmt.Sprintf("no estimate yet: the period's batches hold %d valid reports, fewer than n_min; they wait for more of the period", row.stat.N),
+		}
+		if sp := report.NewPeriodSpan(row.period); sp != nil {
+			e.Start, e.End = &sp.Start, &sp.End
+		}
+		if p, err := c.epochPlan(ctx, row.epoch); err == nil {
+			if m := p.Metric(row.metric); m != nil {
+				e.Version = m.Version
+			}
+		}
+		batches, err := c.st.batchList(ctx, row.metric, row.epoch, row.period)
+		if err != nil {
+			return err
+		}
+		e.BatchList, e.Guarantee = batchInfos(batches)
+		out.Periods = append(out.Periods, e)
+		added = true
+	}
+	if added {
+		// By epoch in the order published (one not published under the
+		// key first, as the statistics are listed), then period.
+		stored, err := c.st.plans(ctx, base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes()), "", 0)
+		if err != nil {
+			return err
+		}
+		order := map[string]int{}
+		for i, e := range stored {
+			order[e.epoch] = len(stored) - i // newest first
+		}
+		slices.SortStableFunc(out.Periods, func(a, b PeriodEstimate) int {
+			var sa, sb int64
+			if a.Start != nil {
+				sa = a.Start.Unix()
+			}
+			if b.Start != nil {
+				sb = b.Start.Unix()
+			}
+			return cmp.Or(cmp.Compare(order[a.Epoch], order[b.Epoch]), cmp.Compare(sa, sb))
+		})
+	}
+	return nil
+}
+
+// batchInfos returns the batch list of a period and its weakest
+// guarantee: that of the batch with the largest eps, nil when a batch
+// with valid reports has none.
+func batchInfos(batches []batchRecord) ([]BatchInfo, *BatchGuarantee) {
+	list := []BatchInfo{}
+	var weakest *BatchGuarantee
 	unknown := false
 	for _, b := range batches {
-		e.BatchList = append(e.BatchList, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta})
+		list = append(list, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta, Held: b.held})
 		switch {
 		case b.eps == nil || b.delta == nil:
 			// A batch with valid reports and no guarantee makes the
 			// weakest one unknown: no smaller eps is claimed.
 			unknown = unknown || b.n > 0
-		case e.Guarantee == nil || *b.eps > e.Guarantee.Eps:
-			e.Guarantee = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
+		case weakest == nil || *b.eps > weakest.Eps:
+			weakest = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
 		}
 	}
 	if unknown {
-		e.Guarantee = nil
+		weakest = nil
 	}
-	return e, nil
+	return list, weakest
 }
 
 // spanStatistic returns the statistic row's estimate comes from: row's own,

@@ -318,6 +318,7 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 100 || res.Rejected != 1 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
+	closeAll(t, f.s)
 	f.run(t)
 	waitFor(t, "one batch", func() bool { return len(sink.Got()) == 1 })
 	if b := sink.Got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
@@ -358,8 +359,10 @@ func TestCollectorMigratesBatches(t *testing.T) {
 }
 
 // TestShufflerPoolsPerEpoch checks that envelopes tagged with a plan epoch
-// (report.PeriodPoolKey) pool apart: a batch is released only when one epoch has
-// n_min reports, and holds that epoch's only; a malformed tag is refused.
+// (report.PeriodPoolKey) pool apart: once the period is closed a batch is
+// released of the epoch that has n_min reports, holding that epoch's
+// only, and the other's, below n_min, is not; a malformed tag is
+// refused.
 func TestShufflerPoolsPerEpoch(t *testing.T) {
 	p := testPlan(t, 100)
 	sink := &sink{}
@@ -381,6 +384,7 @@ func TestShufflerPoolsPerEpoch(t *testing.T) {
 		t.Fatalf("released %d batches with 60 reports of each epoch, n_min 100", len(got))
 	}
 	upload(envelopes(a, fakeSealed(40)), 40, 0)
+	closeAll(t, f.s)
 	waitFor(t, "the epoch-a batch", func() bool { return len(sink.Got()) == 1 })
 	if got := sink.Got()[0]; got.Metric != a || len(got.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports, want %q with 100", got.Metric, len(got.Sealed), a)
@@ -509,13 +513,20 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 			t.Fatalf("upload: %d %+v, want %d accepted and %d rejected", resp.StatusCode, res, accepted, rejected)
 		}
 	}
-	upload(f.url, append(envelopes(key("a1"), fakeSealed(3)), envelopes(key("a2"), fakeSealed(3))...), 6, 0)
+	// Epoch a1 pools yesterday's reports, a2 today's.
+	yesterday := report.Period{Start: today.Start - today.Length, Length: today.Length}
+	a1 := report.PeriodPoolKey(metric, "00000000000000a1", yesterday)
+	upload(f.url, append(envelopes(a1, fakeSealed(3)), envelopes(key("a2"), fakeSealed(3))...), 6, 0)
 	upload(f.url, envelopes(key("a3"), fakeSealed(1)), 0, 1)
 	// Another period of an epoch already pooled is not another epoch.
-	yesterday := report.Period{Start: today.Start - today.Length, Length: today.Length}
 	upload(f.url, envelopes(report.PeriodPoolKey(metric, "00000000000000a2", yesterday), fakeSealed(1)), 1, 0)
 	f.run(t)
-	upload(f.url, envelopes(key("a1"), fakeSealed(7)), 7, 0) // a1 reaches n_min
+	upload(f.url, envelopes(a1, fakeSealed(7)), 7, 0) // a1 reaches n_min
+	// Yesterday closes: a1's pool goes out whole (a2's one report of
+	// yesterday, below n_min, is deleted; a2 keeps today's).
+	if _, err := f.s.ClosePeriods(context.Background(), time.Unix(yesterday.End(), 0)); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the a1 batch", func() bool { return len(sink.Got()) == 1 })
 	waitFor(t, "a free epoch slot", func() bool {
 		var res shuffler.UploadResult

@@ -34,6 +34,7 @@ type collectorMetrics struct {
 	calibration prometheus.Gauge
 
 	batches, reports, planInfo *prometheus.Desc
+	heldBatches, heldReports   *prometheus.Desc
 }
 
 func newCollectorMetrics(c *Collector) *collectorMetrics {
@@ -56,6 +57,10 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 		batches:  prometheus.NewDesc("blanket_collector_batches_total", "Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (unreadable, too large or undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).", []string{"result"}, nil),
 		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted) or malformed (dropped).", []string{"pool", "result"}, nil),
 		planInfo: prometheus.NewDesc("blanket_collector_plan_info", "The plan epoch the collector publishes (value 1).", []string{"epoch"}, nil),
+		heldBatches: prometheus.NewDesc("blanket_collector_batches_held_total",
+			"Ingested batches with fewer than n_min valid reports of an epoch: stored and counted, their reports held out of every estimate until later batches of the same pool, epoch and period bring them to n_min.", nil, nil),
+		heldReports: prometheus.NewDesc("blanket_collector_reports_held_total",
+			"Valid reports of ingested batches held out of every estimate at ingest (part of result=\"valid\" of blanket_collector_reports_total), by pool.", []string{"pool"}, nil),
 	}
 }
 
@@ -64,6 +69,8 @@ func (m *collectorMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.batches
 	ch <- m.reports
 	ch <- m.planInfo
+	ch <- m.heldBatches
+	ch <- m.heldReports
 	m.ingestSeconds.Describe(ch)
 	m.estimateSeconds.Describe(ch)
 	m.calibration.Describe(ch)
@@ -81,9 +88,11 @@ func (m *collectorMetrics) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(m.batches, prometheus.CounterValue, float64(b.v), b.result)
 	}
+	ch <- prometheus.MustNewConstMetric(m.heldBatches, prometheus.CounterValue, float64(c.held.Load()))
 	c.eachPool(func(pool string, rc *reportCounts) {
 		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.valid.Load()), pool, "valid")
 		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.malformed.Load()), pool, "malformed")
+		ch <- prometheus.MustNewConstMetric(m.heldReports, prometheus.CounterValue, float64(rc.held.Load()), pool)
 	})
 	ch <- prometheus.MustNewConstMetric(m.planInfo, prometheus.GaugeValue, 1, m.c.epoch)
 	m.ingestSeconds.Collect(ch)

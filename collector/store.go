@@ -34,15 +34,20 @@ type store interface {
 	epochPlan(ctx context.Context, epoch, key string) ([]byte, error)
 	// hasBatch reports whether batch id was ingested.
 	hasBatch(ctx context.Context, id report.ID) (bool, error)
-	// commitBatch records a batch and merges its statistics, one per
-	// metric it carries, in one transaction; it reports duplicate, and
-	// changes nothing, when the batch id is recorded already (by any
-	// replica).
-	commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error)
+	// commitBatch records batch id, one group per epoch it counts in,
+	// in one transaction (fateOf decides each group's fate: its
+	// statistics merged, or held with the other held batches of its
+	// pool, epoch and period, and all of them merged once they reach
+	// n_min). It reports duplicate, and changes nothing, when the batch
+	// id is recorded already (by any replica), and which groups it held.
+	commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (duplicate bool, held []bool, err error)
 	// statistics returns the statistics of metric, or of every metric
 	// when metric is "", by metric, then epoch in the order published,
 	// then period.
 	statistics(ctx context.Context, metric string) ([]statRow, error)
+	// heldStatistics returns, as statistics does, the merged statistics
+	// of the held batches (in no estimate yet).
+	heldStatistics(ctx context.Context, metric string) ([]statRow, error)
 	// batchList returns the batches of metric in epoch and period, in
 	// ingestion order.
 	batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error)
@@ -105,6 +110,9 @@ type batchRecord struct {
 	eps       *float64
 	delta     *float64
 	period    report.Period
+	// held is set while the batch's statistic waits, held, for more of
+	// its pool, epoch and period (fateOf).
+	held bool
 }
 
 // metricBatch is what one batch adds to one metric in one epoch: its row
@@ -114,27 +122,110 @@ type metricBatch struct {
 	stat *sdk.Statistic
 }
 
+// batchGroup is what one batch adds to one pool in one epoch: the rows
+// and statistics of the metrics it carries, and its valid reports
+// (messages, with pooled travel).
+type batchGroup struct {
+	// pool, epoch and period name the group's pool key.
+	pool, epoch string
+	period      report.Period
+	// messages is the group's valid reports (messages); nMin the n_min of
+	// its epoch's plan.
+	messages, nMin int64
+	// names are every metric row name of the pool: the pool's own (a
+	// metric's with separate travel, the pool row of a batch with no
+	// valid message) and its metrics'.
+	names []string
+	parts []metricBatch
+}
+
+// groupFate is what an ingest does with a group of a batch.
+type groupFate int
+
+const (
+	// mergeOwn merges the group's statistics (of no valid report: its
+	// malformed counts only) into the published ones, the held batches
+	// untouched.
+	mergeOwn groupFate = iota
+	// hold keeps the group's statistics with the held ones.
+	hold
+	// publish merges the held statistics of the group's pool key and the
+	// group's own into the published ones, and clears the held ones.
+	publish
+)
+
+// fateOf decides the fate of a group whose pool key holds heldMessages
+// valid reports of held batches (ingest.go): publish when they reach the
+// group's n_min together, hold otherwise; a group without a valid report
+// changes no estimate and leaves the held ones be.
+func fateOf(g batchGroup, heldMessages int64) groupFate {
+	switch {
+	case g.messages == 0:
+		return mergeOwn
+	case heldMessages+g.messages >= g.nMin:
+		return publish
+	}
+	return hold
+}
+
+// mergeGroup returns, per metric of g's pool, the statistic to merge into
+// the published ones when g publishes: its own part's merged with the
+// held one (held, by metric; either may be absent), and the batches it
+// adds.
+func mergeGroup(g batchGroup, held map[string]statRow) ([]metricMerge, error) {
+	var out []metricMerge
+	seen := map[string]bool{}
+	for _, p := range g.parts {
+		if p.stat == nil {
+			continue
+		}
+		m := metricMerge{metric: p.rec.metric, stat: p.stat, batches: 1}
+		if h, ok := held[p.rec.metric]; ok {
+			merged := *h.stat
+			merged.Counts = append([]int64(nil), h.stat.Counts...)
+			if err := merged.Merge(p.stat); err != nil {
+				return nil, fmt.Errorf("collector: merging batch %s into the held batches of %s/%s/%s: %w", p.rec.id, p.rec.metric, g.epoch, g.period, err)
+			}
+			m.stat, m.batches = &merged, 1+h.batches
+		}
+		seen[p.rec.metric] = true
+		out = append(out, m)
+	}
+	for name, h := range held {
+		if !seen[name] {
+			out = append(out, metricMerge{metric: name, stat: h.stat, batches: h.batches})
+		}
+	}
+	return out, nil
+}
+
+// metricMerge is a statistic to merge into one metric's row of an epoch
+// and period, and the batches it counts.
+type metricMerge struct {
+	metric  string
+	stat    *sdk.Statistic
+	batches int64
+}
+
+// mergeStats returns the encoded merge of stat into old (nil: none).
+func mergeStats(old []byte, stat *sdk.Statistic, what string) ([]byte, error) {
+	if old == nil {
+		return encodeStat(stat)
+	}
+	prev, err := decodeStat(old)
+	if err != nil {
+		return nil, err
+	}
+	if err := prev.Merge(stat); err != nil {
+		return nil, fmt.Errorf("collector: merging into %s: %w", what, err)
+	}
+	return encodeStat(prev)
+}
+
 // statRow is one metric's statistic in one epoch and period.
 type statRow struct {
 	metric, epoch string
 	period        report.Period
 	stat          *sdk.Statistic
 	batches       int64
-}
-
-// mergeStat returns the encoded statistic of b's metric, epoch and period
-// after stat merges into old (the stored one, nil for none).
-func mergeStat(b batchRecord, old []byte, stat *sdk.Statistic) ([]byte, error) {
-	merged := stat
-	if old != nil {
-		prev, err := decodeStat(old)
-		if err != nil {
-			return nil, err
-		}
-		if err := prev.Merge(stat); err != nil {
-			return nil, fmt.Errorf("collector: merging batch %s into %s/%s/%s: %w", b.id, b.metric, b.epoch, b.period, err)
-		}
-		merged = prev
-	}
-	return encodeStat(merged)
 }

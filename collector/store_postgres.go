@@ -18,6 +18,17 @@ package collector
 // order (metric, epoch, period), so that two replicas ingesting two
 // batches of a pooled plan never wait on each other in a cycle.
 //
+// Why held reports (ingest.go) are published once, in a group of at least
+// n_min: an ingest first takes, for each pool key it adds valid reports
+// to, a transaction-scoped advisory lock (in one sorted order, before any
+// row lock), and reads, changes and deletes the key's held rows
+// (held_pools, held_statistics, batches.held) only under it. So the
+// ingests of one key follow each other: each reads the held count the
+// previous one committed, and either adds its batch to the held ones or
+// merges all of them into the statistics and deletes them, in its
+// transaction. Two replicas can never both publish the same held batch,
+// nor leave one held behind a publication.
+//
 // Every replica serves the same plan and key: the key is generated once
 // (the first insert into collector_key wins, the others read it), and a
 // replica publishes under a session advisory lock (lockPublish), so that
@@ -80,6 +91,26 @@ var pgMigrations = []string{
 		stat bytea NOT NULL,
 		batches bigint NOT NULL,
 		PRIMARY KEY (metric, epoch, period_start)
+	)`,
+	// Held batches (ingest.go): their rows flagged, their statistics and
+	// valid reports per pool key kept apart until published.
+	`ALTER TABLE batches ADD COLUMN held boolean NOT NULL DEFAULT false;
+	CREATE TABLE held_statistics (
+		metric text NOT NULL,
+		epoch text NOT NULL,
+		period_start bigint NOT NULL,
+		period_len bigint NOT NULL,
+		stat bytea NOT NULL,
+		batches bigint NOT NULL,
+		PRIMARY KEY (metric, epoch, period_start)
+	);
+	CREATE TABLE held_pools (
+		pool text NOT NULL,
+		epoch text NOT NULL,
+		period_start bigint NOT NULL,
+		messages bigint NOT NULL,
+		batches bigint NOT NULL,
+		PRIMARY KEY (pool, epoch, period_start)
 	)`,
 }
 
@@ -185,37 +216,108 @@ func (st *pgStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 // errDuplicate rolls back the ingest of a batch recorded already.
 var errDuplicate = errors.New("duplicate batch")
 
-func (st *pgStore) commitBatch(ctx context.Context, parts []metricBatch) (bool, error) {
-	if len(parts) == 0 {
-		return false, errors.New("collector: a batch with no metric")
+func (st *pgStore) commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (bool, []bool, error) {
+	if len(groups) == 0 {
+		return false, nil, errors.New("collector: a batch with no metric")
 	}
+	held := make([]bool, len(groups))
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO ingested (id) VALUES ($1) ON CONFLICT DO NOTHING`, parts[0].rec.id[:])
+		tag, err := tx.Exec(ctx, `INSERT INTO ingested (id) VALUES ($1) ON CONFLICT DO NOTHING`, id[:])
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return errDuplicate
 		}
-		for _, p := range parts {
-			b := p.rec
-			if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-				b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length); err != nil {
+		// The pool keys' locks, in one order, before any row lock.
+		var keys []string
+		for _, g := range groups {
+			if g.messages > 0 {
+				keys = append(keys, heldLock(g))
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgdb.LockClass(), k); err != nil {
 				return err
+			}
+		}
+		type merge struct {
+			table, epoch string
+			period       report.Period
+			m            metricMerge
+		}
+		var merges []merge
+		for i, g := range groups {
+			var heldMessages int64
+			if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT messages FROM held_pools WHERE pool = $1 AND epoch = $2 AND period_start = $3), 0)`,
+				g.pool, g.epoch, g.period.Start).Scan(&heldMessages); err != nil {
+				return err
+			}
+			fate := fateOf(g, heldMessages)
+			held[i] = fate == hold
+			for _, p := range g.parts {
+				b := p.rec
+				if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+					b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, held[i]); err != nil {
+					return err
+				}
+			}
+			if held[i] {
+				for _, p := range g.parts {
+					if p.stat != nil {
+						merges = append(merges, merge{"held_statistics", g.epoch, g.period, metricMerge{metric: p.rec.metric, stat: p.stat, batches: 1}})
+					}
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO held_pools (pool, epoch, period_start, messages, batches) VALUES ($1, $2, $3, $4, 1)
+					ON CONFLICT (pool, epoch, period_start) DO UPDATE SET messages = held_pools.messages + excluded.messages, batches = held_pools.batches + 1`,
+					g.pool, g.epoch, g.period.Start, g.messages); err != nil {
+					return err
+				}
+				continue
+			}
+			heldRows := map[string]statRow{}
+			if fate == publish && heldMessages > 0 {
+				rows, err := pgdb.Collect(ctx, tx, `DELETE FROM held_statistics WHERE epoch = $1 AND period_start = $2 AND metric = ANY($3) RETURNING metric, stat, batches`,
+					func(row pgx.CollectableRow) (statRow, error) {
+						r := statRow{epoch: g.epoch, period: g.period}
+						var b []byte
+						if err := row.Scan(&r.metric, &b, &r.batches); err != nil {
+							return r, err
+						}
+						var err error
+						r.stat, err = decodeStat(b)
+						return r, err
+					}, g.epoch, g.period.Start, g.names)
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					heldRows[r.metric] = r
+				}
+				if _, err := tx.Exec(ctx, `UPDATE batches SET held = false WHERE held AND epoch = $1 AND period_start = $2 AND metric = ANY($3)`, g.epoch, g.period.Start, g.names); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM held_pools WHERE pool = $1 AND epoch = $2 AND period_start = $3`, g.pool, g.epoch, g.period.Start); err != nil {
+					return err
+				}
+			}
+			ms, err := mergeGroup(g, heldRows)
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				merges = append(merges, merge{"statistics", g.epoch, g.period, m})
 			}
 		}
 		// In a fixed order: no two ingests wait on each other's rows in a
 		// cycle.
-		sorted := slices.Clone(parts)
-		slices.SortStableFunc(sorted, func(a, b metricBatch) int {
-			return cmp.Or(cmp.Compare(a.rec.metric, b.rec.metric), cmp.Compare(a.rec.epoch, b.rec.epoch), cmp.Compare(a.rec.period.Start, b.rec.period.Start))
+		slices.SortStableFunc(merges, func(a, b merge) int {
+			return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.m.metric, b.m.metric), cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.period.Start, b.period.Start))
 		})
-		for _, p := range sorted {
-			if p.stat == nil {
-				continue
-			}
-			if err := mergePG(ctx, tx, p); err != nil {
+		for _, m := range merges {
+			if err := mergePG(ctx, tx, m.table, m.epoch, m.period, m.m); err != nil {
 				return err
 			}
 		}
@@ -225,34 +327,44 @@ func (st *pgStore) commitBatch(ctx context.Context, parts []metricBatch) (bool, 
 		return nil
 	})
 	if errors.Is(err, errDuplicate) {
-		return true, nil
+		return true, nil, nil
 	}
-	return false, err
+	if err != nil {
+		return false, nil, err
+	}
+	return false, held, nil
 }
 
-// mergePG merges p's statistic into the stored one under its row lock.
-func mergePG(ctx context.Context, tx pgx.Tx, p metricBatch) error {
-	b := p.rec
+// heldLock returns the second key of the advisory lock (under
+// pgdb.LockClass) of g's pool key, under which its held rows change.
+func heldLock(g batchGroup) string {
+	return fmt.Sprintf("held %s %s %d", g.pool, g.epoch, g.period.Start)
+}
+
+// mergePG merges m into its row of table (statistics or
+// held_statistics) for epoch and period, under the row's lock.
+func mergePG(ctx context.Context, tx pgx.Tx, table, epoch string, period report.Period, m metricMerge) error {
+	what := fmt.Sprintf("%s %s/%s/%s", table, m.metric, epoch, period)
 	for {
 		var old []byte
-		err := tx.QueryRow(ctx, `SELECT stat FROM statistics WHERE metric = $1 AND epoch = $2 AND period_start = $3 FOR UPDATE`, b.metric, b.epoch, b.period.Start).Scan(&old)
+		err := tx.QueryRow(ctx, `SELECT stat FROM `+table+` WHERE metric = $1 AND epoch = $2 AND period_start = $3 FOR UPDATE`, m.metric, epoch, period.Start).Scan(&old)
 		if err == nil {
-			enc, err := mergeStat(b, old, p.stat)
+			enc, err := mergeStats(old, m.stat, what)
 			if err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE statistics SET stat = $4, batches = batches + 1 WHERE metric = $1 AND epoch = $2 AND period_start = $3`, b.metric, b.epoch, b.period.Start, enc)
+			_, err = tx.Exec(ctx, `UPDATE `+table+` SET stat = $4, batches = batches + $5 WHERE metric = $1 AND epoch = $2 AND period_start = $3`, m.metric, epoch, period.Start, enc, m.batches)
 			return err
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		enc, err := mergeStat(b, nil, p.stat)
+		enc, err := mergeStats(nil, m.stat, what)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches) VALUES ($1, $2, $3, $4, $5, 1)
-			ON CONFLICT DO NOTHING`, b.metric, b.epoch, b.period.Start, b.period.Length, enc)
+		tag, err := tx.Exec(ctx, `INSERT INTO `+table+` (metric, epoch, period_start, period_len, stat, batches) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT DO NOTHING`, m.metric, epoch, period.Start, period.Length, enc, m.batches)
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
@@ -261,8 +373,17 @@ func mergePG(ctx context.Context, tx pgx.Tx, p metricBatch) error {
 }
 
 func (st *pgStore) statistics(ctx context.Context, metric string) ([]statRow, error) {
+	return st.statRows(ctx, "statistics", metric)
+}
+
+func (st *pgStore) heldStatistics(ctx context.Context, metric string) ([]statRow, error) {
+	return st.statRows(ctx, "held_statistics", metric)
+}
+
+// statRows reads the rows of table (statistics or held_statistics).
+func (st *pgStore) statRows(ctx context.Context, table, metric string) ([]statRow, error) {
 	return pgdb.Collect(ctx, st.pool, `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches
-		FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch
+		FROM `+table+` s LEFT JOIN epochs e ON e.epoch = s.epoch
 		WHERE $1 = '' OR s.metric = $1 ORDER BY s.metric, e.seq NULLS FIRST, s.period_start`,
 		func(row pgx.CollectableRow) (statRow, error) {
 			var r statRow
@@ -277,12 +398,12 @@ func (st *pgStore) statistics(ctx context.Context, metric string) ([]statRow, er
 }
 
 func (st *pgStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
-	return pgdb.Collect(ctx, st.pool, `SELECT id, n, malformed, messages, eps, delta FROM batches
+	return pgdb.Collect(ctx, st.pool, `SELECT id, n, malformed, messages, eps, delta, held FROM batches
 		WHERE metric = $1 AND epoch = $2 AND period_start = $3 ORDER BY seq`,
 		func(row pgx.CollectableRow) (batchRecord, error) {
 			b := batchRecord{metric: metric, epoch: epoch, period: period}
 			var id []byte
-			err := row.Scan(&id, &b.n, &b.malformed, &b.messages, &b.eps, &b.delta)
+			err := row.Scan(&id, &b.n, &b.malformed, &b.messages, &b.eps, &b.delta, &b.held)
 			copy(b.id[:], id)
 			return b, err
 		}, metric, epoch, period.Start)

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/blanket-dp/blanket/internal/sqlitedb"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -30,7 +30,8 @@ var sqliteSchema = []string{
 	// and malformed count the metric's reports.
 	// period_start and period_len (Unix seconds) are the reporting period
 	// of the batch (report.Period); 0, 0 for batches of reports sealed
-	// before periods existed.
+	// before periods existed. held is 1 while the batch's statistic is
+	// held (fewer than n_min valid reports so far: ingest.go).
 	`CREATE TABLE IF NOT EXISTS batches (
 		id BLOB NOT NULL,
 		metric TEXT NOT NULL,
@@ -42,6 +43,7 @@ var sqliteSchema = []string{
 		delta REAL,
 		period_start INTEGER NOT NULL DEFAULT 0,
 		period_len INTEGER NOT NULL DEFAULT 0,
+		held INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (id, metric, epoch)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
@@ -56,6 +58,26 @@ var sqliteSchema = []string{
 		batches INTEGER NOT NULL,
 		PRIMARY KEY (metric, epoch, period_start)
 	) WITHOUT ROWID`,
+	// held_statistics holds, as statistics does, the merged statistic of
+	// the held batches of a metric in an epoch and period; held_pools
+	// their valid reports (messages) per pool, epoch and period (ingest.go).
+	`CREATE TABLE IF NOT EXISTS held_statistics (
+		metric TEXT NOT NULL,
+		epoch TEXT NOT NULL,
+		period_start INTEGER NOT NULL,
+		period_len INTEGER NOT NULL,
+		stat BLOB NOT NULL,
+		batches INTEGER NOT NULL,
+		PRIMARY KEY (metric, epoch, period_start)
+	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS held_pools (
+		pool TEXT NOT NULL,
+		epoch TEXT NOT NULL,
+		period_start INTEGER NOT NULL,
+		messages INTEGER NOT NULL,
+		batches INTEGER NOT NULL,
+		PRIMARY KEY (pool, epoch, period_start)
+	) WITHOUT ROWID`,
 }
 
 // migrateStore brings a database written by an earlier build up to the
@@ -66,7 +88,23 @@ func migrateStore(ctx context.Context, db *sqlitedb.DB) error {
 	if err := migrateMessages(ctx, db); err != nil {
 		return err
 	}
-	return migratePeriods(ctx, db)
+	if err := migratePeriods(ctx, db); err != nil {
+		return err
+	}
+	return migrateHeld(ctx, db)
+}
+
+// migrateHeld adds the held column to a batches table from before it:
+// every batch stored then was merged.
+func migrateHeld(ctx context.Context, db *sqlitedb.DB) error {
+	has, err := db.HasColumn(ctx, "batches", "held")
+	if err != nil || has {
+		return err
+	}
+	if _, err := db.W.ExecContext(ctx, `ALTER TABLE batches ADD COLUMN held INTEGER NOT NULL DEFAULT 0`); err != nil {
+		return fmt.Errorf("collector: migrating the batches table: %w", err)
+	}
+	return nil
 }
 
 // migratePeriods adds the reporting period to a database written before
@@ -170,57 +208,152 @@ func (st *sqliteStore) hasBatch(ctx context.Context, id report.ID) (bool, error)
 	return err == nil, err
 }
 
-// commitBatch records a batch and merges its statistics, one per metric it
-// carries, in one transaction. It reports duplicate = true, changing
-// nothing, when the batch id is already recorded.
-func (st *sqliteStore) commitBatch(ctx context.Context, parts []metricBatch) (duplicate bool, err error) {
+// commitBatch records batch id's groups in one transaction (store). One
+// process writes the file through one connection: the held batches of a
+// pool key are read and changed by one ingest at a time.
+func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (duplicate bool, held []bool, err error) {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer tx.Rollback()
-	if len(parts) == 0 {
-		return false, errors.New("collector: a batch with no metric")
+	if len(groups) == 0 {
+		return false, nil, errors.New("collector: a batch with no metric")
 	}
 	var one int
-	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, parts[0].rec.id[:]).Scan(&one); {
+	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one); {
 	case err == nil:
-		return true, nil
+		return true, nil, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return false, err
+		return false, nil, err
 	}
-	for _, p := range parts {
-		if err := mergeBatch(ctx, tx, p.rec, p.stat); err != nil {
-			return false, err
+	held = make([]bool, len(groups))
+	for i, g := range groups {
+		if held[i], err = commitGroup(ctx, tx, g); err != nil {
+			return false, nil, err
 		}
 	}
 	if st.beforeCommit != nil {
 		st.beforeCommit()
 	}
-	return false, tx.Commit()
+	return false, held, tx.Commit()
 }
 
-// mergeBatch inserts b's row and merges stat into its metric's statistic.
-func mergeBatch(ctx context.Context, tx *sql.Tx, b batchRecord, stat *sdk.Statistic) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length); err != nil {
-		return err
+// commitGroup stores one group of a batch in tx and reports whether it
+// is held (fateOf).
+func commitGroup(ctx context.Context, tx *sql.Tx, g batchGroup) (bool, error) {
+	var heldMessages int64
+	err := tx.QueryRowContext(ctx, `SELECT messages FROM held_pools WHERE pool = ? AND epoch = ? AND period_start = ?`, g.pool, g.epoch, g.period.Start).Scan(&heldMessages)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
 	}
-	if stat == nil {
-		return nil
+	fate := fateOf(g, heldMessages)
+	for _, p := range g.parts {
+		b := p.rec
+		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, fate == hold); err != nil {
+			return false, err
+		}
 	}
+	if fate == hold {
+		for _, p := range g.parts {
+			if p.stat != nil {
+				if err := mergeSQLite(ctx, tx, "held_statistics", g.epoch, g.period, metricMerge{metric: p.rec.metric, stat: p.stat, batches: 1}); err != nil {
+					return false, err
+				}
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO held_pools (pool, epoch, period_start, messages, batches) VALUES (?, ?, ?, ?, 1)
+			ON CONFLICT (pool, epoch, period_start) DO UPDATE SET messages = messages + excluded.messages, batches = batches + 1`, g.pool, g.epoch, g.period.Start, g.messages)
+		return true, err
+	}
+	heldRows := map[string]statRow{}
+	if fate == publish && heldMessages > 0 {
+		rows, err := heldRowsSQLite(ctx, tx, g)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rows {
+			heldRows[r.metric] = r
+		}
+		names := inList(len(g.names))
+		args := append([]any{g.epoch, g.period.Start}, anySlice(g.names)...)
+		for _, q := range []string{
+			`DELETE FROM held_statistics WHERE epoch = ? AND period_start = ? AND metric IN ` + names,
+			`UPDATE batches SET held = 0 WHERE held = 1 AND epoch = ? AND period_start = ? AND metric IN ` + names,
+		} {
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return false, err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM held_pools WHERE pool = ? AND epoch = ? AND period_start = ?`, g.pool, g.epoch, g.period.Start); err != nil {
+			return false, err
+		}
+	}
+	merges, err := mergeGroup(g, heldRows)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range merges {
+		if err := mergeSQLite(ctx, tx, "statistics", g.epoch, g.period, m); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// heldRowsSQLite reads the held statistics of g's pool key.
+func heldRowsSQLite(ctx context.Context, tx *sql.Tx, g batchGroup) ([]statRow, error) {
+	args := append([]any{g.epoch, g.period.Start}, anySlice(g.names)...)
+	rows, err := tx.QueryContext(ctx, `SELECT metric, stat, batches FROM held_statistics WHERE epoch = ? AND period_start = ? AND metric IN `+inList(len(g.names)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []statRow
+	for rows.Next() {
+		r := statRow{epoch: g.epoch, period: g.period}
+		var b []byte
+		if err := rows.Scan(&r.metric, &b, &r.batches); err != nil {
+			return nil, err
+		}
+		if r.stat, err = decodeStat(b); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// mergeSQLite merges m into its row of table (statistics or
+// held_statistics) for epoch and period.
+func mergeSQLite(ctx context.Context, tx *sql.Tx, table, epoch string, period report.Period, m metricMerge) error {
 	var old []byte
-	err := tx.QueryRowContext(ctx, `SELECT stat FROM statistics WHERE metric = ? AND epoch = ? AND period_start = ?`, b.metric, b.epoch, b.period.Start).Scan(&old)
+	err := tx.QueryRowContext(ctx, `SELECT stat FROM `+table+` WHERE metric = ? AND epoch = ? AND period_start = ?`, m.metric, epoch, period.Start).Scan(&old)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	enc, err := mergeStat(b, old, stat)
+	enc, err := mergeStats(old, m.stat, fmt.Sprintf("%s %s/%s/%s", table, m.metric, epoch, period))
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches) VALUES (?, ?, ?, ?, ?, 1)
-		ON CONFLICT (metric, epoch, period_start) DO UPDATE SET stat = excluded.stat, batches = batches + 1`, b.metric, b.epoch, b.period.Start, b.period.Length, enc)
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+table+` (metric, epoch, period_start, period_len, stat, batches) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (metric, epoch, period_start) DO UPDATE SET stat = excluded.stat, batches = batches + excluded.batches`, m.metric, epoch, period.Start, period.Length, enc, m.batches)
 	return err
+}
+
+// inList returns an SQL list of n placeholders: (?, ?, …).
+func inList(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
+
+// anySlice returns s as arguments.
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 func (st *sqliteStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
@@ -236,7 +369,16 @@ func (st *sqliteStore) epochPlan(ctx context.Context, epoch, key string) ([]byte
 // metric is "", by metric, then epoch in the order first published, then
 // period.
 func (st *sqliteStore) statistics(ctx context.Context, metric string) ([]statRow, error) {
-	q := `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches FROM statistics s LEFT JOIN epochs e ON e.epoch = s.epoch`
+	return st.statRows(ctx, "statistics", metric)
+}
+
+func (st *sqliteStore) heldStatistics(ctx context.Context, metric string) ([]statRow, error) {
+	return st.statRows(ctx, "held_statistics", metric)
+}
+
+// statRows reads the rows of table (statistics or held_statistics).
+func (st *sqliteStore) statRows(ctx context.Context, table, metric string) ([]statRow, error) {
+	q := `SELECT s.metric, s.epoch, s.period_start, s.period_len, s.stat, s.batches FROM ` + table + ` s LEFT JOIN epochs e ON e.epoch = s.epoch`
 	var args []any
 	if metric != "" {
 		q += ` WHERE s.metric = ?`
@@ -266,7 +408,7 @@ func (st *sqliteStore) statistics(ctx context.Context, metric string) ([]statRow
 // batchList returns the batches of metric in epoch and period, in
 // ingestion order.
 func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
-	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
+	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta, held FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +418,7 @@ func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, peri
 		b := batchRecord{metric: metric, epoch: epoch, period: period}
 		var id []byte
 		var eps, delta sql.NullFloat64
-		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta); err != nil {
+		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta, &b.held); err != nil {
 			return nil, err
 		}
 		copy(b.id[:], id)

@@ -174,8 +174,8 @@ func (f *shufflerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.connRate, "conn-rate", shuffler.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", shuffler.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", shuffler.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
-	cmd.Flags().DurationVar(&f.settle, "settle", 0, "release a pool only once no report has joined it for this long (larger batches, a stronger guarantee per batch); 0: as soon as it holds n_min")
-	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports; then a pool below n_min is deleted, never released (default: one period)")
+	cmd.Flags().DurationVar(&f.settle, "settle", 0, "while a period is open, release a pool (down to its last n_min) only once no report has joined it for this long: larger batches, a stronger guarantee per batch (default: a tenth of the period, between 1s and 1h)")
+	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports, each keeping its last n_min until then; then every pool goes out whole, or is deleted, never released, if it received fewer than n_min in all (default: one period)")
 }
 
 func (f *shufflerFlags) check() error {
@@ -233,7 +233,9 @@ databases in the data directory:
 The operator's listener (--admin-addr, loopback by default, printed at
 start) adds what only the operator may see: the dashboard with the
 shuffler's pool fill (GET /v1/pools), Prometheus metrics (GET /metrics) and
-the reasons of GET /readyz. Pool counts and upload counters polled over time
+the reasons of GET /readyz, and POST /v1/pools/close?through=TIME, which
+closes the periods ending by then before their deadline (their late
+reports refused, their pools released whole). Pool counts and upload counters polled over time
 show when reports arrive, which the shuffler exists to hide: keep that
 listener private. The public listener answers GET /healthz and a GET /readyz
 that names failing checks only.
@@ -317,6 +319,7 @@ the next start.`,
 			printListening(cmd, "serve admin", adminURL, append([]string{
 				"GET  /                     the dashboard, with the shuffler's pools",
 				"GET  /v1/pools             each pool's fill against n_min",
+				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)

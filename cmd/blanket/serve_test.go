@@ -325,6 +325,24 @@ func upload(t *testing.T, base string, envs []report.Envelope) shuffler.UploadRe
 	return res
 }
 
+// closePeriods closes, on the shuffler of server s (its admin listener:
+// POST /v1/pools/close), the periods of its pooled reports ending in the
+// next two days, so that it releases them whole as at their deadline:
+// while a period is open the shuffler keeps its last n_min reports.
+func closePeriods(t *testing.T, s *server) {
+	t.Helper()
+	through := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	resp, err := http.Post(s.adminURL(t)+"/v1/pools/close?through="+through, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out shuffler.ClosedPeriods
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || len(out.Closed) == 0 {
+		t.Fatalf("closing the periods: %s, %+v, %v", resp.Status, out, err)
+	}
+}
+
 // values returns n category values: home 40%, search 30%, settings 20%,
 // elsewhere (the other bucket) 10%.
 func values(n int) ([]string, map[string]int) {
@@ -409,6 +427,7 @@ func checkServe(t *testing.T, planFile string, n int) {
 	if res := upload(t, s.url, envs[:10]); res.Duplicates != 10 {
 		t.Fatalf("retried upload: %+v", res)
 	}
+	closePeriods(t, s)
 	e := checkEstimate(t, s.url, "ui/screen", n, truth)
 	checkOps(t, s, `{"collector":true,"shuffler":false}`, `{"collector":true,"shuffler":true}`,
 		fmt.Sprintf(`blanket_shuffler_envelopes_total{result="accepted"} %d`, n),
@@ -456,6 +475,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	if res := upload(t, s.url, appReports(t, s.url, "ui/screen", vals)); res.Accepted != n {
 		t.Fatalf("upload: %+v", res)
 	}
+	closePeriods(t, s)
 	checkEstimate(t, c.url, "ui/screen", n, truth)
 	checkOps(t, c, `{"collector":true,"shuffler":false}`, `{"collector":true,"shuffler":false}`, `blanket_collector_batches_total{result="ingested"} 1`, "go_goroutines")
 	checkOps(t, s, "", `{"collector":false,"shuffler":true}`, `blanket_shuffler_batches_acknowledged_total 1`, "go_goroutines")

@@ -115,6 +115,7 @@ forwarded by one replica (another takes over if it dies).`,
 			printListening(cmd, "shuffler admin", adminURL, append([]string{
 				"GET  /                     the dashboard: the plan and each pool's fill",
 				"GET  /v1/pools             each pool's fill against n_min",
+				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)

@@ -21,10 +21,17 @@
 // (report.PeriodPoolKey); the shuffler pools each (pool, epoch, period)
 // apart, so that a released batch holds at least n_min reports of one plan
 // and one period. A period's pools take reports until Options.PeriodGrace
-// (default: one period) after it ends; then a pool still below n_min is
-// deleted, never released, and counted (Stats.Expired), and later
-// envelopes of it are rejected (Stats.Late), as are envelopes of a period starting more than one
-// period ahead of the shuffler's clock. The shuffler holds at most
+// (default: one period) after it ends, its deadline. Until then a pool is
+// released only down to its last n_min reports (once it has settled,
+// Options.Settle), so that a report arriving late always has company; at
+// the deadline, or when the operator closes the period (ClosePeriods, POST
+// /v1/pools/close), the rest goes out, and a pool that received fewer than
+// n_min in all is deleted, never released, and counted (Stats.Expired).
+// Every report acknowledged for a pool that reached n_min is thus released
+// in a batch of at least n_min (release.go has the proof, for both stores
+// and any number of replicas). Later envelopes of a closed period are
+// rejected (Stats.Late), as are envelopes of a period starting more than
+// one period ahead of the shuffler's clock. The shuffler holds at most
 // MaxEpochsPerPool epochs of a pool at once, takes the pools of every plan
 // it relays (stored, so a restart keeps them), and under blanket serve the
 // pools of every plan the collector published.
@@ -44,6 +51,11 @@
 //	  400 undecodable body, 413 body or envelope count over the limit,
 //	  415 wrong content type, 429 connection over its rate (Retry-After),
 //	  503 storage failed (retry). Error bodies are {"error": "..."}.
+//
+// On the operator's listener (RegisterAdmin): GET /v1/pools, each pool's
+// fill against n_min (PoolsStatus), and POST /v1/pools/close?through=T
+// (RFC 3339, default now), which closes the periods of pooled reports
+// ending by T before their deadline (ClosedPeriods).
 //
 // An upload is stored durably before the 202; duplicates (an id already
 // accepted: a retry after a lost acknowledgement) are stored already and
@@ -76,7 +88,9 @@
 // default). Accepting an upload inserts its ids into seen and its
 // reports into pool in one transaction (concurrent uploads share it: group
 // commit). Releasing moves reports from pool to outgoing in one
-// transaction.
+// transaction. The table forgotten holds, per period length, the latest
+// end of a closed period (its ids forgotten, or its pools released whole);
+// such periods are refused.
 //
 // # Replicas
 //
@@ -93,7 +107,10 @@
 //   - a pool is released by one replica at a time (a transaction-scoped
 //     advisory lock per pool), never below n_min, its reports deleted in the
 //     transaction that writes the batch: a replica killed mid-release
-//     leaves them pooled;
+//     leaves them pooled; a period is closed (its pools released whole)
+//     only once every upload of it in flight on any replica has committed,
+//     and then every replica refuses it, so that no acknowledged report is
+//     left behind (release.go);
 //   - a released batch is forwarded by the replica holding its lease; if
 //     that replica dies another takes over once the lease ends (within a
 //     minute);

@@ -89,6 +89,22 @@ func (f *shufflerFixture) run(t testing.TB) {
 	})
 }
 
+// closeAll closes every period of f's pooled reports (ClosePeriods), so
+// that the next Release takes each pool whole, as at its deadline.
+func (f *shufflerFixture) closeAll(t testing.TB) {
+	t.Helper()
+	closeAll(t, f.s)
+}
+
+// closeAll closes every period of s's pooled reports, ending up to two
+// days from now.
+func closeAll(t testing.TB, s *Shuffler) {
+	t.Helper()
+	if _, err := s.ClosePeriods(context.Background(), time.Now().Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }

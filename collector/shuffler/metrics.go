@@ -44,7 +44,7 @@ var rejectReasonNames = [numRejectReasons]string{
 // reasonOf classifies an error of Shuffler.accepts.
 func reasonOf(err error) rejectReason {
 	switch {
-	case errors.Is(err, errLate):
+	case errors.Is(err, errLate), errors.Is(err, errClosed):
 		return rejectLate
 	case errors.Is(err, errNoPeriod):
 		return rejectNoPeriod
@@ -94,7 +94,7 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 		sends:           d("batch_sends_total", "Requests forwarding a released batch to the collector."),
 		acked:           d("batches_acknowledged_total", "Released batches the collector acknowledged and the shuffler deleted."),
 		sendFails:       d("batch_send_failures_total", "Forwarding attempts that failed (the batch unreadable, the request failed or was refused, or the acknowledged batch not deleted); the batch is retried with backoff."),
-		expired:         d("reports_expired_total", "Reports deleted unreleased: their period's pool stayed below n_min past the grace."),
+		expired:         d("reports_expired_total", "Reports deleted unreleased: their pool received fewer than n_min reports in all by its period's deadline (a pool that reached n_min is always released whole)."),
 		poolReports:     d("pool_reports", "Reports waiting in each pool (summed over epochs and periods).", "pool"),
 		poolMin:         d("pool_min_reports", "n_min: the smallest batch the shuffler releases."),
 		outgoing:        d("outgoing_batches", "Released batches not yet acknowledged by the collector."),

@@ -78,6 +78,8 @@ blanket_shuffler_pool_min_reports 4
 		t.Error(err)
 	}
 
+	// Its period closed: the pool goes out whole.
+	f.closeAll(t)
 	f.run(t)
 	waitFor(t, "the batch acknowledged", func() bool { return len(col.Got()) == 1 })
 	waitFor(t, "the acknowledgement counted", func() bool {

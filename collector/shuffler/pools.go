@@ -16,6 +16,9 @@ import (
 var (
 	// errLate rejects an envelope of a period whose grace has passed.
 	errLate = errors.New("its period ended more than the grace ago")
+	// errClosed rejects an envelope of a closed period (table forgotten):
+	// its pools released whole, or its ids forgotten. Counted as late.
+	errClosed = errors.New("its period is closed: its pools were released whole, or its grace ended")
 	// errEarly rejects an envelope of a period starting more than one
 	// period after the shuffler's clock.
 	errEarly = errors.New("the period starts more than one period after the shuffler's clock")
@@ -71,9 +74,11 @@ func (s *Shuffler) accepts(key string) error {
 	case now >= s.periodDeadline(period):
 		return fmt.Errorf("%q: %w", key, errLate)
 	case period.End() <= (*s.forgotten.Load())[period.Length]:
-		// Some of its ids are forgotten (a longer grace than when they
-		// went, or the clock went back): a retry could pool twice.
-		return fmt.Errorf("%q: %w (its ids are no longer remembered)", key, errLate)
+		// Closed: its pools were released whole (another replica's
+		// clock, or ClosePeriods), or some of its ids are forgotten (a
+		// longer grace than when they went, or the clock went back: a
+		// retry could pool twice).
+		return fmt.Errorf("%q: %w", key, errClosed)
 	case period.Start > now+period.Length:
 		return fmt.Errorf("%q: %w", key, errEarly)
 	}
@@ -98,19 +103,6 @@ func (s *Shuffler) periodDeadline(p report.Period) int64 {
 		g = int64(s.o.PeriodGrace / time.Second)
 	}
 	return p.End() + g
-}
-
-// expired reports whether key is a period's pool past its deadline, or a
-// pool without a period past the legacy deadline.
-func (s *Shuffler) expired(key string) bool {
-	_, _, period, err := report.ParsePoolKey(key)
-	switch {
-	case err != nil:
-		return false
-	case period.IsZero():
-		return s.legacyDeadline > 0 && s.o.Now().Unix() >= s.legacyDeadline
-	}
-	return s.o.Now().Unix() >= s.periodDeadline(period)
 }
 
 // loadLegacyDeadline sets the deadline of pools without a period, when

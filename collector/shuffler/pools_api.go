@@ -15,8 +15,9 @@ import (
 type PoolsStatus struct {
 	// NMin is the smallest batch the shuffler releases.
 	NMin int `json:"n_min"`
-	// Settle is how long a pool of at least NMin waits for no report to
-	// join it before it is released (Options.Settle), in seconds.
+	// Settle is how long a pool of the plan's period, while the period
+	// is open, waits for no report to join it before it is released down
+	// to NMin (Options.Settle), in seconds.
 	Settle float64 `json:"settle_seconds"`
 	// Pools are the pools holding reports, by pool, epoch and period.
 	Pools []PoolFill `json:"pools"`
@@ -47,7 +48,7 @@ type PoolFill struct {
 // Pools returns the shuffler's pool fill.
 func (s *Shuffler) Pools(ctx context.Context) (PoolsStatus, error) {
 	st := PoolsStatus{
-		NMin: s.o.Plan.NMin, Settle: s.o.Settle.Seconds(),
+		NMin: s.o.Plan.NMin, Settle: s.settleFor(s.o.Plan.PeriodLength()).Seconds(),
 		BatchesReleased: s.c.batchesReleased.Load(), ReportsReleased: s.c.reportsReleased.Load(),
 	}
 	var err error
@@ -96,4 +97,39 @@ func (s *Shuffler) handlePools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpserver.WriteJSON(w, http.StatusOK, st)
+}
+
+// ClosedPeriods is the JSON body of a 200 answer to POST /v1/pools/close.
+type ClosedPeriods struct {
+	// Closed are the periods closed: their envelopes are refused from
+	// now on and their pools released whole at the next look.
+	Closed []report.PeriodSpan `json:"closed"`
+}
+
+// handleClose closes the periods of pooled reports ending at or before
+// ?through= (RFC 3339; default now): ClosePeriods.
+func (s *Shuffler) handleClose(w http.ResponseWriter, r *http.Request) {
+	through := s.o.Now()
+	if v := r.URL.Query().Get("through"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			httpserver.WriteError(w, http.StatusBadRequest, "through=%q: want an RFC 3339 time: %v", v, err)
+			return
+		}
+		through = t
+	}
+	// Closing waits for the uploads of those periods in flight.
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	closed, err := s.ClosePeriods(ctx, through)
+	out := ClosedPeriods{Closed: []report.PeriodSpan{}}
+	for _, p := range closed {
+		out.Closed = append(out.Closed, *report.NewPeriodSpan(p))
+	}
+	if err != nil {
+		s.log.Error("closing periods", "error", err)
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "closing periods failed after %d: %v", len(closed), err)
+		return
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
 }

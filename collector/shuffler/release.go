@@ -1,8 +1,86 @@
 package shuffler
 
+// Release: when pooled reports leave for the collector, and why no report
+// the shuffler acknowledged is left behind in a pool that can no longer
+// reach n_min.
+//
+// A pool P is the reports of one key (pool, epoch, period) and suite.
+// Reports join P only when an accept commits (the app then gets its 202),
+// and leave it only by a release (moved into an outgoing batch by the
+// transaction that deletes them) or an expiry (deleted and counted in
+// Stats.Expired). P's period q is closed once the shuffler has recorded q
+// in the table forgotten through store.closePeriod; P is final when no
+// report can join it any more: q is closed, or P has no period (pooled
+// before periods; such envelopes are refused).
+//
+// Invariant: if P receives at least n_min reports in total, every report P
+// acknowledged is released in a batch of at least n_min reports. The only
+// reports deleted unreleased are those of a pool whose total stayed below
+// n_min.
+//
+// The rules, with c the reports P holds, counted under P's lock (the one
+// writer transaction on SQLite; P's advisory lock on PostgreSQL, taken
+// before the count):
+//
+//	(R1) While P is not final, a release takes batchSize(c, n_min,
+//	     n_min, MaxBatch) reports: at least n_min, and it leaves n_min.
+//	(R2) Once P is final, releases take it whole, in batches of n_min to
+//	     MaxBatch (batchSize(c, n_min, 0, MaxBatch); MaxBatch >= 2·n_min−1
+//	     makes such a split exist for every c >= n_min), and an expiry
+//	     deletes P only if c < n_min.
+//	(C)  Release makes the final release or expiry of P only after
+//	     store.closePeriod(q) returned; once it has, no accept of a
+//	     report of q commits, and every accept that did commit is
+//	     visible to every later statement.
+//
+// Proof. (1) Only releases and expiries remove reports, each under P's
+// lock, so c counted under the lock is a lower bound of P's size until the
+// commit: (R1) leaves at least n_min whatever accepts commit meanwhile, and
+// once P has released anything it never holds fewer than n_min until it
+// is final. (2) When Release makes P's final release or expiry, (C) has
+// fixed everything P will ever acknowledge, and the count sees all of it:
+// c is what P acknowledged less what it released. If P released
+// anything, c >= n_min by (1), and (R2) releases it all in batches of at
+// least n_min. If it released nothing, c is P's total: at least n_min, it
+// goes out whole; below, it is deleted and counted, the one loss the
+// invariant allows. (3) Every batch holds at least n_min: batchSize never
+// returns fewer. (4) A crash at any point leaves the state of the last
+// commit: a release moves its reports into outgoing in its own
+// transaction, and outgoing batches are sent, after any restart, until
+// the collector acknowledges them (forward.go); a closing is recorded
+// before it is relied on and taken again by a restarted Release.
+//
+// (C) on SQLite: one process writes the file through one connection, so
+// closePeriod's transaction and every accept's are serialized; an accept
+// reads the closed periods inside its transaction and refuses their
+// envelopes (acceptRes.late, answered as late: not acknowledged).
+//
+// (C) on PostgreSQL, with any number of replicas on any clocks: an accept
+// first takes, in its transaction, the advisory lock of every period it
+// pools into, shared (in one sorted order), then reads the closed periods
+// in a later statement (READ COMMITTED: a snapshot taken after the locks
+// are held) and refuses theirs. closePeriod takes q's lock exclusive,
+// which waits for every accept holding it to end, records q and commits;
+// PostgreSQL releases a transaction's advisory locks after its commit is
+// visible. An accept granted q's lock after that reads q as closed; one
+// granted it before has committed or rolled back before closePeriod
+// returns. Replicas release P one at a time (P's advisory lock, tried: a
+// replica that does not get it skips P this round), and a replica whose
+// clock says P's period is still open only makes releases by (R1), which
+// are safe at any time; the replica whose clock passed the deadline, or
+// that read q as closed, makes the final one. Locks never wait in a
+// cycle: accepts take shared period locks in one order and nothing else
+// advisory; closePeriod one period lock; releases and expiries try P's
+// lock without waiting.
+//
+// The cost: while P's period is open its last n_min reports wait, until
+// the deadline (the period's end and its grace: PeriodGrace) or an
+// operator's ClosePeriods. Settle makes the releases before that larger.
+
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -10,10 +88,33 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// Release releases every pool of a metric in the plan that holds at least
-// NMin reports, as batches of at most MaxBatch (each at least NMin), and
-// returns the number of batches released. Run calls it every
-// ReleaseInterval; it must not run concurrently with itself.
+// batchSize returns how many of c pooled reports one release takes when
+// at least keep must stay pooled: 0 when fewer than nMin are free,
+// otherwise the first of the equal batches of at most maxBatch that the
+// free ones split into. A split of any number f >= nMin of free reports
+// into ceil(f/maxBatch) equal batches has every batch in [nMin, maxBatch]
+// when maxBatch >= 2·nMin−1 (Options.MaxBatch): with p batches,
+// (p−1)·maxBatch < f, so f/p >= ((p−1)(2·nMin−1)+1)/p >= nMin, which
+// reduces to (p−2)(nMin−1) >= 0. Releasing maxBatch first could leave a
+// remainder below nMin that the split keeps.
+func batchSize(c int64, nMin, keep, maxBatch int) int {
+	free := c - int64(keep)
+	if free < int64(nMin) || free <= 0 {
+		return 0
+	}
+	parts := (free + int64(maxBatch) - 1) / int64(maxBatch)
+	return int((free + parts - 1) / parts)
+}
+
+// Release releases the pools of the plan's metrics: a pool of a period
+// still open only down to n_min left in it, once it holds at least
+// 2·n_min and has settled (Settle; at once when the free reports fill
+// MaxBatch); a final pool (its period closed: past its deadline by the
+// shuffler's clock, or closed by another replica or ClosePeriods) whole,
+// or deleted and counted when it holds fewer than n_min. Batches hold
+// n_min to MaxBatch reports (the invariant and its proof are at the top
+// of release.go). It returns the number of batches released. Run calls it
+// every ReleaseInterval; it must not run concurrently with itself.
 func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	// Pools are looked at when reports were pooled since the last look,
 	// and at least every expirySweep for the periods whose grace ends.
@@ -27,12 +128,12 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		// Replicas on PostgreSQL forget the ids of closed periods here
 		// (the SQLite store forgets by generation as it accepts).
 		grace := int64(s.o.PeriodGrace / time.Second)
-		if changed, err := s.st.forget(ctx, now.Unix(), grace); err != nil {
+		if _, err := s.st.forget(ctx, now.Unix(), grace); err != nil {
 			s.log.Warn("forgetting the ids of closed periods", "error", err)
-		} else if changed {
-			if err := s.loadForgotten(ctx); err != nil {
-				s.log.Warn("forgetting the ids of closed periods", "error", err)
-			}
+		}
+		// The periods other replicas (or ClosePeriods) closed.
+		if err := s.loadForgotten(ctx); err != nil {
+			s.log.Warn("reading the closed periods", "error", err)
 		}
 	}
 	pools, err := s.st.poolSizes(ctx)
@@ -43,6 +144,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	// Epochs admitted after this query are lost from the count until the
 	// next Release: the bound may be overshot briefly, never by much.
 	s.trackEpochs(pools)
+	s.pruneClosed(pools)
 	// An epoch stops counting toward MaxEpochsPerPool once every period
 	// (and suite) of it pooled here is emptied.
 	type poolEpoch struct{ pool, epoch string }
@@ -63,9 +165,15 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		delete(s.epochs[pool], epoch)
 		s.epochsMu.Unlock()
 	}
+	nMin := int64(s.o.Plan.NMin)
 	released := 0
 	for _, p := range pools {
-		if s.expired(p.metric) && p.n < int64(s.o.Plan.NMin) {
+		final, err := s.final(ctx, p.metric)
+		if err != nil {
+			s.poolDirty.Store(true)
+			return released, err
+		}
+		if p.n < nMin && s.expireDue(p.metric, final) {
 			gone, err := s.expire(ctx, p.metric, p.suite)
 			if err != nil {
 				s.poolDirty.Store(true)
@@ -74,7 +182,8 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			if gone {
 				emptied(p.metric)
 			} else {
-				// It reached n_min since the sizes were read: released
+				// It reached n_min since the sizes were read (on a
+				// replica whose clock says the period is open): released
 				// at the next look.
 				s.poolDirty.Store(true)
 			}
@@ -83,16 +192,20 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		if s.known(p.metric) != nil {
 			continue
 		}
-		if p.n >= int64(s.o.Plan.NMin) && p.n < int64(s.o.MaxBatch) && !s.settled(p.metric, now) {
+		keep := nMin
+		if final {
+			keep = 0
+		}
+		switch free := p.n - keep; {
+		case free < nMin:
+			continue
+		case !final && free < int64(s.o.MaxBatch) && !s.settled(p.metric, now):
 			s.poolDirty.Store(true) // look again at the next tick
 			continue
 		}
-		left := p.n
-		for left >= int64(s.o.Plan.NMin) {
-			// Equal batches of at most MaxBatch: releasing MaxBatch first
-			// could leave a remainder below n_min that a split keeps.
-			parts := (left + int64(s.o.MaxBatch) - 1) / int64(s.o.MaxBatch)
-			n, err := s.releaseOne(ctx, p.metric, p.suite, max(int((left+parts-1)/parts), s.o.Plan.NMin))
+		taken := int64(0)
+		for {
+			n, err := s.releaseOne(ctx, p.metric, p.suite, int(keep))
 			if err != nil {
 				s.poolDirty.Store(true)
 				return released, err
@@ -101,9 +214,9 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 				break
 			}
 			released++
-			left -= int64(n)
+			taken += int64(n)
 		}
-		if left == 0 {
+		if final && taken >= p.n {
 			emptied(p.metric)
 		}
 	}
@@ -116,11 +229,109 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	return released, nil
 }
 
-// settled reports whether no report joined pool key for Settle (always,
-// with Settle 0). A pool not seen growing since the start counts from the
-// start.
+// final reports whether no report can join pool key any more: a pool
+// without a period (such envelopes are refused), or one of a period
+// closed (table forgotten) or past its deadline by the shuffler's clock.
+// For a period it returns true only once store.closePeriod of it has
+// returned, in this process (rule C of release.go).
+func (s *Shuffler) final(ctx context.Context, key string) (bool, error) {
+	_, _, period, err := report.ParsePoolKey(key)
+	switch {
+	case err != nil:
+		return false, nil
+	case period.IsZero():
+		return true, nil
+	case period.End() > (*s.forgotten.Load())[period.Length] && s.o.Now().Unix() < s.periodDeadline(period):
+		return false, nil
+	}
+	return true, s.closePeriod(ctx, period)
+}
+
+// expireDue reports whether pool key, final or not, is to be deleted
+// when below n_min: a period's pool once final, a pool without a period
+// once past the legacy deadline.
+func (s *Shuffler) expireDue(key string, final bool) bool {
+	_, _, period, err := report.ParsePoolKey(key)
+	switch {
+	case err != nil:
+		return false
+	case period.IsZero():
+		return s.legacyDeadline > 0 && s.o.Now().Unix() >= s.legacyDeadline
+	}
+	return final
+}
+
+// closePeriod closes period p (store.closePeriod) unless this process
+// has, and makes the shuffler refuse its envelopes.
+func (s *Shuffler) closePeriod(ctx context.Context, p report.Period) error {
+	s.closedMu.Lock()
+	done := s.closedPeriods[p]
+	s.closedMu.Unlock()
+	if done {
+		return nil
+	}
+	if err := s.st.closePeriod(ctx, p); err != nil {
+		return err
+	}
+	s.closedMu.Lock()
+	s.closedPeriods[p] = true
+	s.closedMu.Unlock()
+	if p.End() > (*s.forgotten.Load())[p.Length] {
+		return s.loadForgotten(ctx)
+	}
+	return nil
+}
+
+// pruneClosed forgets, from the periods this process closed, those no
+// pool holds reports of any more (none can join them).
+func (s *Shuffler) pruneClosed(pools []poolSize) {
+	held := map[report.Period]bool{}
+	for _, p := range pools {
+		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil {
+			held[period] = true
+		}
+	}
+	s.closedMu.Lock()
+	maps.DeleteFunc(s.closedPeriods, func(p report.Period, _ bool) bool { return !held[p] })
+	s.closedMu.Unlock()
+}
+
+// ClosePeriods closes every period of pooled reports that ends at or
+// before through: from now on every replica refuses its envelopes as late,
+// and the next Release releases its pools whole (or deletes and counts one
+// below n_min), without waiting for its deadline. It returns the periods
+// it closed. It is for an operator who wants a period's last reports
+// before its grace ends (a demonstration, a test, a plan retired), at the
+// cost of refusing those of its reports that would still have come.
+func (s *Shuffler) ClosePeriods(ctx context.Context, through time.Time) ([]report.Period, error) {
+	pools, err := s.st.poolSizes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[report.Period]bool{}
+	var closed []report.Period
+	for _, p := range pools {
+		_, _, period, err := report.ParsePoolKey(p.metric)
+		if err != nil || period.IsZero() || seen[period] || period.End() > through.Unix() {
+			continue
+		}
+		seen[period] = true
+		if err := s.closePeriod(ctx, period); err != nil {
+			return closed, err
+		}
+		closed = append(closed, period)
+		s.log.Info("period closed before its deadline", "period", period.String())
+	}
+	s.poolDirty.Store(true)
+	return closed, nil
+}
+
+// settled reports whether no report joined pool key for its settle time
+// (settleOf; always when that is 0). A pool not seen growing since the
+// start counts from the start.
 func (s *Shuffler) settled(key string, now time.Time) bool {
-	if s.o.Settle <= 0 {
+	d := s.settleOf(key)
+	if d <= 0 {
 		return true
 	}
 	s.grownMu.Lock()
@@ -130,31 +341,66 @@ func (s *Shuffler) settled(key string, now time.Time) bool {
 		t = s.opened
 		s.grown[key] = t
 	}
-	return now.Sub(t) >= s.o.Settle
+	return now.Sub(t) >= d
+}
+
+// settleOf returns how long pool key must not grow before a release
+// before its deadline (settleFor its period; the plan's for a pool
+// without one).
+func (s *Shuffler) settleOf(key string) time.Duration {
+	_, _, period, err := report.ParsePoolKey(key)
+	if err != nil || period.IsZero() {
+		return s.settleFor(s.o.Plan.PeriodLength())
+	}
+	return s.settleFor(time.Duration(period.Length) * time.Second)
+}
+
+// settleFor returns the settle time of a pool of periods of length
+// period: Options.Settle, or by default DefaultSettle(period).
+func (s *Shuffler) settleFor(period time.Duration) time.Duration {
+	switch {
+	case s.o.Settle < 0:
+		return 0
+	case s.o.Settle > 0:
+		return s.o.Settle
+	}
+	return DefaultSettle(period)
+}
+
+// DefaultSettle is the default of Options.Settle for a pool of periods of
+// length period: a tenth of it, between 1 second and 1 hour (3 s for
+// 30-second periods, an hour for days). Reports of a period arrive in a
+// burst after it ends (apps seal it at their next start, Record or
+// upload): a release waits for the burst to pass, so that it goes out in
+// a few large batches rather than many of about n_min.
+func DefaultSettle(period time.Duration) time.Duration {
+	return min(max(period/10, time.Second), time.Hour)
 }
 
 // expirySweep is how often Release looks at the pools even when nothing
-// was pooled, to expire the pools of periods past their grace.
+// was pooled, to close the periods whose grace ends and to see those
+// other replicas closed.
 const expirySweep = time.Minute
 
-// expire deletes the pooled reports of key (a period past its deadline)
-// if it is still below n_min, counts them, and reports whether it did.
+// expire deletes the pooled reports of key (a final pool) if it is still
+// below n_min, counts them, and reports whether it did.
 func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) (bool, error) {
 	n, err := s.st.expire(ctx, key, suite, s.o.Plan.NMin)
 	if err != nil || n == 0 {
 		return false, err
 	}
 	s.c.expired.Add(n)
-	s.log.Warn("a pool did not reach n_min by its deadline: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
+	s.log.Warn("a pool received fewer than n_min reports by its deadline: its reports are deleted, never released", "pool", key, "reports", n, "n_min", s.o.Plan.NMin)
 	return true, nil
 }
 
-// releaseOne moves up to limit (at most MaxBatch) pooled reports of one metric and suite,
-// shuffled, into one outgoing batch, in one transaction. It releases
-// nothing (and returns 0) when fewer than NMin are pooled.
-func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, limit int) (int, error) {
+// releaseOne moves pooled reports of one metric and suite, shuffled, into
+// one outgoing batch, in one transaction, leaving at least keep pooled
+// (store.release, batchSize). It releases nothing (and returns 0) when
+// fewer than NMin are free.
+func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, keep int) (int, error) {
 	var id report.ID
-	n, err := s.st.release(ctx, metric, suite, s.o.Plan.NMin, min(limit, s.o.MaxBatch), func(sealed [][]byte) (report.ID, []byte) {
+	n, err := s.st.release(ctx, metric, suite, s.o.Plan.NMin, keep, s.o.MaxBatch, func(sealed [][]byte) (report.ID, []byte) {
 		src := ldp.DefaultSource(s.o.Rand)
 		Shuffle(src, sealed)
 		for i := 0; i < len(id); i += 8 {

@@ -50,9 +50,10 @@ type Options struct {
 	Plan *plan.Plan
 	// MaxEpochsPerPool bounds the plan epochs pooled apart at once for one
 	// pool (report.PoolKey tags): an envelope of yet another epoch is
-	// rejected until one of them is released. It bounds what a client can
-	// make the shuffler hold with made-up epoch tags, each a pool that may
-	// never reach n_min. Defaults to DefaultMaxEpochsPerPool.
+	// rejected until one of them is released whole (its periods closed).
+	// It bounds what a client can make the shuffler hold with made-up
+	// epoch tags, each a pool that may never reach n_min. Defaults to
+	// DefaultMaxEpochsPerPool.
 	MaxEpochsPerPool int
 	// EarlierPlans are earlier plans, besides Plan, whose pools and
 	// period lengths the shuffler still takes late reports of
@@ -99,8 +100,10 @@ type Options struct {
 	// to the larger of MaxEnvelopes and ConnRate; raised to MaxEnvelopes if
 	// below it, so that every admissible upload can pass.
 	ConnBurst int
-	// MaxBatch bounds the reports of one released batch. Must be >= NMin.
-	// Defaults to the larger of DefaultMaxBatch and NMin.
+	// MaxBatch bounds the reports of one released batch. Must be at
+	// least 2·NMin−1, so that any number of reports from NMin up splits
+	// into batches of NMin to MaxBatch (release.go). Defaults to the
+	// larger of DefaultMaxBatch and 2·NMin−1.
 	MaxBatch int
 	// DedupWindow is how many of the most recent accepted report ids are
 	// remembered at least (at most 25% more): an upload retried after more
@@ -122,18 +125,23 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// PeriodGrace is how long after a reporting period ends its pools
 	// wait for late reports (apps seal a period's report once it has
-	// closed: at their next start, Record or upload): afterwards envelopes
-	// of that period are rejected (Stats.Late), and a pool of it
-	// still below n_min is deleted, never released (Stats.Expired).
-	// Defaults to the period's own length (report.Period.Length).
+	// closed: at their next start, Record or upload): until then a pool
+	// keeps its last NMin reports, so that late ones always have company;
+	// afterwards envelopes of that period are rejected (Stats.Late), each
+	// of its pools is released whole, and a pool that received fewer than
+	// NMin in all is deleted, never released (Stats.Expired). Replicas
+	// with different graces close a period at the shortest. Defaults to
+	// the period's own length (report.Period.Length).
 	PeriodGrace time.Duration
-	// Settle holds a pool of at least NMin (and below MaxBatch) until no
-	// report has joined it for Settle, so that reports arriving together
-	// go out in one larger batch (a stronger guarantee per batch) and no
-	// remainder is left below n_min while they still arrive. 0, the
-	// default, releases a pool as soon as it holds NMin. The time a pool
-	// last grew is kept in memory: after a restart every pool waits one
-	// Settle.
+	// Settle holds a pool of a period still open (releasable down to its
+	// last NMin, and below MaxBatch) until no report has joined it for
+	// Settle, so that reports arriving together go out in one larger
+	// batch (a stronger guarantee per batch). Negative releases as soon as
+	// a pool can. The time a pool last grew is kept in memory, per
+	// process: after a restart every pool waits one Settle, and a replica
+	// does not see the reports other replicas pool. Defaults to
+	// DefaultSettle of the pool's period: a tenth of it, between 1 s and
+	// 1 h.
 	Settle time.Duration
 	// Now is the clock that ends periods. Defaults to time.Now. The
 	// shuffler never records when a report arrived.
@@ -170,13 +178,14 @@ type Stats struct {
 	// ForwardFailures counts failed delivery attempts.
 	ForwardFailures int64 `json:"forward_failures"`
 	// Late counts envelopes rejected because their period's grace had
-	// passed (included in Rejected).
+	// passed or the period was closed (included in Rejected).
 	Late int64 `json:"late"`
-	// Expired counts reports deleted, never released, from pools of a
-	// period that ended more than PeriodGrace ago below n_min, and from
-	// pools without a period (stored before periods; no report can join
-	// them any more) still below n_min a period and its grace after this
-	// version of the shuffler first opened the database.
+	// Expired counts reports deleted, never released: those of a pool
+	// that received fewer than n_min reports in all by its period's
+	// deadline (a pool that reached n_min is always released whole), and
+	// of pools without a period (stored before periods; no report can
+	// join them any more) still below n_min a period and its grace after
+	// this version of the shuffler first opened the database.
 	Expired int64 `json:"expired"`
 	// Pools is the number of pooled reports per metric.
 	Pools map[string]int64 `json:"pools"`
@@ -219,11 +228,14 @@ func (c *shufflerCounters) rejected() int64 {
 // messages carry the metrics inside the sealed bytes. A batch thus holds
 // what the accountant's mechanism for that travel mode assumes.
 //
-// Release policy: when a metric's pool holds at least NMin reports, all of
-// them go out as one batch, or as equal batches of at most MaxBatch (never
-// one below NMin) when there are more. Releasing everything rather than exactly NMin makes batches
-// larger, which only strengthens the central guarantee, and keeps no report
-// waiting behind a full batch.
+// Release policy (release.go has the proof): a pool of a period still
+// open is released down to its last NMin reports, once it has settled
+// (Settle), in equal batches of NMin to MaxBatch; at the period's deadline
+// (or when ClosePeriods closes it) every report left goes out, or, when
+// the pool received fewer than NMin in all, is deleted and counted. So
+// every report acknowledged for a pool that reached NMin is released in a
+// batch of at least NMin, whenever it arrived, on either store and across
+// replicas.
 type Shuffler struct {
 	o   Options
 	log *slog.Logger
@@ -267,6 +279,10 @@ type Shuffler struct {
 	grownMu sync.Mutex
 	grown   map[string]time.Time
 	opened  time.Time // Options.Now at open
+	// closedMu guards closedPeriods: the periods this process closed
+	// (store.closePeriod) and still holds reports of.
+	closedMu      sync.Mutex
+	closedPeriods map[report.Period]bool
 	// legacyDeadline is the Unix second from which pools without a
 	// period below n_min are expired (0: there are none).
 	legacyDeadline int64
@@ -310,10 +326,10 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	}
 	o.ConnBurst = max(o.ConnBurst, o.MaxEnvelopes)
 	if o.MaxBatch == 0 {
-		o.MaxBatch = max(DefaultMaxBatch, o.Plan.NMin)
+		o.MaxBatch = max(DefaultMaxBatch, 2*o.Plan.NMin-1)
 	}
-	if o.MaxBatch < o.Plan.NMin || o.MaxBatch > report.MaxBatchReports {
-		return nil, fmt.Errorf("%w: MaxBatch = %d, must be in [n_min = %d, %d]", ErrOptions, o.MaxBatch, o.Plan.NMin, report.MaxBatchReports)
+	if o.MaxBatch < 2*o.Plan.NMin-1 || o.MaxBatch > report.MaxBatchReports {
+		return nil, fmt.Errorf("%w: MaxBatch = %d, must be in [2·n_min−1 = %d, %d] (so that any pool of n_min or more splits into batches of n_min to MaxBatch)", ErrOptions, o.MaxBatch, 2*o.Plan.NMin-1, report.MaxBatchReports)
 	}
 	if o.MaxEpochsPerPool <= 0 {
 		o.MaxEpochsPerPool = DefaultMaxEpochsPerPool
@@ -332,9 +348,6 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	}
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(time.Minute, o.RetryMin)
-	}
-	if o.Settle < 0 {
-		return nil, fmt.Errorf("%w: Settle = %v, must be >= 0", ErrOptions, o.Settle)
 	}
 	if o.PeriodGrace < 0 {
 		return nil, fmt.Errorf("%w: PeriodGrace = %v, must be >= 0", ErrOptions, o.PeriodGrace)
@@ -355,6 +368,8 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		kick:   make(chan struct{}, 1),
 		grown:  map[string]time.Time{},
 		opened: o.Now(),
+
+		closedPeriods: map[report.Period]bool{},
 	}
 	fail := func(err error) (*Shuffler, error) {
 		st.close()

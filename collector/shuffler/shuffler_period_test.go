@@ -3,6 +3,7 @@ package shuffler
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,26 +59,41 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 		!strings.Contains(res.Errors[0].Error, "grace") || !strings.Contains(res.Errors[10].Error, "after the shuffler's clock") {
 		t.Fatalf("late and future envelopes: %+v", res)
 	}
-	if n, err := f.s.Release(context.Background()); err != nil || n != 2 {
-		t.Fatalf("Release = %d, %v; want the batches of days 1 and 2", n, err)
+	// While a period's grace lasts its pool keeps n_min: day 1 (150)
+	// has only 50 to spare, day 2 (100) none.
+	if n, err := f.s.Release(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Release = %d, %v; want none while the periods are open", n, err)
 	}
 	st, err := f.s.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[key(day(0))] != 60 || st.Expired != 0 || st.Late != 10 {
+	if st.Pools[key(day(0))] != 60 || st.Pools[key(day(1))] != 150 || st.Expired != 0 || st.Late != 10 {
 		t.Fatalf("after the release: %+v", st)
 	}
-	// 12 hours later day 0's grace has passed: its 60 reports go, unreleased.
+	// 12 hours later day 0's grace has passed: its 60 reports, fewer than
+	// n_min in all, go unreleased.
 	clock.set(time.Unix(day(2).Start+13*3600, 0))
 	if n, err := f.s.Release(context.Background()); err != nil || n != 0 {
-		t.Fatalf("Release after the grace = %d, %v", n, err)
+		t.Fatalf("Release after day 0's grace = %d, %v", n, err)
 	}
 	if st, _ = f.s.Stats(context.Background()); st.Pools[key(day(0))] != 0 || st.Expired != 60 {
 		t.Fatalf("after day 0's grace: %+v", st)
 	}
 	if res := upload(envelopes(key(day(0)), sealed[330:340])); res.Rejected != 10 || !strings.Contains(res.Errors[0].Error, "grace") {
 		t.Fatalf("day 0 after its grace: %+v", res)
+	}
+	// Day 1's grace passes: its pool goes whole; day 2's still waits.
+	clock.set(time.Unix(day(2).Start+37*3600, 0))
+	if n, err := f.s.Release(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Release after day 1's grace = %d, %v; want its batch", n, err)
+	}
+	clock.set(time.Unix(day(2).End()+36*3600, 0))
+	if n, err := f.s.Release(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Release after day 2's grace = %d, %v; want its batch", n, err)
+	}
+	if st, _ = f.s.Stats(context.Background()); len(st.Pools) != 0 || st.Expired != 60 {
+		t.Fatalf("after the graces: %+v", st)
 	}
 	f.run(t)
 	waitFor(t, "two batches", func() bool { return len(sink.Got()) == 2 })
@@ -91,27 +107,70 @@ func TestShufflerPoolsPerPeriod(t *testing.T) {
 }
 
 // TestShufflerSplitsEvenly: a pool above MaxBatch goes out in equal
-// batches, so no remainder below n_min is left to wait (or expire): 200
-// reports with MaxBatch 150 and n_min 100 make two batches of 100, not
-// 150 and a stranded 50.
+// batches, so no remainder below n_min is left: with n_min 100 and
+// MaxBatch 199, a closed pool of 250 makes two batches of 125, not 199
+// and a stranded 51; an open one of 450 releases 350 as 175 and 175 and
+// keeps n_min.
 func TestShufflerSplitsEvenly(t *testing.T) {
 	p := testPlan(t, 100)
 	sink := &sink{}
 	srv := newServer(t, sink)
-	f := newShufflerFixture(t, Options{Plan: p, Collector: srv.URL, MaxBatch: 150})
+	clock := &testClock{}
+	clock.set(time.Unix(day(2).Start+3600, 0))
+	f := newShufflerFixture(t, Options{Plan: p, Collector: srv.URL, MaxBatch: 199, Now: clock.now, Settle: -1})
+	ctx := context.Background()
+	key := func(d report.Period) string { return report.PeriodPoolKey(metric, p.Epoch(), d) }
 	var res UploadResult
-	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(200))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 200 {
+	envs := append(envelopes(key(day(1)), fakeSealed(450)), envelopes(key(day(2)), fakeSealed(250))...)
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 700 {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
 	}
-	if n, err := f.s.Release(context.Background()); err != nil || n != 2 {
-		t.Fatalf("Release = %d, %v; want 2 batches", n, err)
+	if closed, err := f.s.ClosePeriods(ctx, time.Unix(day(2).End(), 0)); err != nil || len(closed) != 2 {
+		t.Fatalf("ClosePeriods = %v, %v; want days 1 and 2", closed, err)
 	}
-	st, err := f.s.Stats(context.Background())
+	if n, err := f.s.Release(ctx); err != nil || n != 5 {
+		t.Fatalf("Release = %d, %v; want 3 batches of day 1 and 2 of day 2", n, err)
+	}
+	st, err := f.s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[todayKey] != 0 || st.ReportsReleased != 200 {
+	if len(st.Pools) != 0 || st.ReportsReleased != 700 {
 		t.Fatalf("after the release: %+v", st)
+	}
+	f.run(t)
+	waitFor(t, "5 batches", func() bool { return len(sink.Got()) == 5 })
+	sizes := map[string][]int{}
+	for _, b := range sink.Got() {
+		sizes[b.Metric] = append(sizes[b.Metric], len(b.Sealed))
+	}
+	for _, s := range sizes {
+		slices.Sort(s)
+	}
+	if !slices.Equal(sizes[key(day(1))], []int{150, 150, 150}) || !slices.Equal(sizes[key(day(2))], []int{125, 125}) {
+		t.Fatalf("batch sizes %v: want day 1 in 3 of 150, day 2 in 2 of 125", sizes)
+	}
+}
+
+// TestShufflerSplitsEvenlyOpen: while its period is open, a pool releases
+// what it holds above n_min in equal batches of n_min to MaxBatch.
+func TestShufflerSplitsEvenlyOpen(t *testing.T) {
+	p := testPlan(t, 100)
+	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", MaxBatch: 199, Settle: -1})
+	ctx := context.Background()
+	var res UploadResult
+	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(450))), &res); resp.StatusCode != http.StatusAccepted || res.Accepted != 450 {
+		t.Fatalf("upload: %d %+v", resp.StatusCode, res)
+	}
+	if n, err := f.s.Release(ctx); err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want 2 batches", n, err)
+	}
+	st, err := f.s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pools[todayKey] != 100 || st.ReportsReleased != 350 {
+		t.Fatalf("after the release: %+v, want 350 released in 2 and n_min = 100 pooled", st)
 	}
 }
 

@@ -121,10 +121,10 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 	}
 }
 
-// TestShufflerSettle: with Settle, a pool above n_min is held while
-// reports keep joining it and released whole once none joined for Settle,
-// one batch where Settle 0 would release the first n_min at once and leave
-// the rest below n_min.
+// TestShufflerSettle: with Settle, a pool of an open period is held while
+// reports keep joining it and released, down to its last n_min, once none
+// joined for Settle: one batch where no Settle would release a few of
+// about n_min as they arrive.
 func TestShufflerSettle(t *testing.T) {
 	p := testPlan(t, 10)
 	clock := &testClock{}
@@ -132,7 +132,7 @@ func TestShufflerSettle(t *testing.T) {
 	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, Settle: time.Minute})
 	key := periodKey(metric, p.Epoch())
 	ctx := context.Background()
-	for i := range 3 {
+	for i := range 4 {
 		var res UploadResult
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(key, fakeSealed(6))), &res)
 		if res.Accepted != 6 {
@@ -151,7 +151,22 @@ func TestShufflerSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ReportsReleased != 18 || st.Pools[key] != 0 {
-		t.Errorf("stats %+v, want the 18 reports in one batch", st)
+	if st.ReportsReleased != 14 || st.Pools[key] != 10 {
+		t.Errorf("stats %+v, want 14 reports in one batch and n_min = 10 pooled", st)
+	}
+}
+
+// TestDefaultSettle pins the default Settle: a tenth of the period,
+// between 1 s and 1 h.
+func TestDefaultSettle(t *testing.T) {
+	for _, c := range []struct{ period, want time.Duration }{
+		{time.Second, time.Second},
+		{30 * time.Second, 3 * time.Second},
+		{time.Hour, 6 * time.Minute},
+		{24 * time.Hour, time.Hour},
+	} {
+		if got := DefaultSettle(c.period); got != c.want {
+			t.Errorf("DefaultSettle(%v) = %v, want %v", c.period, got, c.want)
+		}
 	}
 }

@@ -30,11 +30,15 @@ func sortedCopy(s [][]byte) [][]byte {
 	return c
 }
 
+// TestShufflerNeverReleasesBelowNMin: below n_min nothing goes out; while
+// the period is open a release leaves n_min pooled (so that later reports
+// always have company) and splits what it takes into equal batches of
+// n_min to MaxBatch; once the period is closed the rest goes out.
 func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 	const nMin = 10
 	col := &sink{}
 	colSrv := newServer(t, col)
-	f := newShufflerFixture(t, Options{Plan: testPlan(t, nMin), Collector: colSrv.URL, MaxBatch: 15})
+	f := newShufflerFixture(t, Options{Plan: testPlan(t, nMin), Collector: colSrv.URL, MaxBatch: 2*nMin - 1, Settle: -1})
 	ctx := context.Background()
 	sealed := fakeSealed(41)
 
@@ -46,30 +50,35 @@ func TestShufflerNeverReleasesBelowNMin(t *testing.T) {
 	if n, err := f.s.Release(ctx); err != nil || n != 0 {
 		t.Fatalf("Release with 9 < n_min pooled = %d, %v; want 0", n, err)
 	}
-	// One more: exactly n_min, one batch.
+	// One more: exactly n_min, kept while the period is open.
 	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed[9:10])), nil)
-	if n, err := f.s.Release(ctx); err != nil || n != 1 {
-		t.Fatalf("Release with n_min pooled = %d, %v; want 1", n, err)
+	if n, err := f.s.Release(ctx); err != nil || n != 0 {
+		t.Fatalf("Release with n_min pooled = %d, %v; want 0 (n_min stay pooled)", n, err)
 	}
-	// 31 more with MaxBatch 15: three equal batches (11, 10, 10), none
-	// waits (15 + 15 would strand one below n_min).
+	// 31 more with MaxBatch 19: the 31 above n_min go in two equal
+	// batches (16, 15; 19 + 12 would make one below n_min).
 	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed[10:41])), nil)
-	if n, err := f.s.Release(ctx); err != nil || n != 3 {
-		t.Fatalf("Release with 31 pooled = %d, %v; want 3", n, err)
+	if n, err := f.s.Release(ctx); err != nil || n != 2 {
+		t.Fatalf("Release with 41 pooled = %d, %v; want 2", n, err)
 	}
 	st, err := f.s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pools[todayKey] != 0 || st.Outgoing != 4 {
-		t.Fatalf("after releases: pool %d, outgoing %d; want 0 and 4", st.Pools[todayKey], st.Outgoing)
+	if st.Pools[todayKey] != nMin || st.Outgoing != 2 {
+		t.Fatalf("after releases: pool %d, outgoing %d; want %d and 2", st.Pools[todayKey], st.Outgoing, nMin)
+	}
+	// The period closed: the last n_min go.
+	f.closeAll(t)
+	if n, err := f.s.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("Release of the closed period = %d, %v; want 1", n, err)
 	}
 	f.run(t)
-	waitFor(t, "4 batches delivered", func() bool { return len(col.Got()) == 4 })
+	waitFor(t, "3 batches delivered", func() bool { return len(col.Got()) == 3 })
 	var all [][]byte
 	for _, b := range col.Got() {
-		if len(b.Sealed) < nMin {
-			t.Errorf("batch %s of %d reports, below n_min = %d", b.ID, len(b.Sealed), nMin)
+		if len(b.Sealed) < nMin || len(b.Sealed) > 2*nMin-1 {
+			t.Errorf("batch %s of %d reports, outside [n_min = %d, MaxBatch = %d]", b.ID, len(b.Sealed), nMin, 2*nMin-1)
 		}
 		if b.Metric != todayKey || b.Suite != report.SuiteX25519ChaCha {
 			t.Errorf("batch metric %q suite %d", b.Metric, b.Suite)
@@ -93,6 +102,7 @@ func TestShufflerBatchCarriesNoIDs(t *testing.T) {
 	f := newShufflerFixture(t, Options{Plan: testPlan(t, 5), Collector: colSrv.URL})
 	envs := envelopes(todayKey, fakeSealed(5))
 	post(t, nil, f.url, report.EncodeEnvelopes(envs), nil)
+	f.closeAll(t)
 	f.run(t)
 	waitFor(t, "batch delivered", func() bool { return len(col.Got()) == 1 })
 	body := col.Bodies()[0]
@@ -115,6 +125,7 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		f := newShufflerFixture(t, Options{Plan: testPlan(t, 20), Collector: colSrv.URL, Rand: rand.NewChaCha8(seed)})
 		sealed := fakeSealed(20)
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
+		f.closeAll(t)
 		if n, err := f.s.Release(ctx); err != nil || n != 1 {
 			t.Fatalf("Release = %d, %v", n, err)
 		}
@@ -127,14 +138,15 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		}
 	})
 	t.Run("crypto", func(t *testing.T) {
-		// With the default source, 64 reports come out in insertion
-		// order with probability 1/64!, never in practice; and the
-		// positions of the first report over 200 releases of 8 spread
+		// With the default source, 56 reports come out in insertion
+		// order with probability 1/56!, never in practice; and the
+		// positions of the first report over 199 releases of 8 spread
 		// over all 8 places (each place missed with probability
-		// (7/8)^200 < 1e-11).
+		// (7/8)^199 < 1e-11). The period stays open: each release
+		// leaves n_min = 8 pooled, and takes the 8 pooled before.
 		col := &sink{}
 		colSrv := newServer(t, col)
-		f := newShufflerFixture(t, Options{Plan: testPlan(t, 8), Collector: colSrv.URL})
+		f := newShufflerFixture(t, Options{Plan: testPlan(t, 8), Collector: colSrv.URL, Settle: -1})
 		sealed := fakeSealed(64)
 		post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, sealed)), nil)
 		if _, err := f.s.Release(ctx); err != nil {
@@ -150,10 +162,10 @@ func TestShufflerReleasesInRandomOrder(t *testing.T) {
 		f.run(t)
 		waitFor(t, "201 batches delivered", func() bool { return len(col.Got()) == 201 })
 		got := col.Got()
-		if slices.EqualFunc(got[0].Sealed, sealed, bytes.Equal) {
-			t.Fatal("64 reports released in insertion order")
+		if len(got[0].Sealed) != 56 || slices.EqualFunc(got[0].Sealed, sealed[:56], bytes.Equal) {
+			t.Fatalf("the first batch of %d reports: want 56, not in insertion order", len(got[0].Sealed))
 		}
-		for _, b := range got[1:] {
+		for _, b := range got[2:] {
 			for i, s := range b.Sealed {
 				if bytes.Equal(s, fakeSealed(1)[0]) {
 					seen[i] = true
@@ -365,6 +377,7 @@ func TestShufflerForwardRetriesAndSurvivesRestart(t *testing.T) {
 	down := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, down)
 	post(t, nil, f.url, report.EncodeEnvelopes(envelopes(todayKey, fakeSealed(5))), nil)
+	f.closeAll(t)
 	if n, err := f.s.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("Release = %d, %v", n, err)
 	}

@@ -23,14 +23,22 @@ type store interface {
 	learned(ctx context.Context) (pools []string, lengths []int64, err error)
 	// learn stores pools and period lengths (Shuffler.AddPlan).
 	learn(ctx context.Context, pools []string, lengths []int64) error
-	// forgotten returns, per period length, the latest end of a period
-	// some of whose ids were forgotten: such periods are refused.
+	// forgotten returns, per period length, the latest end of a closed
+	// period: one some of whose ids were forgotten, or closed by
+	// closePeriod. Every period of that length ending then or earlier is
+	// refused.
 	forgotten(ctx context.Context) (map[int64]int64, error)
 	// accept commits a group of uploads in one transaction: each item
 	// whose id hash is new is remembered and its report pooled; an item
-	// of a forgotten period is refused (acceptRes.late). It reports
-	// whether the forgotten periods changed.
+	// of a closed period is refused (acceptRes.late), checked inside the
+	// transaction so that no accept commits a report of a period after
+	// closePeriod of it returned (release.go). It reports whether the
+	// closed periods changed.
 	accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error)
+	// closePeriod records p as closed (in forgotten) and returns once
+	// every accept that may pool a report of p has ended: after it
+	// returns, no report of p is pooled any more.
+	closePeriod(ctx context.Context, p report.Period) error
 	// forget forgets the ids of periods past their deadline (the
 	// PostgreSQL store; SQLite forgets by generation inside accept), and
 	// reports whether the forgotten periods changed.
@@ -40,12 +48,13 @@ type store interface {
 	// expire deletes the reports of a pool if it holds fewer than nMin
 	// (counted under the pool's lock) and returns how many it deleted.
 	expire(ctx context.Context, key string, suite uint16, nMin int) (int64, error)
-	// release moves up to limit of the oldest reports of a pool into one
-	// outgoing batch, in one transaction, when there are at least nMin;
-	// it returns 0 (and changes nothing) otherwise, or when another
-	// replica is releasing the pool. seal turns the reports into the
-	// batch (shuffling them) and returns its id and body.
-	release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func(sealed [][]byte) (report.ID, []byte)) (int, error)
+	// release moves the oldest reports of a pool into one outgoing batch,
+	// in one transaction: with c reports pooled (counted under the pool's
+	// lock), batchSize(c, nMin, keep, maxBatch) of them, so that at least
+	// keep stay pooled; it returns 0 (and changes nothing) when that is
+	// none, or when another replica is releasing the pool. seal turns the
+	// reports into the batch (shuffling them) and returns its id and body.
+	release(ctx context.Context, key string, suite uint16, nMin, keep, maxBatch int, seal func(sealed [][]byte) (report.ID, []byte)) (int, error)
 	// outgoing lists the released batches not yet acknowledged, oldest
 	// first.
 	outgoing(ctx context.Context) ([]outgoingBatch, error)

@@ -18,7 +18,13 @@ package shuffler
 //     fewer than n_min by rolling back, and writes the outgoing batch, all
 //     in one transaction: a replica killed mid-release leaves the reports
 //     in the pool. (SELECT … FOR UPDATE SKIP LOCKED alone would let racing
-//     replicas each take a part below n_min.)
+//     replicas each take a part below n_min.) It counts the pool after
+//     taking the lock and, while the period is open, leaves n_min in it.
+//   - A period is closed (closePeriod) under its advisory lock taken
+//     exclusive, which every accept pooling into it holds shared from
+//     before it reads the closed periods until it commits: once closePeriod
+//     returns, no report of the period is pooled any more, so its final
+//     release leaves none behind (release.go has the whole argument).
 //   - Ids are forgotten only once their period's deadline passed, and the
 //     latest forgotten end per period length is recorded (forgotten) by
 //     the same statement, from the very rows it deletes. An accept checks the forgotten periods after
@@ -180,6 +186,31 @@ func (st *pgStore) forgotten(ctx context.Context) (map[int64]int64, error) {
 // errForgottenRace rolls back an accept that raced a forget.
 var errForgottenRace = errors.New("a period was forgotten during the accept")
 
+// periodLock returns the second key of period p's advisory lock (under
+// pgdb.PoolLockClass, beside the pools' locks): accepts that pool
+// reports of p hold it shared, closePeriod exclusive.
+func periodLock(p report.Period) string {
+	return "period " + strconv.FormatInt(p.Length, 10) + " " + strconv.FormatInt(p.End(), 10)
+}
+
+func (st *pgStore) closePeriod(ctx context.Context, p report.Period) error {
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		// Waits until every accept holding p's lock shared has ended
+		// (committed or rolled back); an accept asking for it later
+		// waits for this commit, and then reads p as closed.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgdb.PoolLockClass, periodLock(p)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO forgotten (period_len, period_end) VALUES ($1, $2)
+			ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, p.Length, p.End())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("shuffler: closing period %s: %w", p, err)
+	}
+	return nil
+}
+
 func (st *pgStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error) {
 	forgotten, err := st.forgotten(ctx)
 	if err != nil {
@@ -206,17 +237,19 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 		metrics         []string
 		suites, ords    []int32
 		ends, lens      []int64
-		req, itemOfOrd  []int
+		req             []int
+		locks           []string
 		forgottenBefore = *forgotten
 	)
 	for i, r := range group {
-		for j, it := range r.items {
+		for _, it := range r.items {
 			if f, ok := forgottenBefore[it.period.Length]; ok && it.period.End() <= f {
 				results[i].late = append(results[i].late, it.index)
 				continue
 			}
 			ords = append(ords, int32(len(ords)))
-			req, itemOfOrd = append(req, i), append(itemOfOrd, j)
+			locks = append(locks, periodLock(it.period))
+			req = append(req, i)
 			hs, sealed, metrics = append(hs, it.h), append(sealed, it.sealed), append(metrics, it.metric)
 			suites = append(suites, int32(it.suite))
 			ends, lens = append(ends, it.period.End()), append(lens, it.period.Length)
@@ -225,6 +258,11 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 	if len(ords) == 0 {
 		return results, nil
 	}
+	// The periods pooled into, in one order for every accept: shared
+	// locks taken in the same order never wait on each other in a cycle
+	// (closePeriod takes one lock only).
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		// A replica stalled mid-accept holds the locks of its ids; a
 		// retry of one of them here waits at most this long (the group
@@ -232,6 +270,25 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 		// upload to this replica behind it.
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+acceptLockTimeout+`'`); err != nil {
 			return err
+		}
+		// The periods' locks, shared, until the commit: a closePeriod of
+		// one of them waits for this transaction, or this one for it,
+		// and the closed periods are read only then, by the next
+		// statement (a snapshot taken after the locks are held).
+		if _, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock_shared($1, hashtext(k))) FROM (SELECT unnest($2::text[]) AS k ORDER BY 1) AS l`, pgdb.PoolLockClass, locks); err != nil {
+			return err
+		}
+		closed, err := readForgotten(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for o := range ords {
+			if f, ok := closed[lens[o]]; ok && ends[o] <= f {
+				// Closed since forgottenBefore was read: retried with
+				// the newer table, which refuses its envelopes.
+				*forgotten = closed
+				return errForgottenRace
+			}
 		}
 		// The input deduplicated by id hash (the first of an id twice in
 		// one group wins); an id is remembered and its report pooled by
@@ -351,11 +408,22 @@ func (st *pgStore) expire(ctx context.Context, key string, suite uint16, nMin in
 	return n, err
 }
 
-func (st *pgStore) release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func([][]byte) (report.ID, []byte)) (int, error) {
+func (st *pgStore) release(ctx context.Context, key string, suite uint16, nMin, keep, maxBatch int, seal func([][]byte) (report.ID, []byte)) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		if got, err := lockPool(ctx, tx, key, suite); err != nil || !got {
 			return cmpOr(err, errSkip)
+		}
+		// Counted after the lock is held: only a release or an expiry
+		// removes reports, each under this lock, so the pool holds at
+		// least c until the commit (accepts only add).
+		var c int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pool WHERE metric = $1 AND suite = $2`, key, int32(suite)).Scan(&c); err != nil {
+			return err
+		}
+		k := batchSize(c, nMin, keep, maxBatch)
+		if k == 0 {
+			return errSkip
 		}
 		type row struct {
 			ID     int64
@@ -363,9 +431,12 @@ func (st *pgStore) release(ctx context.Context, key string, suite uint16, nMin, 
 		}
 		rows, err := pgdb.Collect(ctx, tx, `DELETE FROM pool WHERE id IN (
 				SELECT id FROM pool WHERE metric = $1 AND suite = $2 ORDER BY id LIMIT $3
-			) RETURNING id, sealed`, pgx.RowToStructByPos[row], key, int32(suite), limit)
+			) RETURNING id, sealed`, pgx.RowToStructByPos[row], key, int32(suite), k)
 		if err != nil {
 			return err
+		}
+		if len(rows) != k {
+			return fmt.Errorf("shuffler: pool %s counted %d reports, deleted %d of the %d to release", key, c, len(rows), k)
 		}
 		// In pool order, as the SQLite store reads them: the shuffle
 		// alone decides the batch's order (and a seeded one repeats).
@@ -373,9 +444,6 @@ func (st *pgStore) release(ctx context.Context, key string, suite uint16, nMin, 
 		sealed := make([][]byte, len(rows))
 		for i, r := range rows {
 			sealed[i] = r.Sealed
-		}
-		if len(sealed) < nMin {
-			return errSkip
 		}
 		id, body := seal(sealed)
 		if _, err := tx.Exec(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES ($1, $2, $3, $4)`, id[:], key, len(sealed), body); err != nil {

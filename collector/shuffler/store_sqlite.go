@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -46,8 +47,10 @@ var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS period_lengths (
 		seconds INTEGER PRIMARY KEY
 	)`,
-	// forgotten holds, per period length, the latest end of a period
-	// some of whose seen ids were deleted: such periods are refused.
+	// forgotten holds, per period length, the latest end of a closed
+	// period: one some of whose seen ids were deleted, or one closed for
+	// its final release (closePeriod). Such periods, and every earlier one
+	// of that length, are refused.
 	`CREATE TABLE IF NOT EXISTS forgotten (
 		period_len INTEGER PRIMARY KEY,
 		period_end INTEGER NOT NULL
@@ -75,7 +78,7 @@ type sqliteStore struct {
 	grace   int64
 	now     func() int64
 	// gen and genCount are the current dedup generation and its size,
-	// and gone the forgotten periods (only accept changes them); accept,
+	// and gone the closed periods as accept last read them; accept,
 	// called by one goroutine at a time, owns them.
 	gen, genCount int64
 	gone          map[int64]int64
@@ -225,13 +228,49 @@ func (st *sqliteStore) forgotten(ctx context.Context) (map[int64]int64, error) {
 	return m, nil
 }
 
+// readForgottenTx reads the closed periods inside tx.
+func readForgottenTx(ctx context.Context, tx *sql.Tx) (map[int64]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT period_len, period_end FROM forgotten`)
+	if err != nil {
+		return nil, fmt.Errorf("shuffler: forgotten periods: %w", err)
+	}
+	defer rows.Close()
+	m := map[int64]int64{}
+	for rows.Next() {
+		var l, e int64
+		if err := rows.Scan(&l, &e); err != nil {
+			return nil, fmt.Errorf("shuffler: forgotten periods: %w", err)
+		}
+		m[l] = e
+	}
+	return m, rows.Err()
+}
+
+// closePeriod records p as closed. One process writes the file, through
+// one connection: every accept is a transaction before or after this one,
+// and one after it reads p as closed (accept).
+func (st *sqliteStore) closePeriod(ctx context.Context, p report.Period) error {
+	_, err := st.db.W.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) VALUES (?, ?)
+		ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, p.Length, p.End())
+	if err != nil {
+		return fmt.Errorf("shuffler: closing period %s: %w", p, err)
+	}
+	return nil
+}
+
 func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error) {
-	forgotten := st.gone
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, false, err
 	}
 	defer tx.Rollback()
+	// Read in the transaction: a period closed (closePeriod) by a
+	// transaction committed before this one is refused here.
+	forgotten, err := readForgottenTx(ctx, tx)
+	if err != nil {
+		return nil, false, err
+	}
+	changed := !maps.Equal(forgotten, st.gone)
 	seen, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO seen (h, gen, period_end, period_len) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		return nil, false, err
@@ -243,12 +282,12 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 	}
 	defer pool.Close()
 	gen, count := st.gen, st.genCount
-	changed := false
 	results := make([]acceptRes, len(group))
 	for i, r := range group {
 		for _, it := range r.items {
 			if f, ok := forgotten[it.period.Length]; ok && it.period.End() <= f {
-				// Checked by accepts too; a rollover may have come between.
+				// Checked by accepts too; a rollover or a closing may
+				// have come between.
 				results[i].late = append(results[i].late, it.index)
 				continue
 			}
@@ -294,7 +333,7 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 	if err := tx.Commit(); err != nil {
 		return nil, false, err
 	}
-	st.gen, st.genCount = gen, count
+	st.gen, st.genCount, st.gone = gen, count, forgotten
 	if changed {
 		gone, err := st.forgotten(ctx)
 		if err != nil {
@@ -335,13 +374,22 @@ func (st *sqliteStore) expire(ctx context.Context, key string, suite uint16, nMi
 	return r.RowsAffected()
 }
 
-func (st *sqliteStore) release(ctx context.Context, key string, suite uint16, nMin, limit int, seal func([][]byte) (report.ID, []byte)) (int, error) {
+func (st *sqliteStore) release(ctx context.Context, key string, suite uint16, nMin, keep, maxBatch int, seal func([][]byte) (report.ID, []byte)) (int, error) {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, key, int64(suite), limit)
+	// Counted in the write transaction: no upload commits until it ends.
+	var c int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pool WHERE metric = ? AND suite = ?`, key, int64(suite)).Scan(&c); err != nil {
+		return 0, err
+	}
+	k := batchSize(c, nMin, keep, maxBatch)
+	if k == 0 {
+		return 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, sealed FROM pool WHERE metric = ? AND suite = ? ORDER BY id LIMIT ?`, key, int64(suite), k)
 	if err != nil {
 		return 0, err
 	}
@@ -358,8 +406,8 @@ func (st *sqliteStore) release(ctx context.Context, key string, suite uint16, nM
 	if err := rows.Close(); err != nil {
 		return 0, err
 	}
-	if len(sealed) < nMin {
-		return 0, nil
+	if len(sealed) != k {
+		return 0, fmt.Errorf("shuffler: pool %s counted %d reports, read %d of the %d to release", key, c, len(sealed), k)
 	}
 	id, body := seal(sealed)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES (?, ?, ?, ?)`, id[:], key, len(sealed), body); err != nil {

@@ -31,13 +31,15 @@ func (s *Shuffler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/reports", s.handleReports)
 }
 
-// RegisterAdmin adds the shuffler's operator route to mux: GET /v1/pools,
-// each pool's fill against n_min. Serve it only to the operator (the
-// admin listener of the blanket commands, loopback by default): pool
-// counts polled over time show when reports arrive, which the shuffler
-// exists to hide from everyone else.
+// RegisterAdmin adds the shuffler's operator routes to mux: GET
+// /v1/pools, each pool's fill against n_min, and POST /v1/pools/close,
+// which closes periods before their deadline (ClosePeriods). Serve them
+// only to the operator (the admin listener of the blanket commands,
+// loopback by default): pool counts polled over time show when reports
+// arrive, which the shuffler exists to hide from everyone else.
 func (s *Shuffler) RegisterAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/pools", s.handlePools)
+	mux.HandleFunc("POST /v1/pools/close", s.handleClose)
 }
 
 // UploadResult is the JSON body of a 202 answer to POST /v1/reports.
@@ -81,8 +83,9 @@ type acceptReq struct {
 
 type acceptRes struct {
 	accepted, duplicates int
-	// late are the indices of envelopes of a period whose ids the
-	// shuffler no longer remembers (table forgotten): refused.
+	// late are the indices of envelopes of a closed period (table
+	// forgotten: its ids forgotten, or its pools released whole):
+	// refused.
 	late []int
 	err  error
 }
@@ -202,7 +205,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
 		for _, i := range ar.late {
-			refuse(i, "%q: %v (its ids are no longer remembered)", envs[i].Metric, errLate)
+			refuse(i, "%q: %v", envs[i].Metric, errClosed)
 		}
 	}
 	s.c.requests.Add(1)
@@ -267,7 +270,7 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 			s.log.Error("reading the forgotten periods", "error", err)
 		}
 	}
-	if s.o.Settle > 0 {
+	if s.o.Settle >= 0 {
 		now := s.o.Now()
 		s.grownMu.Lock()
 		for _, r := range group {
@@ -281,8 +284,8 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 	return results, nil
 }
 
-// loadForgotten reads, per period length, the latest end of a period whose
-// ids the shuffler has forgotten (table forgotten).
+// loadForgotten reads, per period length, the latest end of a closed
+// period (table forgotten).
 func (s *Shuffler) loadForgotten(ctx context.Context) error {
 	m, err := s.st.forgotten(ctx)
 	if err != nil {

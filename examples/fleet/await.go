@@ -2,23 +2,35 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
+
+	"github.com/blanket-dp/blanket/collector/shuffler"
 )
 
 // awaitBatches polls the collector until it has estimated every report the
 // fleet sent, day by day. The shuffler never releases a batch below n_min,
-// so when fewer than n_min reports of a pool and day are missing they all
-// wait in it (any batch in flight holds at least n_min): the fleet then
-// sends just enough fresh instances, active on that day only, to release
-// them. With separate travel each metric is its own pool and one instance
+// and while a day's grace lasts it keeps the last n_min reports of each of
+// its pools. So when fewer than n_min reports of a pool and day are
+// missing, that pool never reached n_min (any batch in flight holds at
+// least n_min, and so does a pool that released one): the fleet then
+// sends just enough fresh instances, active on that day only, to bring it
+// there. With separate travel each metric is its own pool and one instance
 // covers every metric that needs topping up; with joint or parallel travel
 // the plan's messages share one pool per day, each instance sends one
-// message and records every metric.
+// message and records every metric. Once no pool needs topping up, the
+// fleet closes the simulated days on the shuffler (as their deadlines
+// would, days later), which releases every pool whole.
 func (f *fleet) awaitBatches(ctx context.Context) error {
 	last := time.Now()
 	lastTotal := int64(-1)
 	days := f.cfg.days
+	closed := false
 	for {
 		done := true
 		var total int64
@@ -93,6 +105,12 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 			fmt.Fprintf(f.out, "topped up with %d more instances\n", len(jobs))
 			continue
 		}
+		if !closed {
+			if err := f.closeDays(ctx); err != nil {
+				return err
+			}
+			closed = true
+		}
 		if total != lastTotal {
 			last, lastTotal = time.Now(), total
 		} else if time.Since(last) > 60*time.Second {
@@ -104,4 +122,37 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 		case <-time.After(f.cfg.poll):
 		}
 	}
+}
+
+// closeDays closes the simulated days on the shuffler (POST
+// /v1/pools/close on its operator listener, through the end of the last
+// day): their pools go out whole, their late reports are refused.
+func (f *fleet) closeDays(ctx context.Context) error { return f.closeDaysN(ctx, f.cfg.days) }
+
+// closeDaysN closes the days days from f.first on the shuffler.
+func (f *fleet) closeDaysN(ctx context.Context, days int) error {
+	base := f.cfg.admin
+	if base == "" {
+		base = f.cfg.endpoint
+	}
+	through := f.first.Add(time.Duration(days) * f.period).UTC().Format(time.RFC3339)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/pools/close?through="+url.QueryEscape(through), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := f.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("closing the simulated days: %w", err)
+	}
+	defer resp.Body.Close()
+	var out shuffler.ClosedPeriods
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return fmt.Errorf("closing the simulated days: %s: %s", resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("closing the simulated days: %w", err)
+	}
+	fmt.Fprintf(f.out, "closed %d simulated days on the shuffler (their pools go out whole, as at their deadline)\n", len(out.Closed))
+	return nil
 }

@@ -35,9 +35,11 @@ trap 'exit 130' INT TERM
 # Port 0: the server picks a free port and prints "blanket serve listening
 # on URL" once it serves (after calibrating the plan). The fleet simulates
 # the last week, so the shuffler takes late reports of periods up to 8 days
-# old (--period-grace; the default is one period). --settle 5s holds each
-# day's pool until the fleet stops adding to it, so that a day goes out in
-# one batch instead of n_min at once and a remainder below n_min.
+# old (--period-grace; the default is one period). While a day's grace
+# lasts its pool goes out only down to its last n_min, once the fleet stops
+# adding to it for 5 s (--settle); when every report is sent, the fleet
+# closes the simulated days on the admin listener (POST /v1/pools/close),
+# as their deadlines would days later, and the rest goes out.
 echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s (data in $data, log in $out/serve.log)"
 "$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s >"$out/serve.out" 2>"$out/serve.log" &
 server=$!

@@ -34,6 +34,10 @@ type config struct {
 	records int
 	// wait is how long to wait for the server to answer at start.
 	wait time.Duration
+	// admin is the base URL of the shuffler's operator listener, where
+	// the simulated days are closed once every report is sent (POST
+	// /v1/pools/close). Defaults to endpoint.
+	admin string
 	// poll is the interval between polls of the collector. Defaults to
 	// 250 ms.
 	poll time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -144,6 +145,11 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Every report sent: the days close (as their deadlines would) and
+	// their pools go out whole.
+	if err := (&fleet{cfg: config{endpoint: url}, out: io.Discard, hc: hc, first: start, period: period}).closeDaysN(ctx, days); err != nil {
+		t.Fatal(err)
 	}
 
 	// Wait until the collector holds every report sent.

@@ -61,8 +61,9 @@ func main() {
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
 	shot := flag.String("screenshot", "", "after the run, write a PNG of the server's dashboard to this file (needs Chromium; prints the dashboard's URL without it)")
-	dash := flag.String("dashboard", "", "base URL of the dashboard to screenshot (blanket serve's admin listener); defaults to -endpoint")
+	dash := flag.String("dashboard", "", "base URL of blanket serve's admin listener: the dashboard to screenshot, and where the simulated days are closed once every report is sent; defaults to -endpoint")
 	flag.Parse()
+	cfg.admin = *dash
 	if *cpuprofile != "" {
 		pf, err := os.Create(*cpuprofile)
 		if err != nil {

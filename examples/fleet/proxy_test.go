@@ -41,7 +41,10 @@ import (
 //     hedged request), so that replicas ingest one batch concurrently:
 //     one must count it, the others answer that it is a duplicate.
 //
-// It records every answer to a batch to check that.
+// It records every answer to a batch to check that, and the batches a
+// collector got but did not answer (a killed replica): one may have been
+// committed before the kill, and its redelivery then answered as a
+// duplicate with no answer ever counting it.
 type collectorBalancer struct {
 	hc         *http.Client
 	loseEvery  int
@@ -64,7 +67,9 @@ type collectorBalancer struct {
 	refused map[int]int
 	// failovers counts requests a backend failed, tried on the next one.
 	failovers int
-	events    []string
+	// unanswered are the ids of batches a backend got no answer for.
+	unanswered map[string]bool
+	events     []string
 }
 
 // newCollectorBalancer returns a balancer without backends yet.
@@ -77,6 +82,7 @@ func newCollectorBalancer(loseEvery, hedgeEvery int) *collectorBalancer {
 		dups:       map[string]int{},
 		lost:       map[string]int{},
 		refused:    map[int]int{},
+		unanswered: map[string]bool{},
 	}
 }
 
@@ -173,7 +179,7 @@ func (b *collectorBalancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for i := range answers {
 			a := &answers[i]
 			if a.err != nil {
-				b.failed(r, a)
+				b.failed(r, a, body)
 				continue
 			}
 			b.record(a, true)
@@ -194,7 +200,7 @@ func (b *collectorBalancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if r.Context().Err() != nil {
 				return
 			}
-			b.failed(r, &a)
+			b.failed(r, &a, body)
 			continue
 		}
 		if batch && b.record(&a, false) {
@@ -217,11 +223,16 @@ func write(w http.ResponseWriter, a *answer) {
 }
 
 // failed records a request a backend did not answer.
-func (b *collectorBalancer) failed(r *http.Request, a *answer) {
+func (b *collectorBalancer) failed(r *http.Request, a *answer, body []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.failovers++
 	b.logf("%s %s to %s failed: %v", r.Method, r.URL.Path, a.backend, a.err)
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/batches" {
+		if bt, err := report.DecodeBatch(body); err == nil {
+			b.unanswered[bt.ID.String()] = true
+		}
+	}
 }
 
 // record records a collector's answer to a batch and reports whether it
@@ -259,6 +270,7 @@ type balancerTally struct {
 	counted, dups, lost map[string]int
 	refused             map[int]int
 	hedged, failovers   int
+	unanswered          map[string]bool
 	events              []string
 }
 
@@ -268,7 +280,7 @@ func (b *collectorBalancer) tally() balancerTally {
 	defer b.mu.Unlock()
 	return balancerTally{
 		counted: maps.Clone(b.counted), dups: maps.Clone(b.dups), lost: maps.Clone(b.lost), refused: maps.Clone(b.refused),
-		hedged: b.hedged, failovers: b.failovers, events: slices.Clone(b.events),
+		hedged: b.hedged, failovers: b.failovers, unanswered: maps.Clone(b.unanswered), events: slices.Clone(b.events),
 	}
 }
 
@@ -278,6 +290,14 @@ func (b *collectorBalancer) tally() balancerTally {
 // lost on the way back: the app gets an error although its reports are
 // stored, and sends the same envelopes again, which go to the other
 // shuffler and must all come back as duplicates.
+//
+// An upload can also be committed with no answer at all: a shuffler
+// SIGKILLed after its commit and before its answer (one commit holds every
+// upload that waited for it, so several at once). The app's retry is then
+// answered as duplicates, and no answer ever says the ids were accepted.
+// The transport records the ids of every upload that got no answer
+// (unanswered), so that it can tell such an acceptance from an id
+// answered as a duplicate although no one ever accepted it.
 type appTransport struct {
 	hc      *http.Client
 	loseAck int
@@ -292,11 +312,26 @@ type appTransport struct {
 	ackedBy  map[report.ID]int
 	metricOf map[report.ID]string
 	accepted int // the shufflers' accepted counts, summed
-	lostAcks int
-	rechecks int // retries after a lost acknowledgement answered as duplicates by the other shuffler
-	failures int // uploads that failed (no 202)
-	errs     []string
+	// state is what the answers say of each id sent (idSent and on).
+	state map[report.ID]idState
+	// acceptedUnanswered counts the ids accepted by a commit whose
+	// answer never came (answered as duplicates on retry).
+	acceptedUnanswered int
+	lostAcks           int
+	rechecks           int // retries after a lost acknowledgement answered as duplicates by the other shuffler
+	failures           int // uploads that failed (no 202)
+	errs               []string
 }
+
+// idState is what a shuffler's answers say of an envelope id.
+type idState int
+
+const (
+	idSent               idState = iota // sent, no answer yet
+	idUnanswered                        // in an upload that got no answer: maybe committed
+	idAccepted                          // accepted by a 202 answer
+	idAcceptedUnanswered                // accepted by an unanswered commit: its retry was a duplicate
+)
 
 func newAppTransport(shufflers []string, loseAck int) *appTransport {
 	return &appTransport{
@@ -305,6 +340,7 @@ func newAppTransport(shufflers []string, loseAck int) *appTransport {
 		shufflers: shufflers,
 		ackedBy:   map[report.ID]int{},
 		metricOf:  map[report.ID]string{},
+		state:     map[report.ID]idState{},
 	}
 }
 
@@ -360,7 +396,7 @@ func (a *appTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 	}
 	if err != nil {
-		a.failed()
+		a.unanswered(envs)
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusAccepted {
@@ -378,6 +414,66 @@ func (a *appTransport) failed() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.failures++
+}
+
+// unanswered records an upload of envs that got no answer (refused
+// connection, reset, killed shuffler): it may have been committed.
+func (a *appTransport) unanswered(envs []report.Envelope) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failures++
+	for _, e := range envs {
+		if a.state[e.ID] == idSent {
+			a.state[e.ID] = idUnanswered
+		}
+	}
+}
+
+// recordIDs records what a 202 answer res to an upload of envs says of
+// each id: all accepted (none may have been accepted before), all
+// duplicates (each must have been accepted before, by an answer or by an
+// upload that got none), or, for an upload mixing both, as many accepted
+// as were not. a.mu is held.
+func (a *appTransport) recordIDs(slot int, envs []report.Envelope, res shuffler.UploadResult) {
+	switch {
+	case res.Accepted == len(envs):
+		for _, e := range envs {
+			if s := a.state[e.ID]; s == idAccepted || s == idAcceptedUnanswered {
+				a.errs = append(a.errs, fmt.Sprintf("shuffler %d accepted id %s, accepted before: pooled twice", slot, e.ID))
+			}
+			a.state[e.ID] = idAccepted
+		}
+	case res.Duplicates == len(envs):
+		for _, e := range envs {
+			switch a.state[e.ID] {
+			case idSent:
+				a.errs = append(a.errs, fmt.Sprintf("shuffler %d answered id %s as a duplicate, never sent before: accepted by no one", slot, e.ID))
+			case idUnanswered:
+				a.state[e.ID] = idAcceptedUnanswered
+				a.acceptedUnanswered++
+			}
+		}
+	default:
+		fresh, maybe := 0, 0
+		for _, e := range envs {
+			switch a.state[e.ID] {
+			case idUnanswered:
+				maybe++
+				fallthrough
+			case idSent:
+				fresh++
+				a.state[e.ID] = idAccepted
+			}
+		}
+		switch dup := fresh - res.Accepted; {
+		case dup < 0:
+			a.errs = append(a.errs, fmt.Sprintf("shuffler %d accepted %d of an upload whose %d other ids were accepted before: pooled twice", slot, res.Accepted, len(envs)-fresh))
+		case dup > maybe:
+			a.errs = append(a.errs, fmt.Sprintf("shuffler %d answered %d ids of an upload as duplicates, of which %d were never sent before: accepted by no one", slot, dup, dup-maybe))
+		default:
+			a.acceptedUnanswered += dup
+		}
+	}
 }
 
 // acknowledged records a 202 of shuffler slot to an upload of envs and
@@ -401,6 +497,7 @@ func (a *appTransport) acknowledged(slot int, envs []report.Envelope, answer []b
 		}
 	}
 	a.accepted += res.Accepted
+	a.recordIDs(slot, envs, res)
 	for _, e := range envs {
 		if _, ok := a.ackedBy[e.ID]; !ok {
 			pool, _, _, _ := report.ParsePoolKey(e.Metric)
@@ -415,33 +512,6 @@ func (a *appTransport) acknowledged(slot int, envs []report.Envelope, answer []b
 	return lose
 }
 
-// uploadAll uploads envs in one request through a, retrying until a
-// shuffler acknowledges them.
-func (a *appTransport) uploadAll(ctx context.Context, envs []report.Envelope) error {
-	hc := &http.Client{Transport: a}
-	body := report.EncodeEnvelopes(envs)
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://shufflers.test/v1/reports", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/octet-stream")
-		resp, err := hc.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted {
-				return nil
-			}
-			err = errors.New(resp.Status)
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("uploading %d envelopes: %w (last error: %v)", len(envs), ctx.Err(), err)
-		}
-		time.Sleep(min(20*time.Millisecond<<attempt, time.Second))
-	}
-}
-
 // ackedByMetric returns the number of acknowledged report ids per metric.
 func (a *appTransport) ackedByMetric() map[string]int64 {
 	a.mu.Lock()
@@ -451,39 +521,4 @@ func (a *appTransport) ackedByMetric() map[string]int64 {
 		out[m]++
 	}
 	return out
-}
-
-// captureTransport takes the apps' uploads itself and acknowledges them,
-// as a relay that forwards them later would: the top-up apps' reports go
-// to a shuffler in one upload (appTransport.uploadAll).
-type captureTransport struct {
-	mu   sync.Mutex
-	envs []report.Envelope
-}
-
-func (c *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	envs, err := report.DecodeEnvelopes(body)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.envs = append(c.envs, envs...)
-	c.mu.Unlock()
-	answer, _ := json.Marshal(shuffler.UploadResult{Accepted: len(envs)})
-	return &http.Response{
-		Status: "202 Accepted", StatusCode: http.StatusAccepted, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(answer)),
-		ContentLength: int64(len(answer)), Request: req,
-	}, nil
-}
-
-func (c *captureTransport) envelopes() []report.Envelope {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.envs
 }

@@ -60,7 +60,7 @@ var replicasWeights = map[string][]float64{
 
 const (
 	// replicasApps is the number of apps of the fleet, each sending one
-	// report of each metric; n_min more top the pools up at the end.
+	// report of each metric.
 	replicasApps = 1200
 	// replicasWorkers is the number of apps running at once.
 	replicasWorkers = 8
@@ -87,10 +87,12 @@ const (
 // Acknowledgements are lost on the way back both to apps (appTransport)
 // and to shufflers (collectorBalancer), so uploads and batches are
 // delivered twice, to the other replica, and some batches are sent to
-// both collectors at once. Then every pool is topped up to n_min,
-// released and forwarded, and the collectors must have counted each
-// acknowledged report exactly once, in batches of at least n_min, with
-// estimates near the truth, and answer the same numbers.
+// both collectors at once. The shufflers release each pool down to its
+// last n_min as reports arrive (--settle 1ms); then the period is closed
+// (POST /v1/pools/close, as its deadline would), every pool released and
+// forwarded, and the collectors must have counted each acknowledged
+// report exactly once, in batches of at least n_min, with estimates near
+// the truth, and answer the same numbers.
 //
 // One shortcut: the leases of outgoing batches are ended by hand before
 // the killed shuffler restarts (expireLeases), as a minute passing would.
@@ -140,7 +142,7 @@ func TestReplicas(t *testing.T) {
 	startShuffler := func(slot int, name string) *replica {
 		return startReplica(ctx, t, &procs, bin, dir, name, "shuffler", "--data", filepath.Join(dir, fmt.Sprintf("shuffler-%d", slot+1)),
 			"--plan", planFile, "--store", shufflerDB, "--token-file", token, "--collector", front.URL,
-			"--addr", "127.0.0.1:0", "--release-interval", "100ms")
+			"--addr", "127.0.0.1:0", "--release-interval", "100ms", "--settle", "1ms")
 	}
 	// The first collector generates the key and calibrates the plan; the
 	// second must serve the same.
@@ -170,7 +172,7 @@ func TestReplicas(t *testing.T) {
 	// in the current period and reports it once the period closed (its
 	// clock jumps past the period's end).
 	rng := rand.New(rand.NewPCG(7, 13))
-	apps := make([][]appValue, replicasApps+pl.NMin) // the last n_min top the pools up
+	apps := make([][]appValue, replicasApps)
 	truth := map[string]map[string]int64{}
 	for _, m := range pl.Metrics {
 		truth[m.Name] = map[string]int64{}
@@ -259,29 +261,12 @@ func TestReplicas(t *testing.T) {
 	}
 	t.Logf("%v: %d apps acknowledged (%d SDK upload retries)", time.Since(began).Round(time.Millisecond), done.Load(), sdkRetries.Load())
 
-	// Top up: once no pool holds n_min, one upload of n_min apps' reports
-	// (stored in one transaction) brings every pool to at least n_min, so
-	// that its next release takes it whole.
-	waitFor(ctx, t, 30*time.Second, "every pool below n_min", func() (bool, string) {
-		var st shuffler.PoolsStatus
-		if err := getJSONCtx(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
-			return false, err.Error()
-		}
-		for _, p := range st.Pools {
-			if p.Reports >= int64(st.NMin) {
-				return false, fmt.Sprintf("%+v", st)
-			}
-		}
-		return true, ""
-	})
-	topUp := &captureTransport{}
-	for _, a := range apps[replicasApps:] {
-		if _, err := runApp(ctx, pl, cache, topUp, a, recordAt, closeAt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := up.uploadAll(ctx, topUp.envelopes()); err != nil {
-		t.Fatal(err)
+	// Close the period on one shuffler, as its deadline would: every
+	// pool goes out whole.
+	through := pl.PeriodStart(period + 1).UTC().Format(time.RFC3339)
+	var closed shuffler.ClosedPeriods
+	if err := postJSONCtx(ctx, shf[1].admin+"/v1/pools/close?through="+through, &closed); err != nil || len(closed.Closed) != 1 {
+		t.Fatalf("closing the period: %+v, %v", closed, err)
 	}
 
 	// Drain: every pool released, every batch acknowledged, every
@@ -316,8 +301,9 @@ func TestReplicas(t *testing.T) {
 }
 
 // checkUploads checks what the shufflers answered the apps: every report
-// id accepted by exactly one of them, every exact retry sent to the other
-// shuffler answered as duplicates.
+// id accepted exactly once, by an answer or by a commit whose answer was
+// lost with a killed shuffler (its retry then answered as duplicates), and
+// every exact retry sent to the other shuffler answered as duplicates.
 func checkUploads(t *testing.T, up *appTransport) {
 	t.Helper()
 	up.mu.Lock()
@@ -325,8 +311,9 @@ func checkUploads(t *testing.T, up *appTransport) {
 	for _, e := range up.errs {
 		t.Error(e)
 	}
-	if up.accepted != len(up.ackedBy) {
-		t.Errorf("the shufflers accepted %d reports over all acknowledgements, for %d distinct ids: an id was accepted twice or never", up.accepted, len(up.ackedBy))
+	if up.accepted+up.acceptedUnanswered != len(up.ackedBy) {
+		t.Errorf("the shufflers accepted %d reports over all acknowledgements and %d in commits whose answer was lost, for %d distinct ids: an id was accepted twice or never",
+			up.accepted, up.acceptedUnanswered, len(up.ackedBy))
 	}
 	if up.rechecks == 0 || up.rechecks < up.lostAcks/2 {
 		t.Errorf("%d uploads retried on the other shuffler after %d lost acknowledgements, want most of them", up.rechecks, up.lostAcks)
@@ -334,15 +321,17 @@ func checkUploads(t *testing.T, up *appTransport) {
 	if up.failures == 0 {
 		t.Error("no upload failed: the killed shuffler was not exercised")
 	}
-	t.Logf("uploads: %d reports acknowledged, %d acknowledgements lost, %d exact retries answered as duplicates by the other shuffler, %d uploads failed (retried)",
-		len(up.ackedBy), up.lostAcks, up.rechecks, up.failures)
+	t.Logf("uploads: %d reports acknowledged, %d acknowledgements lost, %d exact retries answered as duplicates by the other shuffler, %d uploads failed (retried), %d reports accepted by a commit whose answer was lost (the retry a duplicate)",
+		len(up.ackedBy), up.lostAcks, up.rechecks, up.failures, up.acceptedUnanswered)
 }
 
 // checkBalancer checks what the collectors answered the shufflers: every
 // batch counted by exactly one answer (also when both collectors ingested
-// it at once), every batch whose answer was lost delivered again and
-// answered as a duplicate, and no batch refused or failed. It returns the
-// ids of the batches counted.
+// it at once) or, once, by a commit whose answer was lost with a killed
+// collector (then answered as a duplicate when delivered again), every
+// batch whose answer was lost delivered again and answered as a
+// duplicate, and no batch refused or failed. It returns the ids of the
+// batches counted.
 func checkBalancer(t *testing.T, lb *collectorBalancer) map[string]bool {
 	t.Helper()
 	tl := lb.tally()
@@ -358,6 +347,18 @@ func checkBalancer(t *testing.T, lb *collectorBalancer) map[string]bool {
 		ids[id] = true
 		if n != 1 {
 			t.Errorf("batch %s was counted by %d acknowledgements, want 1", id, n)
+		}
+	}
+	unansweredCounts := 0
+	for id := range dups {
+		switch {
+		case counted[id] > 0:
+		case tl.unanswered[id]:
+			// Committed by a collector killed before it answered.
+			ids[id] = true
+			unansweredCounts++
+		default:
+			t.Errorf("batch %s was answered as a duplicate, never counted by an answer nor sent without one", id)
 		}
 	}
 	for id := range lost {
@@ -376,8 +377,8 @@ func checkBalancer(t *testing.T, lb *collectorBalancer) map[string]bool {
 	if tl.failovers == 0 {
 		t.Error("no request failed over from the killed collector: its kill was not exercised")
 	}
-	t.Logf("batches: %d counted, %d acknowledgements lost, %d sent to both collectors at once, %d duplicate deliveries, %d requests failed over to the other collector",
-		len(counted), len(lost), tl.hedged, sumValues(dups), tl.failovers)
+	t.Logf("batches: %d counted, %d acknowledgements lost, %d sent to both collectors at once, %d duplicate deliveries, %d requests failed over to the other collector, %d counted by a commit whose answer was lost (the redelivery a duplicate)",
+		len(counted), len(lost), tl.hedged, sumValues(dups), tl.failovers, unansweredCounts)
 	return ids
 }
 
@@ -738,6 +739,28 @@ func getBody(ctx context.Context, url string, body *[]byte) error {
 	}
 	*body = b
 	return nil
+}
+
+// postJSONCtx POSTs an empty body to url and decodes its JSON answer
+// into v; an answer other than 200 is an error.
+func postJSONCtx(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s: %.300s", url, resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
 }
 
 // getJSONCtx GETs url and decodes its JSON into v.
