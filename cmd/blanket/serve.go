@@ -175,7 +175,7 @@ func (f *shufflerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", shuffler.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", shuffler.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
 	cmd.Flags().DurationVar(&f.settle, "settle", 0, "while a period is open, release a pool (down to its last n_min) only once no report has joined it for this long: larger batches, a stronger guarantee per batch (default: a tenth of the period, between 1s and 1h)")
-	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports, each keeping its last n_min until then; then every pool goes out whole, or is deleted, never released, if it received fewer than n_min in all (default: one period)")
+	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports, each keeping its last n_min until then; then every pool goes out whole, or is deleted, never released, if it received fewer than n_min in all (default: the plan's grace, 8 periods unless it sets grace; the SDK seals a closed period's report as long)")
 }
 
 func (f *shufflerFlags) check() error {

@@ -131,7 +131,10 @@ type Options struct {
 	// of its pools is released whole, and a pool that received fewer than
 	// NMin in all is deleted, never released (Stats.Expired). Replicas
 	// with different graces close a period at the shortest. Defaults to
-	// the period's own length (report.Period.Length).
+	// the plan's grace (plan.Plan.GraceLength), which the SDK follows
+	// too: a report it seals within the grace is still taken. The grace
+	// is fixed when the shuffler opens: a plan added later (AddPlan) with
+	// another grace takes effect at the next start.
 	PeriodGrace time.Duration
 	// Settle holds a pool of a period still open (releasable down to its
 	// last NMin, and below MaxBatch) until no report has joined it for
@@ -351,6 +354,9 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	}
 	if o.PeriodGrace < 0 {
 		return nil, fmt.Errorf("%w: PeriodGrace = %v, must be >= 0", ErrOptions, o.PeriodGrace)
+	}
+	if o.PeriodGrace == 0 {
+		o.PeriodGrace = o.Plan.GraceLength()
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -19,7 +19,7 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 	p := testPlan(t, 1000)
 	clock := &testClock{}
 	clock.set(time.Unix(today.Start+3600, 0))
-	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8})
+	f := newShufflerFixture(t, Options{Plan: p, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8, PeriodGrace: 24 * time.Hour})
 	key := periodKey(metric, p.Epoch())
 	upload := func(envs []report.Envelope) UploadResult {
 		t.Helper()
@@ -78,7 +78,7 @@ func TestShufflerExpiresLegacyPools(t *testing.T) {
 	clock := &testClock{}
 	t0 := time.Unix(today.Start, 0)
 	clock.set(t0)
-	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now}
+	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, PeriodGrace: 24 * time.Hour}
 	f := newShufflerFixture(t, o)
 	f.s.Close()
 	db, err := openSQLiteFile(t, dir)

@@ -66,7 +66,7 @@ func releasesEveryAcknowledged(t *testing.T, kind string) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
 		s, err := Open(ctx, Options{Plan: testPlan(t, nMin), Dir: fmt.Sprintf("%s/%d", dir, i), Store: store,
-			Collector: colURL, Logger: testLogger(t), Now: clock.now, Registerer: reg})
+			Collector: colURL, Logger: testLogger(t), Now: clock.now, Registerer: reg, PeriodGrace: 24 * time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ trap 'exit 130' INT TERM
 # Port 0: the server picks a free port and prints "blanket serve listening
 # on URL" once it serves (after calibrating the plan). The fleet simulates
 # the last week, so the shuffler takes late reports of periods up to 8 days
-# old (--period-grace; the default is one period). While a day's grace
+# old (--period-grace; the plan's grace is 8 periods by default). While a day's grace
 # lasts its pool goes out only down to its last n_min, once the fleet stops
 # adding to it for 5 s (--settle); when every report is sent, the fleet
 # closes the simulated days on the admin listener (POST /v1/pools/close),

@@ -94,7 +94,7 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time, own bool) error {
 	grace := p.cfg.PeriodGrace
 	if grace == 0 {
-		grace = v.plan.PeriodLength()
+		grace = v.plan.GraceLength()
 	}
 	var lastErr error
 	for range maxCloseTries {

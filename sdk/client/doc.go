@@ -94,8 +94,12 @@
 // period and sent once, as any other.
 //
 // A staged period that could not close within Config.PeriodGrace of its
-// end (default: one period length, as the shuffler waits) is dropped
+// end (default: the plan's grace, plan.Plan.GraceLength, which the
+// shuffler follows too: 8 periods unless the plan sets grace) is dropped
 // unsent and counted (Stats.Expired), never sent late into another period.
+// A closed period is sealed and sent at the first chance: the next start,
+// Record, upload tick or Shutdown; an app used once a week under a daily
+// plan sends the last day it was used at its next start.
 //
 // # What the app is told
 //

@@ -36,6 +36,7 @@ func testPlan(pub []byte) *plan.Plan {
 			{Name: "app/feature", Plugin: "rappor", Categories: []string{"a", "b", "c", "d"}},
 			{Name: "app/bytes", Plugin: "summation", Lo: 0, Hi: 100, Params: map[string]string{"k": "4"}},
 		},
+		Grace:     1, // the tests of late periods count one period of grace
 		Guarantee: &plan.Guarantee{Eps: 1, Delta: 1e-6, Rule: "by hand, for tests"},
 	}
 	for i := range p.Metrics {

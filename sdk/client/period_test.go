@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -362,23 +365,41 @@ func TestClockSkew(t *testing.T) {
 
 // TestPeriodGrace checks that a period that could not close within the
 // grace of its end is dropped and counted, never sent, and one that
-// closes within it is sent (the grace included).
+// closes within it is sent (the grace included). Without
+// Config.PeriodGrace the plan's grace decides: DefaultGrace (8) periods
+// when it sets none, so that an app opened once a week under a daily plan
+// still sends the day it was last used.
 func TestPeriodGrace(t *testing.T) {
 	end := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // t0's period ends
 	cases := []struct {
+		plan         int // the plan's grace in periods (testPlan's is 1)
 		grace, after time.Duration
 		expired      bool
 	}{
-		{grace: 0, after: day, expired: false}, // default: one period
-		{grace: 0, after: day + time.Second, expired: true},
-		{grace: time.Hour, after: 30 * time.Minute, expired: false},
-		{grace: time.Hour, after: 2 * time.Hour, expired: true},
-		{grace: 3 * day, after: 2 * day, expired: false},
+		{plan: 1, grace: 0, after: day, expired: false}, // the plan's: one period
+		{plan: 1, grace: 0, after: day + time.Second, expired: true},
+		{plan: 0, grace: 0, after: 7*day + 12*time.Hour, expired: false}, // the default: 8 periods
+		{plan: 0, grace: 0, after: 8 * day, expired: false},
+		{plan: 0, grace: 0, after: 8*day + time.Second, expired: true},
+		{plan: 3, grace: 0, after: 3 * day, expired: false},
+		{plan: 3, grace: 0, after: 3*day + time.Second, expired: true},
+		{plan: 1, grace: time.Hour, after: 30 * time.Minute, expired: false},
+		{plan: 1, grace: time.Hour, after: 2 * time.Hour, expired: true},
+		{plan: 0, grace: time.Hour, after: 2 * time.Hour, expired: true}, // the Config overrides the plan
+		{plan: 1, grace: 3 * day, after: 2 * day, expired: false},
 	}
 	ctx := context.Background()
 	for _, c := range cases {
-		t.Run(c.grace.String()+"+"+c.after.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("plan%d+%v+%v", c.plan, c.grace, c.after), func(t *testing.T) {
 			f := newFakeServer(t, nil)
+			if c.plan != 1 {
+				var pl plan.Plan
+				if err := json.Unmarshal(f.plan, &pl); err != nil {
+					t.Fatal(err)
+				}
+				pl.Grace = c.plan
+				f.setPlan(&pl)
+			}
 			cfg, clk := clockConfig(f, t.TempDir())
 			cfg.PeriodGrace = c.grace
 			p := newProvider(t, cfg)

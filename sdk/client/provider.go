@@ -126,8 +126,9 @@ type Config struct {
 	// Record, upload tick or start after its end; when that comes more
 	// than PeriodGrace after the end (the app did not run, the device was
 	// off), the period's values are dropped unsent (Stats.Expired), never
-	// sent late into another period. Defaults to the plan's period length
-	// (plan.Plan.PeriodLength), as the shuffler's grace does. Must be >= 0.
+	// sent late into another period. Defaults to the plan's grace
+	// (plan.Plan.GraceLength: 8 periods unless the plan says otherwise),
+	// which the shuffler follows too; set it only in tests. Must be >= 0.
 	PeriodGrace time.Duration
 	// LocalRetention is how many days reports recorded in ModeLocal are
 	// kept. Defaults to DefaultLocalRetention.

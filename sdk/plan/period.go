@@ -15,6 +15,24 @@ const (
 	MaxPeriod = 366 * 24 * time.Hour
 )
 
+// DefaultGrace is the grace, in periods, of a plan that sets none: with
+// daily periods, an app opened once a week still sends the report of the
+// day it was last used at its next start.
+const DefaultGrace = 8
+
+// MaxGrace bounds a plan's grace (Grace periods).
+const MaxGrace = 400 * 24 * time.Hour
+
+// GraceLength returns how long after a period ends its report may still
+// be sealed, sent and pooled: Grace (DefaultGrace when unset) periods.
+func (p *Plan) GraceLength() time.Duration {
+	g := p.Grace
+	if g <= 0 {
+		g = DefaultGrace
+	}
+	return min(time.Duration(g)*p.PeriodLength(), max(MaxGrace, p.PeriodLength()))
+}
+
 // PeriodLength returns the plan's period (DefaultPeriod when unset).
 func (p *Plan) PeriodLength() time.Duration {
 	if d, err := time.ParseDuration(p.Period); err == nil && d > 0 {

@@ -132,3 +132,53 @@ func TestReportPeriod(t *testing.T) {
 		t.Errorf("ReportPeriod(%v) = %v", at, rp)
 	}
 }
+
+// TestGrace: a plan's grace is in periods, defaults to DefaultGrace (an
+// app used weekly under a daily plan keeps its reports), is bounded, is
+// part of the digest when set and absent from the canonical JSON when
+// not (a plan written before grace keeps its epoch).
+func TestGrace(t *testing.T) {
+	for line, why := range map[string]string{
+		"grace: -1":                 "negative",
+		"grace: 1.5":                "not whole",
+		"grace: 401":                "past MaxGrace at daily periods",
+		"period: 1h\ngrace: 9601":   "past MaxGrace at hourly periods",
+		"period: 200h\ngrace: 49":   "past MaxGrace at 200-hour periods",
+		"period: 1m\ngrace: 576001": "past MaxGrace at minute periods",
+	} {
+		_, err := plan.Parse([]byte(onePlan + line + "\n"))
+		if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), "grace") {
+			t.Errorf("%q (%s): err = %v, want ErrInvalid naming grace", line, why, err)
+		}
+	}
+	cases := []struct {
+		lines string
+		want  time.Duration
+	}{
+		{"", 8 * 24 * time.Hour},
+		{"period: 1m\n", 8 * time.Minute},
+		{"grace: 1\n", 24 * time.Hour},
+		{"grace: 400\n", 400 * 24 * time.Hour},
+		{"period: 1h\ngrace: 9600\n", 400 * 24 * time.Hour},
+		{"period: 8760h\n", plan.MaxGrace}, // the default, capped at MaxGrace
+		{"period: 8760h\ngrace: 1\n", 8760 * time.Hour},
+	}
+	digests := map[string]string{}
+	for _, c := range cases {
+		p, err := plan.Parse([]byte(onePlan + c.lines))
+		if err != nil {
+			t.Fatalf("%q: %v", c.lines, err)
+		}
+		if got := p.GraceLength(); got != c.want {
+			t.Errorf("%q: GraceLength = %v, want %v", c.lines, got, c.want)
+		}
+		j, _ := p.JSON()
+		if strings.Contains(string(j), "grace") != strings.Contains(c.lines, "grace") {
+			t.Errorf("%q: canonical JSON %s", c.lines, j)
+		}
+		if prev, ok := digests[p.Digest()]; ok {
+			t.Errorf("%q and %q share a digest", c.lines, prev)
+		}
+		digests[p.Digest()] = c.lines
+	}
+}

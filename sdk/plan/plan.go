@@ -56,6 +56,13 @@ type Plan struct {
 	// plan's (eps, delta) holds per user for every window of Horizon
 	// periods. Defaults to 1.
 	Horizon int `yaml:"horizon,omitempty" json:"horizon,omitempty"`
+	// Grace is how many periods after a period ends its reports may
+	// still arrive: the SDK seals and sends a closed period's report
+	// until then (an app used now and then sends it at its next start),
+	// and the shuffler keeps the period's pools open as long. Defaults to
+	// DefaultGrace (GraceLength). Longer keeps the reports of apps used
+	// less often; the last n_min reports of each period wait that long.
+	Grace int `yaml:"grace,omitempty" json:"grace,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
 	// Guarantee is the per-user guarantee at NMin, set by Calibrate.
@@ -163,7 +170,7 @@ func Parse(data []byte) (*Plan, error) {
 	// yaml truncates a fraction into an int field (1.5 -> 1): reject it.
 	var top map[string]any
 	if err := yaml.Unmarshal(data, &top); err == nil {
-		for _, k := range []string{"n_min", "horizon"} {
+		for _, k := range []string{"n_min", "horizon", "grace"} {
 			if f, ok := top[k].(float64); ok && f != math.Trunc(f) {
 				return nil, invalid("%s = %v, must be a whole number", k, f)
 			}
@@ -229,6 +236,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.Horizon < 0 || p.Horizon > accountant.MaxRounds {
 		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, accountant.MaxRounds)
+	}
+	if p.Grace < 0 || time.Duration(p.Grace) > MaxGrace/p.PeriodLength() {
+		return invalid("grace = %d, must be in [1, %d] periods of %v (at most %v; 0 or omitted: %d)", p.Grace, MaxGrace/p.PeriodLength(), p.PeriodLength(), MaxGrace, DefaultGrace)
 	}
 	if len(p.Metrics) == 0 {
 		return invalid("metrics: at least one metric is required")
