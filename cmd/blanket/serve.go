@@ -174,7 +174,7 @@ func (f *shufflerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.connRate, "conn-rate", shuffler.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", shuffler.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", shuffler.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
-	cmd.Flags().DurationVar(&f.settle, "settle", 0, "while a period is open, release a pool (down to its last n_min) only once no report has joined it for this long: larger batches, a stronger guarantee per batch (default: a tenth of the period, between 1s and 1h)")
+	cmd.Flags().DurationVar(&f.settle, "settle", 0, "while a period is open, release a pool (down to its last n_min) only once no report has joined it for this long: larger batches, a stronger guarantee per batch; at the latest 3 settle times after it could first go (default: a tenth of the period, between 1s and 1h; negative: no wait)")
 	cmd.Flags().DurationVar(&f.periodGrace, "period-grace", 0, "how long after a reporting period ends its pools take late reports, each keeping its last n_min until then; then every pool goes out whole, or is deleted, never released, if it received fewer than n_min in all (default: the plan's grace, 8 periods unless it sets grace; the SDK seals a closed period's report as long)")
 }
 
@@ -192,8 +192,6 @@ func (f *shufflerFlags) check() error {
 		return usageErrorf("--conn-rate 0 would refuse every upload; use a negative value for no limit")
 	case f.periodGrace < 0:
 		return usageErrorf("--period-grace %v, must be >= 0", f.periodGrace)
-	case f.settle < 0:
-		return usageErrorf("--settle %v, must be >= 0", f.settle)
 	}
 	return nil
 }

@@ -332,7 +332,7 @@ func upload(t *testing.T, base string, envs []report.Envelope) shuffler.UploadRe
 func closePeriods(t *testing.T, s *server) {
 	t.Helper()
 	through := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
-	resp, err := http.Post(s.adminURL(t)+"/v1/pools/close?through="+through, "", nil)
+	resp, err := http.Post(s.adminURL(t)+"/v1/pools/close?force=true&through="+through, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

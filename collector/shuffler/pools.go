@@ -19,6 +19,10 @@ var (
 	// errClosed rejects an envelope of a closed period (table forgotten):
 	// its pools released whole, or its ids forgotten. Counted as late.
 	errClosed = errors.New("its period is closed: its pools were released whole, or its grace ended")
+	// errPeriodBusy: a period could not be closed now because accepts of
+	// it held on (another replica mid-commit); closing is tried again at
+	// the next look, and the period's pools wait until then.
+	errPeriodBusy = errors.New("accepts of the period held its lock: try again")
 	// errEarly rejects an envelope of a period starting more than one
 	// period after the shuffler's clock.
 	errEarly = errors.New("the period starts more than one period after the shuffler's clock")

@@ -101,13 +101,17 @@ func (s *Shuffler) handlePools(w http.ResponseWriter, r *http.Request) {
 
 // ClosedPeriods is the JSON body of a 200 answer to POST /v1/pools/close.
 type ClosedPeriods struct {
-	// Closed are the periods closed: their envelopes are refused from
-	// now on and their pools released whole at the next look.
+	// Closed are the periods of pooled reports closed: their envelopes
+	// are refused from now on and their pools released whole at the next
+	// look. Every earlier period of the same length is closed too (a
+	// period's closing is recorded as the latest end closed, per length),
+	// including those with nothing pooled.
 	Closed []report.PeriodSpan `json:"closed"`
 }
 
 // handleClose closes the periods of pooled reports ending at or before
-// ?through= (RFC 3339; default now): ClosePeriods.
+// ?through= (RFC 3339; default now): ClosePeriods. A time after the
+// shuffler's clock needs force=true (it closes periods not ended yet).
 func (s *Shuffler) handleClose(w http.ResponseWriter, r *http.Request) {
 	through := s.o.Now()
 	if v := r.URL.Query().Get("through"); v != "" {
@@ -117,6 +121,12 @@ func (s *Shuffler) handleClose(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		through = t
+	}
+	if now := s.o.Now(); through.After(now) && r.URL.Query().Get("force") != "true" {
+		// A period not ended yet would refuse the rest of its own apps'
+		// reports, for good: only on request.
+		httpserver.WriteError(w, http.StatusBadRequest, "through=%s is after the shuffler's clock (%s): a period that has not ended would refuse its apps' later reports for good; add force=true to close it anyway", through.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		return
 	}
 	// Closing waits for the uploads of those periods in flight.
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)

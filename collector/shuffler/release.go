@@ -59,8 +59,11 @@ package shuffler
 // first takes, in its transaction, the advisory lock of every period it
 // pools into, shared (in one sorted order), then reads the closed periods
 // in a later statement (READ COMMITTED: a snapshot taken after the locks
-// are held) and refuses theirs. closePeriod takes q's lock exclusive,
-// which waits for every accept holding it to end, records q and commits;
+// are held) and refuses theirs. closePeriod takes q's lock exclusive
+// once no accept holds it (it tries for about a second, then gives up,
+// errPeriodBusy, recording nothing: the pool waits for the next look;
+// a waiting exclusive request would queue every later accept of q behind
+// it), records q and commits;
 // PostgreSQL releases a transaction's advisory locks after its commit is
 // visible. An accept granted q's lock after that reads q as closed; one
 // granted it before has committed or rolled back before closePeriod
@@ -79,6 +82,7 @@ package shuffler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -155,7 +159,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	}
 	emptied := func(key string) {
 		s.grownMu.Lock()
-		delete(s.grown, key)
+		delete(s.growth, key)
 		s.grownMu.Unlock()
 		pool, epoch, _, _ := report.ParsePoolKey(key)
 		if pending[poolEpoch{pool, epoch}]--; pending[poolEpoch{pool, epoch}] > 0 {
@@ -169,6 +173,13 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	released := 0
 	for _, p := range pools {
 		final, err := s.final(ctx, p.metric)
+		if errors.Is(err, errPeriodBusy) {
+			// Another replica's accept of the period held on: this
+			// pool waits for the next look, the others go on.
+			s.log.Info("closing a period: accepts of it held on, trying again at the next look", "pool", p.metric)
+			s.poolDirty.Store(true)
+			continue
+		}
 		if err != nil {
 			s.poolDirty.Store(true)
 			return released, err
@@ -192,6 +203,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		if s.known(p.metric) != nil {
 			continue
 		}
+		s.observe(p.metric, p.n, now)
 		keep := nMin
 		if final {
 			keep = 0
@@ -216,10 +228,22 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			released++
 			taken += int64(n)
 		}
-		if final && taken >= p.n {
+		switch {
+		case final && taken >= p.n:
 			emptied(p.metric)
+		case final:
+			// Another replica holds the pool's lock (it releases it), or
+			// reports remain: look again at the next tick, not only at
+			// the next sweep.
+			s.poolDirty.Store(true)
+		}
+		if taken > 0 {
+			s.released(p.metric, p.n-taken)
 		}
 	}
+	s.grownMu.Lock()
+	s.looked = true
+	s.grownMu.Unlock()
 	if released > 0 {
 		select {
 		case s.kick <- struct{}{}:
@@ -326,9 +350,29 @@ func (s *Shuffler) ClosePeriods(ctx context.Context, through time.Time) ([]repor
 	return closed, nil
 }
 
-// settled reports whether no report joined pool key for its settle time
-// (settleOf; always when that is 0). A pool not seen growing since the
-// start counts from the start.
+// poolGrowth is what Release saw of a pool, for Settle: its size at the
+// last look, when a look last found it larger (grew), and since when it
+// could go (ready: the first look since its last release that found
+// n_min free reports; zero until then).
+type poolGrowth struct {
+	size        int64
+	grew, ready time.Time
+}
+
+// settleCap bounds a settle: a pool that could go is released at the
+// latest settleCap settle times after it first could, even while reports
+// keep joining it (a steady stream of straggling reports, a sender
+// retrying), so that it goes out before its deadline.
+const settleCap = 3
+
+// settled reports whether pool key, with at least n_min free reports
+// (observe saw it at this look), may be released before its deadline: no look found it
+// larger for its settle time (settleOf; always when that is 0), or it
+// could go for settleCap settle times. Growth is what the looks find in
+// the store (reports pooled here or by another replica), so a duplicate
+// or a refused envelope does not postpone a release. A pool found at the
+// first look since open counts as grown at open; one that appeared later,
+// at the look that found it.
 func (s *Shuffler) settled(key string, now time.Time) bool {
 	d := s.settleOf(key)
 	if d <= 0 {
@@ -336,12 +380,39 @@ func (s *Shuffler) settled(key string, now time.Time) bool {
 	}
 	s.grownMu.Lock()
 	defer s.grownMu.Unlock()
-	t, ok := s.grown[key]
-	if !ok {
-		t = s.opened
-		s.grown[key] = t
+	g := s.growth[key] // observe made it
+	if g.ready.IsZero() {
+		g.ready = now
 	}
-	return now.Sub(t) >= d
+	return now.Sub(g.grew) >= d || now.Sub(g.ready) >= settleCap*d
+}
+
+// observe notes that a look at now found n reports in pool key.
+func (s *Shuffler) observe(key string, n int64, now time.Time) {
+	s.grownMu.Lock()
+	defer s.grownMu.Unlock()
+	g, ok := s.growth[key]
+	switch {
+	case !ok:
+		g = &poolGrowth{grew: now}
+		if !s.looked {
+			g.grew = s.opened
+		}
+		s.growth[key] = g
+	case n > g.size:
+		g.grew = now
+	}
+	g.size = n
+}
+
+// released notes that a release left left reports in pool key: it grew
+// from there on, and waits a settle again before the next release.
+func (s *Shuffler) released(key string, left int64) {
+	s.grownMu.Lock()
+	defer s.grownMu.Unlock()
+	if g, ok := s.growth[key]; ok {
+		g.size, g.ready = left, time.Time{}
+	}
 }
 
 // settleOf returns how long pool key must not grow before a release

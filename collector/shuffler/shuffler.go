@@ -137,12 +137,14 @@ type Options struct {
 	// another grace takes effect at the next start.
 	PeriodGrace time.Duration
 	// Settle holds a pool of a period still open (releasable down to its
-	// last NMin, and below MaxBatch) until no report has joined it for
-	// Settle, so that reports arriving together go out in one larger
-	// batch (a stronger guarantee per batch). Negative releases as soon as
-	// a pool can. The time a pool last grew is kept in memory, per
-	// process: after a restart every pool waits one Settle, and a replica
-	// does not see the reports other replicas pool. Defaults to
+	// last NMin, and below MaxBatch) until no look found it larger for
+	// Settle, and at most 3 Settle after it could first go, so that
+	// reports arriving together go out in one larger batch (a stronger
+	// guarantee per batch) while a steady trickle does not hold it to
+	// its deadline. Growth is what Release finds in the store (reports
+	// this replica or another pooled; duplicates and refused envelopes do
+	// not count), kept in memory: after a restart every pool waits one
+	// Settle. Negative releases as soon as a pool can. Defaults to
 	// DefaultSettle of the pool's period: a tenth of it, between 1 s and
 	// 1 h.
 	Settle time.Duration
@@ -277,10 +279,12 @@ type Shuffler struct {
 	// pools.
 	lastSweep atomic.Int64
 
-	// grownMu guards grown: when (Options.Now) each pool last took a
-	// report, for Settle.
+	// grownMu guards growth: what Release saw of each pool, for Settle
+	// (settled), and looked: whether it has looked at the pools since
+	// open.
 	grownMu sync.Mutex
-	grown   map[string]time.Time
+	growth  map[string]*poolGrowth
+	looked  bool
 	opened  time.Time // Options.Now at open
 	// closedMu guards closedPeriods: the periods this process closed
 	// (store.closePeriod) and still holds reports of.
@@ -372,7 +376,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		reqs:   make(chan *acceptReq),
 		closed: make(chan struct{}),
 		kick:   make(chan struct{}, 1),
-		grown:  map[string]time.Time{},
+		growth: map[string]*poolGrowth{},
 		opened: o.Now(),
 
 		closedPeriods: map[report.Period]bool{},

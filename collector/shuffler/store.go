@@ -37,7 +37,9 @@ type store interface {
 	accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error)
 	// closePeriod records p as closed (in forgotten) and returns once
 	// every accept that may pool a report of p has ended: after it
-	// returns, no report of p is pooled any more.
+	// returns, no report of p is pooled any more. It may give up with
+	// errPeriodBusy (PostgreSQL: an accept of p held on for long), and
+	// then records nothing: the caller tries again later.
 	closePeriod(ctx context.Context, p report.Period) error
 	// forget forgets the ids of periods past their deadline (the
 	// PostgreSQL store; SQLite forgets by generation inside accept), and

@@ -187,28 +187,49 @@ func (st *pgStore) forgotten(ctx context.Context) (map[int64]int64, error) {
 var errForgottenRace = errors.New("a period was forgotten during the accept")
 
 // periodLock returns the second key of period p's advisory lock (under
-// pgdb.PoolLockClass, beside the pools' locks): accepts that pool
-// reports of p hold it shared, closePeriod exclusive.
+// pgdb.PeriodLockClass): accepts that pool reports of p hold it shared,
+// closePeriod exclusive.
 func periodLock(p report.Period) string {
 	return "period " + strconv.FormatInt(p.Length, 10) + " " + strconv.FormatInt(p.End(), 10)
 }
 
+// closePeriodTries and closePeriodPause bound how long closePeriod tries
+// for a period's lock: accepts hold it for one commit, milliseconds; one
+// held longer (a stalled replica mid-accept) makes closePeriod give up
+// with errPeriodBusy instead of waiting, since a waiting exclusive request
+// would queue every later accept of the period behind it.
+const (
+	closePeriodTries = 20
+	closePeriodPause = 50 * time.Millisecond
+)
+
 func (st *pgStore) closePeriod(ctx context.Context, p report.Period) error {
-	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
-		// Waits until every accept holding p's lock shared has ended
-		// (committed or rolled back); an accept asking for it later
-		// waits for this commit, and then reads p as closed.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgdb.PoolLockClass, periodLock(p)); err != nil {
+	for range closePeriodTries {
+		got := false
+		err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+			// Taken once no accept holds p's lock shared (each has
+			// committed or rolled back); an accept asking for it later
+			// waits for this commit, and then reads p as closed.
+			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, pgdb.PeriodLockClass, periodLock(p)).Scan(&got); err != nil || !got {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO forgotten (period_len, period_end) VALUES ($1, $2)
+				ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, p.Length, p.End())
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("shuffler: closing period %s: %w", p, err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO forgotten (period_len, period_end) VALUES ($1, $2)
-			ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, p.Length, p.End())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("shuffler: closing period %s: %w", p, err)
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("shuffler: closing period %s: %w", p, ctx.Err())
+		case <-time.After(closePeriodPause):
+		}
 	}
-	return nil
+	return fmt.Errorf("shuffler: closing period %s: %w", p, errPeriodBusy)
 }
 
 func (st *pgStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes, bool, error) {
@@ -275,7 +296,7 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 		// one of them waits for this transaction, or this one for it,
 		// and the closed periods are read only then, by the next
 		// statement (a snapshot taken after the locks are held).
-		if _, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock_shared($1, hashtext(k))) FROM (SELECT unnest($2::text[]) AS k ORDER BY 1) AS l`, pgdb.PoolLockClass, locks); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock_shared($1, hashtext(k))) FROM (SELECT unnest($2::text[]) AS k ORDER BY 1) AS l`, pgdb.PeriodLockClass, locks); err != nil {
 			return err
 		}
 		closed, err := readForgotten(ctx, tx)

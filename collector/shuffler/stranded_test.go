@@ -229,7 +229,12 @@ func TestShufflerClosePeriods(t *testing.T) {
 	if resp := post(t, nil, admin+"/v1/pools/close?through="+time.Unix(today.Start, 0).UTC().Format(time.RFC3339), nil, &out); resp.StatusCode != http.StatusOK || len(out.Closed) != 0 {
 		t.Fatalf("closing before today ends: %d %+v", resp.StatusCode, out)
 	}
-	if resp := post(t, nil, admin+"/v1/pools/close?through="+time.Unix(today.End(), 0).UTC().Format(time.RFC3339), nil, &out); resp.StatusCode != http.StatusOK ||
+	// Today has not ended: closing it refuses its later reports, so it
+	// needs force=true.
+	if resp := post(t, nil, admin+"/v1/pools/close?through="+time.Unix(today.End(), 0).UTC().Format(time.RFC3339), nil, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("closing today before it ends, without force: status %d, want 400", resp.StatusCode)
+	}
+	if resp := post(t, nil, admin+"/v1/pools/close?force=true&through="+time.Unix(today.End(), 0).UTC().Format(time.RFC3339), nil, &out); resp.StatusCode != http.StatusOK ||
 		len(out.Closed) != 1 || out.Closed[0] != *report.NewPeriodSpan(today) {
 		t.Fatalf("closing today: %d %+v", resp.StatusCode, out)
 	}

@@ -270,16 +270,6 @@ func (s *Shuffler) commitGroup(group []*acceptReq) ([]acceptRes, error) {
 			s.log.Error("reading the forgotten periods", "error", err)
 		}
 	}
-	if s.o.Settle >= 0 {
-		now := s.o.Now()
-		s.grownMu.Lock()
-		for _, r := range group {
-			for _, it := range r.items {
-				s.grown[it.metric] = now
-			}
-		}
-		s.grownMu.Unlock()
-	}
 	s.poolDirty.Store(true)
 	return results, nil
 }

@@ -262,10 +262,10 @@ func TestReplicas(t *testing.T) {
 	t.Logf("%v: %d apps acknowledged (%d SDK upload retries)", time.Since(began).Round(time.Millisecond), done.Load(), sdkRetries.Load())
 
 	// Close the period on one shuffler, as its deadline would: every
-	// pool goes out whole.
+	// pool goes out whole (force: the period has not ended).
 	through := pl.PeriodStart(period + 1).UTC().Format(time.RFC3339)
 	var closed shuffler.ClosedPeriods
-	if err := postJSONCtx(ctx, shf[1].admin+"/v1/pools/close?through="+through, &closed); err != nil || len(closed.Closed) != 1 {
+	if err := postJSONCtx(ctx, shf[1].admin+"/v1/pools/close?force=true&through="+through, &closed); err != nil || len(closed.Closed) != 1 {
 		t.Fatalf("closing the period: %+v, %v", closed, err)
 	}
 

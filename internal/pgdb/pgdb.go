@@ -78,6 +78,13 @@ const (
 // locks (the second is the hash of the pool's key and suite).
 const PoolLockClass = lockClass + 1
 
+// PeriodLockClass is the first key of the shuffler's per-period advisory
+// locks (the second is the hash of the period's length and end): accepts
+// hold them shared, a period's closing exclusive. A class of their own,
+// so that a hash collision with a pool's lock cannot make a release skip
+// its pool while accepts run.
+const PeriodLockClass = lockClass + 2
+
 // LockClass returns the first key of Blanket's advisory locks, for the
 // two-key forms pg_advisory_lock(int, int) and pg_try_advisory_xact_lock.
 func LockClass() int32 { return lockClass }
