@@ -68,7 +68,7 @@ echo "   listening on $url; the operator's dashboard and metrics: $admin/"
 
 echo "== fleet: simulated app instances reporting through sdk/client"
 status=0
-"$fleet" -endpoint "$url" -wait 30s -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
+"$fleet" -endpoint "$url" -wait 2m -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
 if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
 	echo "demo: the server exited; the end of $out/serve.log:" >&2
 	tail -n 20 "$out/serve.log" >&2

@@ -43,7 +43,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"time"
 )
 
 func main() {
@@ -53,7 +52,7 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", 32*runtime.GOMAXPROCS(0), "instances running at once (they mostly wait for the shuffler's durable commits)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the ground truth (the randomizers use crypto randomness)")
 	flag.Float64Var(&cfg.zipfS, "zipf", 1.1, "Zipf exponent s (> 1) of the categorical metric")
-	flag.DurationVar(&cfg.timeout, "timeout", 150*time.Second, "give up after this long")
+	flag.DurationVar(&cfg.timeout, "timeout", 0, "give up after this long (0: never; the run prints its progress, Ctrl-C stops it)")
 	flag.Float64Var(&cfg.maxEps0, "max-eps0", 8, "the simulated app's local ceiling on eps0")
 	flag.DurationVar(&cfg.wait, "wait", 0, "wait up to this long for the server to serve its plan (it calibrates at start)")
 	flag.IntVar(&cfg.days, "days", 7, "simulated reporting periods (the plan's period), ending where the current one starts (the server's --period-grace must cover them)")
@@ -81,8 +80,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
 	ok, err := run(ctx, cfg, os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
 	if err == nil && *shot != "" {

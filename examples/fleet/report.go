@@ -296,6 +296,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	share := f.plan.Target.Eps * w
 	H := f.plan.HorizonPeriods()
 	var genEps0 float64
+	fmt.Fprintf(f.log, "  calibrating the baselines (the generic clone bound over %d periods) for the error comparison\n", H)
 	genName := fmt.Sprintf("generic clone bound composed over %d periods, same (eps, delta, n_min)", H)
 	switch f.plan.Travel {
 	case "joint", "parallel":
