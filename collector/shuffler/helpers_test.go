@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,19 +19,13 @@ import (
 
 // The helpers shared with the collector's tests.
 var (
-	openBuiltin    = servertest.OpenBuiltin
 	testLogger     = servertest.Logger
 	testPlan       = servertest.Plan
 	fakeSealed     = servertest.FakeSealed
 	today          = servertest.Today
 	periodKey      = servertest.PeriodKey
 	envelopes      = servertest.Envelopes
-	krrValues      = servertest.KRRValues
-	truth          = servertest.Truth
-	sealKRR        = servertest.SealKRR
-	sealKRRIn      = servertest.SealKRRIn
 	post           = servertest.Post
-	getJSON        = servertest.GetJSON
 	newServer      = servertest.NewServer
 	waitFor        = servertest.WaitFor
 	day            = servertest.Day
@@ -106,8 +99,6 @@ func closeAll(t testing.TB, s *Shuffler) {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
-
-func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 
 // sqliteDB returns the SQLite database of s, skipping the test on another
 // store (a test of the SQLite store's own tables).

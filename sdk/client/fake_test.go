@@ -111,13 +111,6 @@ func (f *fakeServer) setRefuse(refuse func(e report.Envelope) string, nameMax in
 	f.refuse, f.nameMax = refuse, nameMax
 }
 
-// refusals returns the refusals per id.
-func (f *fakeServer) refusals() map[report.ID]int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return maps.Clone(f.refused)
-}
-
 func newFakeServer(t testing.TB, p *plan.Plan) *fakeServer {
 	t.Helper()
 	f, err := startFake(p)
