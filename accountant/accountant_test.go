@@ -26,7 +26,7 @@ const (
 	// rounding, while any real flaw of the engine's lattice or windowing
 	// shows up far above it.
 	refTol = 1e-9
-	// specTightness is spec section 7's accuracy requirement: eps_up within
+	// specTightness is docs/accounting.md §7's accuracy requirement: eps_up within
 	// 0.5% above the exact value, eps_low within 0.5% below it.
 	specTightness = 1.005
 	// maxEnum caps the count vectors exactDelta may enumerate per call in
@@ -339,7 +339,7 @@ type tightCase struct {
 	delta float64
 }
 
-// TestEpsilonTightLargeN checks spec section 7's tightness at large n: a
+// TestEpsilonTightLargeN checks docs/accounting.md §7's tightness at large n: a
 // k-RR point at each n from 1e3 to 1e5, delta down to 1e-12, the 3-RR lower
 // bound, the generic clone bound, and binary RR up to n = 1e10. Points whose
 // reference takes more than a second to invert (n = 1e5 at small eps0,

@@ -132,7 +132,7 @@ func (s AtomSet) swap() AtomSet {
 	return out
 }
 
-// sumTol is the tolerance on probability sums (spec section 2).
+// sumTol is the tolerance on probability sums (docs/accounting.md §2).
 const sumTol = 1e-12
 
 // validate checks one atom set against eps0. lower selects the rules of a

@@ -1,7 +1,7 @@
 package accountant
 
 // Adversarial audit of the accountant's soundness. Every reference here is
-// written from the spec (accounting.md sections 3-5) and shares no code with
+// written from docs/accounting.md (§3-§5) and shares no code with
 // the engine:
 //
 //   - audExactLog enumerates the multinomial counts of the atoms in log space
@@ -147,7 +147,7 @@ func audTripleSet(rows [][]float64, x, xp, x3 int) AtomSet {
 	return s
 }
 
-// audKRRUpper is spec section 3's table for k-RR.
+// audKRRUpper is docs/accounting.md §3's table for k-RR.
 func audKRRUpper(k int, eps0 float64) AtomSet {
 	e := math.Exp(eps0)
 	c := 1 / (e + float64(k) - 1)
@@ -359,7 +359,7 @@ func TestAuditDeltaHugeNSparse(t *testing.T) {
 // R[x][y] <= min(p_y, q_y), and p_y <= e^eps0 r_y), yet it is accepted, and
 // the upper bound it yields is below the exact divergence of a neighbouring
 // pair of ANY randomizer with those two rows: the triple (x, x', x3 = x')
-// (spec section 4), whose atoms (q, p, q) are determined by the declaration.
+// (docs/accounting.md §4), whose atoms (q, p, q) are determined by the declaration.
 func TestAuditAtomsDeclarationBlanketExceedsRows(t *testing.T) {
 	const eps0 = 1.0
 	e := math.Exp(eps0)
@@ -1235,7 +1235,7 @@ func TestAuditMergeNearEqualRatios(t *testing.T) {
 // doubling the FFT each time (Epsilon at eps0 = 14.49, n = 1e4, delta =
 // 1e-6 did not finish in 15 minutes even with the L2 error bound, and
 // crashes on an FFT length without it). The brackets are sound; the test
-// checks that and reports the width against spec section 7's 0.5%.
+// checks that and reports the width against docs/accounting.md §7's 0.5%.
 func TestAuditRareHugeAtomsNotTight(t *testing.T) {
 	d, err := Joint(KRR(4), KRR(4)).Decompose(14.49)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // This file holds the closed-form amplification-by-shuffling bounds of the
-// literature (spec section 6), used as baselines. They are independent of the
+// literature (docs/accounting.md §6), used as baselines. They are independent of the
 // lattice engine: each is a formula in (eps0, n, eps, delta), plus a bracketing
 // solve where the paper states the bound the other way round.
 //
@@ -28,8 +28,8 @@ type ClosedForm int
 
 const (
 	// FMT21 is the bound of Feldman, McMillan and Talwar 2021 ("Hiding among
-	// the clones"), eq. (1) in the project's copy of the paper
-	// (fmt21-hiding-among-the-clones.md, Theorem 2.1 there):
+	// the clones"), eq. (1) of an earlier version of the paper (Theorem 2.1
+	// there; docs/accounting.md §6):
 	//
 	//	eps = log(1 + (1 - e^-2eps0) (8 sqrt(e^eps0 log(4/delta)/n) + 8 e^eps0/n)),
 	//

@@ -4,7 +4,7 @@ import "math"
 
 // Baseline names, the keys of the maps returned by the *Baselines functions.
 const (
-	// BaselineClone is the generic clone decomposition (spec section 6)
+	// BaselineClone is the generic clone decomposition (docs/accounting.md §6)
 	// evaluated by the same engine: what the mechanism would get if only its
 	// local eps were known.
 	BaselineClone = "clone"

@@ -14,7 +14,8 @@ const maxCandidates = 20000
 
 // JointMech is joint composition: one message carries the outputs of every
 // component on its own attribute. A neighbour may change any non-empty subset
-// of attributes; the bound is the maximum over all of them (spec section 5).
+// of attributes; the bound is the maximum over all of them
+// (docs/accounting.md §5).
 type JointMech struct {
 	// Parts are the components. Required, at least one.
 	Parts []Mechanism
@@ -255,7 +256,7 @@ func parallelDecompose(d *Decomposition, weights []float64, parts []*Decompositi
 
 // SubsampleMech is Poisson subsampling at rate S: each user reports with
 // probability S and otherwise sends a constant null message, which is
-// parallel composition with a null mechanism (spec section 5).
+// parallel composition with a null mechanism (docs/accounting.md §5).
 type SubsampleMech struct {
 	// Rate is the sampling probability. Required, in (0,1].
 	Rate float64

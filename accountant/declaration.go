@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Form names the forms of a declaration (spec section 2; FormSegments is
+// Form names the forms of a declaration (docs/accounting.md §2; FormSegments is
 // segments.go's).
 type Form string
 
@@ -83,7 +83,7 @@ type DeclaredSet struct {
 	Inputs []float64 `json:"inputs,omitempty"`
 }
 
-// Validate checks the declaration against spec section 2. Errors wrap
+// Validate checks the declaration against docs/accounting.md §2. Errors wrap
 // ErrInvalidDeclaration and name the input, output or atom at fault.
 func (d *Declaration) Validate() error {
 	_, err := d.Decompose()

@@ -1,10 +1,10 @@
 package accountant_test
 
-// Reference implementations of the shuffled divergence of spec section 3,
+// Reference implementations of the shuffled divergence of docs/accounting.md §3,
 //
 //	delta(eps) = (1/n) E[(Z_1 + ... + Z_n)_+],  Z = (p_j - e^eps q_j)/r_j w.p. r_j,
 //
-// written from the spec alone and sharing no code with the engine:
+// written from docs/accounting.md alone and sharing no code with the engine:
 //
 //   - exactDelta enumerates the multinomial counts of the atoms (n <= 40,
 //     more for sets with few atoms) in float64 with compensated summation;
@@ -361,8 +361,8 @@ func binomWindow(n int, p, q float64) (lo, hi int, below, above float64) {
 	return lo, hi, binomCDF(lo-1, n, p, q), binomSF(hi, n, p, q)
 }
 
-// krrExactDelta returns the k-RR upper-bound divergence at any n (spec
-// section 3 atoms); see krrExactDeltaBound.
+// krrExactDelta returns the k-RR upper-bound divergence at any n
+// (docs/accounting.md §3 atoms); see krrExactDeltaBound.
 func krrExactDelta(k int, eps0 float64, n int, eps float64) float64 {
 	d, _ := krrExactDeltaBound(k, eps0, n, eps)
 	return d
@@ -385,7 +385,7 @@ func krrExactDeltaBound(k int, eps0 float64, n int, eps float64) (delta, trunc f
 }
 
 // cloneExactDelta returns the divergence of the generic clone decomposition
-// (spec section 6): two atoms of mass e^-eps0/2 with
+// (docs/accounting.md §6): two atoms of mass e^-eps0/2 with
 // z = (e^eps0 - e^eps)/(e^eps0+1) * 2 e^eps0 and
 // z = (1 - e^(eps+eps0))/(e^eps0+1) * 2 e^eps0, residual 1 - e^-eps0.
 func cloneExactDelta(eps0 float64, n int, eps float64) (delta, trunc float64) {
@@ -394,8 +394,8 @@ func cloneExactDelta(eps0 float64, n int, eps float64) (delta, trunc float64) {
 	return twoRareExactDelta(n, math.Exp(-eps0)/2, s*(math.Expm1(eps0)-math.Expm1(eps)), -s*math.Expm1(eps+eps0), 0, 0, -math.Expm1(-eps0))
 }
 
-// krr3LowerExactDelta returns the lower-bound divergence of 3-RR (spec
-// section 4 atoms with k = 3): y = x (mass c, z1 = e^eps0 - e^eps),
+// krr3LowerExactDelta returns the lower-bound divergence of 3-RR
+// (docs/accounting.md §4 atoms with k = 3): y = x (mass c, z1 = e^eps0 - e^eps),
 // y = x' (mass c, z2 = 1 - e^(eps+eps0)), y = x3 (mass e^eps0 c,
 // z3 = (1 - e^eps)/e^eps0), no residual; c = 1/(e^eps0 + 2).
 func krr3LowerExactDelta(eps0 float64, n int, eps float64) (delta, trunc float64) {
@@ -663,7 +663,7 @@ func randomMatrix(rng *rand.Rand, k, m int, spread float64) [][]float64 {
 }
 
 // pairAtomsFromSpec returns the unmerged blanket atoms of the pair (x, x')
-// of a dense matrix, one per output, as spec section 3 defines them.
+// of a dense matrix, one per output, as docs/accounting.md §3 defines them.
 func pairAtomsFromSpec(rows [][]float64, x, xp int) accountant.AtomSet {
 	var s accountant.AtomSet
 	for y := range rows[x] {
@@ -742,7 +742,7 @@ func TestExactDeltaOneUserIsHockeyStick(t *testing.T) {
 	// hsTol: both sides add a handful of float64 terms of size <= 1.
 	const hsTol = 1e-14
 	// mergeTol: merging atoms with equal ratios is exact in real arithmetic
-	// (spec section 3); in float64 the merged sums differ by a few ulps and
+	// (docs/accounting.md §3); in float64 the merged sums differ by a few ulps and
 	// exactDelta at n = 6 amplifies that by at most the number of terms.
 	const mergeTol = 1e-12
 	rng := rand.New(rand.NewPCG(3, 4))

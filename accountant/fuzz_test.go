@@ -105,11 +105,11 @@ func FuzzDecodeDeclaration(f *testing.F) {
 	})
 }
 
-// checkDecomposition checks the invariants of a valid decomposition (spec
-// sections 2-4).
+// checkDecomposition checks the invariants of a valid decomposition
+// (docs/accounting.md §2-§4).
 func checkDecomposition(t *testing.T, d *accountant.Decomposition) {
 	t.Helper()
-	// sumTol is the spec's row-sum tolerance (1e-12) plus the rounding of
+	// sumTol is docs/accounting.md §2's row-sum tolerance (1e-12) plus the rounding of
 	// summing and merging up to a few thousand atoms.
 	const sumTol = 1e-9
 	if !(d.LocalEps > 0 && d.LocalEps <= accountant.MaxEps0) {

@@ -1,6 +1,6 @@
 package accountant
 
-// Ground truth for privacy over time (time.md): exact, test-only evaluations
+// Ground truth for privacy over time (docs/time.md): exact, test-only evaluations
 // of shuffled laws, products of pairs and compositions of privacy loss
 // distributions (PLDs), written from the definitions alone. Apart from the
 // AtomSet type (the input format), and KRR and SetDelta in the tests that
@@ -12,8 +12,8 @@ package accountant
 //     (P, Q) pairs, by enumerating the product; outcomes of equal privacy
 //     loss are merged (exact: the sign of P - e^eps Q depends only on the
 //     loss, so the divergence is linear on a set of equal-loss outcomes).
-//   - oracleBlanketPLD: the PLD of the blanket pair of accounting.md
-//     section 3 (the laws of A = sum alpha and B = sum beta over the users'
+//   - oracleBlanketPLD: the PLD of the blanket pair of docs/accounting.md
+//     §3 (the laws of A = sum alpha and B = sum beta over the users'
 //     atoms), by enumerating multinomial counts.
 //   - oracleComposedDeltaPLD: delta(eps) = E_P[(1 - e^(eps - L))_+] of a sum
 //     of independent losses, by enumerating the product.
@@ -26,9 +26,9 @@ package accountant
 // = Mult_n(N) A/n, the law of the counts when one user draws from p and the
 // others from r. So for the lower-bound triple (r = R[x3], no residual) the
 // pair (Mult A/n, Mult B/n) is exactly the pair of count laws of the datasets
-// (x, x3, ..., x3) and (x', x3, ..., x3) (accounting.md section 4), and for
+// (x, x3, ..., x3) and (x', x3, ..., x3) (docs/accounting.md §4), and for
 // any set sum_N Mult (A - e^eps B)_+/n = (1/n) E[(sum_i Z_i)_+] with
-// Z = (p - e^eps q)/r w.p. r, the GPARV of section 3.
+// Z = (p - e^eps q)/r w.p. r, the GPARV of docs/accounting.md §3.
 //
 // Accuracy. All sums of many terms are compensated (Neumaier). Losses are
 // treated as equal when they agree to oracleLossTol relative; two losses that
@@ -238,7 +238,7 @@ func oracleComposedDelta(pairs [][2]map[string]float64, eps float64) float64 {
 }
 
 // oracleBlanketPLD returns the exact PLD of the blanket pair of
-// accounting.md section 3 for the atom set s at n users: with
+// docs/accounting.md §3 for the atom set s at n users: with
 // alpha_j = p_j/r_j and beta_j = q_j/r_j for every atom of s with r_j > 0,
 // and the residual atom (weight 1 - sum r, alpha = beta = 0; dropped when
 // |1 - sum r| <= 1e-12, the tolerance of a lower-bound triple's sum), counts
@@ -385,7 +385,7 @@ func oracleRRComposedDelta(eps0 float64, k, T int, eps float64) float64 {
 }
 
 // oracleDirectBlanketDelta returns (1/n) E[(Z_1 + ... + Z_n)_+] with
-// Z = (p - e^eps q)/r w.p. r and 0 w.p. 1 - sum r (accounting.md section 3)
+// Z = (p - e^eps q)/r w.p. r and 0 w.p. 1 - sum r (docs/accounting.md §3)
 // by enumerating every tuple of the n users' atoms: the definition, with no
 // merging of any kind.
 func oracleDirectBlanketDelta(s AtomSet, n int, eps float64) float64 {
@@ -728,7 +728,7 @@ func TestOracleBlanketPLDMatchesGPARV(t *testing.T) {
 }
 
 func TestOracleShuffledLowerMatchesBlanketPLD(t *testing.T) {
-	// accounting.md section 4: the count laws of (x, x3, ..., x3) and
+	// docs/accounting.md §4: the count laws of (x, x3, ..., x3) and
 	// (x', x3, ..., x3) are exactly the blanket pair of the lower-bound
 	// atoms (r = R[x3]); composing T rounds of either gives the same delta.
 	for _, k := range []int{2, 3, 4} {

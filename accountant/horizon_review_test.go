@@ -349,7 +349,7 @@ func TestReviewUpperRepairMass(t *testing.T) {
 	}
 }
 
-// TestReviewPlanOneRoundLinearSplit: time.md section 4 requires the
+// TestReviewPlanOneRoundLinearSplit: docs/time.md §4 requires the
 // allocation to give every metric at least the eps0 of the linear split,
 // and AllocatePlan documents "with one round s >= 1". But when the PLD
 // bound at s = 1 (refine 0, pessimistic grid) misses the target while the

@@ -370,11 +370,12 @@ func (m *Matrix) columns() (explicit [][]int, stats []colStat, bg colStat) {
 // without exploitable sparsity.
 const maxPairWork = 4e9
 
-// Decompose validates the matrix as a pure eps0-LDP randomizer (spec section
-// 2) and returns its decomposition. eps0 = 0 means "compute it": the largest
-// log likelihood ratio. Pairs of inputs whose merged atoms coincide are
-// evaluated once: rows with the same profile whose exceptions do not overlap
-// give the same atoms, so k-RR with k = 10^4 yields a single pair.
+// Decompose validates the matrix as a pure eps0-LDP randomizer
+// (docs/accounting.md §2) and returns its decomposition. eps0 = 0 means
+// "compute it": the largest log likelihood ratio. Pairs of inputs whose
+// merged atoms coincide are evaluated once: rows with the same profile
+// whose exceptions do not overlap give the same atoms, so k-RR with
+// k = 10^4 yields a single pair.
 func (m *Matrix) Decompose(eps0 float64) (*Decomposition, error) {
 	k := len(m.rows)
 	if k < 2 {

@@ -76,8 +76,8 @@ func (m KRRMech) String() string {
 	return fmt.Sprintf("krr:k=%d", m.K)
 }
 
-// Decompose implements Mechanism with the exact atoms of spec section 3 and
-// the lower-bound atoms of section 4.
+// Decompose implements Mechanism with the exact atoms of docs/accounting.md
+// §3 and the lower-bound atoms of §4.
 func (m KRRMech) Decompose(eps0 float64) (*Decomposition, error) {
 	if m.Eps0 > 0 {
 		eps0 = m.Eps0
@@ -122,7 +122,8 @@ func (m KRRMech) Decompose(eps0 float64) (*Decomposition, error) {
 
 // GenericMech is any pure eps0-LDP randomizer about which nothing else is
 // known. Its upper bound uses the generic clone decomposition (Feldman,
-// McMillan, Talwar 2021; spec section 6), valid for every eps0-LDP randomizer.
+// McMillan, Talwar 2021; docs/accounting.md §6), valid for every eps0-LDP
+// randomizer.
 // Its lower bound is the exact divergence of a specific eps0-LDP randomizer
 // (three inputs, two outputs: R(x) = (e, 1)/(e+1), R(x') = (1, e)/(e+1),
 // R(x3) = (1/2, 1/2)), and of 3-RR: a lower bound on the worst case over
@@ -169,8 +170,8 @@ func (m GenericMech) Decompose(eps0 float64) (*Decomposition, error) {
 	return d, nil
 }
 
-// CloneDecomposition returns the generic clone decomposition at eps0 (spec
-// section 6): two atoms of blanket mass e^-eps0/2 with
+// CloneDecomposition returns the generic clone decomposition at eps0
+// (docs/accounting.md §6): two atoms of blanket mass e^-eps0/2 with
 // p = (e^eps0, 1)/(e^eps0+1), q = (1, e^eps0)/(e^eps0+1), residual
 // 1 - e^-eps0. Its unchanged-attribute set is the clone reduction with both
 // reference inputs equal: one atom (e^-eps0, 1, 1). It has no lower-bound

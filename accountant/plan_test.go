@@ -73,7 +73,7 @@ func checkAllocatePlan(t *testing.T, n int, travels ...Travel) {
 			case TravelSeparate:
 				// The composition of every metric's report meets the target,
 				// and no metric gets less than the linear split of (eps,
-				// delta) by weight would give it (time.md section 4).
+				// delta) by weight would give it (docs/time.md §4).
 				var parts []Part
 				for i, m := range res.Metrics {
 					parts = append(parts, Part{Mech: metrics[i].Mech, Eps0: m.Eps0, N: n})

@@ -55,7 +55,7 @@ import (
 // dominates every such pair (Kairouz, Oh, Viswanath 2015, Theorem 2.4).
 //
 // Optimistic PLD (dominated). Here F is the profile of one fixed pair (the
-// lower-bound datasets of accounting.md section 4, or the blanket pair
+// lower-bound datasets of docs/accounting.md §4, or the blanket pair
 // itself for the tightness certificate), possibly asymmetric, sampled on
 // both sides: F+(a) = H_a(P||Q) and F-(a) = H_a(Q||P), a >= 1. On the
 // interval [a_i, a_{i+1}] three lines lie below F+:

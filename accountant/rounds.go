@@ -218,7 +218,7 @@ func epsLowerOf(parts []pldPart, delta, cap float64) float64 {
 
 // Epsilon returns the central eps of the composition at delta: Upper is a
 // sound upper bound for every user's reports together, Lower the exact
-// eps of the composed lower-bound datasets (spec accounting.md section 4,
+// eps of the composed lower-bound datasets (docs/accounting.md §4,
 // the same datasets in every round), or less. Tight reports whether Upper
 // is certified within HorizonTolerance of the composition of the exact
 // single-report dominating pairs. A single report (one part, one round) is

@@ -4,7 +4,7 @@ package accountant
 //
 // A pair (x, x') with blanket r determines, for every output y, the
 // likelihood-ratio point v(y) = (p_y/r_y, q_y/r_y), and the upper bound of
-// spec section 3 depends on the mechanism only through the law of that point
+// docs/accounting.md §3 depends on the mechanism only through the law of that point
 // under the blanket: at every eps the privacy amplification variable is
 // Z = <v, (1, -e^eps)>, a linear function of v, drawn with probability r_y
 // (and Z = 0 on the residual). A mechanism with too many outputs to list
@@ -35,7 +35,7 @@ package accountant
 // e^eps0) because they are the segment's ends, which are validated, and
 // the rules are linear in v.
 //
-// Lower bound (collapse). For a lower-bound triple (spec section 4) the
+// Lower bound (collapse). For a lower-bound triple (docs/accounting.md §4) the
 // same bin becomes one atom (R, P, Q) at its mean point: the true law is a
 // mean-preserving spread of the collapsed one (Jensen's inequality in the
 // other direction), so the collapsed divergence is at most the exact one of
@@ -126,7 +126,7 @@ func checkBin(b Bin, eps0 float64, lower bool, what string) (float64, error) {
 	return t, nil
 }
 
-// checkRatioPoint checks the rules of spec section 2 on one ratio point
+// checkRatioPoint checks the rules of docs/accounting.md §2 on one ratio point
 // v = (p/r, q/r): pure LDP (p > 0 exactly when q > 0) and p/q within
 // e^eps0; for a pair the blanket rule p/r, q/r >= 1 (r is the minimum over
 // the inputs), for a triple p/r and q/r within [e^-eps0, e^eps0].

@@ -11,8 +11,8 @@ import (
 const (
 	// Tolerance is the relative accuracy in eps to which both bounds are
 	// certified: the reported upper bound is at most (1+Tolerance) times the
-	// exact value of spec section 3, the reported lower bound at least
-	// 1/(1+Tolerance) times the exact value of section 4.
+	// exact value of docs/accounting.md §3, the reported lower bound at least
+	// 1/(1+Tolerance) times the exact value of §4.
 	Tolerance = 0.005
 	// certTol is the tolerance used for certification; the rest of
 	// Tolerance absorbs the root finder's final interval.
@@ -38,7 +38,7 @@ func (s *setSolver) eval(eps float64, wantLo bool) bracket {
 }
 
 // SetDelta returns lower and upper bounds on (1/n) E[(Z_1+...+Z_n)_+] for the
-// atom set s at eps (spec section 3), refined until the upper bound at eps is
+// atom set s at eps (docs/accounting.md §3), refined until the upper bound at eps is
 // no larger than the lower bound at eps/(1+Tolerance): in eps, the bracket is
 // within Tolerance.
 func SetDelta(s AtomSet, n int, eps float64) (lo, hi float64, err error) {

@@ -170,7 +170,7 @@ type shufflerFlags struct {
 }
 
 func (f *shufflerFlags) add(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", shuffler.DefaultReleaseInterval, "how often pools are checked; a pool of at least n_min reports is released whole")
+	cmd.Flags().DurationVar(&f.releaseInterval, "release-interval", shuffler.DefaultReleaseInterval, "how often pools are checked for a release (down to the last n_min while a period is open, whole at its deadline)")
 	cmd.Flags().Float64Var(&f.connRate, "conn-rate", shuffler.DefaultConnRate, "envelopes per second one connection may upload (429 beyond); negative: no limit")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", shuffler.DefaultMaxBodyBytes, "largest upload body in bytes (413 beyond)")
 	cmd.Flags().IntVar(&f.maxEnvelopes, "max-envelopes", shuffler.DefaultMaxEnvelopes, "most envelopes in one upload (413 beyond)")
@@ -218,8 +218,11 @@ func newServeCmd(e *env) *cobra.Command {
 databases in the data directory:
 
   shuffler   POST /v1/reports: takes sealed reports from apps, keeps no address,
-             header or arrival time, pools them per metric and releases each pool
-             of at least n_min reports as one batch in a uniformly random order.
+             header or arrival time, pools them per metric and period, and
+             releases batches of at least n_min in a uniformly random order:
+             while a period's grace lasts a pool goes out only down to its last
+             n_min (once it holds 2·n_min and has settled), at the deadline
+             whole.
   collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
              calibrated plan with its public key, opens and aggregates the batches,
              serves estimates with their central (eps, delta).
@@ -233,7 +236,8 @@ start) adds what only the operator may see: the dashboard with the
 shuffler's pool fill (GET /v1/pools), Prometheus metrics (GET /metrics) and
 the reasons of GET /readyz, and POST /v1/pools/close?through=TIME, which
 closes the periods ending by then before their deadline (their late
-reports refused, their pools released whole). Pool counts and upload counters polled over time
+reports refused, their pools released whole; a TIME after now needs
+force=true). Pool counts and upload counters polled over time
 show when reports arrive, which the shuffler exists to hide: keep that
 listener private. The public listener answers GET /healthz and a GET /readyz
 that names failing checks only.

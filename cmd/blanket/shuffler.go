@@ -32,10 +32,12 @@ func newShufflerCmd(e *env) *cobra.Command {
 		Long: `Run the shuffler: apps POST sealed reports to /v1/reports; the shuffler keeps no
 address, header or arrival time, drops retried uploads by report id, pools the
 reports in DIR/shuffler.db (per metric with separate travel, one pool "@joint"
-or "@parallel" for the plan's messages otherwise) and releases each pool of at
-least n_min reports as one batch in a uniformly random order to the
+or "@parallel" for the plan's messages otherwise), each period apart, and
+releases batches of at least n_min in a uniformly random order to the
 collector's POST /v1/batches, retrying with backoff until acknowledged (also
-across restarts).
+across restarts): while a period's grace lasts a pool goes out only down to
+its last n_min (once it holds 2·n_min and has settled), at the deadline whole,
+so every acknowledged report of a period that received n_min is released.
 
 It reads the plan only for its pools (metric names and travel) and n_min (it
 need not be calibrated): give it the plan file the collector runs with. It

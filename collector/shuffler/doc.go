@@ -21,7 +21,8 @@
 // (report.PeriodPoolKey); the shuffler pools each (pool, epoch, period)
 // apart, so that a released batch holds at least n_min reports of one plan
 // and one period. A period's pools take reports until Options.PeriodGrace
-// (default: one period) after it ends, its deadline. Until then a pool is
+// (default: the plan's grace, 8 periods unless it sets one) after it ends,
+// its deadline. Until then a pool is
 // released only down to its last n_min reports (once it has settled,
 // Options.Settle), so that a report arriving late always has company; at
 // the deadline, or when the operator closes the period (ClosePeriods, POST

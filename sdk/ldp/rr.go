@@ -13,7 +13,7 @@ import (
 // accountant errors (optional). eps0 must already be checked.
 //
 // Matrix: R[x][x] = e^eps0 c, R[x][y] = c, stored sparsely (one entry per
-// row, so any k is cheap). Atoms (accounting spec sections 3 and 4; every
+// row, so any k is cheap). Atoms (docs/accounting.md §3 and §4; every
 // pair of values is alike): for (x, x'), y = x gives (c, e^eps0 c, c),
 // y = x' gives (c, c, e^eps0 c), the other k-2 outputs merge into
 // ((k-2)c, (k-2)c, (k-2)c). The lower-bound triple (x, x', x3) adds y = x3
