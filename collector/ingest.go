@@ -44,13 +44,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/httpserver"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -63,51 +60,6 @@ var (
 	// than n_min reports (HTTP 422).
 	ErrBatchRefused = errors.New("collector: batch refused")
 )
-
-type collectorCounters struct {
-	batches, duplicates, bad, refused atomic.Int64
-	// held counts the batches ingested with some of their valid reports
-	// held (fewer than n_min of an epoch).
-	held atomic.Int64
-	// unauthorized and failed count POST /v1/batches answered 401 and 500.
-	unauthorized, failed atomic.Int64
-	// reports holds a *reportCounts per pool of the batches ingested
-	// (a metric with separate travel, the plan's pool otherwise): Stats
-	// sums them, blanket_collector_reports_total shows them per pool.
-	reports sync.Map
-}
-
-// reportCounts are the valid and malformed reports of one pool's
-// batches, and the valid ones held at ingest (in no estimate then).
-type reportCounts struct{ valid, malformed, held atomic.Int64 }
-
-// addReports counts the valid and malformed reports of a batch of pool.
-func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
-	v, ok := c.reports.Load(pool)
-	if !ok {
-		v, _ = c.reports.LoadOrStore(pool, new(reportCounts))
-	}
-	rc := v.(*reportCounts)
-	rc.valid.Add(valid)
-	rc.malformed.Add(malformed)
-}
-
-// addHeld counts n valid reports of a batch of pool held at ingest.
-func (c *collectorCounters) addHeld(pool string, n int64) {
-	v, ok := c.reports.Load(pool)
-	if !ok {
-		v, _ = c.reports.LoadOrStore(pool, new(reportCounts))
-	}
-	v.(*reportCounts).held.Add(n)
-}
-
-// eachPool calls f with every pool's report counts.
-func (c *collectorCounters) eachPool(f func(pool string, rc *reportCounts)) {
-	c.reports.Range(func(k, v any) bool {
-		f(k.(string), v.(*reportCounts))
-		return true
-	})
-}
 
 // IngestResult is the JSON body of a 200 answer to POST /v1/batches.
 type IngestResult struct {
@@ -214,88 +166,144 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 			c.m.ingestSeconds.Observe(time.Since(start).Seconds())
 		}
 	}()
+	// The stages: resolve the batch's epochs, admit it, open and
+	// accumulate its reports per epoch, reconcile the counts, commit.
+	in, err := c.resolve(ctx, body)
+	switch {
+	case err != nil:
+		return in.res, err
+	case in.unopenable != nil:
+		return c.ingestUnopenable(ctx, in.b, in.pool, in.tag, in.period, in.res, in.unopenable)
+	}
+	if err := c.admit(ctx, in); err != nil || in.res.Duplicate {
+		return in.res, err
+	}
+	if err := c.openAndAccumulate(ctx, in); err != nil {
+		return in.res, err
+	}
+	in.reconcile()
+	return c.commitIngestion(ctx, in)
+}
+
+// ingestion is one batch on its way through Ingest's stages.
+type ingestion struct {
+	b report.Batch
+	// pool, tag and period are the batch's pool key
+	// (report.ParsePoolKey): its pool, epoch tag and reporting period.
+	pool, tag string
+	period    report.Period
+	// unopenable, when set, says why no report of the batch can open
+	// here (resolve): it is acknowledged once, all malformed.
+	unopenable error
+	// epochs are those the batch's reports may open under, the first
+	// the one it counts in (resolve).
+	epochs []*epochState
+	// groups are the batch's rows and statistics per epoch
+	// (openAndAccumulate), the first of epochs[0].
+	groups []batchGroup
+	res    IngestResult
+}
+
+// resolve decodes a batch and finds the epochs its reports may open
+// under. A batch of a tagged pool (report.PoolKey) holds reports of that
+// epoch only; an untagged one is opened under the current epoch, then the
+// earlier ones. A period tag (report.PeriodPoolKey) makes it a batch of
+// that reporting period: its reports are bound to it. A batch of an epoch
+// not published under this key, or of a period its epoch's apps never
+// seal for, has no report that can open here (unopenable).
+func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error) {
+	in := &ingestion{}
 	b, err := report.DecodeBatch(body)
 	if err != nil {
 		c.c.bad.Add(1)
-		return IngestResult{}, fmt.Errorf("%w: %v", ErrBadBatch, err)
+		return in, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
-	res = IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
-	// A batch of a tagged pool (report.PoolKey) holds reports of that
-	// epoch only; an untagged one is opened under the current epoch, then
-	// the earlier ones. A period tag (report.PeriodPoolKey) makes it a
-	// batch of that reporting period: its reports are bound to it.
-	pool, tag, period, err := report.ParsePoolKey(b.Metric)
+	in.b = b
+	in.res = IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
+	in.pool, in.tag, in.period, err = report.ParsePoolKey(b.Metric)
 	if err != nil {
 		c.c.bad.Add(1)
-		return res, fmt.Errorf("%w: %v", ErrBadBatch, err)
+		return in, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	}
-	res.Period = report.NewPeriodSpan(period)
-	if tag == "" && !period.IsZero() {
+	in.res.Period = report.NewPeriodSpan(in.period)
+	if in.tag == "" && !in.period.IsZero() {
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)
+		return in, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)
 	}
-	var epochs []*epochState
-	if tag != "" {
-		e, err := c.epochByID(ctx, tag)
-		switch {
-		case errors.Is(err, errUnknownEpoch):
-			// Nothing in it can open here: every report is malformed.
-			// Acknowledging it (once) keeps a shuffler from retrying a
-			// batch no configuration change would deliver.
-			return c.ingestUnopenable(ctx, b, pool, tag, period, res, err)
-		case err != nil:
-			return res, err
-		}
-		if !period.IsZero() && period.Length != int64(e.plan.PeriodLength()/time.Second) {
-			// Its reports are bound to a period the epoch's SDKs never
-			// seal for: none can open. Acknowledged once, as above.
-			return c.ingestUnopenable(ctx, b, pool, tag, period, res,
-				fmt.Errorf("period %s is not one of epoch %s's periods of %v", period, e.epoch, e.plan.PeriodLength()))
-		}
-		epochs, res.Epoch = []*epochState{e}, e.epoch
-	} else {
+	if in.tag == "" {
 		// The epochs that have the pool, current first.
 		for _, e := range append([]*epochState{c.cur}, c.older...) {
-			if _, _, ok := e.binding(pool, period); ok {
-				epochs = append(epochs, e)
+			if _, _, ok := e.binding(in.pool, in.period); ok {
+				in.epochs = append(in.epochs, e)
 			}
 		}
+		return in, nil
 	}
+	e, err := c.epochByID(ctx, in.tag)
+	switch {
+	case errors.Is(err, errUnknownEpoch):
+		// Nothing in it can open here: every report is malformed.
+		// Acknowledging it (once) keeps a shuffler from retrying a
+		// batch no configuration change would deliver.
+		in.unopenable = err
+		return in, nil
+	case err != nil:
+		return in, err
+	}
+	if !in.period.IsZero() && in.period.Length != int64(e.plan.PeriodLength()/time.Second) {
+		// Its reports are bound to a period the epoch's SDKs never seal
+		// for: none can open. Acknowledged once, as above.
+		in.unopenable = fmt.Errorf("period %s is not one of epoch %s's periods of %v", in.period, e.epoch, e.plan.PeriodLength())
+		return in, nil
+	}
+	in.epochs, in.res.Epoch = []*epochState{e}, e.epoch
+	return in, nil
+}
+
+// admit refuses a batch the collector does not take (a pool not of its
+// epoch, an unsupported suite, fewer than n_min sealed reports:
+// ErrBatchRefused) and acknowledges one already ingested (res.Duplicate)
+// without counting it again.
+func (c *Collector) admit(ctx context.Context, in *ingestion) error {
 	var ok bool
-	if len(epochs) > 0 {
-		_, _, ok = epochs[0].binding(pool, period)
+	if len(in.epochs) > 0 {
+		_, _, ok = in.epochs[0].binding(in.pool, in.period)
 	}
 	switch {
 	case !ok:
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, pool, c.plan.Pools())
-	case b.Suite != report.SuiteX25519ChaCha:
+		return fmt.Errorf("%w: %q is not a pool of the plan (pools: %q)", ErrBatchRefused, in.pool, c.plan.Pools())
+	case in.b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, b.Suite)
-	case len(b.Sealed) < c.plan.NMin:
+		return fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, in.b.Suite)
+	case len(in.b.Sealed) < c.plan.NMin:
 		c.c.refused.Add(1)
-		return res, fmt.Errorf("%w: %d reports, fewer than n_min = %d", ErrBatchRefused, len(b.Sealed), c.plan.NMin)
+		return fmt.Errorf("%w: %d reports, fewer than n_min = %d", ErrBatchRefused, len(in.b.Sealed), c.plan.NMin)
 	}
-	if dup, err := c.st.hasBatch(ctx, b.ID); err != nil {
-		return res, err
-	} else if dup {
+	dup, err := c.st.hasBatch(ctx, in.b.ID)
+	if err != nil {
+		return err
+	}
+	if dup {
 		c.c.duplicates.Add(1)
-		res.Duplicate = true
-		return res, nil
+		in.res.Duplicate = true
 	}
-	// Open every report under the current epoch's binding, and those
-	// that do not open under the earlier epochs' in turn (apps that have
-	// not fetched the current plan yet). Each epoch's reports count in
-	// that epoch, with the guarantee of that epoch's plan at their own
-	// number: the other reports of the batch are independent of them, so
-	// leaving them out of the count is sound.
-	rest := b.Sealed
-	b.Sealed = nil
-	var groups []batchGroup
-	first := epochs[0]
-	res.Epoch = first.epoch
-	for _, e := range epochs {
-		binding, reportBytes, ok := e.binding(pool, period)
+	return nil
+}
+
+// openAndAccumulate opens every report under the first epoch's binding,
+// and those that do not open under the later epochs' in turn (apps that
+// had not fetched the current plan yet, for an untagged batch), and
+// accumulates each epoch's with its plugins into a group with the
+// guarantee of that epoch's plan at the number of its valid reports: the
+// other reports of the batch are independent of them, so leaving them out
+// of the count is sound.
+func (c *Collector) openAndAccumulate(ctx context.Context, in *ingestion) error {
+	rest := in.b.Sealed
+	first := in.epochs[0]
+	in.res.Epoch = first.epoch
+	for _, e := range in.epochs {
+		binding, reportBytes, ok := e.binding(in.pool, in.period)
 		if !ok || (len(rest) == 0 && e != first) {
 			continue
 		}
@@ -304,9 +312,9 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 		if len(plain) == 0 && e != first {
 			continue
 		}
-		eParts, n, err := c.accumulate(ctx, e, pool, plain)
+		eParts, n, err := c.accumulate(ctx, e, in.pool, plain)
 		if err != nil {
-			return res, err
+			return err
 		}
 		var counts []int64 // the batch's mix, with parallel travel
 		if e.pool != nil && e.pool.travel == string(accountant.TravelParallel) {
@@ -315,76 +323,90 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 				counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
 			}
 		}
-		g, ok := c.guarantee(ctx, e, pool, n, counts)
+		g, ok := c.guarantee(ctx, e, in.pool, n, counts)
 		if !ok {
 			if err := ctx.Err(); err != nil {
 				// Not a missing guarantee: the sender is gone. Store nothing.
-				return res, err
+				return err
 			}
 		}
 		for i := range eParts {
 			r := &eParts[i].rec
-			r.id, r.epoch, r.messages, r.period = b.ID, e.epoch, n, period
+			r.id, r.epoch, r.messages, r.period = in.b.ID, e.epoch, n, in.period
 			if ok {
 				r.eps, r.delta = &g.eps, &g.delta
 			}
 		}
-		groups = append(groups, newGroup(e, pool, period, n, eParts))
-		res.N += n
+		in.groups = append(in.groups, newGroup(e, in.pool, in.period, n, eParts))
+		in.res.N += n
 		if e == first {
 			if ok {
-				res.Eps, res.Delta = &g.eps, &g.delta
+				in.res.Eps, in.res.Delta = &g.eps, &g.delta
 			}
 		} else {
-			if res.Earlier == nil {
-				res.Earlier = map[string]int64{}
+			if in.res.Earlier == nil {
+				in.res.Earlier = map[string]int64{}
 			}
-			res.Earlier[e.epoch] = n
+			in.res.Earlier[e.epoch] = n
 		}
 		if e.pool != nil {
-			if res.Parts == nil {
-				res.Parts = map[string]int64{}
+			if in.res.Parts == nil {
+				in.res.Parts = map[string]int64{}
 			}
 			for _, p := range eParts {
-				res.Parts[p.rec.metric] += p.rec.n
+				in.res.Parts[p.rec.metric] += p.rec.n
 			}
 		}
 	}
-	res.Malformed = int64(res.Reports) - res.N
-	if len(groups) == 0 || groups[0].epoch != first.epoch {
-		// No valid report in the batch's epoch: a row of the pool keeps
-		// the batch from being ingested twice.
-		rec := batchRecord{id: b.ID, metric: pool, epoch: first.epoch, malformed: int64(res.Reports) - res.N, period: period}
-		groups = append([]batchGroup{newGroup(first, pool, period, 0, []metricBatch{{rec: rec}})}, groups...)
+	return nil
+}
+
+// reconcile makes the groups account for every report of the batch: the
+// malformed ones are those no epoch counted, and a batch with no valid
+// report of its first epoch still gets a row there, which keeps it from
+// being ingested twice. With one metric per batch (separate travel) the
+// first epoch's row and statistic count as malformed every report no
+// epoch counted: unopenable, of the wrong length, or refused by the
+// plugin.
+func (in *ingestion) reconcile() {
+	first := in.epochs[0]
+	in.res.Malformed = int64(in.res.Reports) - in.res.N
+	if len(in.groups) == 0 || in.groups[0].epoch != first.epoch {
+		rec := batchRecord{id: in.b.ID, metric: in.pool, epoch: first.epoch, malformed: in.res.Malformed, period: in.period}
+		in.groups = append([]batchGroup{newGroup(first, in.pool, in.period, 0, []metricBatch{{rec: rec}})}, in.groups...)
 	}
-	if first.pool == nil {
-		// The metric's current row (and statistic) count as malformed
-		// every report no epoch counted: unopenable, of the wrong length,
-		// or refused by the plugin.
-		elsewhere := int64(0)
-		for _, g := range groups[1:] {
-			for _, p := range g.parts {
-				elsewhere += p.rec.n + p.rec.malformed
-			}
-		}
-		cur := &groups[0].parts[0]
-		cur.rec.malformed = int64(res.Reports) - cur.rec.n - elsewhere
-		if cur.stat != nil {
-			cur.stat.Malformed = cur.rec.malformed
+	if first.pool != nil {
+		return
+	}
+	elsewhere := int64(0)
+	for _, g := range in.groups[1:] {
+		for _, p := range g.parts {
+			elsewhere += p.rec.n + p.rec.malformed
 		}
 	}
-	held, dup, err := c.commit(ctx, b.ID, groups, &res)
+	cur := &in.groups[0].parts[0]
+	cur.rec.malformed = int64(in.res.Reports) - cur.rec.n - elsewhere
+	if cur.stat != nil {
+		cur.stat.Malformed = cur.rec.malformed
+	}
+}
+
+// commitIngestion stores the batch's groups in one transaction and counts
+// it: its reports, and the held ones (fewer than n_min valid of an epoch).
+func (c *Collector) commitIngestion(ctx context.Context, in *ingestion) (IngestResult, error) {
+	held, dup, err := c.commit(ctx, in.b.ID, in.groups, &in.res)
 	if err != nil || dup {
-		return res, err
+		return in.res, err
 	}
-	c.c.addReports(pool, res.N, res.Malformed)
+	res := in.res
+	c.c.addReports(in.pool, res.N, res.Malformed)
 	if res.Held > 0 {
 		c.c.held.Add(1)
-		c.c.addHeld(pool, res.Held)
+		c.c.addHeld(in.pool, res.Held)
 		c.log.Warn("batch with fewer than n_min valid reports: stored, its reports held out of every estimate until more of their pool, epoch and period bring them to n_min",
-			"batch", res.Batch, "metric", b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "held_epochs", held)
+			"batch", res.Batch, "metric", in.b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "held_epochs", held)
 	}
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", in.b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
 	return res, nil
 }
 
@@ -445,187 +467,9 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 	return res, nil
 }
 
-// accumulate accumulates the opened reports of pool in epoch e: a
-// metric's reports, or pooled messages. It returns the metrics' rows and
-// statistics, and the number of valid reports or messages.
-func (c *Collector) accumulate(ctx context.Context, e *epochState, pool string, plain [][]byte) ([]metricBatch, int64, error) {
-	if e.pool != nil {
-		return c.accumulatePool(ctx, e.pool, plain)
-	}
-	ms := e.metrics[pool]
-	stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, plain)
-	if err != nil {
-		return nil, 0, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
-	}
-	if err := checkAccumulated(stat, ms, len(plain)); err != nil {
-		return nil, 0, err
-	}
-	return []metricBatch{{rec: batchRecord{metric: pool, n: stat.N, malformed: stat.Malformed}, stat: stat}}, stat.N, nil
-}
-
-// accumulatePool splits pooled messages into their parts and accumulates
-// them per metric. It returns the metrics' contributions (those with at
-// least one report) and the number of valid messages: those that decode,
-// carry what the travel mode says, and none of whose parts a plugin
-// dropped. (A message with a dropped part still went through the
-// shuffle, so not counting it understates the batch: the guarantee can
-// only come out weaker.)
-func (c *Collector) accumulatePool(ctx context.Context, ps *poolState, plain [][]byte) ([]metricBatch, int64, error) {
-	per := make([][][]byte, len(ps.metrics))
-	valid := int64(0)
-	for _, pt := range plain {
-		msg, err := report.DecodeMessage(pt)
-		if err != nil || !ps.valid(msg) {
-			continue
-		}
-		valid++
-		for _, p := range msg {
-			per[p.Metric] = append(per[p.Metric], p.Report)
-		}
-	}
-	var out []metricBatch
-	for i, ms := range ps.metrics {
-		if len(per[i]) == 0 {
-			continue
-		}
-		stat, err := ms.r.Accumulate(ctx, ms.m.Eps0, per[i])
-		if err != nil {
-			return nil, 0, fmt.Errorf("collector: metric %q: accumulating: %w", ms.m.Name, err)
-		}
-		if err := checkAccumulated(stat, ms, len(per[i])); err != nil {
-			return nil, 0, err
-		}
-		valid -= stat.Malformed
-		out = append(out, metricBatch{rec: batchRecord{metric: ms.m.Name, n: stat.N, malformed: stat.Malformed}, stat: stat})
-	}
-	return out, max(valid, 0), nil
-}
-
-// valid reports whether a decoded message carries what the pool's travel
-// mode says: every metric once, in plan order (joint), or exactly one
-// metric (parallel), each part of its plugin's report length.
-func (ps *poolState) valid(msg []report.Part) bool {
-	switch accountant.Travel(ps.travel) {
-	case accountant.TravelJoint:
-		if len(msg) != len(ps.metrics) {
-			return false
-		}
-		for i, p := range msg {
-			if p.Metric != i {
-				return false
-			}
-		}
-	case accountant.TravelParallel:
-		if len(msg) != 1 || msg[0].Metric >= len(ps.metrics) {
-			return false
-		}
-	default:
-		return false
-	}
-	for _, p := range msg {
-		if rb := ps.metrics[p.Metric].desc.ReportBytes; rb > 0 && len(p.Report) != rb {
-			return false
-		}
-	}
-	return true
-}
-
 func fmtOptional(v *float64) any {
 	if v == nil {
 		return "unknown"
 	}
 	return *v
-}
-
-// checkAccumulated checks a plugin's statistic for a batch of n reports:
-// it must be of the metric's plugin, configuration and eps0 and count each
-// report once. A plugin that lies is an error, not data.
-func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
-	ref := &sdk.Statistic{Plugin: ms.desc.Name, Digest: ms.desc.Digest, Eps0: ms.m.Eps0}
-	if s == nil {
-		return fmt.Errorf("collector: metric %q: plugin returned no statistic", ms.m.Name)
-	}
-	ref.Counts = make([]int64, len(s.Counts))
-	if err := ref.Compatible(s); err != nil {
-		return fmt.Errorf("collector: metric %q: plugin statistic: %w", ms.m.Name, err)
-	}
-	if s.N < 0 || s.Malformed < 0 || s.N+s.Malformed != int64(n) {
-		return fmt.Errorf("collector: metric %q: plugin counted N = %d and Malformed = %d for %d reports", ms.m.Name, s.N, s.Malformed, n)
-	}
-	return nil
-}
-
-// openAll opens the sealed reports of a batch with binding, in parallel.
-// It returns the plaintexts of those that open and, when reportBytes > 0,
-// have that length, and the sealed reports that do not open. Those that
-// open with a wrong length are in neither.
-func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) (plain, unopened [][]byte) {
-	out := make([][]byte, len(sealed))
-	failed := make([]bool, len(sealed))
-	workers := max(1, min(c.o.Workers, len(sealed)/64))
-	var wg sync.WaitGroup
-	chunk := (len(sealed) + workers - 1) / workers
-	for w := range workers {
-		lo, hi := w*chunk, min(len(sealed), (w+1)*chunk)
-		if lo >= hi {
-			break
-		}
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				pt, err := report.Open(c.key, binding, sealed[i])
-				switch {
-				case err != nil:
-					failed[i] = true
-				case reportBytes > 0 && len(pt) != reportBytes:
-				default:
-					out[i] = pt
-				}
-			}
-		})
-	}
-	wg.Wait()
-	plain = out[:0]
-	for i, pt := range out {
-		if pt != nil {
-			plain = append(plain, pt)
-		} else if failed[i] {
-			unopened = append(unopened, sealed[i])
-		}
-	}
-	return plain, unopened
-}
-
-// IngestStats are the collector's ingest counters since it was opened.
-type IngestStats struct {
-	// Batches counts batches ingested; Duplicates, batches acknowledged
-	// again without counting; Bad, bodies that did not decode; Refused,
-	// well-formed batches refused.
-	Batches    int64 `json:"batches"`
-	Duplicates int64 `json:"duplicates"`
-	Bad        int64 `json:"bad"`
-	Refused    int64 `json:"refused"`
-	// Reports and Malformed count valid and dropped reports.
-	Reports   int64 `json:"reports"`
-	Malformed int64 `json:"malformed"`
-	// Held counts the ingested batches with fewer than n_min valid
-	// reports (of an epoch), HeldReports those reports: stored and counted
-	// in Batches and Reports, held out of every estimate until later
-	// batches of their pool, epoch and period bring them to n_min
-	// (IngestResult.Held).
-	Held        int64 `json:"held"`
-	HeldReports int64 `json:"held_reports"`
-}
-
-// Stats returns the collector's ingest counters.
-func (c *Collector) Stats() IngestStats {
-	st := IngestStats{
-		Batches: c.c.batches.Load(), Duplicates: c.c.duplicates.Load(), Bad: c.c.bad.Load(),
-		Refused: c.c.refused.Load(), Held: c.c.held.Load(),
-	}
-	c.c.eachPool(func(_ string, rc *reportCounts) {
-		st.Reports += rc.valid.Load()
-		st.Malformed += rc.malformed.Load()
-		st.HeldReports += rc.held.Load()
-	})
-	return st
 }
