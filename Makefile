@@ -52,6 +52,9 @@ deps: ## install the Debian packages the tests need when missing (chromium; need
 # The tests allocate fast (the accountant's lattices, SQLite under -race):
 # collecting a quarter as often cuts make test's CPU by about a tenth, for
 # a few hundred MB more per test process.
+# A test that misses PostgreSQL or Chromium fails here (make deps installs
+# them); a plain go test skips it, naming what is missing.
+test audit: export BLANKET_TEST_REQUIRE = 1
 test: export GOGC = 400
 test: deps
 test: ## run every test: the race detector on everything but the pure-math accountant

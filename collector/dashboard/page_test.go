@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/internal/browser"
+	"github.com/blanket-dp/blanket/internal/testdeps"
 )
 
 // Edge cases of the API the page must draw without an error: a metric
@@ -125,6 +127,9 @@ func TestPageEdgeCases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := browser.Start(ctx)
+	if errors.Is(err, browser.ErrNoChromium) {
+		testdeps.Missing(t, err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

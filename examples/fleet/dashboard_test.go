@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/internal/browser"
+	"github.com/blanket-dp/blanket/internal/testdeps"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -91,6 +93,9 @@ func checkDashboard(t *testing.T, url string, p *plan.Plan) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := browser.Start(ctx)
+	if errors.Is(err, browser.ErrNoChromium) {
+		testdeps.Missing(t, err)
+	}
 	if err != nil {
 		t.Fatalf("dashboard: %v", err)
 	}

@@ -51,6 +51,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/testdeps"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -88,18 +89,25 @@ var (
 	counter int     // databases made by this process, for unique names
 )
 
+// ErrNoPostgres reports that no PostgreSQL server is installed.
+var ErrNoPostgres = errors.New("no PostgreSQL server installed")
+
 // URL returns the connection URL (postgres://...) of a new, empty database
 // on the shared throwaway server of this test binary, started on first use,
 // or on the server named by BLANKET_TEST_POSTGRES when that is set. The
 // database is dropped (closing its connections) when t ends. URL fails t
-// when no server can be had, e.g. when the postgresql package is missing.
+// when no server can be had; when the postgresql package is missing it
+// fails t under make test and CI and skips it otherwise
+// (testdeps.Missing).
 func URL(t testing.TB) string {
 	t.Helper()
 	admin := os.Getenv(EnvServer)
 	var s *server
 	if admin == "" {
 		var err error
-		if s, err = start(); err != nil {
+		if s, err = start(); errors.Is(err, ErrNoPostgres) {
+			testdeps.Missing(t, err)
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		admin = s.url("postgres")
@@ -204,7 +212,7 @@ func start() (*server, error) {
 func binDir(pattern string) (string, error) {
 	paths, _ := filepath.Glob(pattern) // the pattern is well formed
 	if len(paths) == 0 {
-		return "", fmt.Errorf("pgtest: no PostgreSQL server (%s): install Debian's postgresql package (apt-get install -y postgresql, or make deps, as root) or set %s to a server URL", pattern, EnvServer)
+		return "", fmt.Errorf("pgtest: %w (%s): install Debian's postgresql package (apt-get install -y postgresql, or make deps, as root) or set %s to a server URL", ErrNoPostgres, pattern, EnvServer)
 	}
 	version := func(p string) []int { // "/usr/lib/postgresql/15/bin/postgres" -> [15]
 		var v []int
