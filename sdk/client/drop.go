@@ -15,8 +15,11 @@ type DropReason string
 const (
 	// DropLate is a Record into a reporting period already closed for its
 	// metric or pool (Stats.Late): the clock went back into a closed
-	// period, another process on the outbox closed it first, or the clock
-	// reads before 1970. The value is not staged; Record returns nil.
+	// period, another process on the outbox closed it first, the upload
+	// timer closed it between the Record's reading of the clock and its
+	// staging (a Record in the period's last instant), or the clock reads
+	// before 1970. The value is not staged; Record returns nil. (A state
+	// metric's Record is filed under the next open period instead.)
 	DropLate DropReason = "late"
 	// DropExpired is a period whose staged values could not be sealed
 	// within Config.PeriodGrace of its end (Stats.Expired): the app did not
