@@ -130,10 +130,13 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
-// MaxTree is the largest tree (periods per tree) Longitudinal accepts.
-const MaxTree = 1 << 15
+// MaxTree is the largest tree (periods per tree) Longitudinal accepts
+// (declare.MaxTree).
+const MaxTree = declare.MaxTree
 
 // longitudinalTailShare is the share of delta the level-count tail may
 // take when mates are not known exactly.
@@ -277,7 +280,7 @@ func nodeStep(eps0 float64, node [][]float64) (*Declaration, error) {
 		}
 	}
 	d := &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{pair(1, 2, "v=0,v'=+1"), pair(1, 0, "v=0,v'=-1")}}
-	if err := d.Validate(); err != nil {
+	if err := Validate(d); err != nil {
 		return nil, err
 	}
 	return d, nil
