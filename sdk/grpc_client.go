@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
@@ -58,13 +58,13 @@ func (c *GRPCClient) Describe(ctx context.Context) (*Description, error) {
 }
 
 // Declare implements Randomizer. The declaration is decoded with
-// accountant.DecodeDeclaration but not validated.
-func (c *GRPCClient) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+// declare.DecodeDeclaration but not validated.
+func (c *GRPCClient) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	resp, err := c.rpc.Declare(ctx, &randomizerv1.DeclareRequest{Eps0: eps0}, callOptions...)
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	d, err := accountant.DecodeDeclaration(resp.GetDeclarationJson())
+	d, err := declare.DecodeDeclaration(resp.GetDeclarationJson())
 	if err != nil {
 		return nil, fmt.Errorf("%w: Declare answered with an undecodable declaration: %w", ErrPluginFailed, err)
 	}

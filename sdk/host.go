@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // Host defaults and names.
@@ -509,14 +509,14 @@ func (p *Plugin) Describe(ctx context.Context) (*Description, error) {
 }
 
 // Declare implements Randomizer.
-func (p *Plugin) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (p *Plugin) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	if p.closed.Load() {
 		return nil, p.errClosed()
 	}
 	if p.inproc != nil {
 		return p.inproc.Declare(ctx, eps0)
 	}
-	var d *accountant.Declaration
+	var d *declare.Declaration
 	err := p.call(ctx, "Declare", func(ctx context.Context, c *GRPCClient) (err error) {
 		d, err = c.Declare(ctx, eps0)
 		return err
