@@ -19,7 +19,7 @@ import (
 //
 //	ps := collector.NewPlugins(sdk.WithPluginDir(dir))
 //	defer ps.Close()
-//	err := p.Calibrate(ctx, ps.Open)
+//	err := accounting.Calibrate(ctx, p, ps.Open)
 type Plugins struct {
 	opts []sdk.OpenOption
 	mu   sync.Mutex

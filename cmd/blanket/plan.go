@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/spf13/cobra"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 // planReport is the --json summary of 'blanket plan'.
@@ -107,7 +109,7 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 				p.Horizon = rounds.v
 			}
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket plan")
-			err = p.Calibrate(cmd.Context(), ps.Open)
+			err = accounting.Calibrate(cmd.Context(), p, ps.Open)
 			finish()
 			if err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 // realPlan is a plan of one real-valued metric; a test appends its
@@ -130,7 +131,7 @@ func TestCalibrateAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Calibrate(ctx, open); err != nil || !p.Calibrated() || p.Metrics[0].Aggregate != plan.AggregateMean {
+	if err := accounting.Calibrate(ctx, p, open); err != nil || !p.Calibrated() || p.Metrics[0].Aggregate != plan.AggregateMean {
 		t.Fatalf("real metric with aggregate mean: %v; calibrated %v, aggregate %q", err, p.Calibrated(), p.Metrics[0].Aggregate)
 	}
 	for _, a := range []string{"mean", "sum"} {
@@ -147,7 +148,7 @@ func TestCalibrateAggregate(t *testing.T) {
 			}
 			continue
 		}
-		err = p.Calibrate(ctx, open)
+		err = accounting.Calibrate(ctx, p, open)
 		if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), "aggregate") || !strings.Contains(err.Error(), "categorical") {
 			t.Errorf("categorical metric with aggregate %s: %v, want ErrInvalid naming aggregate and the input kind", a, err)
 		}

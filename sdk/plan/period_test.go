@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 const onePlan = "target: {eps: 1, delta: 1e-6}\nn_min: 10000\nmetrics: [{name: a, plugin: krr, categories: [x, y, z]}]\n"
@@ -107,7 +108,7 @@ func calibrateHorizon(t *testing.T, y string) {
 			t.Fatal(err)
 		}
 		p.Horizon = h
-		if err := p.Calibrate(ctx, open); err != nil {
+		if err := accounting.Calibrate(ctx, p, open); err != nil {
 			t.Fatal(err)
 		}
 		g := p.Guarantee

@@ -10,6 +10,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 const example = `
@@ -67,7 +68,7 @@ func calibrateTravels(t *testing.T, y string) {
 			if p.Calibrated() {
 				t.Fatal("uncalibrated plan reports Calibrated")
 			}
-			if err := p.Calibrate(ctx, open); err != nil {
+			if err := accounting.Calibrate(ctx, p, open); err != nil {
 				t.Fatal(err)
 			}
 			if !p.Calibrated() {
@@ -83,7 +84,7 @@ func calibrateTravels(t *testing.T, y string) {
 				if m.Version == "" {
 					t.Errorf("metric %q: no plugin version recorded", m.Name)
 				}
-				mech, eps0, delta, err := p.BatchMechanism(ctx, open, m.Name)
+				mech, eps0, delta, err := accounting.BatchMechanism(ctx, p, open, m.Name)
 				if err != nil {
 					t.Fatal(err)
 				}

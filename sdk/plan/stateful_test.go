@@ -11,6 +11,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 // openWithCounter opens the built-ins and the stateful test randomizer
@@ -48,7 +49,7 @@ func TestCalibrateStatefulTravel(t *testing.T) {
 						m,
 					},
 				}
-				err := p.Calibrate(ctx, openWithCounter)
+				err := accounting.Calibrate(ctx, p, openWithCounter)
 				if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), `"`+m.Name+`"`) || !strings.Contains(err.Error(), "only separate travel") {
 					t.Fatalf("Calibrate under %s travel: %v; want ErrInvalid naming %q and separate travel", travel, err, m.Name)
 				}

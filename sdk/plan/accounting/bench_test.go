@@ -1,4 +1,4 @@
-package plan
+package accounting_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 var sinkF float64
@@ -22,11 +24,11 @@ func BenchmarkCalibrateDemoPlan(b *testing.B) {
 	for _, rounds := range []int{1, 365} {
 		b.Run(fmt.Sprintf("rounds=%d", rounds), func(b *testing.B) {
 			for b.Loop() {
-				p, err := Load("../../examples/plan.yaml")
+				p, err := plan.Load("../../../examples/plan.yaml")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := p.CalibrateRounds(context.Background(), open, rounds); err != nil {
+				if err := accounting.CalibrateRounds(context.Background(), p, open, rounds); err != nil {
 					b.Fatal(err)
 				}
 				sinkF = p.Guarantee.Eps
