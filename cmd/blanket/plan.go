@@ -13,9 +13,9 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // planReport is the --json summary of 'blanket plan'.
@@ -44,9 +44,9 @@ type planMetricRow struct {
 // pluginOpener returns the opener of the plugins in dir (and the
 // built-ins); close it when done.
 func pluginOpener(dir string) *collector.Plugins {
-	var opts []sdk.OpenOption
+	var opts []plugin.Option
 	if dir != "" {
-		opts = append(opts, sdk.WithPluginDir(dir))
+		opts = append(opts, plugin.WithPluginDir(dir))
 	}
 	return collector.NewPlugins(opts...)
 }

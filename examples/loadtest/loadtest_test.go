@@ -27,9 +27,9 @@ import (
 
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"

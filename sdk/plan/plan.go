@@ -24,10 +24,11 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
-	"go.yaml.in/yaml/v3"
 )
 
 // ErrInvalid reports a plan that breaks a rule; the message names the field.
@@ -155,7 +156,7 @@ func (m *Metric) Config() sdk.Config {
 	return sdk.Config{Categories: m.Categories, Other: m.Other, Lo: m.Lo, Hi: m.Hi, Params: m.Params}
 }
 
-// Opener opens a configured randomizer by plugin name (sdk.Open with the
+// Opener opens a configured randomizer by plugin name (plugin.Open with the
 // built-ins, or a test double).
 type Opener func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error)
 

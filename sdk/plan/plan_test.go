@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/longitudinal"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"

@@ -21,7 +21,7 @@
 //	stat, err := r.Accumulate(ctx, eps0, shuffled)
 //	est, err := r.Estimate(ctx, stat)
 //
-// Its binary, cmd/blanket-olh, serves it with sdk.Serve. Test a plugin like
+// Its binary, cmd/blanket-olh, serves it with plugin.Serve. Test a plugin like
 // this one with the conformance kit, sdk/plugintest.
 package olh
 

@@ -22,9 +22,10 @@ import (
 	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
-func main() { sdk.Serve(build) }
+func main() { plugin.Serve(build) }
 
 type misbehaving struct {
 	*krr.Randomizer

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sdk_test
+package plugin_test
 
 import (
 	"bufio"
@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/host"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // goneTimeout is how long a killed or orphaned plugin process may take to
@@ -63,12 +65,12 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-func openTest(t *testing.T, params map[string]string, opts ...sdk.OpenOption) *sdk.Plugin {
+func openTest(t *testing.T, params map[string]string, opts ...plugin.Option) host.Plugin {
 	t.Helper()
 	dir := buildPlugin(t, "testplugin")
-	p, err := sdk.Open(context.Background(), "testplugin",
+	p, err := plugin.Open(context.Background(), "testplugin",
 		sdk.Config{Categories: []string{"a", "b", "c"}, Params: params},
-		append([]sdk.OpenOption{sdk.WithPluginDir(dir)}, opts...)...)
+		append([]plugin.Option{plugin.WithPluginDir(dir)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func randomizeABC(ctx context.Context, p sdk.Randomizer) error {
 func TestOpenBuiltin(t *testing.T) {
 	ctx := context.Background()
 	for _, pc := range pluginCases() {
-		p, err := builtin.Open(ctx, pc.name, pc.cfg, sdk.WithPluginDir(""))
+		p, err := builtin.Open(ctx, pc.name, pc.cfg, plugin.WithPluginDir(""))
 		if err != nil {
 			t.Fatalf("%s: %v", pc.name, err)
 		}
@@ -118,22 +120,22 @@ func TestOpenErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  sdk.Config
-		opts []sdk.OpenOption
+		opts []plugin.Option
 		want error
 	}{
 		{"../krr", sdk.Config{}, nil, sdk.ErrBadConfig},
 		{"Krr", sdk.Config{}, nil, sdk.ErrBadConfig},
 		{"", sdk.Config{}, nil, sdk.ErrBadConfig},
-		{"krr", sdk.Config{}, []sdk.OpenOption{sdk.WithPluginDir("")}, sdk.ErrPluginNotFound},
-		{"krr", sdk.Config{}, []sdk.OpenOption{sdk.WithPluginDir(empty)}, sdk.ErrPluginNotFound},
-		{"krr", sdk.Config{}, []sdk.OpenOption{sdk.WithPluginDir(notExec)}, sdk.ErrPluginNotFound},
-		{"krr", sdk.Config{}, []sdk.OpenOption{sdk.WithBuiltins(builtin.Factories())}, sdk.ErrBadConfig},
-		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []sdk.OpenOption{sdk.WithBuiltins(builtin.Factories()), sdk.WithChecksum([]byte{1})}, sdk.ErrBadConfig},
-		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []sdk.OpenOption{sdk.WithBuiltins(builtin.Factories()), sdk.WithChecksum([]byte{})}, sdk.ErrBadConfig},
-		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []sdk.OpenOption{sdk.WithBuiltins(builtin.Factories()), sdk.WithCallTimeout(0)}, sdk.ErrBadConfig},
+		{"krr", sdk.Config{}, []plugin.Option{plugin.WithPluginDir("")}, sdk.ErrPluginNotFound},
+		{"krr", sdk.Config{}, []plugin.Option{plugin.WithPluginDir(empty)}, sdk.ErrPluginNotFound},
+		{"krr", sdk.Config{}, []plugin.Option{plugin.WithPluginDir(notExec)}, sdk.ErrPluginNotFound},
+		{"krr", sdk.Config{}, []plugin.Option{plugin.WithBuiltins(builtin.Factories())}, sdk.ErrBadConfig},
+		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []plugin.Option{plugin.WithBuiltins(builtin.Factories()), plugin.WithChecksum([]byte{1})}, sdk.ErrBadConfig},
+		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []plugin.Option{plugin.WithBuiltins(builtin.Factories()), plugin.WithChecksum([]byte{})}, sdk.ErrBadConfig},
+		{"krr", sdk.Config{Categories: []string{"a", "b"}}, []plugin.Option{plugin.WithBuiltins(builtin.Factories()), plugin.WithCallTimeout(0)}, sdk.ErrBadConfig},
 	}
 	for _, tc := range cases {
-		p, err := sdk.Open(ctx, tc.name, tc.cfg, tc.opts...)
+		p, err := plugin.Open(ctx, tc.name, tc.cfg, tc.opts...)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("Open(%q, %+v): %v, want %v", tc.name, tc.cfg, err, tc.want)
 		}
@@ -151,7 +153,7 @@ func TestOpenSubprocess(t *testing.T) {
 	for _, pc := range pluginCases() {
 		t.Run(pc.name, func(t *testing.T) {
 			dir := buildPlugin(t, pc.name)
-			p, err := sdk.Open(ctx, pc.name, pc.cfg, sdk.WithPluginDir(dir))
+			p, err := plugin.Open(ctx, pc.name, pc.cfg, plugin.WithPluginDir(dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +219,7 @@ func TestOpenChecksum(t *testing.T) {
 	sum := sha256.Sum256(b)
 	cfg := sdk.Config{Categories: []string{"a", "b"}}
 
-	p, err := sdk.Open(ctx, "krr", cfg, sdk.WithPluginDir(dir), sdk.WithChecksum(sum[:]))
+	p, err := plugin.Open(ctx, "krr", cfg, plugin.WithPluginDir(dir), plugin.WithChecksum(sum[:]))
 	if err != nil {
 		t.Fatalf("Open with the right checksum: %v", err)
 	}
@@ -227,8 +229,8 @@ func TestOpenChecksum(t *testing.T) {
 	_ = p.Close()
 
 	sum[0] ^= 1
-	p, err = sdk.Open(ctx, "krr", cfg, sdk.WithPluginDir(dir), sdk.WithChecksum(sum[:]))
-	if !errors.Is(err, sdk.ErrPluginFailed) || !errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+	p, err = plugin.Open(ctx, "krr", cfg, plugin.WithPluginDir(dir), plugin.WithChecksum(sum[:]))
+	if !errors.Is(err, sdk.ErrPluginFailed) || !errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 		t.Fatalf("Open with a wrong checksum: %v, want ErrPluginFailed and ErrChecksumsDoNotMatch", err)
 	}
 	if p != nil {
@@ -241,8 +243,8 @@ func TestOpenChecksum(t *testing.T) {
 func TestCallTimeout(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 500 * time.Millisecond
-	p := openTest(t, map[string]string{"hang": "randomize"}, sdk.WithCallTimeout(timeout))
-	pid := sdk.PID(p)
+	p := openTest(t, map[string]string{"hang": "randomize"}, plugin.WithCallTimeout(timeout))
+	pid := plugin.PID(p)
 	start := time.Now()
 	err := randomizeABC(ctx, p)
 	if !errors.Is(err, sdk.ErrPluginFailed) || !errors.Is(err, context.DeadlineExceeded) {
@@ -255,7 +257,7 @@ func TestCallTimeout(t *testing.T) {
 	if _, err := p.Describe(ctx); err != nil {
 		t.Fatalf("Describe after the timeout: %v", err)
 	}
-	if got := sdk.PID(p); got == pid || got == 0 {
+	if got := plugin.PID(p); got == pid || got == 0 {
 		t.Errorf("pid after restart = %d, was %d", got, pid)
 	}
 	if n := p.Restarts(); n != 1 {
@@ -265,23 +267,23 @@ func TestCallTimeout(t *testing.T) {
 
 func TestCallerDeadline(t *testing.T) {
 	p := openTest(t, map[string]string{"hang": "randomize"})
-	pid := sdk.PID(p)
+	pid := plugin.PID(p)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := randomizeABC(ctx, p)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrPluginFailed) {
 		t.Fatalf("Randomize past the caller's deadline: %v, want DeadlineExceeded only", err)
 	}
-	if sdk.PID(p) != pid || p.Restarts() != 0 {
+	if plugin.PID(p) != pid || p.Restarts() != 0 {
 		t.Errorf("the caller's own deadline restarted the plugin (Restarts() = %d)", p.Restarts())
 	}
 }
 
 func TestStartHang(t *testing.T) {
 	dir := buildPlugin(t, "testplugin")
-	_, err := sdk.Open(context.Background(), "testplugin",
+	_, err := plugin.Open(context.Background(), "testplugin",
 		sdk.Config{Categories: []string{"a", "b"}, Params: map[string]string{"hang": "configure"}},
-		sdk.WithPluginDir(dir), sdk.WithCallTimeout(300*time.Millisecond))
+		plugin.WithPluginDir(dir), plugin.WithCallTimeout(300*time.Millisecond))
 	if !errors.Is(err, sdk.ErrPluginFailed) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Open of a plugin that hangs in Configure: %v, want ErrPluginFailed and DeadlineExceeded", err)
 	}
@@ -293,7 +295,7 @@ func TestRestartAfterKill(t *testing.T) {
 	ctx := context.Background()
 	p := openTest(t, nil)
 	for i := range 3 {
-		pid := sdk.PID(p)
+		pid := plugin.PID(p)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +305,7 @@ func TestRestartAfterKill(t *testing.T) {
 		if err := randomizeABC(ctx, p); err != nil {
 			t.Fatalf("Randomize after kill %d: %v", i, err)
 		}
-		if got := sdk.PID(p); got == pid || got == 0 {
+		if got := plugin.PID(p); got == pid || got == 0 {
 			t.Fatalf("pid after kill %d = %d, was %d", i, got, pid)
 		}
 		if n := p.Restarts(); n != int64(i+1) {
@@ -317,11 +319,11 @@ func TestRestartAfterKill(t *testing.T) {
 func TestRetryWithinCall(t *testing.T) {
 	ctx := context.Background()
 	p := openTest(t, map[string]string{"crash_once": filepath.Join(t.TempDir(), "crashed")})
-	pid := sdk.PID(p)
+	pid := plugin.PID(p)
 	if err := randomizeABC(ctx, p); err != nil {
 		t.Fatalf("Randomize on a plugin that crashes once: %v", err)
 	}
-	if got := sdk.PID(p); got == pid {
+	if got := plugin.PID(p); got == pid {
 		t.Error("the plugin was not restarted")
 	}
 	waitGone(t, pid)
@@ -366,14 +368,14 @@ func TestPanicContained(t *testing.T) {
 	ctx := context.Background()
 	var logs syncBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info, JSONFormat: true})
-	p := openTest(t, map[string]string{"panic": "declare"}, sdk.WithLogger(logger))
-	pid := sdk.PID(p)
+	p := openTest(t, map[string]string{"panic": "declare"}, plugin.WithLogger(logger))
+	pid := plugin.PID(p)
 	_, err := p.Declare(ctx, 1)
 	if status.Code(err) != codes.Internal || errors.Is(err, sdk.ErrPluginFailed) {
 		t.Fatalf("Declare on a panicking plugin: %v, want codes.Internal", err)
 	}
-	if err := randomizeABC(ctx, p); err != nil || sdk.PID(p) != pid {
-		t.Fatalf("after a panic: %v, pid %d, was %d", err, sdk.PID(p), pid)
+	if err := randomizeABC(ctx, p); err != nil || plugin.PID(p) != pid {
+		t.Fatalf("after a panic: %v, pid %d, was %d", err, plugin.PID(p), pid)
 	}
 	_ = p.Close() // flushes the plugin's stderr
 	var found bool
@@ -391,13 +393,13 @@ func TestPanicContained(t *testing.T) {
 
 func TestPluginLies(t *testing.T) {
 	dir := buildPlugin(t, "testplugin")
-	_, err := sdk.Open(context.Background(), "testplugin",
-		sdk.Config{Categories: []string{"a", "b"}, Params: map[string]string{"name": "krr"}}, sdk.WithPluginDir(dir))
+	_, err := plugin.Open(context.Background(), "testplugin",
+		sdk.Config{Categories: []string{"a", "b"}, Params: map[string]string{"name": "krr"}}, plugin.WithPluginDir(dir))
 	if !errors.Is(err, sdk.ErrPluginFailed) {
 		t.Fatalf("Open of a plugin describing itself as another: %v, want ErrPluginFailed", err)
 	}
-	_, err = sdk.Open(context.Background(), "testplugin",
-		sdk.Config{Categories: []string{"a", "a"}}, sdk.WithPluginDir(dir))
+	_, err = plugin.Open(context.Background(), "testplugin",
+		sdk.Config{Categories: []string{"a", "a"}}, plugin.WithPluginDir(dir))
 	if !errors.Is(err, sdk.ErrBadConfig) || errors.Is(err, sdk.ErrPluginFailed) {
 		t.Fatalf("Open with duplicate categories: %v, want ErrBadConfig only", err)
 	}
@@ -406,7 +408,7 @@ func TestPluginLies(t *testing.T) {
 func TestCloseNoOrphan(t *testing.T) {
 	ctx := context.Background()
 	p := openTest(t, nil)
-	pid := sdk.PID(p)
+	pid := plugin.PID(p)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +427,7 @@ func TestCloseNoOrphan(t *testing.T) {
 // returns ErrClosed.
 func TestCloseDuringCall(t *testing.T) {
 	p := openTest(t, map[string]string{"hang": "randomize"})
-	pid := sdk.PID(p)
+	pid := plugin.PID(p)
 	done := make(chan error, 1)
 	go func() { done <- randomizeABC(context.Background(), p) }()
 	time.Sleep(100 * time.Millisecond)
@@ -449,7 +451,7 @@ func TestCloseDuringCall(t *testing.T) {
 // many RPCs, and checks that results are reassembled in order.
 func TestBatchSplitting(t *testing.T) {
 	ctx := context.Background()
-	p := openTest(t, nil, sdk.WithMaxRequestBytes(64))
+	p := openTest(t, nil, plugin.WithMaxRequestBytes(64))
 	in := make([]string, 1000)
 	for i := range in {
 		in[i] = []string{"a", "b", "c"}[i%3]
@@ -498,7 +500,7 @@ func TestConcurrentCallsSurviveKill(t *testing.T) {
 			}
 		})
 	}
-	pid := sdk.PID(p)
+	pid := plugin.PID(p)
 	close(start)
 	time.Sleep(5 * time.Millisecond)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -523,12 +525,12 @@ func TestHostHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestHostDeathNoOrphan")
 	}
-	p, err := sdk.Open(context.Background(), "testplugin", sdk.Config{Categories: []string{"a", "b"}}, sdk.WithPluginDir(dir))
+	p, err := plugin.Open(context.Background(), "testplugin", sdk.Config{Categories: []string{"a", "b"}}, plugin.WithPluginDir(dir))
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println("pid", sdk.PID(p))
+	fmt.Println("pid", plugin.PID(p))
 	time.Sleep(time.Minute)
 	os.Exit(1)
 }

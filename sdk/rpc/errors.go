@@ -1,4 +1,4 @@
-package sdk
+package rpc
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/blanket-dp/blanket/sdk"
 )
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo detail by which a
@@ -21,16 +23,16 @@ var wireErrors = []struct {
 	reason string
 	code   codes.Code
 }{
-	{ErrBadInput, "BAD_INPUT", codes.InvalidArgument},
-	{ErrBadEps0, "BAD_EPS0", codes.InvalidArgument},
-	{ErrBadReport, "BAD_REPORT", codes.InvalidArgument},
-	{ErrBadConfig, "BAD_CONFIG", codes.InvalidArgument},
-	{ErrBadStatistic, "BAD_STATISTIC", codes.InvalidArgument},
-	{ErrBadState, "BAD_STATE", codes.InvalidArgument},
-	{ErrNotConfigured, "NOT_CONFIGURED", codes.FailedPrecondition},
+	{sdk.ErrBadInput, "BAD_INPUT", codes.InvalidArgument},
+	{sdk.ErrBadEps0, "BAD_EPS0", codes.InvalidArgument},
+	{sdk.ErrBadReport, "BAD_REPORT", codes.InvalidArgument},
+	{sdk.ErrBadConfig, "BAD_CONFIG", codes.InvalidArgument},
+	{sdk.ErrBadStatistic, "BAD_STATISTIC", codes.InvalidArgument},
+	{sdk.ErrBadState, "BAD_STATE", codes.InvalidArgument},
+	{sdk.ErrNotConfigured, "NOT_CONFIGURED", codes.FailedPrecondition},
 }
 
-// toStatus converts an error of a served Randomizer into a gRPC status error
+// toStatus converts an error of a served sdk.Randomizer into a gRPC status error
 // whose message is err.Error() and which names the wrapped sentinel in an
 // ErrorInfo detail. Context errors become codes.Canceled and
 // codes.DeadlineExceeded; anything else codes.Unknown.

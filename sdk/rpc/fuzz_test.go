@@ -1,4 +1,4 @@
-package sdk
+package rpc
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ func FuzzUnpackReports(f *testing.F) {
 
 // FuzzDecodeInputs checks that any dictionary-encoded batch either fails
 // or decodes to inputs that encode back to the same categories, and that
-// packedInputs (the form PackedRandomizer takes) accepts exactly the same
+// packedInputs (the form sdk.PackedRandomizer takes) accepts exactly the same
 // batches with the same categories.
 func FuzzDecodeInputs(f *testing.F) {
 	f.Add([]byte("a\x00b\x00\xff"), []byte{0, 1, 2, 1})

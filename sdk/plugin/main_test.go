@@ -1,4 +1,4 @@
-package sdk_test
+package plugin_test
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	// plugin.TestPluginGRPCConn logs go-plugin's debug chatter to hclog's
+	// goplugin.TestPluginGRPCConn logs go-plugin's debug chatter to hclog's
 	// default output, which would interleave with test and benchmark output.
 	hclog.DefaultOutput = io.Discard
 	if os.Getenv(hostHelperEnv) == "" {

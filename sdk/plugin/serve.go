@@ -1,4 +1,4 @@
-package sdk
+package plugin
 
 import (
 	"os"
@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/rpc"
 )
 
 // LogLevelEnv is the environment variable that sets a plugin process's log
@@ -44,10 +47,10 @@ const hostCores = 1
 // Serve serves the randomizer built by f as a plugin and returns when the
 // host shuts it down. It is all a plugin binary's main calls:
 //
-//	func main() { sdk.Serve(sdk.FactoryOf(krr.FromConfig)) }
+//	func main() { plugin.Serve(sdk.FactoryOf(krr.FromConfig)) }
 //
 // It serves gRPC only, protocol version 1 (see PluginSets), with message
-// limits raised to MaxMessageBytes. It logs hclog JSON to stderr, which the
+// limits raised to rpc.MaxMessageBytes. It logs hclog JSON to stderr, which the
 // host reads as log lines; stdout belongs to the go-plugin handshake, so
 // nothing may print to it before Serve. It exits the process when the host
 // dies (the parent process id changes), so that a killed host leaves no
@@ -56,7 +59,7 @@ const hostCores = 1
 // (GOMAXPROCS one less than the default, at least 1) unless $GOMAXPROCS
 // is set (see hostCores). Run by hand, without the host's handshake, it
 // prints an explanation and exits with status 1.
-func Serve(f Factory) {
+func Serve(f sdk.Factory) {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(pluginGCPercent)
 	}
@@ -78,7 +81,7 @@ func Serve(f Factory) {
 		logger.Warn("host process is gone, exiting")
 		os.Exit(1)
 	})
-	plugin.Serve(&plugin.ServeConfig{
+	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSets(f),
 		GRPCServer:       newServer,
@@ -89,7 +92,7 @@ func Serve(f Factory) {
 // newServer is the plugin's gRPC server factory: go-plugin's default plus
 // serverOptions.
 func newServer(opts []grpc.ServerOption) *grpc.Server {
-	return grpc.NewServer(append(opts, serverOptions()...)...)
+	return grpc.NewServer(append(opts, rpc.ServerOptions()...)...)
 }
 
 // watchParent calls gone once the parent process id is no longer ppid: the

@@ -1,10 +1,11 @@
-package sdk
+package rpc
 
 import (
 	"fmt"
 	"math"
 	"unicode/utf8"
 
+	"github.com/blanket-dp/blanket/sdk"
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
@@ -12,7 +13,7 @@ import (
 // shared, not copied: every message is built for one call or freshly decoded
 // from the wire, and owned by the side that built or decoded it.
 
-func configToProto(c Config) *randomizerv1.Config {
+func configToProto(c sdk.Config) *randomizerv1.Config {
 	return &randomizerv1.Config{
 		Categories: c.Categories,
 		Other:      c.Other,
@@ -23,8 +24,8 @@ func configToProto(c Config) *randomizerv1.Config {
 	}
 }
 
-func configFromProto(c *randomizerv1.Config) Config {
-	return Config{
+func configFromProto(c *randomizerv1.Config) sdk.Config {
+	return sdk.Config{
 		Categories: c.GetCategories(),
 		Other:      c.GetOther(),
 		Lo:         c.GetLo(),
@@ -34,29 +35,29 @@ func configFromProto(c *randomizerv1.Config) Config {
 	}
 }
 
-func inputKindToProto(k InputKind) randomizerv1.InputKind {
+func inputKindToProto(k sdk.InputKind) randomizerv1.InputKind {
 	switch k {
-	case InputCategorical:
+	case sdk.InputCategorical:
 		return randomizerv1.InputKind_INPUT_KIND_CATEGORICAL
-	case InputReal:
+	case sdk.InputReal:
 		return randomizerv1.InputKind_INPUT_KIND_REAL
 	default:
 		return randomizerv1.InputKind_INPUT_KIND_UNSPECIFIED
 	}
 }
 
-func inputKindFromProto(k randomizerv1.InputKind) InputKind {
+func inputKindFromProto(k randomizerv1.InputKind) sdk.InputKind {
 	switch k {
 	case randomizerv1.InputKind_INPUT_KIND_CATEGORICAL:
-		return InputCategorical
+		return sdk.InputCategorical
 	case randomizerv1.InputKind_INPUT_KIND_REAL:
-		return InputReal
+		return sdk.InputReal
 	default:
-		return InputUnspecified
+		return sdk.InputUnspecified
 	}
 }
 
-func descriptionToProto(d *Description) *randomizerv1.Description {
+func descriptionToProto(d *sdk.Description) *randomizerv1.Description {
 	params := make([]*randomizerv1.Param, len(d.Params))
 	for i, p := range d.Params {
 		params[i] = &randomizerv1.Param{Name: p.Name, Value: p.Value, Doc: p.Doc}
@@ -80,15 +81,15 @@ func descriptionToProto(d *Description) *randomizerv1.Description {
 	}
 }
 
-func descriptionFromProto(d *randomizerv1.Description) *Description {
-	var params []Param
+func descriptionFromProto(d *randomizerv1.Description) *sdk.Description {
+	var params []sdk.Param
 	if ps := d.GetParams(); len(ps) > 0 {
-		params = make([]Param, len(ps))
+		params = make([]sdk.Param, len(ps))
 		for i, p := range ps {
-			params[i] = Param{Name: p.GetName(), Value: p.GetValue(), Doc: p.GetDoc()}
+			params[i] = sdk.Param{Name: p.GetName(), Value: p.GetValue(), Doc: p.GetDoc()}
 		}
 	}
-	return &Description{
+	return &sdk.Description{
 		Name:        d.GetName(),
 		Version:     d.GetVersion(),
 		Input:       inputKindFromProto(d.GetInput()),
@@ -107,7 +108,7 @@ func descriptionFromProto(d *randomizerv1.Description) *Description {
 	}
 }
 
-func statisticToProto(s *Statistic) *randomizerv1.Statistic {
+func statisticToProto(s *sdk.Statistic) *randomizerv1.Statistic {
 	if s == nil {
 		return nil
 	}
@@ -121,11 +122,11 @@ func statisticToProto(s *Statistic) *randomizerv1.Statistic {
 	}
 }
 
-func statisticFromProto(s *randomizerv1.Statistic) *Statistic {
+func statisticFromProto(s *randomizerv1.Statistic) *sdk.Statistic {
 	if s == nil {
 		return nil
 	}
-	return &Statistic{
+	return &sdk.Statistic{
 		Plugin:    s.GetPlugin(),
 		Digest:    s.GetDigest(),
 		Eps0:      s.GetEps0(),
@@ -135,7 +136,7 @@ func statisticFromProto(s *randomizerv1.Statistic) *Statistic {
 	}
 }
 
-func estimateToProto(e *Estimate) *randomizerv1.Estimate {
+func estimateToProto(e *sdk.Estimate) *randomizerv1.Estimate {
 	items := make([]*randomizerv1.Item, len(e.Items))
 	for i, it := range e.Items {
 		items[i] = &randomizerv1.Item{
@@ -159,12 +160,12 @@ func estimateToProto(e *Estimate) *randomizerv1.Estimate {
 	}
 }
 
-func estimateFromProto(e *randomizerv1.Estimate) *Estimate {
-	var items []Item
+func estimateFromProto(e *randomizerv1.Estimate) *sdk.Estimate {
+	var items []sdk.Item
 	if its := e.GetItems(); len(its) > 0 {
-		items = make([]Item, len(its))
+		items = make([]sdk.Item, len(its))
 		for i, it := range its {
-			items[i] = Item{
+			items[i] = sdk.Item{
 				Label:    it.GetLabel(),
 				Value:    it.GetValue(),
 				Variance: it.GetVariance(),
@@ -176,7 +177,7 @@ func estimateFromProto(e *randomizerv1.Estimate) *Estimate {
 			}
 		}
 	}
-	return &Estimate{
+	return &sdk.Estimate{
 		Plugin:     e.GetPlugin(),
 		Eps0:       e.GetEps0(),
 		N:          e.GetN(),
@@ -259,7 +260,7 @@ func unpackReports(p *randomizerv1.Reports) ([][]byte, error) {
 }
 
 // encodeInputs dictionary-encodes categorical inputs.
-func encodeInputs(in Inputs) *randomizerv1.Inputs {
+func encodeInputs(in sdk.Inputs) *randomizerv1.Inputs {
 	p := &randomizerv1.Inputs{Reals: in.Reals}
 	if len(in.Categories) == 0 {
 		return p
@@ -280,8 +281,8 @@ func encodeInputs(in Inputs) *randomizerv1.Inputs {
 
 // decodeInputs reverses encodeInputs. It fails on an index outside the
 // labels.
-func decodeInputs(p *randomizerv1.Inputs) (Inputs, error) {
-	in := Inputs{Reals: p.GetReals()}
+func decodeInputs(p *randomizerv1.Inputs) (sdk.Inputs, error) {
+	in := sdk.Inputs{Reals: p.GetReals()}
 	idx := p.GetCategories()
 	if len(idx) == 0 {
 		return in, nil
@@ -293,23 +294,23 @@ func decodeInputs(p *randomizerv1.Inputs) (Inputs, error) {
 	in.Categories = make([]string, len(idx))
 	for i, j := range idx {
 		if uint64(j) >= uint64(len(labels)) {
-			return Inputs{}, fmt.Errorf("input %d has label index %d, there are %d labels", i, j, len(labels))
+			return sdk.Inputs{}, fmt.Errorf("input %d has label index %d, there are %d labels", i, j, len(labels))
 		}
 		in.Categories[i] = labels[j]
 	}
 	return in, nil
 }
 
-// packedInputs returns the inputs of p as PackedInputs, sharing its slices.
+// packedInputs returns the inputs of p as sdk.PackedInputs, sharing its slices.
 // It fails on an index outside the labels.
-func packedInputs(p *randomizerv1.Inputs) (PackedInputs, error) {
-	in := PackedInputs{Index: p.GetCategories(), Reals: p.GetReals()}
+func packedInputs(p *randomizerv1.Inputs) (sdk.PackedInputs, error) {
+	in := sdk.PackedInputs{Index: p.GetCategories(), Reals: p.GetReals()}
 	raw := p.GetLabels()
 	if len(in.Index) == 0 {
 		return in, nil
 	}
 	if i := badIndex(in.Index, len(raw)); i >= 0 {
-		return PackedInputs{}, fmt.Errorf("input %d has label index %d, there are %d labels", i, in.Index[i], len(raw))
+		return sdk.PackedInputs{}, fmt.Errorf("input %d has label index %d, there are %d labels", i, in.Index[i], len(raw))
 	}
 	in.Labels = make([]string, len(raw))
 	for i, l := range raw {
@@ -338,9 +339,9 @@ func badIndex(idx []uint32, n int) int {
 
 // checkUTF8 returns an error naming the first string of cfg that is not
 // valid UTF-8: protobuf string fields cannot carry it.
-func checkUTF8(cfg Config) error {
+func checkUTF8(cfg sdk.Config) error {
 	bad := func(what, s string) error {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrBadConfig, what, s)
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", sdk.ErrBadConfig, what, s)
 	}
 	for _, c := range cfg.Categories {
 		if !utf8.ValidString(c) {

@@ -1,4 +1,4 @@
-package sdk
+package rpc
 
 import (
 	"context"
@@ -12,74 +12,39 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/blanket-dp/blanket/sdk"
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
-// GRPCServer serves a Randomizer as the gRPC service
+// Server serves a sdk.Randomizer as the gRPC service
 // blanket.randomizer.v1.Randomizer. Configure builds the randomizer with the
-// Factory; the other RPCs call it. Errors become gRPC statuses naming their
+// sdk.Factory; the other RPCs call it. Errors become gRPC statuses naming their
 // sentinel (see ErrorDomain), and a panic in the randomizer becomes
 // codes.Internal instead of killing the process. It is safe for concurrent
 // use when the randomizer is.
-type GRPCServer struct {
+type Server struct {
 	randomizerv1.UnimplementedRandomizerServer
 
-	factory Factory
+	factory sdk.Factory
 	logger  hclog.Logger
 	r       atomic.Pointer[served]
 }
 
 type served struct {
-	r           Randomizer
+	r           sdk.Randomizer
 	reportBytes int // of r's description
 }
 
-// PackedRandomizer is an optional interface of a Randomizer whose reports
-// all have Description.ReportBytes bytes. GRPCServer calls it instead of
-// Randomize, with the batch in the form it travels in: categorical inputs
-// dictionary-encoded and reports concatenated, so that a batch costs
-// neither a string per input nor a slice per report, and a categorical
-// randomizer looks up each distinct label once rather than once per input.
-//
-// A type that embeds a PackedRandomizer to change its Randomize must change
-// RandomizePacked too: the server would call the embedded one.
-type PackedRandomizer interface {
-	Randomizer
-	// RandomizePacked is Randomize on the inputs in, returning the reports
-	// concatenated in input order: in.Len() reports of ReportBytes each.
-	// It fails as Randomize does on the same inputs, with the same errors.
-	RandomizePacked(ctx context.Context, eps0 float64, in PackedInputs) ([]byte, error)
-}
+var _ randomizerv1.RandomizerServer = (*Server)(nil)
 
-// PackedInputs is a batch of inputs of one kind in the form they travel to
-// a plugin: categorical inputs as a dictionary, Labels holding each
-// distinct value once and Index one index into Labels per input, or real
-// ones in Reals. Every index is less than len(Labels) (GRPCServer rejects
-// other batches before they reach a PackedRandomizer). Input i of the
-// batch is the category Labels[Index[i]].
-type PackedInputs struct {
-	// Labels are the distinct category labels of the batch.
-	Labels []string
-	// Index holds, for each input in order, the index of its label in
-	// Labels.
-	Index []uint32
-	// Reals are real values, as in Inputs.
-	Reals []float64
-}
-
-// Len returns the number of values in the batch.
-func (in PackedInputs) Len() int { return len(in.Index) + len(in.Reals) }
-
-var _ randomizerv1.RandomizerServer = (*GRPCServer)(nil)
-
-// NewGRPCServer returns a server that builds its randomizer with f. It logs
+// NewServer returns a server that builds its randomizer with f. It logs
 // recovered panics to hclog.Default(), which go-plugin's Serve points at the
 // plugin's logger.
-func NewGRPCServer(f Factory) *GRPCServer {
-	return &GRPCServer{factory: f, logger: hclog.Default()}
+func NewServer(f sdk.Factory) *Server {
+	return &Server{factory: f, logger: hclog.Default()}
 }
 
-func (s *GRPCServer) randomizer() (Randomizer, error) {
+func (s *Server) randomizer() (sdk.Randomizer, error) {
 	c, err := s.load()
 	if err != nil {
 		return nil, err
@@ -87,16 +52,16 @@ func (s *GRPCServer) randomizer() (Randomizer, error) {
 	return c.r, nil
 }
 
-func (s *GRPCServer) load() (*served, error) {
+func (s *Server) load() (*served, error) {
 	c := s.r.Load()
 	if c == nil {
-		return nil, toStatus(fmt.Errorf("%w: call Configure first", ErrNotConfigured))
+		return nil, toStatus(fmt.Errorf("%w: call Configure first", sdk.ErrNotConfigured))
 	}
 	return c, nil
 }
 
 // recoverPanic turns a panic in a handler into a codes.Internal status.
-func (s *GRPCServer) recoverPanic(method string, err *error) {
+func (s *Server) recoverPanic(method string, err *error) {
 	if p := recover(); p != nil {
 		s.logger.Error("randomizer panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		*err = status.Errorf(codes.Internal, "sdk: plugin panicked in %s: %v", method, p)
@@ -108,7 +73,7 @@ func internal(method, what string) error {
 }
 
 // Configure implements randomizerv1.RandomizerServer.
-func (s *GRPCServer) Configure(ctx context.Context, req *randomizerv1.ConfigureRequest) (_ *randomizerv1.ConfigureResponse, err error) {
+func (s *Server) Configure(ctx context.Context, req *randomizerv1.ConfigureRequest) (_ *randomizerv1.ConfigureResponse, err error) {
 	defer s.recoverPanic("Configure", &err)
 	r, err := s.factory(configFromProto(req.GetConfig()))
 	if err != nil {
@@ -129,7 +94,7 @@ func (s *GRPCServer) Configure(ctx context.Context, req *randomizerv1.ConfigureR
 }
 
 // Describe implements randomizerv1.RandomizerServer.
-func (s *GRPCServer) Describe(ctx context.Context, _ *randomizerv1.DescribeRequest) (_ *randomizerv1.DescribeResponse, err error) {
+func (s *Server) Describe(ctx context.Context, _ *randomizerv1.DescribeRequest) (_ *randomizerv1.DescribeResponse, err error) {
 	defer s.recoverPanic("Describe", &err)
 	r, err := s.randomizer()
 	if err != nil {
@@ -147,7 +112,7 @@ func (s *GRPCServer) Describe(ctx context.Context, _ *randomizerv1.DescribeReque
 
 // Declare implements randomizerv1.RandomizerServer. The declaration travels
 // as its JSON encoding.
-func (s *GRPCServer) Declare(ctx context.Context, req *randomizerv1.DeclareRequest) (_ *randomizerv1.DeclareResponse, err error) {
+func (s *Server) Declare(ctx context.Context, req *randomizerv1.DeclareRequest) (_ *randomizerv1.DeclareResponse, err error) {
 	defer s.recoverPanic("Declare", &err)
 	r, err := s.randomizer()
 	if err != nil {
@@ -168,21 +133,21 @@ func (s *GRPCServer) Declare(ctx context.Context, req *randomizerv1.DeclareReque
 }
 
 // Randomize implements randomizerv1.RandomizerServer. It calls
-// RandomizePacked when the randomizer is a PackedRandomizer with a positive
+// RandomizePacked when the randomizer is a sdk.PackedRandomizer with a positive
 // ReportBytes, else Randomize. A request that is not a valid batch fails
-// with ErrBadInput.
-func (s *GRPCServer) Randomize(ctx context.Context, req *randomizerv1.RandomizeRequest) (_ *randomizerv1.RandomizeResponse, err error) {
+// with sdk.ErrBadInput.
+func (s *Server) Randomize(ctx context.Context, req *randomizerv1.RandomizeRequest) (_ *randomizerv1.RandomizeResponse, err error) {
 	defer s.recoverPanic("Randomize", &err)
 	c, err := s.load()
 	if err != nil {
 		return nil, err
 	}
-	if pr, ok := c.r.(PackedRandomizer); ok && c.reportBytes > 0 {
+	if pr, ok := c.r.(sdk.PackedRandomizer); ok && c.reportBytes > 0 {
 		return s.randomizePacked(ctx, pr, c.reportBytes, req)
 	}
 	in, err := decodeInputs(req.GetInputs())
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", ErrBadInput, err))
+		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", sdk.ErrBadInput, err))
 	}
 	reports, err := c.r.Randomize(ctx, req.GetEps0(), in)
 	if err != nil {
@@ -195,10 +160,10 @@ func (s *GRPCServer) Randomize(ctx context.Context, req *randomizerv1.RandomizeR
 	return &randomizerv1.RandomizeResponse{Reports: packed}, nil
 }
 
-func (s *GRPCServer) randomizePacked(ctx context.Context, r PackedRandomizer, size int, req *randomizerv1.RandomizeRequest) (*randomizerv1.RandomizeResponse, error) {
+func (s *Server) randomizePacked(ctx context.Context, r sdk.PackedRandomizer, size int, req *randomizerv1.RandomizeRequest) (*randomizerv1.RandomizeResponse, error) {
 	in, err := packedInputs(req.GetInputs())
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", ErrBadInput, err))
+		return nil, toStatus(fmt.Errorf("%w: malformed Randomize request: %v", sdk.ErrBadInput, err))
 	}
 	data, err := r.RandomizePacked(ctx, req.GetEps0(), in)
 	if err != nil {
@@ -216,7 +181,7 @@ func (s *GRPCServer) randomizePacked(ctx context.Context, r PackedRandomizer, si
 }
 
 // Accumulate implements randomizerv1.RandomizerServer.
-func (s *GRPCServer) Accumulate(ctx context.Context, req *randomizerv1.AccumulateRequest) (_ *randomizerv1.AccumulateResponse, err error) {
+func (s *Server) Accumulate(ctx context.Context, req *randomizerv1.AccumulateRequest) (_ *randomizerv1.AccumulateResponse, err error) {
 	defer s.recoverPanic("Accumulate", &err)
 	r, err := s.randomizer()
 	if err != nil {
@@ -237,20 +202,20 @@ func (s *GRPCServer) Accumulate(ctx context.Context, req *randomizerv1.Accumulat
 }
 
 // Outputs implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless
-// the randomizer is an OutputMapper.
-func (s *GRPCServer) Outputs(ctx context.Context, req *randomizerv1.OutputsRequest) (_ *randomizerv1.OutputsResponse, err error) {
+// the randomizer is an sdk.OutputMapper.
+func (s *Server) Outputs(ctx context.Context, req *randomizerv1.OutputsRequest) (_ *randomizerv1.OutputsResponse, err error) {
 	defer s.recoverPanic("Outputs", &err)
 	r, err := s.randomizer()
 	if err != nil {
 		return nil, err
 	}
-	om, ok := r.(OutputMapper)
+	om, ok := r.(sdk.OutputMapper)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "sdk: this plugin's reports are output indices in the SDK's index encoding")
 	}
 	reports, err := unpackReports(req.GetReports())
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: malformed Outputs request: %v", ErrBadReport, err))
+		return nil, toStatus(fmt.Errorf("%w: malformed Outputs request: %v", sdk.ErrBadReport, err))
 	}
 	idx, err := om.Outputs(ctx, req.GetEps0(), reports)
 	if err != nil {
@@ -270,27 +235,27 @@ func (s *GRPCServer) Outputs(ctx context.Context, req *randomizerv1.OutputsReque
 }
 
 // Step implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless the
-// randomizer is Stateful. An empty state in the request is a user's first
+// randomizer is sdk.Stateful. An empty state in the request is a user's first
 // step (nil to the randomizer), and a nil report in the answer travels as
 // an empty one. The answer goes back as the randomizer gave it: the host
 // checks its shape.
-func (s *GRPCServer) Step(ctx context.Context, req *randomizerv1.StepRequest) (_ *randomizerv1.StepResponse, err error) {
+func (s *Server) Step(ctx context.Context, req *randomizerv1.StepRequest) (_ *randomizerv1.StepResponse, err error) {
 	defer s.recoverPanic("Step", &err)
 	r, err := s.randomizer()
 	if err != nil {
 		return nil, err
 	}
-	st, ok := r.(Stateful)
+	st, ok := r.(sdk.Stateful)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "sdk: this plugin's randomizer is not stateful")
 	}
 	in, err := decodeInputs(req.GetInputs())
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %v", ErrBadInput, err))
+		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %v", sdk.ErrBadInput, err))
 	}
 	states := req.GetStates()
 	if len(states) != in.Len() {
-		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %d states for %d inputs", ErrBadInput, len(states), in.Len()))
+		return nil, toStatus(fmt.Errorf("%w: malformed Step request: %d states for %d inputs", sdk.ErrBadInput, len(states), in.Len()))
 	}
 	for i, b := range states {
 		if len(b) == 0 {
@@ -308,8 +273,8 @@ func (s *GRPCServer) Step(ctx context.Context, req *randomizerv1.StepRequest) (_
 	return &randomizerv1.StepResponse{Reports: packed, States: next}, nil
 }
 
-// Estimate implements randomizerv1.RandomizerServer.
-func (s *GRPCServer) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
+// sdk.Estimate implements randomizerv1.RandomizerServer.
+func (s *Server) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
 	defer s.recoverPanic("Estimate", &err)
 	r, err := s.randomizer()
 	if err != nil {

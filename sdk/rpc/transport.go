@@ -1,12 +1,18 @@
-package sdk
+package rpc
 
 import (
 	"fmt"
+	"math"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 )
+
+// MaxMessageBytes is the largest gRPC message a plugin accepts or sends,
+// raised from gRPC's default of 4 MiB so that any batch fits; the host splits
+// batches into requests far smaller than this (package sdk/plugin).
+const MaxMessageBytes = math.MaxInt32
 
 // Transport settings of a plugin connection, the same at both ends: the
 // host's (Open) and the plugin's (Serve). Both were measured with batches
@@ -22,7 +28,7 @@ const windowBytes = 1 << 24
 
 // dialOptions are the host's gRPC options for a plugin connection, on top
 // of go-plugin's.
-func dialOptions() []grpc.DialOption {
+func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithInitialWindowSize(windowBytes),
 		grpc.WithInitialConnWindowSize(windowBytes),
@@ -32,7 +38,7 @@ func dialOptions() []grpc.DialOption {
 // serverOptions are the plugin's gRPC server options, on top of
 // go-plugin's: raised message limits (MaxMessageBytes), the window and the
 // codec.
-func serverOptions() []grpc.ServerOption {
+func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
@@ -42,7 +48,7 @@ func serverOptions() []grpc.ServerOption {
 	}
 }
 
-// callOptions are the options of every RPC of GRPCClient.
+// callOptions are the options of every RPC of Client.
 var callOptions = []grpc.CallOption{grpc.ForceCodecV2(protoCodec{})}
 
 // protoCodec is the protobuf codec of both ends of a plugin connection:

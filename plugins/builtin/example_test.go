@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 )
 
 // Open a built-in randomizer in process; any other name would be looked up

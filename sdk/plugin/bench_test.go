@@ -1,11 +1,12 @@
-package sdk_test
+package plugin_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 const benchBatch = 4096
@@ -17,8 +18,8 @@ var (
 
 // benchModes are the ways a benchmark reaches a randomizer: in process
 // (a built-in), over gRPC to a server in the same process
-// (plugin.TestPluginGRPCConn: serialization without a process boundary),
-// and through a plugin binary (sdk.Open with a plugin directory).
+// (goplugin.TestPluginGRPCConn: serialization without a process boundary),
+// and through a plugin binary (plugin.Open with a plugin directory).
 var benchModes = []string{"in-process", "grpc-loopback", "subprocess"}
 
 func openBench(b *testing.B, pc pluginCase, mode string) sdk.Randomizer {
@@ -38,7 +39,7 @@ func openBench(b *testing.B, pc pluginCase, mode string) sdk.Randomizer {
 		}
 		return c
 	default:
-		p, err := sdk.Open(ctx, pc.name, pc.cfg, sdk.WithPluginDir(buildPlugin(b, pc.name)))
+		p, err := plugin.Open(ctx, pc.name, pc.cfg, plugin.WithPluginDir(buildPlugin(b, pc.name)))
 		if err != nil {
 			b.Fatal(err)
 		}

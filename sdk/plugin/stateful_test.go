@@ -1,6 +1,6 @@
 //go:build unix
 
-package sdk_test
+package plugin_test
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/host"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
+	"github.com/blanket-dp/blanket/sdk/plugin"
+	"github.com/blanket-dp/blanket/sdk/rpc"
 )
 
 // The stateful test randomizer's binary, registered here so that the
@@ -26,11 +29,11 @@ var counterCats = []string{"a", "b", "c"}
 
 // openCounter opens the counter randomizer with params as a plugin
 // process.
-func openCounter(t *testing.T, params map[string]string, opts ...sdk.OpenOption) *sdk.Plugin {
+func openCounter(t *testing.T, params map[string]string, opts ...plugin.Option) host.Plugin {
 	t.Helper()
 	dir := buildPlugin(t, counter.Name)
-	p, err := sdk.Open(context.Background(), counter.Name, sdk.Config{Categories: counterCats, Params: params},
-		append([]sdk.OpenOption{sdk.WithPluginDir(dir)}, opts...)...)
+	p, err := plugin.Open(context.Background(), counter.Name, sdk.Config{Categories: counterCats, Params: params},
+		append([]plugin.Option{plugin.WithPluginDir(dir)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +42,10 @@ func openCounter(t *testing.T, params map[string]string, opts ...sdk.OpenOption)
 }
 
 // openCounterBuiltin opens the counter randomizer with params in process.
-func openCounterBuiltin(t *testing.T, params map[string]string) *sdk.Plugin {
+func openCounterBuiltin(t *testing.T, params map[string]string) host.Plugin {
 	t.Helper()
-	p, err := sdk.Open(context.Background(), counter.Name, sdk.Config{Categories: counterCats, Params: params},
-		sdk.WithBuiltins(map[string]sdk.Factory{counter.Name: sdk.FactoryOf(counter.FromConfig)}), sdk.WithPluginDir(""))
+	p, err := plugin.Open(context.Background(), counter.Name, sdk.Config{Categories: counterCats, Params: params},
+		plugin.WithBuiltins(map[string]sdk.Factory{counter.Name: sdk.FactoryOf(counter.FromConfig)}), plugin.WithPluginDir(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +144,7 @@ func TestStepErrors(t *testing.T) {
 	in := sdk.Inputs{Categories: []string{"a", "b"}}
 	for _, where := range []string{"process", "builtin"} {
 		t.Run(where, func(t *testing.T) {
-			open := func(params map[string]string) *sdk.Plugin {
+			open := func(params map[string]string) host.Plugin {
 				if where == "process" {
 					return openCounter(t, params)
 				}
@@ -171,9 +174,9 @@ func TestStepErrors(t *testing.T) {
 						t.Errorf("%s: %v also wraps %v", tc.name, err, other)
 					}
 				}
-				var pe *sdk.PluginError
+				var pe *rpc.PluginError
 				if where == "process" && (!errors.As(err, &pe) || pe.Reason != "BAD_STATE") {
-					t.Errorf("%s: %#v, want a *sdk.PluginError of reason BAD_STATE", tc.name, err)
+					t.Errorf("%s: %#v, want a *rpc.PluginError of reason BAD_STATE", tc.name, err)
 				}
 			}
 			if _, _, err := p.Step(ctx, 1, 8, make([][]byte, 3), in); !errors.Is(err, sdk.ErrBadInput) {
@@ -197,17 +200,17 @@ func TestStepErrors(t *testing.T) {
 	t.Run("not stateful", func(t *testing.T) {
 		cfg := sdk.Config{Categories: []string{"a", "b"}}
 		dir := buildPlugin(t, "krr")
-		proc, err := sdk.Open(ctx, "krr", cfg, sdk.WithPluginDir(dir))
+		proc, err := plugin.Open(ctx, "krr", cfg, plugin.WithPluginDir(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer proc.Close()
-		in, err := builtin.Open(ctx, "krr", cfg, sdk.WithPluginDir(""))
+		in, err := builtin.Open(ctx, "krr", cfg, plugin.WithPluginDir(""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer in.Close()
-		for name, p := range map[string]*sdk.Plugin{"process": proc, "builtin": in} {
+		for name, p := range map[string]host.Plugin{"process": proc, "builtin": in} {
 			_, _, err := p.Step(ctx, 1, 7, make([][]byte, 2), sdk.Inputs{Categories: []string{"a", "b"}})
 			if !errors.Is(err, errors.ErrUnsupported) {
 				t.Errorf("%s: Step of krr: %v, want errors.ErrUnsupported", name, err)
@@ -226,7 +229,7 @@ func TestStepRestart(t *testing.T) {
 	ctx := context.Background()
 	marker := filepath.Join(t.TempDir(), "crashed")
 	p := openCounter(t, map[string]string{"crash_once": marker})
-	before := sdk.PID(p)
+	before := plugin.PID(p)
 	reports, next, err := p.Step(ctx, 1, 5, make([][]byte, 2), sdk.Inputs{Categories: []string{"b", "c"}})
 	if err != nil {
 		t.Fatalf("Step after a crash: %v", err)
@@ -234,7 +237,7 @@ func TestStepRestart(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the plugin did not crash: %v", err)
 	}
-	if after := sdk.PID(p); after == before || after == 0 {
+	if after := plugin.PID(p); after == before || after == 0 {
 		t.Errorf("process %d before and %d after: no restart", before, after)
 	}
 	for i, s := range decodeStates(t, next) {
@@ -251,7 +254,7 @@ func TestStepRestart(t *testing.T) {
 func TestStepChunks(t *testing.T) {
 	ctx := context.Background()
 	const n = 200
-	p := openCounter(t, nil, sdk.WithMaxRequestBytes(256))
+	p := openCounter(t, nil, plugin.WithMaxRequestBytes(256))
 	local, err := counter.FromConfig(sdk.Config{Categories: counterCats})
 	if err != nil {
 		t.Fatal(err)

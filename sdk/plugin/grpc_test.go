@@ -1,4 +1,4 @@
-package sdk_test
+package plugin_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,25 +22,27 @@ import (
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
+	"github.com/blanket-dp/blanket/sdk/rpc"
 )
 
 // grpcClient serves f in process over a real gRPC connection
-// (plugin.TestPluginGRPCConn) and returns the dispensed client, not yet
+// (goplugin.TestPluginGRPCConn) and returns the dispensed client, not yet
 // configured.
-func grpcClient(t testing.TB, f sdk.Factory) *sdk.GRPCClient {
+func grpcClient(t testing.TB, f sdk.Factory) *rpc.Client {
 	t.Helper()
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSets(f)[sdk.ProtocolVersion])
+	client, _ := goplugin.TestPluginGRPCConn(t, false, plugin.PluginSets(f)[plugin.ProtocolVersion])
 	// Close asks the server to stop (the controller's Shutdown RPC); stopping
 	// it here as well would race inside go-plugin.
 	t.Cleanup(func() { _ = client.Close() })
-	raw, err := client.Dispense(sdk.PluginName)
+	raw, err := client.Dispense(plugin.PluginName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := raw.(*sdk.GRPCClient)
+	c, ok := raw.(*rpc.Client)
 	if !ok {
-		t.Fatalf("dispensed %T, want *sdk.GRPCClient", raw)
+		t.Fatalf("dispensed %T, want *rpc.Client", raw)
 	}
 	return c
 }
@@ -331,7 +333,7 @@ func TestGRPCDeclarationBits(t *testing.T) {
 	}
 }
 
-// fake is a Randomizer that returns err from every method (when set) and
+// fake is a sdk.Randomizer that returns err from every method (when set) and
 // decl from Declare.
 type fake struct {
 	err   error
@@ -383,7 +385,7 @@ func (f *fake) Estimate(context.Context, *sdk.Statistic) (*sdk.Estimate, error) 
 
 var sentinels = []error{sdk.ErrBadInput, sdk.ErrBadEps0, sdk.ErrBadReport, sdk.ErrBadConfig, sdk.ErrBadStatistic}
 
-// methods calls each Randomizer method of c once, for error tests.
+// methods calls each sdk.Randomizer method of c once, for error tests.
 var methods = map[string]func(ctx context.Context, r sdk.Randomizer) error{
 	"Describe": func(ctx context.Context, r sdk.Randomizer) error { _, err := r.Describe(ctx); return err },
 	"Declare":  func(ctx context.Context, r sdk.Randomizer) error { _, err := r.Declare(ctx, 1); return err },
@@ -430,9 +432,9 @@ func TestGRPCErrorMapping(t *testing.T) {
 				if got := status.Code(err); got != codes.InvalidArgument {
 					t.Errorf("code %v, want InvalidArgument", got)
 				}
-				var pe *sdk.PluginError
+				var pe *rpc.PluginError
 				if !errors.As(err, &pe) || pe.Reason == "" {
-					t.Errorf("error %#v is not a *sdk.PluginError with a reason", err)
+					t.Errorf("error %#v is not a *rpc.PluginError with a reason", err)
 				}
 			})
 		}
@@ -493,7 +495,7 @@ func TestGRPCErrorOther(t *testing.T) {
 		c := grpcClient(t, func(sdk.Config) (sdk.Randomizer, error) { return &fake{}, nil })
 		for name, call := range methods {
 			if err := call(ctx, c); !errors.Is(err, sdk.ErrNotConfigured) || status.Code(err) != codes.FailedPrecondition {
-				t.Errorf("%s before Configure: %v, want ErrNotConfigured, FailedPrecondition", name, err)
+				t.Errorf("%s before Configure: %v, want sdk.ErrNotConfigured, FailedPrecondition", name, err)
 			}
 		}
 	})
@@ -502,7 +504,7 @@ func TestGRPCErrorOther(t *testing.T) {
 		c := grpcClient(t, sdk.FactoryOf(krr.FromConfig))
 		_, err := c.Configure(ctx, sdk.Config{Categories: []string{"a", "a"}})
 		if !errors.Is(err, sdk.ErrBadConfig) {
-			t.Fatalf("Configure with duplicate categories: %v, want ErrBadConfig", err)
+			t.Fatalf("Configure with duplicate categories: %v, want sdk.ErrBadConfig", err)
 		}
 	})
 }
@@ -576,23 +578,23 @@ func TestGRPCMalformedRandomize(t *testing.T) {
 	}
 	for _, packed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("packed=%v", packed), func(t *testing.T) {
-			rpc := rawClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+			raw := rawClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
 				r, err := krr.FromConfig(cfg)
 				if err != nil || packed {
 					return r, err
 				}
 				return plain{r}, nil
 			})
-			if _, err := rpc.Configure(ctx, &randomizerv1.ConfigureRequest{Config: &randomizerv1.Config{Categories: labels(2)}}); err != nil {
+			if _, err := raw.Configure(ctx, &randomizerv1.ConfigureRequest{Config: &randomizerv1.Config{Categories: labels(2)}}); err != nil {
 				t.Fatal(err)
 			}
 			for name, in := range bad {
-				_, err := rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: in})
+				_, err := raw.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: in})
 				if reason := errorReason(err); status.Code(err) != codes.InvalidArgument || reason != "BAD_INPUT" {
 					t.Errorf("%s: %v (reason %q), want InvalidArgument, BAD_INPUT", name, err, reason)
 				}
 			}
-			resp, err := rpc.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: &randomizerv1.Inputs{
+			resp, err := raw.Randomize(ctx, &randomizerv1.RandomizeRequest{Eps0: 1, Inputs: &randomizerv1.Inputs{
 				Labels: [][]byte{[]byte("c1"), []byte("c0")}, Categories: []uint32{0, 1, 1},
 			}})
 			if err != nil {
@@ -609,7 +611,7 @@ func TestGRPCMalformedRandomize(t *testing.T) {
 // the connection, which sends requests as given.
 func rawClient(t testing.TB, f sdk.Factory) randomizerv1.RandomizerClient {
 	t.Helper()
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSets(f)[sdk.ProtocolVersion])
+	client, _ := goplugin.TestPluginGRPCConn(t, false, plugin.PluginSets(f)[plugin.ProtocolVersion])
 	t.Cleanup(func() { _ = client.Close() })
 	return randomizerv1.NewRandomizerClient(client.Conn)
 }
@@ -617,7 +619,7 @@ func rawClient(t testing.TB, f sdk.Factory) randomizerv1.RandomizerClient {
 // errorReason returns the ErrorInfo reason of a status error, or "".
 func errorReason(err error) string {
 	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == sdk.ErrorDomain {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == rpc.ErrorDomain {
 			return info.GetReason()
 		}
 	}
@@ -677,7 +679,7 @@ func (m mapped) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]
 
 // TestGRPCOutputs checks the optional Outputs RPC: UNIMPLEMENTED (an error
 // wrapping errors.ErrUnsupported) for a randomizer that is not an
-// OutputMapper, the mapper's answer otherwise, its errors mapped across
+// sdk.OutputMapper, the mapper's answer otherwise, its errors mapped across
 // the boundary, and a wrong count refused.
 func TestGRPCOutputs(t *testing.T) {
 	ctx := context.Background()
@@ -721,7 +723,7 @@ func TestGRPCOutputs(t *testing.T) {
 			}
 		}
 		if _, err := c.Outputs(ctx, 1, [][]byte{{0, 1}}); !errors.Is(err, sdk.ErrBadReport) {
-			t.Errorf("a 2-byte krr report: %v, want ErrBadReport", err)
+			t.Errorf("a 2-byte krr report: %v, want sdk.ErrBadReport", err)
 		}
 	}
 }
