@@ -333,7 +333,7 @@ func TestGRPCDeclarationBits(t *testing.T) {
 	}
 }
 
-// fake is a sdk.Randomizer that returns err from every method (when set) and
+// fake is an sdk.Randomizer that returns err from every method (when set) and
 // decl from Declare.
 type fake struct {
 	err   error

@@ -11,10 +11,10 @@ import (
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
-// Client is a sdk.Randomizer served by a plugin process, called over one
+// Client is an sdk.Randomizer served by a plugin process, called over one
 // gRPC connection: Configure first, then the sdk.Randomizer methods. Errors are
 // *PluginError values that unwrap to the sentinel the plugin returned. It
-// has no timeouts and no restarts; Open wraps it with both. It is safe for
+// has no timeouts and no restarts; plugin.Open wraps it with both. It is safe for
 // concurrent use.
 type Client struct {
 	rpc randomizerv1.RandomizerClient
@@ -148,7 +148,7 @@ func (c *Client) Step(ctx context.Context, eps0 float64, period int64, states []
 	return reports, next, nil
 }
 
-// sdk.Estimate implements sdk.Randomizer.
+// Estimate implements sdk.Randomizer.
 func (c *Client) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
 	resp, err := c.rpc.Estimate(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)}, callOptions...)
 	if err != nil {

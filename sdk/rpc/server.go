@@ -16,7 +16,7 @@ import (
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
 
-// Server serves a sdk.Randomizer as the gRPC service
+// Server serves an sdk.Randomizer as the gRPC service
 // blanket.randomizer.v1.Randomizer. Configure builds the randomizer with the
 // sdk.Factory; the other RPCs call it. Errors become gRPC statuses naming their
 // sentinel (see ErrorDomain), and a panic in the randomizer becomes
@@ -133,7 +133,7 @@ func (s *Server) Declare(ctx context.Context, req *randomizerv1.DeclareRequest) 
 }
 
 // Randomize implements randomizerv1.RandomizerServer. It calls
-// RandomizePacked when the randomizer is a sdk.PackedRandomizer with a positive
+// RandomizePacked when the randomizer is an sdk.PackedRandomizer with a positive
 // ReportBytes, else Randomize. A request that is not a valid batch fails
 // with sdk.ErrBadInput.
 func (s *Server) Randomize(ctx context.Context, req *randomizerv1.RandomizeRequest) (_ *randomizerv1.RandomizeResponse, err error) {
@@ -273,7 +273,7 @@ func (s *Server) Step(ctx context.Context, req *randomizerv1.StepRequest) (_ *ra
 	return &randomizerv1.StepResponse{Reports: packed, States: next}, nil
 }
 
-// sdk.Estimate implements randomizerv1.RandomizerServer.
+// Estimate implements randomizerv1.RandomizerServer.
 func (s *Server) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
 	defer s.recoverPanic("Estimate", &err)
 	r, err := s.randomizer()

@@ -1,4 +1,4 @@
-package plan_test
+package accounting_test
 
 import (
 	"context"

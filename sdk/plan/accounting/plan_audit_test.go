@@ -1,6 +1,6 @@
 //go:build audit
 
-package plan_test
+package accounting_test
 
 import "testing"
 
