@@ -59,6 +59,16 @@
 // holds one plan, and a report of an earlier epoch cannot be sealed
 // without that plan's binding.
 //
+// # Randomizers and what an app links
+//
+// A Provider runs the plan's randomizers in process (package sdk/host):
+// DefaultRandomizers, which are krr, hadamard, rappor, summation and
+// longitudinal. The package links no gRPC, go-plugin, gonum, accountant
+// or Google differential-privacy code (a test guards its dependencies). An
+// app that needs Blanket's laplace randomizer, or a randomizer served by a
+// plugin binary, says so in Config.Randomizers and links what that takes
+// (see DefaultRandomizers).
+//
 // # Periods
 //
 // The plan fixes a reporting period (plan.Plan.Period, 24 h by default,
