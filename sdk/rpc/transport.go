@@ -26,8 +26,8 @@ const MaxMessageBytes = math.MaxInt32
 // in both processes.
 const windowBytes = 1 << 24
 
-// dialOptions are the host's gRPC options for a plugin connection, on top
-// of go-plugin's.
+// DialOptions returns the host's gRPC options for a plugin connection
+// (sdk/plugin), on top of go-plugin's.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithInitialWindowSize(windowBytes),
@@ -35,7 +35,7 @@ func DialOptions() []grpc.DialOption {
 	}
 }
 
-// serverOptions are the plugin's gRPC server options, on top of
+// ServerOptions returns the plugin's gRPC server options, on top of
 // go-plugin's: raised message limits (MaxMessageBytes), the window and the
 // codec.
 func ServerOptions() []grpc.ServerOption {
