@@ -15,7 +15,7 @@ build: ## build the CLI into bin/
 
 # The accountant is pure math: the race detector gains nothing there and
 # makes it 5 to 10 times slower, so its tests run without it, and the
-# packages that call it (sdk/plan, collector, cmd/blanket, examples/fleet)
+# packages that call it (sdk/plan/accounting, collector, cmd/blanket, examples/fleet)
 # run under -race with the accountant and gonum compiled uninstrumented
 # (-race=false for those packages only: their memory accesses are not
 # tracked, everything else is, and synchronisation through channels and

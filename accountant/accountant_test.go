@@ -72,7 +72,7 @@ func matrixMech(t testing.TB, rows [][]float64) (accountant.DeclaredMech, float6
 		t.Fatalf("NewMatrix: %v", err)
 	}
 	decl := &accountant.Declaration{Form: accountant.FormMatrix, Matrix: m}
-	d, err := decl.Decompose()
+	d, err := accountant.Decompose(decl)
 	if err != nil {
 		t.Fatalf("Decompose: %v", err)
 	}
@@ -107,7 +107,7 @@ func referenceSets(t *testing.T) []namedSet {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := m.Decompose(0)
+		d, err := accountant.Decompose(&accountant.Declaration{Form: accountant.FormMatrix, Matrix: m})
 		if err != nil {
 			t.Fatalf("random matrix %d: %v", i, err)
 		}
@@ -798,7 +798,7 @@ func TestDeclarationErrors(t *testing.T) {
 			t.Errorf("%s: DecodeDeclaration: %v", c.name, err)
 			continue
 		}
-		_, err = decl.Decompose()
+		_, err = accountant.Decompose(decl)
 		checkDeclErr(t, c.name+" (Decompose)", err, c.want)
 		_, err = accountant.Epsilon(accountant.DeclaredMech{Decl: decl}, 1, 1000, 1e-6)
 		checkDeclErr(t, c.name+" (Epsilon)", err, c.want)
@@ -808,14 +808,14 @@ func TestDeclarationErrors(t *testing.T) {
 		Label: "x=a,x'=b",
 		Atoms: []accountant.Atom{{R: 0.2, P: 0.5, Q: 0.5}, {R: 0.1, P: 0.45, Q: 0.05}, {R: 0.05, P: 0.05, Q: 0.45}},
 	}}}
-	_, err := atoms.Decompose()
+	_, err := accountant.Decompose(atoms)
 	checkDeclErr(t, "atoms ratio", err, []string{"pair 0", "x=a,x'=b", "atom 1"})
 	// A triple whose r is not a distribution.
 	triple := &accountant.Declaration{Eps0: 1, Form: accountant.FormAtoms,
 		Pairs:   []accountant.DeclaredSet{{Atoms: []accountant.Atom{{R: 0.3, P: 0.6, Q: 0.4}, {R: 0.3, P: 0.4, Q: 0.6}}}},
 		Triples: []accountant.DeclaredSet{{Label: "x3=c", Atoms: []accountant.Atom{{R: 0.4, P: 0.6, Q: 0.4}, {R: 0.4, P: 0.4, Q: 0.6}}}},
 	}
-	_, err = triple.Decompose()
+	_, err = accountant.Decompose(triple)
 	checkDeclErr(t, "triple r sum", err, []string{"triple 0", "x3=c"})
 }
 
@@ -847,7 +847,7 @@ func TestLargeKRRMatrixIsSymmetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := m.Decompose(eps0)
+	d, err := accountant.Decompose(&accountant.Declaration{Eps0: eps0, Form: accountant.FormMatrix, Matrix: m})
 	if err != nil {
 		t.Fatalf("Decompose: %v", err)
 	}

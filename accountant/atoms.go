@@ -8,16 +8,6 @@ import (
 	"strings"
 )
 
-// Atom is one component of a blanket decomposition for a neighbouring pair
-// (x, x'): R is the blanket mass r_y = min_x R[x][y] (for a lower-bound
-// triple, R[x3][y]), P = R[x][y] and Q = R[x'][y], summed over the outputs y
-// merged into this atom.
-type Atom struct {
-	R float64 `json:"r"`
-	P float64 `json:"p"`
-	Q float64 `json:"q"`
-}
-
 // AtomSet is the list of atoms of one neighbouring pair (or one lower-bound
 // triple). The residual atom, weight 1 - sum R with p = q = 0, is implicit.
 type AtomSet []Atom

@@ -133,7 +133,7 @@ func audPairSet(rows [][]float64, x, xp int) AtomSet {
 		for _, row := range rows {
 			r = math.Min(r, row[y])
 		}
-		s = append(s, Atom{r, rows[x][y], rows[xp][y]})
+		s = append(s, Atom{R: r, P: rows[x][y], Q: rows[xp][y]})
 	}
 	return s
 }
@@ -142,7 +142,7 @@ func audPairSet(rows [][]float64, x, xp int) AtomSet {
 func audTripleSet(rows [][]float64, x, xp, x3 int) AtomSet {
 	var s AtomSet
 	for y := range rows[0] {
-		s = append(s, Atom{rows[x3][y], rows[x][y], rows[xp][y]})
+		s = append(s, Atom{R: rows[x3][y], P: rows[x][y], Q: rows[xp][y]})
 	}
 	return s
 }
@@ -151,9 +151,9 @@ func audTripleSet(rows [][]float64, x, xp, x3 int) AtomSet {
 func audKRRUpper(k int, eps0 float64) AtomSet {
 	e := math.Exp(eps0)
 	c := 1 / (e + float64(k) - 1)
-	s := AtomSet{{c, e * c, c}, {c, c, e * c}}
+	s := AtomSet{{R: c, P: e * c, Q: c}, {R: c, P: c, Q: e * c}}
 	if k > 2 {
-		s = append(s, Atom{float64(k-2) * c, float64(k-2) * c, float64(k-2) * c})
+		s = append(s, Atom{R: float64(k-2) * c, P: float64(k-2) * c, Q: float64(k-2) * c})
 	}
 	return s
 }
@@ -176,8 +176,8 @@ func audCases(rng *rand.Rand) []struct {
 		{"krr2 eps0=30", audKRRUpper(2, 30)},
 		{"krr4 eps0=12", audKRRUpper(4, 12)},
 		// dominant atom is a non-residual atom (gamma close to 1, one big atom)
-		{"dominant non-residual", AtomSet{{0.9, 0.9, 0.9}, {0.04, 0.06, 0.03}, {0.04, 0.04, 0.07}}},
-		{"no residual", AtomSet{{0.5, 0.7, 0.3}, {0.5, 0.3, 0.7}}},
+		{"dominant non-residual", AtomSet{{R: 0.9, P: 0.9, Q: 0.9}, {R: 0.04, P: 0.06, Q: 0.03}, {R: 0.04, P: 0.04, Q: 0.07}}},
+		{"no residual", AtomSet{{R: 0.5, P: 0.7, Q: 0.3}, {R: 0.5, P: 0.3, Q: 0.7}}},
 	}
 	for i := range 4 {
 		rows := audRandomMatrix(rng, 3, 4, 0.3+2*rng.Float64(), 3)
@@ -366,9 +366,9 @@ func TestAuditAtomsDeclarationBlanketExceedsRows(t *testing.T) {
 	a, b := e/(e+1), 1/(e+1)
 	decl := &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{{
 		Label: "r > min(p,q)",
-		Atoms: []Atom{{0.5, a, b}, {0.5, b, a}},
+		Atoms: []Atom{{R: 0.5, P: a, Q: b}, {R: 0.5, P: b, Q: a}},
 	}}}
-	if err := decl.Validate(); err == nil {
+	if err := Validate(decl); err == nil {
 		t.Errorf("declaration with r = 0.5 > min(p, q) = %.4g was accepted", b)
 	}
 	const n, eps = 50, 0.3
@@ -379,7 +379,7 @@ func TestAuditAtomsDeclarationBlanketExceedsRows(t *testing.T) {
 	// Any randomizer with rows R[x] = (a, b), R[x'] = (b, a) on the two
 	// output groups has the neighbouring datasets (x, x', ..., x') and
 	// (x', x', ..., x'), whose exact divergence is that of the triple below.
-	triple := AtomSet{{b, a, b}, {a, b, a}}
+	triple := AtomSet{{R: b, P: a, Q: b}, {R: a, P: b, Q: a}}
 	ex := audExact(triple, n, eps)
 	if r.Upper < ex*(1-audTol) {
 		t.Errorf("accepted declaration gives Upper = %.6g below the exact divergence %.6g of a real neighbouring pair", r.Upper, ex)
@@ -393,7 +393,7 @@ func TestAuditAtomsDeclarationBlanketExceedsRows(t *testing.T) {
 func TestAuditTripleValidationRatio(t *testing.T) {
 	const eps0 = 1.0
 	// r/q = 0.7/0.25 = 2.8 > e = 2.718; all the other ratios are fine.
-	tr := AtomSet{{0.7, 0.4, 0.25}, {0.3, 0.6, 0.75}}
+	tr := AtomSet{{R: 0.7, P: 0.4, Q: 0.25}, {R: 0.3, P: 0.6, Q: 0.75}}
 	if err := tr.validate(eps0, true, "triple"); err == nil {
 		t.Errorf("triple with r/q = %.3g > e^eps0 = %.4g accepted", 0.7/0.25, math.Exp(eps0))
 	}
@@ -537,7 +537,7 @@ func audCheckDecomposition(t *testing.T, name string, rows [][]float64, d *Decom
 	}
 }
 
-// TestAuditMatrixPairReduction compares Matrix.Decompose with brute force
+// TestAuditMatrixPairReduction compares the matrix decomposition (decomposeMatrix) with brute force
 // over every ordered pair for random structured matrices (repeated row
 // profiles, defaults, overlapping and disjoint exceptions), both through
 // NewMatrix (mode detection) and NewSparseMatrix. The first 8 matrices of
@@ -577,7 +577,7 @@ func audMatrixPairReduction(t *testing.T, from, to int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := dm.Decompose(0)
+		d, err := decomposeMatrix(dm, 0)
 		if err != nil {
 			continue // identical rows etc.
 		}
@@ -597,7 +597,7 @@ func audMatrixPairReduction(t *testing.T, from, to int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d2, err := sm.Decompose(0)
+		d2, err := decomposeMatrix(sm, 0)
 		if err != nil {
 			t.Fatalf("iteration %d: sparse form rejected: %v", it, err)
 		}
@@ -1069,7 +1069,7 @@ func TestAuditTripleMassTolerance(t *testing.T) {
 	tr := d.Lower[0]
 	var loose AtomSet
 	for _, a := range tr {
-		loose = append(loose, Atom{a.R * (1 + 0.9e-12), a.P, a.Q})
+		loose = append(loose, Atom{R: a.R * (1 + 0.9e-12), P: a.P, Q: a.Q})
 	}
 	if err := loose.validate(eps0, true, "triple"); err != nil {
 		t.Skipf("tolerance changed: %v", err)
@@ -1176,7 +1176,7 @@ func TestAuditMatrixWorstPair(t *testing.T) {
 			t.Fatal(err)
 		}
 		decl := &Declaration{Form: FormMatrix, Matrix: mm}
-		d, err := decl.Decompose()
+		d, err := Decompose(decl)
 		if err != nil {
 			continue
 		}
@@ -1207,8 +1207,8 @@ func TestAuditMergeNearEqualRatios(t *testing.T) {
 	var s AtomSet
 	for i := range 12 {
 		f := 1 + 3*u*float64(i)
-		s = append(s, Atom{0.02, 0.05 * f, 0.01 / f})
-		s = append(s, Atom{0.02, 0.01 * f, 0.05 / f})
+		s = append(s, Atom{R: 0.02, P: 0.05 * f, Q: 0.01 / f})
+		s = append(s, Atom{R: 0.02, P: 0.01 * f, Q: 0.05 / f})
 	}
 	rest := 1 - s.Gamma()
 	_ = rest
@@ -1295,7 +1295,7 @@ func TestAuditCalibrateFixedPartNarrow(t *testing.T) {
 // the convexity correction vanish. The bracket must still contain the
 // enumerated value, for the lattice path forced at small n.
 func TestAuditAtomsOnLattice(t *testing.T) {
-	set := AtomSet{{0.25, 0.5, 0.25}, {0.25, 0.25, 0.5}, {0.1, 0.1, 0.1}}
+	set := AtomSet{{R: 0.25, P: 0.5, Q: 0.25}, {R: 0.25, P: 0.25, Q: 0.5}, {R: 0.1, P: 0.1, Q: 0.1}}
 	for _, eps := range []float64{0, 1e-300, math.Log(1.5)} {
 		p := prepare(set.Merge(), eps)
 		sd := tiltedSD(p)

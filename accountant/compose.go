@@ -227,7 +227,7 @@ func scaledUnion(blanket, victim []float64) func(sets []AtomSet, idx []int) Atom
 		for i, s := range sets {
 			j := idx[i]
 			for _, a := range s {
-				out = append(out, Atom{blanket[j] * a.R, victim[j] * a.P, victim[j] * a.Q})
+				out = append(out, Atom{R: blanket[j] * a.R, P: victim[j] * a.P, Q: victim[j] * a.Q})
 			}
 		}
 		return out.Merge()
@@ -292,7 +292,7 @@ func (m SubsampleMech) Decompose(eps0 float64) (*Decomposition, error) {
 	}
 	// The null mechanism has one constant output: it is its own blanket and
 	// a neighbour cannot change it, so it only has unchanged sets.
-	null := &Decomposition{UpperSame: []AtomSet{{{1, 1, 1}}}, LowerSame: []AtomSet{{{1, 1, 1}}}}
+	null := &Decomposition{UpperSame: []AtomSet{{{R: 1, P: 1, Q: 1}}}, LowerSame: []AtomSet{{{R: 1, P: 1, Q: 1}}}}
 	d := &Decomposition{LocalEps: inner.LocalEps}
 	return parallelDecompose(d, []float64{m.Rate, 1 - m.Rate}, []*Decomposition{inner, null})
 }
@@ -316,12 +316,12 @@ func allHaveLower(parts []*Decomposition) bool {
 // productSets is the joint composition of one set per component: the
 // Cartesian product of their atoms, merged.
 func productSets(sets []AtomSet, _ []int) AtomSet {
-	acc := AtomSet{{1, 1, 1}}
+	acc := AtomSet{{R: 1, P: 1, Q: 1}}
 	for _, s := range sets {
 		next := make(AtomSet, 0, len(acc)*len(s))
 		for _, a := range acc {
 			for _, b := range s {
-				next = append(next, Atom{a.R * b.R, a.P * b.P, a.Q * b.Q})
+				next = append(next, Atom{R: a.R * b.R, P: a.P * b.P, Q: a.Q * b.Q})
 			}
 		}
 		acc = next.Merge()

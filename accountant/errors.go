@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them, so
@@ -15,7 +17,9 @@ var (
 	// ErrInvalidDeclaration reports a declaration that is not a valid pure
 	// eps0-LDP randomizer (rows not summing to 1, negative entries, a
 	// likelihood ratio above e^eps0, an output impossible under some input).
-	ErrInvalidDeclaration = errors.New("accountant: invalid declaration")
+	// It is declare.ErrInvalid, which package declare's constructors and
+	// decoder wrap too.
+	ErrInvalidDeclaration = declare.ErrInvalid
 	// ErrNotCalibratable reports a mechanism whose eps0 is fixed (a matrix or
 	// atoms declaration) and therefore cannot be calibrated.
 	ErrNotCalibratable = errors.New("accountant: mechanism has a fixed eps0")
@@ -93,6 +97,5 @@ const MinDelta = 1e-100
 // MaxN is the largest number of users the engine accepts.
 const MaxN = 10_000_000_000
 
-// MaxEps0 is the largest local budget the engine accepts. Beyond it e^eps0
-// loses the precision the bounds need.
-const MaxEps0 = 30.0
+// MaxEps0 is the largest local budget the engine accepts (declare.MaxEps0).
+const MaxEps0 = declare.MaxEps0

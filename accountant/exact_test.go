@@ -711,7 +711,7 @@ func TestExactDeltaMatchesBigFloat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := m.Decompose(0)
+	md, err := accountant.Decompose(&accountant.Declaration{Eps0: 0, Form: accountant.FormMatrix, Matrix: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -753,7 +753,7 @@ func TestExactDeltaOneUserIsHockeyStick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := m.Decompose(0)
+		d, err := accountant.Decompose(&accountant.Declaration{Eps0: 0, Form: accountant.FormMatrix, Matrix: m})
 		if err != nil {
 			t.Fatalf("trial %d: Decompose: %v", trial, err)
 		}

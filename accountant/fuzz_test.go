@@ -63,7 +63,7 @@ func FuzzDecodeDeclaration(f *testing.F) {
 		if decl.Matrix != nil && decl.Matrix.NumOutputs() > maxFuzzOutputs {
 			t.Skipf("%d outputs", decl.Matrix.NumOutputs())
 		}
-		d, err := decl.Decompose()
+		d, err := accountant.Decompose(decl)
 		if err != nil {
 			if !errors.Is(err, accountant.ErrInvalidDeclaration) {
 				t.Fatalf("Decompose error %q does not wrap ErrInvalidDeclaration", err)
@@ -95,7 +95,7 @@ func FuzzDecodeDeclaration(f *testing.F) {
 				}
 			}
 		}
-		d2, err := decl2.Decompose()
+		d2, err := accountant.Decompose(decl2)
 		if err != nil {
 			t.Fatalf("re-encoded declaration %s no longer decomposes: %v", enc, err)
 		}

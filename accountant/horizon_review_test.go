@@ -46,7 +46,7 @@ func reviewMatrixMech(t *testing.T, rows [][]float64) (Mechanism, *Decomposition
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := m.Decompose(0)
+	d, err := decomposeMatrix(m, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func reviewAtomsMech(t *testing.T, d *Decomposition, pairs, triples int) Mechani
 	for i := 0; i < min(triples, len(d.Lower)); i++ {
 		decl.Triples = append(decl.Triples, DeclaredSet{Atoms: d.Lower[i]})
 	}
-	if _, err := decl.Decompose(); err != nil {
+	if _, err := Decompose(decl); err != nil {
 		t.Fatal(err)
 	}
 	return DeclaredMech{Decl: decl}

@@ -130,10 +130,13 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
-// MaxTree is the largest tree (periods per tree) Longitudinal accepts.
-const MaxTree = 1 << 15
+// MaxTree is the largest tree (periods per tree) Longitudinal accepts
+// (declare.MaxTree).
+const MaxTree = declare.MaxTree
 
 // longitudinalTailShare is the share of delta the level-count tail may
 // take when mates are not known exactly.
@@ -242,13 +245,8 @@ func (l Longitudinal) check() error {
 	return nil
 }
 
-// NodeMatrix returns the law of one node's report at eps0: rows are the
-// node values -1, 0, +1, columns the reported bits -1, +1.
-func NodeMatrix(eps0 float64) [][]float64 {
-	e := math.Exp(eps0)
-	hi, lo := e/(e+1), 1/(e+1)
-	return [][]float64{{hi, lo}, {0.5, 0.5}, {lo, hi}}
-}
+// NodeMatrix is declare.NodeMatrix: the law of one node's report at eps0.
+func NodeMatrix(eps0 float64) [][]float64 { return declare.NodeMatrix(eps0) }
 
 // nodeStep returns the declaration of the pairs (0, +1) and (0, -1) of the
 // proof's point 3 for a node law (rows -1, 0, +1), with the full-domain
@@ -277,7 +275,7 @@ func nodeStep(eps0 float64, node [][]float64) (*Declaration, error) {
 		}
 	}
 	d := &Declaration{Eps0: eps0, Form: FormAtoms, Pairs: []DeclaredSet{pair(1, 2, "v=0,v'=+1"), pair(1, 0, "v=0,v'=-1")}}
-	if err := d.Validate(); err != nil {
+	if err := Validate(d); err != nil {
 		return nil, err
 	}
 	return d, nil

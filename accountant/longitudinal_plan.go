@@ -9,7 +9,7 @@ import (
 // This file connects Longitudinal to mechanism families: a randomizer that
 // declares a tree (Declaration.Tree) is accounted with Longitudinal, in
 // calibration and in plans; everything else that assumes independent
-// reports refuses it (Declaration.Decompose fails with ErrLongitudinal).
+// reports refuses it (Decompose fails with ErrLongitudinal).
 
 // LongitudinalMech is the tree protocol with randomized response at the
 // nodes (plugins/longitudinal), as a family in eps0: its declaration is
@@ -58,7 +58,7 @@ func (m LongitudinalMech) Decompose(eps0 float64) (*Decomposition, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.Decompose()
+	return Decompose(d)
 }
 
 // longitudinalOf returns the Longitudinal of mechanism m at eps0 (tree and
@@ -98,7 +98,7 @@ func longitudinalOf(m Mechanism, eps0 float64) (l Longitudinal, ok bool, err err
 	if node.Form != FormMatrix || node.Matrix == nil || node.Matrix.NumInputs() != 3 {
 		return l, false, fmt.Errorf("%w: a longitudinal declaration is a matrix of 3 rows (node values -1, 0, +1)", ErrInvalidDeclaration)
 	}
-	if _, err := node.Decompose(); err != nil {
+	if _, err := Decompose(node); err != nil {
 		return l, false, err
 	}
 	rows := make([][]float64, 3)

@@ -1,7 +1,6 @@
 package accountant
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -9,16 +8,17 @@ import (
 	"strings"
 )
 
-// Matrix is a randomizer's full output distribution R[x][y], stored as a
-// default value per row plus the entries that differ from it, so that
-// structured mechanisms (k-RR with k = 10^4: one entry per row) stay small.
-type Matrix struct {
-	// InputLabels names the inputs in error messages. Optional.
-	InputLabels []string
-	// OutputLabels names the outputs in error messages. Optional.
-	OutputLabels []string
-	outputs      int
-	rows         []sparseRow
+// The decomposition of a matrix declaration (docs/accounting.md §2). The
+// matrix itself, its constructors and its JSON form are package declare's
+// (Matrix); this file reads its rows through matrixRows.
+
+// matrixRows is the decomposition's view of a Matrix: its rows as a default
+// value plus the sorted entries that differ (Matrix.Row), and the label
+// helpers of its error messages.
+type matrixRows struct {
+	*Matrix
+	outputs int
+	rows    []sparseRow
 }
 
 type sparseRow struct {
@@ -34,261 +34,28 @@ func (r *sparseRow) at(y int) float64 {
 	return r.def
 }
 
-// SparseRow is one row of a sparse matrix: every output has probability
-// Default except those listed in Entries.
-type SparseRow struct {
-	// Default is the probability of every output not in Entries.
-	Default float64
-	// Entries maps output index to probability.
-	Entries map[int]float64
+// rowsOf returns the view of m.
+func rowsOf(m *Matrix) *matrixRows {
+	v := &matrixRows{Matrix: m, outputs: m.NumOutputs(), rows: make([]sparseRow, m.NumInputs())}
+	for x := range v.rows {
+		r := &v.rows[x]
+		r.def, r.idx, r.val = m.Row(x)
+	}
+	return v
 }
 
-// NewMatrix returns the matrix with the given dense rows; every row must have
-// the same length.
-func NewMatrix(rows [][]float64) (*Matrix, error) {
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("%w: matrix has no rows", ErrInvalidDeclaration)
-	}
-	m := &Matrix{outputs: len(rows[0])}
-	for x, row := range rows {
-		if len(row) != m.outputs {
-			return nil, fmt.Errorf("%w: matrix row %d has %d entries, row 0 has %d", ErrInvalidDeclaration, x, len(row), m.outputs)
-		}
-		m.rows = append(m.rows, denseToSparse(row))
-	}
-	return m, nil
-}
-
-// denseToSparse stores a row as its most frequent value plus exceptions.
-func denseToSparse(row []float64) sparseRow {
-	count := map[float64]int{}
-	var mode float64
-	best := -1
-	for _, v := range row {
-		count[v]++
-		if count[v] > best || (count[v] == best && v < mode) {
-			best, mode = count[v], v
-		}
-	}
-	r := sparseRow{def: mode}
-	for y, v := range row {
-		if v != mode || math.IsNaN(v) {
-			r.idx = append(r.idx, y)
-			r.val = append(r.val, v)
-		}
-	}
-	return r
-}
-
-// NewSparseMatrix returns a matrix with the given number of outputs and
-// sparse rows.
-func NewSparseMatrix(outputs int, rows []SparseRow) (*Matrix, error) {
-	if outputs < 1 {
-		return nil, fmt.Errorf("%w: matrix has %d outputs, need at least 1", ErrInvalidDeclaration, outputs)
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("%w: matrix has no rows", ErrInvalidDeclaration)
-	}
-	m := &Matrix{outputs: outputs}
-	for x, sr := range rows {
-		r := sparseRow{def: sr.Default}
-		for y := range sr.Entries {
-			if y < 0 || y >= outputs {
-				return nil, fmt.Errorf("%w: matrix row %d has an entry for output %d, outside [0,%d)", ErrInvalidDeclaration, x, y, outputs)
-			}
-			r.idx = append(r.idx, y)
-		}
-		slices.Sort(r.idx)
-		r.val = make([]float64, len(r.idx))
-		for i, y := range r.idx {
-			r.val[i] = sr.Entries[y]
-		}
-		m.rows = append(m.rows, r)
-	}
-	return m, nil
-}
-
-// NumInputs returns the number of inputs (rows).
-func (m *Matrix) NumInputs() int { return len(m.rows) }
-
-// NumOutputs returns the number of outputs (columns).
-func (m *Matrix) NumOutputs() int { return m.outputs }
-
-// At returns R[x][y].
-func (m *Matrix) At(x, y int) float64 { return m.rows[x].at(y) }
-
-func (m *Matrix) in(x int) string {
+func (m *matrixRows) in(x int) string {
 	if x < len(m.InputLabels) {
 		return fmt.Sprintf("x=%d (%q)", x, m.InputLabels[x])
 	}
 	return fmt.Sprintf("x=%d", x)
 }
 
-func (m *Matrix) out(y int) string {
+func (m *matrixRows) out(y int) string {
 	if y < len(m.OutputLabels) {
 		return fmt.Sprintf("y=%d (%q)", y, m.OutputLabels[y])
 	}
 	return fmt.Sprintf("y=%d", y)
-}
-
-// matrixJSON is the file format of a matrix declaration.
-type matrixJSON struct {
-	Eps0       float64           `json:"eps0,omitempty"`
-	Inputs     []string          `json:"inputs,omitempty"`
-	Outputs    []string          `json:"outputs,omitempty"`
-	NumOutputs int               `json:"num_outputs,omitempty"`
-	Rows       []json.RawMessage `json:"rows"`
-}
-
-type sparseRowJSON struct {
-	Default float64            `json:"default"`
-	Entries map[string]float64 `json:"entries"`
-}
-
-// UnmarshalJSON decodes a matrix: {"inputs": [...], "outputs": [...],
-// "num_outputs": m, "rows": [...]} where each row is either a dense array of
-// probabilities or {"default": v, "entries": {"output": v}} with outputs named
-// by index or label.
-func (m *Matrix) UnmarshalJSON(data []byte) error {
-	var mj matrixJSON
-	if err := json.Unmarshal(data, &mj); err != nil {
-		return fmt.Errorf("%w: matrix: %v", ErrInvalidDeclaration, err)
-	}
-	dec, err := mj.matrix()
-	if err != nil {
-		return err
-	}
-	*m = *dec
-	return nil
-}
-
-// MarshalJSON encodes the matrix in the sparse row format.
-func (m *Matrix) MarshalJSON() ([]byte, error) {
-	mj := struct {
-		Inputs     []string        `json:"inputs,omitempty"`
-		Outputs    []string        `json:"outputs,omitempty"`
-		NumOutputs int             `json:"num_outputs"`
-		Rows       []sparseRowJSON `json:"rows"`
-	}{m.InputLabels, m.OutputLabels, m.outputs, nil}
-	for _, r := range m.rows {
-		sr := sparseRowJSON{Default: r.def, Entries: map[string]float64{}}
-		for i, y := range r.idx {
-			key := strconv.Itoa(y)
-			if y < len(m.OutputLabels) {
-				key = m.OutputLabels[y] // labels take precedence when decoding
-			}
-			sr.Entries[key] = r.val[i]
-		}
-		mj.Rows = append(mj.Rows, sr)
-	}
-	return json.Marshal(mj)
-}
-
-func (mj *matrixJSON) matrix() (*Matrix, error) {
-	if len(mj.Rows) == 0 {
-		return nil, fmt.Errorf("%w: matrix has no rows", ErrInvalidDeclaration)
-	}
-	if len(mj.Inputs) > 0 && len(mj.Inputs) != len(mj.Rows) {
-		return nil, fmt.Errorf("%w: matrix has %d input labels and %d rows", ErrInvalidDeclaration, len(mj.Inputs), len(mj.Rows))
-	}
-	outputs := mj.NumOutputs
-	if outputs == 0 {
-		outputs = len(mj.Outputs)
-	}
-	labelIdx := map[string]int{}
-	for i, l := range mj.Outputs {
-		if _, dup := labelIdx[l]; dup {
-			return nil, fmt.Errorf("%w: output label %q appears twice", ErrInvalidDeclaration, l)
-		}
-		labelIdx[l] = i
-	}
-	// maxOutputs bounds the memory a declaration file can make Decompose
-	// allocate (about 60 bytes per output).
-	const maxOutputs = 1 << 20
-	var dense [][]float64
-	var sparse []SparseRow
-	for x, raw := range mj.Rows {
-		t := strings.TrimSpace(string(raw))
-		switch {
-		case strings.HasPrefix(t, "["):
-			var row []float64
-			if err := json.Unmarshal(raw, &row); err != nil {
-				return nil, fmt.Errorf("%w: matrix row %d: %v", ErrInvalidDeclaration, x, err)
-			}
-			dense = append(dense, row)
-		case strings.HasPrefix(t, "{"):
-			var sr sparseRowJSON
-			if err := json.Unmarshal(raw, &sr); err != nil {
-				return nil, fmt.Errorf("%w: matrix row %d: %v", ErrInvalidDeclaration, x, err)
-			}
-			row := SparseRow{Default: sr.Default, Entries: map[int]float64{}}
-			for k, v := range sr.Entries {
-				y, ok := labelIdx[k]
-				if !ok {
-					n, err := strconv.Atoi(k)
-					if err != nil {
-						return nil, fmt.Errorf("%w: matrix row %d: output %q is neither an index nor a label", ErrInvalidDeclaration, x, k)
-					}
-					y = n
-				}
-				row.Entries[y] = v
-			}
-			sparse = append(sparse, row)
-		default:
-			return nil, fmt.Errorf("%w: matrix row %d is neither an array nor an object", ErrInvalidDeclaration, x)
-		}
-	}
-	var m *Matrix
-	var err error
-	switch {
-	case dense != nil && sparse != nil:
-		return nil, fmt.Errorf("%w: matrix mixes dense and sparse rows", ErrInvalidDeclaration)
-	case dense != nil:
-		m, err = NewMatrix(dense)
-		if err == nil && outputs != 0 && outputs != m.outputs {
-			err = fmt.Errorf("%w: matrix rows have %d entries but %d outputs are named", ErrInvalidDeclaration, m.outputs, outputs)
-		}
-	default:
-		if outputs < 1 || outputs > maxOutputs {
-			return nil, fmt.Errorf("%w: sparse matrix needs num_outputs (or output labels) in [1,%d], got %d", ErrInvalidDeclaration, maxOutputs, outputs)
-		}
-		m, err = NewSparseMatrix(outputs, sparse)
-	}
-	if err != nil {
-		return nil, err
-	}
-	m.InputLabels, m.OutputLabels = mj.Inputs, mj.Outputs
-	return m, nil
-}
-
-// DecodeDeclaration decodes a declaration from JSON: either a full
-// Declaration ({"form": ..., "eps0": ..., ...}) or a bare matrix with an
-// optional "eps0" field (the format of `--mech matrix:FILE.json`). The result
-// is not yet validated; call Validate or Decompose.
-func DecodeDeclaration(data []byte) (*Declaration, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidDeclaration, err)
-	}
-	if _, ok := probe["form"]; ok {
-		var d Declaration
-		if err := json.Unmarshal(data, &d); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidDeclaration, err)
-		}
-		return &d, nil
-	}
-	if _, ok := probe["rows"]; !ok {
-		return nil, fmt.Errorf(`%w: JSON has neither "form" (a declaration) nor "rows" (a matrix)`, ErrInvalidDeclaration)
-	}
-	var mj matrixJSON
-	if err := json.Unmarshal(data, &mj); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidDeclaration, err)
-	}
-	m, err := mj.matrix()
-	if err != nil {
-		return nil, err
-	}
-	return &Declaration{Eps0: mj.Eps0, Form: FormMatrix, Matrix: m}, nil
 }
 
 // colStat is the minimum and maximum of one column and where they occur.
@@ -299,7 +66,7 @@ type colStat struct {
 
 // columns computes the per-column minimum and maximum in O(nnz + k + m +
 // sum over columns of the rows explicit there).
-func (m *Matrix) columns() (explicit [][]int, stats []colStat, bg colStat) {
+func (m *matrixRows) columns() (explicit [][]int, stats []colStat, bg colStat) {
 	k := len(m.rows)
 	explicit = make([][]int, m.outputs)
 	for x, r := range m.rows {
@@ -370,13 +137,14 @@ func (m *Matrix) columns() (explicit [][]int, stats []colStat, bg colStat) {
 // without exploitable sparsity.
 const maxPairWork = 4e9
 
-// Decompose validates the matrix as a pure eps0-LDP randomizer
+// decomposeMatrix validates the matrix as a pure eps0-LDP randomizer
 // (docs/accounting.md §2) and returns its decomposition. eps0 = 0 means
 // "compute it": the largest log likelihood ratio. Pairs of inputs whose
 // merged atoms coincide are evaluated once: rows with the same profile
 // whose exceptions do not overlap give the same atoms, so k-RR with
 // k = 10^4 yields a single pair.
-func (m *Matrix) Decompose(eps0 float64) (*Decomposition, error) {
+func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
+	m := rowsOf(mat)
 	k := len(m.rows)
 	if k < 2 {
 		return nil, fmt.Errorf("%w: matrix has %d input(s); a neighbouring pair needs 2", ErrInvalidDeclaration, k)
@@ -601,7 +369,7 @@ func (m *Matrix) Decompose(eps0 float64) (*Decomposition, error) {
 
 // isKRR reports whether the matrix is k-ary randomized response: square,
 // every row one value on the diagonal and another elsewhere, equal across rows.
-func (m *Matrix) isKRR() bool {
+func (m *matrixRows) isKRR() bool {
 	if m.outputs != len(m.rows) || len(m.rows) < 2 {
 		return false
 	}
@@ -619,7 +387,7 @@ func (m *Matrix) isKRR() bool {
 // pairer computes pair and triple atoms in time proportional to the
 // exceptions of the rows involved plus the number of distinct blanket values.
 type pairer struct {
-	m       *Matrix
+	m       *matrixRows
 	stats   []colStat
 	classes map[float64]int
 }
@@ -638,12 +406,12 @@ func (p *pairer) pairAtoms(x, xp int) AtomSet {
 			return
 		}
 		left[s.min]--
-		out = append(out, Atom{s.min, rx.at(y), rxp.at(y)})
+		out = append(out, Atom{R: s.min, P: rx.at(y), Q: rxp.at(y)})
 	})
 	for r, c := range left {
 		if c > 0 {
 			n := float64(c)
-			out = append(out, Atom{n * r, n * rx.def, n * rxp.def})
+			out = append(out, Atom{R: n * r, P: n * rx.def, Q: n * rxp.def})
 		}
 	}
 	return out.Merge()
@@ -664,11 +432,11 @@ func (p *pairer) tripleAtoms(x, xp, x3 int) AtomSet {
 			return
 		}
 		live--
-		out = append(out, Atom{r3.at(y), rx.at(y), rxp.at(y)})
+		out = append(out, Atom{R: r3.at(y), P: rx.at(y), Q: rxp.at(y)})
 	})
 	if live > 0 {
 		n := float64(live)
-		out = append(out, Atom{n * r3.def, n * rx.def, n * rxp.def})
+		out = append(out, Atom{R: n * r3.def, P: n * rx.def, Q: n * rxp.def})
 	}
 	return out.Merge()
 }

@@ -93,29 +93,29 @@ func (m KRRMech) Decompose(eps0 float64) (*Decomposition, error) {
 	c := 1 / (e + k - 1)
 	ec := e / (e + k - 1)
 	d := &Decomposition{LocalEps: eps0, KRR: m.K}
-	up := AtomSet{{c, ec, c}, {c, c, ec}}
-	same := AtomSet{{c, ec, ec}}
+	up := AtomSet{{R: c, P: ec, Q: c}, {R: c, P: c, Q: ec}}
+	same := AtomSet{{R: c, P: ec, Q: ec}}
 	if m.K > 2 {
-		up = append(up, Atom{(k - 2) * c, (k - 2) * c, (k - 2) * c})
+		up = append(up, Atom{R: (k - 2) * c, P: (k - 2) * c, Q: (k - 2) * c})
 	}
-	same = append(same, Atom{(k - 1) * c, (k - 1) * c, (k - 1) * c})
+	same = append(same, Atom{R: (k - 1) * c, P: (k - 1) * c, Q: (k - 1) * c})
 	d.Upper = []AtomSet{up.Merge()}
 	d.UpperSame = []AtomSet{same.Merge()}
 	if m.K >= 3 {
-		low := AtomSet{{c, ec, c}, {c, c, ec}, {ec, c, c}}
-		lowSame := AtomSet{{c, ec, ec}, {ec, c, c}}
+		low := AtomSet{{R: c, P: ec, Q: c}, {R: c, P: c, Q: ec}, {R: ec, P: c, Q: c}}
+		lowSame := AtomSet{{R: c, P: ec, Q: ec}, {R: ec, P: c, Q: c}}
 		if m.K > 3 {
-			low = append(low, Atom{(k - 3) * c, (k - 3) * c, (k - 3) * c})
-			lowSame = append(lowSame, Atom{(k - 2) * c, (k - 2) * c, (k - 2) * c})
+			low = append(low, Atom{R: (k - 3) * c, P: (k - 3) * c, Q: (k - 3) * c})
+			lowSame = append(lowSame, Atom{R: (k - 2) * c, P: (k - 2) * c, Q: (k - 2) * c})
 		} else {
-			lowSame = append(lowSame, Atom{c, c, c})
+			lowSame = append(lowSame, Atom{R: c, P: c, Q: c})
 		}
 		d.Lower = []AtomSet{low.Merge()}
 		d.LowerSame = []AtomSet{lowSame.Merge()}
 	} else {
 		// k = 2: the only triple is x3 = x'.
-		d.Lower = []AtomSet{AtomSet{{c, ec, c}, {ec, c, ec}}.Merge()}
-		d.LowerSame = []AtomSet{AtomSet{{c, ec, ec}, {ec, c, c}}.Merge()}
+		d.Lower = []AtomSet{AtomSet{{R: c, P: ec, Q: c}, {R: ec, P: c, Q: ec}}.Merge()}
+		d.LowerSame = []AtomSet{AtomSet{{R: c, P: ec, Q: ec}, {R: ec, P: c, Q: c}}.Merge()}
 	}
 	return d, nil
 }
@@ -159,8 +159,8 @@ func (m GenericMech) Decompose(eps0 float64) (*Decomposition, error) {
 	// Lower bound: the three-input, two-output randomizer above, plus 3-RR.
 	e := math.Exp(eps0)
 	a, b := e/(e+1), 1/(e+1)
-	d.Lower = []AtomSet{AtomSet{{0.5, a, b}, {0.5, b, a}}.Merge()}
-	d.LowerSame = []AtomSet{AtomSet{{0.5, a, a}, {0.5, b, b}}.Merge()}
+	d.Lower = []AtomSet{AtomSet{{R: 0.5, P: a, Q: b}, {R: 0.5, P: b, Q: a}}.Merge()}
+	d.LowerSame = []AtomSet{AtomSet{{R: 0.5, P: a, Q: a}, {R: 0.5, P: b, Q: b}}.Merge()}
 	rr, err := KRRMech{K: 3}.Decompose(eps0)
 	if err != nil {
 		return nil, err
@@ -182,8 +182,8 @@ func CloneDecomposition(eps0 float64) *Decomposition {
 	a, b := e/(e+1), 1/(e+1)
 	return &Decomposition{
 		LocalEps:  eps0,
-		Upper:     []AtomSet{AtomSet{{g / 2, a, b}, {g / 2, b, a}}.Merge()},
-		UpperSame: []AtomSet{{{g, 1, 1}}},
+		Upper:     []AtomSet{AtomSet{{R: g / 2, P: a, Q: b}, {R: g / 2, P: b, Q: a}}.Merge()},
+		UpperSame: []AtomSet{{{R: g, P: 1, Q: 1}}},
 	}
 }
 
@@ -208,7 +208,7 @@ func (m DeclaredMech) String() string {
 
 // Decompose implements Mechanism; eps0 is ignored (the declaration fixes it).
 func (m DeclaredMech) Decompose(float64) (*Decomposition, error) {
-	return m.Decl.Decompose()
+	return Decompose(m.Decl)
 }
 
 // FuncMech is a mechanism family given by a function that returns its
@@ -243,7 +243,7 @@ func (m FuncMech) Decompose(eps0 float64) (*Decomposition, error) {
 	if d.Eps0 > eps0*(1+1e-12) {
 		return nil, fmt.Errorf("%w: %s declared eps0 = %v at budget %v", ErrInvalidDeclaration, m.Name, d.Eps0, eps0)
 	}
-	dec, err := d.Decompose()
+	dec, err := Decompose(d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // This file is the public API for privacy over time: a user's reports over
@@ -26,8 +28,9 @@ const (
 	tauTailRel = 1e-6
 	// deltaRef is the delta whose floors a delta(eps) query uses.
 	deltaRef = 1e-12
-	// MaxRounds is the largest number of reports a composition accepts.
-	MaxRounds = 1_000_000
+	// MaxRounds is the largest number of reports a composition accepts
+	// (declare.MaxRounds).
+	MaxRounds = declare.MaxRounds
 )
 
 // Part is one mechanism's share of a user's reports in a composition:

@@ -54,26 +54,6 @@ import (
 	"math"
 )
 
-// FormSegments declares pairs and triples by bins of outputs on straight
-// segments of the likelihood-ratio plane (see Bin), for mechanisms with
-// continuous or huge output spaces. DeclaredSet.Atoms may hold exact atoms
-// besides the bins.
-const FormSegments Form = "segments"
-
-// Bin is a group of outputs of one declared pair or triple whose
-// likelihood-ratio points (p/r, q/r) all lie on the straight segment from
-// Lo to Hi (each given as [p/r, q/r]). R, P and Q are the group's total
-// blanket mass (for a triple, mass under x3) and masses under x and x'.
-// The upper bound splits the bin onto the segment's ends, the lower bound
-// collapses it to its mean point (P/R, Q/R); see the proof above.
-type Bin struct {
-	R  float64    `json:"r"`
-	P  float64    `json:"p"`
-	Q  float64    `json:"q"`
-	Lo [2]float64 `json:"lo"`
-	Hi [2]float64 `json:"hi"`
-}
-
 // segmentTol is the relative tolerance on a bin's mean point lying on its
 // segment: the declared points and masses are computed in floating point
 // from closed forms, far more accurately than this.

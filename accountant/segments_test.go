@@ -111,7 +111,7 @@ func TestSegmentsAgainstEnumeration(t *testing.T) {
 
 	decompose := func(width int) (upper, lower accountant.AtomSet) {
 		d := segmentsDecl(eps0, binned(up, m, width), binned(low, m, width))
-		dec, err := d.Decompose()
+		dec, err := accountant.Decompose(d)
 		if err != nil {
 			t.Fatalf("width %d: %v", width, err)
 		}
@@ -193,7 +193,7 @@ func TestSegmentsValidation(t *testing.T) {
 	good := func() *accountant.Declaration {
 		return segmentsDecl(eps0, binned(laplaceOutputs(m, lam, tail, -1), m, 3), binned(laplaceOutputs(m, lam, tail, m/2), m, 3))
 	}
-	if err := good().Validate(); err != nil {
+	if err := accountant.Validate(good()); err != nil {
 		t.Fatalf("good declaration: %v", err)
 	}
 	b, err := json.Marshal(good())
@@ -235,7 +235,7 @@ func TestSegmentsValidation(t *testing.T) {
 	} {
 		d := good()
 		c.edit(d)
-		err := d.Validate()
+		err := accountant.Validate(d)
 		if !errors.Is(err, accountant.ErrInvalidDeclaration) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -256,7 +256,7 @@ func TestSegmentsFarEnd(t *testing.T) {
 		{R: 1.0 / 3, P: 2.0 / 3, Q: 1.0 / 3, Lo: mid, Hi: far},
 		{R: 1.0 / 3, P: 1.0 / 3, Q: 2.0 / 3, Lo: mid, Hi: far},
 	}}}}
-	if err := bad.Validate(); err == nil {
+	if err := accountant.Validate(bad); err == nil {
 		t.Fatal("a bin whose mean point is off its segment was accepted")
 	}
 	// A mean point just beyond an end, by a relative rounding error, is
@@ -265,7 +265,7 @@ func TestSegmentsFarEnd(t *testing.T) {
 		{R: 1.0 / 3, P: 2.0 / 3 * (1 + 1e-15), Q: 1.0 / 3, Lo: [2]float64{1.5, 1}, Hi: [2]float64{2, 1}},
 		{R: 1.0 / 3, P: 1.0 / 3, Q: 2.0 / 3, Lo: [2]float64{1, 2}, Hi: [2]float64{1, 2}},
 	}}}}
-	if err := ok.Validate(); err != nil {
+	if err := accountant.Validate(ok); err != nil {
 		t.Fatalf("a mean point beyond an end by rounding: %v", err)
 	}
 }

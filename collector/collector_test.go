@@ -18,14 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 const testToken = "test-token"
@@ -569,7 +571,7 @@ func TestCollectorEpochs(t *testing.T) {
 		n    int
 	}{{e0, oldPlan, 30}, {e1, f.c.Plan(), 40}} {
 		b := c.e.BatchList[1]
-		mech, eps0, delta, err := c.plan.BatchMechanism(context.Background(), openBuiltin, metric)
+		mech, eps0, delta, err := accounting.BatchMechanism(context.Background(), c.plan, openBuiltin, metric)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -707,7 +709,7 @@ func endToEnd(t *testing.T, n int) {
 	}
 	// The weakest guarantee is the accountant's eps for the smallest
 	// batch.
-	mech, eps0, delta, err := c.plan.BatchMechanism(ctx, openBuiltin, metric)
+	mech, eps0, delta, err := accounting.BatchMechanism(ctx, c.plan, openBuiltin, metric)
 	if err != nil {
 		t.Fatal(err)
 	}

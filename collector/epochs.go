@@ -10,6 +10,7 @@ import (
 
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -157,7 +158,7 @@ func (c *Collector) publish(ctx context.Context) error {
 		if !pub.Calibrated() {
 			c.log.Info("calibrating the plan", "metrics", len(pub.Metrics), "n_min", pub.NMin, "target_eps", pub.Target.Eps, "target_delta", pub.Target.Delta)
 			start := time.Now()
-			if err := pub.Calibrate(ctx, c.o.Open); err != nil {
+			if err := accounting.Calibrate(ctx, pub, c.o.Open); err != nil {
 				return err
 			}
 			c.m.calibration.Set(time.Since(start).Seconds())

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 type epsKey struct {
@@ -74,7 +75,7 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 }
 
 func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
-	mech, eps0, delta, err := e.plan.BatchMechanism(ctx, c.o.Open, pool)
+	mech, eps0, delta, err := accounting.BatchMechanism(ctx, e.plan, c.o.Open, pool)
 	if err != nil {
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
 		return epsValue{}, false
@@ -101,7 +102,7 @@ func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool st
 	if counts != nil {
 		// Parallel travel: the plan's weights and the batch's own mix,
 		// whichever gives the weaker guarantee (see plan.ParallelMechanism).
-		mix, _, err := e.plan.ParallelMechanism(ctx, c.o.Open, counts)
+		mix, _, err := accounting.ParallelMechanism(ctx, e.plan, c.o.Open, counts)
 		if err != nil {
 			c.log.Error("batch guarantee", "pool", pool, "error", err)
 			return epsValue{}, false

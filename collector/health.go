@@ -45,7 +45,7 @@ func (c *Collector) Checks() []health.Check {
 const pluginRestartTimeout = time.Minute
 
 // ready returns nil when the metric's randomizer answers without starting
-// anything: a plugin (sdk.Plugin) reports whether it runs, and one that
+// anything: a plugin (host.Plugin) reports whether it runs, and one that
 // does not is restarted in the background (one restart at a time); any
 // other randomizer is asked to Describe itself under ctx.
 func (ms *metricState) ready(ctx context.Context) error {

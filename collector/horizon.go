@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -308,7 +309,7 @@ func (c *Collector) horizonParts(ctx context.Context, rows []horizonPart) ([]hor
 		pk := poolKey{q.epoch, q.pool}
 		tree, ok := trees[pk]
 		if !ok && !pl.Pooled() { // a tree protocol travels separately (accountant.AllocatePlan)
-			mech, _, _, err := pl.BatchMechanism(ctx, c.o.Open, q.pool)
+			mech, _, _, err := accounting.BatchMechanism(ctx, pl, c.o.Open, q.pool)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", errNoMechanism, err)
 			}
@@ -547,7 +548,7 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		if pl.Pooled() {
 			name = pl.Metrics[0].Name // a pool's mechanism is the whole plan's
 		}
-		mech, eps0, _, err := pl.BatchMechanism(ctx, c.o.Open, name)
+		mech, eps0, _, err := accounting.BatchMechanism(ctx, pl, c.o.Open, name)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}

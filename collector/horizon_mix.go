@@ -10,6 +10,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -187,7 +188,7 @@ func (c *Collector) parallelRound(ctx context.Context, pl *plan.Plan, planMech a
 		if len(counts) != len(pl.Metrics) {
 			return nil, fmt.Errorf("collector: mix %q of a plan of %d metrics", k, len(pl.Metrics))
 		}
-		m, _, err := pl.ParallelMechanism(ctx, c.o.Open, counts)
+		m, _, err := accounting.ParallelMechanism(ctx, pl, c.o.Open, counts)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -100,7 +101,7 @@ func TestHorizonParallelBetweenBatchAndBasic(t *testing.T) {
 		largest = math.Max(largest, batchEps(t, f, b.counts))
 	}
 	h := horizonOf(t, f)
-	planMech, eps0, delta, err := pub.BatchMechanism(ctx, openBuiltin, pub.Metrics[0].Name)
+	planMech, eps0, delta, err := accounting.BatchMechanism(ctx, pub, openBuiltin, pub.Metrics[0].Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestHorizonParallelBetweenBatchAndBasic(t *testing.T) {
 			if b.day != d {
 				continue
 			}
-			mix, _, err := pub.ParallelMechanism(ctx, openBuiltin, b.counts)
+			mix, _, err := accounting.ParallelMechanism(ctx, pub, openBuiltin, b.counts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -139,11 +140,11 @@ func TestCollectorHorizonAcrossPlans(t *testing.T) {
 	if h == nil || h.Eps == nil || h.Window == nil || h.Reports != 2 || !h.Window.Start.Equal(time.Unix(long.Start+l, 0)) {
 		t.Fatalf("horizon %+v, want the window from the second day of the 48 h period", h)
 	}
-	mechA, eps0A, _, err := planA.BatchMechanism(ctx, openBuiltin, metric)
+	mechA, eps0A, _, err := accounting.BatchMechanism(ctx, planA, openBuiltin, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mechB, eps0B, _, err := planB.BatchMechanism(ctx, openBuiltin, metric)
+	mechB, eps0B, _, err := accounting.BatchMechanism(ctx, planB, openBuiltin, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,14 +222,14 @@ func TestCollectorHorizonMetrics(t *testing.T) {
 					name string
 					n    int
 				}{{metric, 120}, {"net/latency_ms", 150}} {
-					mech, eps0, _, err := pub.BatchMechanism(ctx, openBuiltin, m.name)
+					mech, eps0, _, err := accounting.BatchMechanism(ctx, pub, openBuiltin, m.name)
 					if err != nil {
 						t.Fatal(err)
 					}
 					parts = append(parts, accountant.Part{Mech: mech, Eps0: eps0, N: m.n, Rounds: 2})
 				}
 			} else {
-				mech, eps0, _, err := pub.BatchMechanism(ctx, openBuiltin, metric)
+				mech, eps0, _, err := accounting.BatchMechanism(ctx, pub, openBuiltin, metric)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 )
 
 // treeHorizonTol: the horizon of these histories is one composition
@@ -22,7 +23,7 @@ func treePartEps(t *testing.T, f *collectorFixture, n, trees, reports int) (eps 
 	t.Helper()
 	ctx := context.Background()
 	pub := f.c.Plan()
-	mech, eps0, _, err := pub.BatchMechanism(ctx, openBuiltin, "ui/dark")
+	mech, eps0, _, err := accounting.BatchMechanism(ctx, pub, openBuiltin, "ui/dark")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -174,7 +175,7 @@ func TestReviewComposePartsLongitudinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mech, eps0, delta, err := pub.BatchMechanism(ctx, openBuiltin, "ui/dark")
+	mech, eps0, delta, err := accounting.BatchMechanism(ctx, pub, openBuiltin, "ui/dark")
 	if err != nil {
 		t.Fatal(err)
 	}

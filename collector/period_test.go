@@ -13,6 +13,7 @@ import (
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -88,7 +89,7 @@ func TestCollectorPeriods(t *testing.T) {
 	if h == nil || h.Eps == nil || h.Periods != 2 || h.Reports != 2 || h.Window == nil || !h.Window.Start.Equal(time.Unix(day(0).Start, 0)) {
 		t.Fatalf("horizon %+v", h)
 	}
-	mech, eps0, _, err := f.c.Plan().BatchMechanism(context.Background(), openBuiltin, metric)
+	mech, eps0, _, err := accounting.BatchMechanism(context.Background(), f.c.Plan(), openBuiltin, metric)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,31 +7,33 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/host"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // Plugins opens randomizers by plugin name and configuration, the built-ins
 // in process and any other as a plugin binary (builtin.Open with the given
-// options, e.g. sdk.WithPluginDir), and keeps each open for reuse until
+// options, e.g. plugin.WithPluginDir), and keeps each open for reuse until
 // Close: a plugin process is started once per configuration, not per
 // batch. It is safe for concurrent use.
 //
-//	ps := collector.NewPlugins(sdk.WithPluginDir(dir))
+//	ps := collector.NewPlugins(plugin.WithPluginDir(dir))
 //	defer ps.Close()
-//	err := p.Calibrate(ctx, ps.Open)
+//	err := accounting.Calibrate(ctx, p, ps.Open)
 type Plugins struct {
-	opts []sdk.OpenOption
+	opts []plugin.Option
 	mu   sync.Mutex
-	open map[string]*sdk.Plugin
+	open map[string]host.Plugin
 	// closed are the restarts of plugins closed since, by plugin name.
 	closed map[string]int64
 }
 
 // NewPlugins returns an empty Plugins that opens with builtin.Open(ctx,
 // name, cfg, opts...).
-func NewPlugins(opts ...sdk.OpenOption) *Plugins {
-	return &Plugins{opts: opts, open: map[string]*sdk.Plugin{}, closed: map[string]int64{}}
+func NewPlugins(opts ...plugin.Option) *Plugins {
+	return &Plugins{opts: opts, open: map[string]host.Plugin{}, closed: map[string]int64{}}
 }
 
 // Open returns the randomizer of plugin name configured with cfg, opening
@@ -69,7 +71,7 @@ func (p *Plugins) Close() error {
 }
 
 // restarts returns the plugin process restarts of every plugin opened,
-// by plugin name (see sdk.Plugin.Restarts).
+// by plugin name (see host.Plugin.Restarts).
 func (p *Plugins) restarts() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

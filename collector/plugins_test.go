@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // buildTestPlugin builds sdk/internal/testplugin (k-RR served as a plugin
@@ -73,7 +74,7 @@ func TestPluginRestartsCounted(t *testing.T) {
 	dir := buildTestPlugin(t)
 	bin := filepath.Join(dir, "blanket-testplugin")
 	ctx := context.Background()
-	ps := NewPlugins(sdk.WithPluginDir(dir))
+	ps := NewPlugins(plugin.WithPluginDir(dir))
 	t.Cleanup(func() { ps.Close() })
 	r, err := ps.Open(ctx, "testplugin", sdk.Config{Categories: []string{"a", "b", "c"}})
 	if err != nil {

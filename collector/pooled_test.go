@@ -88,7 +88,7 @@ func (f *pooledFixture) randomize(t testing.TB, screen string, latency float64) 
 
 // checkGuarantee checks a batch guarantee against the accountant's, for a
 // mechanism built here from the plugins' own declarations, each fixed at its
-// metric's eps0 (independently of plan.BatchMechanism): the joint
+// metric's eps0 (independently of accounting.BatchMechanism): the joint
 // composition, or for parallel travel the weaker of the composition
 // weighted by the batch's mix counts (metrics with no message left out) and
 // the one weighted by the plan's weights.

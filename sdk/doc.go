@@ -1,6 +1,11 @@
 // Package sdk is the plugin contract of Blanket: the Randomizer interface that
-// every local randomizer (built-in or third-party plugin) implements, the
-// values that cross it, and the sentinel errors it returns.
+// every local randomizer (built-in or third-party plugin) implements, its
+// optional interfaces (Stateful, OutputMapper, PackedRandomizer), the values
+// that cross it, and the sentinel errors it returns. A randomizer author
+// imports this package, sdk/ldp (sampling primitives, report encodings,
+// frequency estimators) and accountant/declare (the declaration of the
+// randomizer's output distributions), and tests with sdk/plugintest; none
+// of them links gRPC or the accountant.
 //
 // A randomizer is configured once (each plugin package has an Options struct
 // and a FromConfig constructor that takes a plugin-independent Config) and is
@@ -16,22 +21,27 @@
 // plain structs with exported fields so that protobuf messages can mirror
 // them field by field.
 //
-// Hosts open randomizers by name through one interface, whether linked in or
-// a plugin binary (hashicorp/go-plugin over gRPC, mutual TLS, per-call
-// timeouts, restart after a crash):
+// The packages around the contract, by role:
 //
-//	r, err := builtin.Open(ctx, "rappor", cfg, sdk.WithPluginDir(dir)) // sdk/builtin adds the built-ins
+//   - sdk/host: what a program that runs randomizers holds, host.Plugin,
+//     and its in-process implementation for built-ins (host.Builtin).
+//   - sdk/plugin: randomizers as plugin processes (hashicorp/go-plugin):
+//     plugin.Serve in a plugin binary's main, plugin.Open in the host,
+//     whose subprocess is the other host.Plugin.
+//   - sdk/rpc: the gRPC transport of the contract (sdk/proto), with errors
+//     mapped to status codes and back.
+//   - plugins/builtin: the registry of Blanket's randomizers.
+//
+// A plugin binary's main only calls plugin.Serve with its factory:
+//
+//	func main() { plugin.Serve(sdk.FactoryOf(olh.FromConfig)) }
+//
+// and a host opens a randomizer by name through one interface, whether
+// linked in or a plugin binary:
+//
+//	r, err := builtin.Open(ctx, "rappor", cfg, plugin.WithPluginDir(dir))
 //	defer r.Close()
 //
-// A plugin binary's main only calls Serve with its factory:
-//
-//	func main() { sdk.Serve(sdk.FactoryOf(olh.FromConfig)) }
-//
-// Related packages: sdk/plugintest (the conformance kit), sdk/client (the
-// app-facing telemetry SDK), sdk/plan (privacy plans), sdk/report (the wire
-// format and HPKE sealing).
-//
-// Package sdk/ldp holds the primitives plugins share: the randomness source
-// (crypto-backed by default, injectable in tests), exact uniform integers and
-// Bernoulli draws, report encodings and the frequency estimators.
+// Related packages: sdk/client (the app-facing telemetry SDK), sdk/plan
+// (privacy plans), sdk/report (the wire format and HPKE sealing).
 package sdk

@@ -26,10 +26,10 @@ var (
 
 	// Host and protocol errors. An error of a plugin process that crashed or
 	// timed out wraps ErrPluginFailed and, where it applies, the cause (a
-	// *PluginError, context.DeadlineExceeded, plugin.ErrChecksumsDoNotMatch).
+	// *rpc.PluginError, context.DeadlineExceeded, plugin.ErrChecksumsDoNotMatch).
 
 	// ErrPluginNotFound reports a plugin name that is neither a built-in
-	// passed with WithBuiltins nor an executable blanket-<name> in the
+	// passed with plugin.WithBuiltins nor an executable blanket-<name> in the
 	// plugin directory.
 	ErrPluginNotFound = errors.New("sdk: plugin not found")
 	// ErrPluginFailed reports a plugin process that could not be started
@@ -40,6 +40,6 @@ var (
 	// ErrNotConfigured reports an RPC other than Configure sent to a plugin
 	// process before Configure.
 	ErrNotConfigured = errors.New("sdk: plugin not configured")
-	// ErrClosed reports a call on a Plugin after Close.
+	// ErrClosed reports a call on a host.Plugin after Close.
 	ErrClosed = errors.New("sdk: plugin closed")
 )

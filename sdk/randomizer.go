@@ -3,7 +3,7 @@ package sdk
 import (
 	"context"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // Randomizer is a local randomizer: the device side (Randomize), the
@@ -19,8 +19,8 @@ type Randomizer interface {
 
 	// Declare returns the randomizer's output distributions at local budget
 	// eps0 for the accountant (a matrix, atoms or generic declaration; see
-	// accountant.Declaration). Errors wrap ErrBadEps0.
-	Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error)
+	// declare.Declaration). Errors wrap ErrBadEps0.
+	Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error)
 
 	// Randomize returns one encoded report per input, in input order, each
 	// satisfying eps0-local differential privacy. Inputs must be of the

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrBadState reports a per-user state a stateful randomizer cannot take: a
@@ -49,4 +50,25 @@ type Stateful interface {
 	// state's last), ErrBadInput, ErrBadEps0; one bad element fails the
 	// batch with an error that names its index.
 	Step(ctx context.Context, eps0 float64, period int64, states [][]byte, in Inputs) (reports, next [][]byte, err error)
+}
+
+// CheckStep is the check every host makes of a Step answer for n inputs:
+// it returns an error wrapping ErrPluginFailed unless the answer has n
+// reports and n non-empty states, and sets every empty report to nil (a
+// period without a report).
+func CheckStep(n int, reports, next [][]byte) error {
+	if len(reports) != n || len(next) != n {
+		return fmt.Errorf("%w: Step answered %d reports and %d states for %d inputs", ErrPluginFailed, len(reports), len(next), n)
+	}
+	for i, s := range next {
+		if len(s) == 0 {
+			return fmt.Errorf("%w: Step answered an empty state for input %d; a state is never empty", ErrPluginFailed, i)
+		}
+	}
+	for i, r := range reports {
+		if len(r) == 0 {
+			reports[i] = nil
+		}
+	}
+	return nil
 }

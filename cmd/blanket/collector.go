@@ -8,11 +8,12 @@ import (
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/sdk/plugin"
+
+	"github.com/spf13/cobra"
 
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/dashboard"
-	"github.com/blanket-dp/blanket/sdk"
-	"github.com/spf13/cobra"
 )
 
 func newCollectorCmd(e *env) *cobra.Command {
@@ -64,7 +65,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			defer sdk.CleanupPlugins()
+			defer plugin.CleanupPlugins()
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
 			ln, err := net.Listen("tcp", sf.addr)

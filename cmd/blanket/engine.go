@@ -8,11 +8,13 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
-	"golang.org/x/term"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // engine is the part of the accountant the commands call. Tests substitute
@@ -151,9 +153,9 @@ func (e *env) closePlugins() {
 
 // openPlugin is the real opener: built-ins in process, others from dir.
 func openPlugin(ctx context.Context, name string, cfg sdk.Config, dir string) (sdk.Randomizer, error) {
-	opts := []sdk.OpenOption{}
+	opts := []plugin.Option{}
 	if dir != "" {
-		opts = append(opts, sdk.WithPluginDir(dir))
+		opts = append(opts, plugin.WithPluginDir(dir))
 	}
 	p, err := builtin.Open(ctx, name, cfg, opts...)
 	if err != nil {

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/collector"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/spf13/cobra"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // planReport is the --json summary of 'blanket plan'.
@@ -42,9 +44,9 @@ type planMetricRow struct {
 // pluginOpener returns the opener of the plugins in dir (and the
 // built-ins); close it when done.
 func pluginOpener(dir string) *collector.Plugins {
-	var opts []sdk.OpenOption
+	var opts []plugin.Option
 	if dir != "" {
-		opts = append(opts, sdk.WithPluginDir(dir))
+		opts = append(opts, plugin.WithPluginDir(dir))
 	}
 	return collector.NewPlugins(opts...)
 }
@@ -107,7 +109,7 @@ eps0 can differ in its last digits between runs. Publish one calibration:
 				p.Horizon = rounds.v
 			}
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket plan")
-			err = p.Calibrate(cmd.Context(), ps.Open)
+			err = accounting.Calibrate(cmd.Context(), p, ps.Open)
 			finish()
 			if err != nil {
 				return err

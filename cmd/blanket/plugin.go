@@ -11,11 +11,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/blanket-dp/blanket/internal/mechspec"
-	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
-	"github.com/blanket-dp/blanket/sdk/plugintest"
 	"github.com/spf13/cobra"
+
+	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/plugins/builtin"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
 func newPluginCmd(e *env) *cobra.Command {
@@ -24,7 +26,7 @@ func newPluginCmd(e *env) *cobra.Command {
 		Short: "List and verify randomizer plugins",
 		Long: `Randomizer plugins are either built in (krr, hadamard, rappor, summation,
 laplace) or binaries named blanket-<name> in the plugin directory
-(--plugin-dir or $` + sdk.PluginDirEnv + `). Every plugin name is also a --mech name of
+(--plugin-dir or $` + plugin.PluginDirEnv + `). Every plugin name is also a --mech name of
 'blanket account', e.g. --mech rappor:d=64 or --mech olh:d=100.`,
 	}
 	cmd.AddCommand(newPluginListCmd(e), newPluginVerifyCmd(e))
@@ -51,7 +53,7 @@ func newPluginListCmd(e *env) *cobra.Command {
 				return err
 			}
 			for _, n := range bins {
-				fmt.Fprintf(w, "%s\tbinary\t%s\n", n, filepath.Join(e.pluginDir, sdk.BinaryPrefix+n))
+				fmt.Fprintf(w, "%s\tbinary\t%s\n", n, filepath.Join(e.pluginDir, plugin.BinaryPrefix+n))
 			}
 			return w.Flush()
 		}),
@@ -135,12 +137,12 @@ func runVerify(cmd *cobra.Command, e *env, f verifyFlags, target string) error {
 		cfg.Params[k] = v
 	}
 	name, dir := target, e.pluginDir
-	var opts []sdk.OpenOption
-	if strings.ContainsRune(target, os.PathSeparator) || strings.HasPrefix(filepath.Base(target), sdk.BinaryPrefix) {
+	var opts []plugin.Option
+	if strings.ContainsRune(target, os.PathSeparator) || strings.HasPrefix(filepath.Base(target), plugin.BinaryPrefix) {
 		base := filepath.Base(target)
-		n, ok := strings.CutPrefix(base, sdk.BinaryPrefix)
+		n, ok := strings.CutPrefix(base, plugin.BinaryPrefix)
 		if !ok || n == "" {
-			return usageErrorf("plugin binary %q must be named %s<name>", target, sdk.BinaryPrefix)
+			return usageErrorf("plugin binary %q must be named %s<name>", target, plugin.BinaryPrefix)
 		}
 		if _, err := os.Stat(target); err != nil {
 			return usageErrorf("plugin binary: %v", err)
@@ -148,17 +150,17 @@ func runVerify(cmd *cobra.Command, e *env, f verifyFlags, target string) error {
 		name, dir = n, filepath.Dir(target)
 		// A binary path means the binary, even when a built-in has the
 		// same name.
-		opts = append(opts, sdk.WithBuiltins(nil))
+		opts = append(opts, plugin.WithBuiltins(nil))
 	}
 	if f.checksumHex != "" {
 		sum, err := parseHex(f.checksumHex)
 		if err != nil {
 			return usageErrorf("--sha256: %v", err)
 		}
-		opts = append(opts, sdk.WithChecksum(sum))
+		opts = append(opts, plugin.WithChecksum(sum))
 	}
 	if dir != "" {
-		opts = append(opts, sdk.WithPluginDir(dir))
+		opts = append(opts, plugin.WithPluginDir(dir))
 	}
 	p, err := builtin.Open(ctx, name, cfg, opts...)
 	if errors.Is(err, sdk.ErrBadConfig) && !rangeGiven && len(f.labels) == 0 {

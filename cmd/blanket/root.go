@@ -10,11 +10,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/internal/mechspec"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // Exit codes.
@@ -96,8 +97,8 @@ guarantee of every batch.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&e.pluginDir, "plugin-dir", os.Getenv(sdk.PluginDirEnv),
-		"directory of randomizer plugin binaries named blanket-<name> (default $"+sdk.PluginDirEnv+")")
+	root.PersistentFlags().StringVar(&e.pluginDir, "plugin-dir", os.Getenv(plugin.PluginDirEnv),
+		"directory of randomizer plugin binaries named blanket-<name> (default $"+plugin.PluginDirEnv+")")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := e.registerPlugins(cmd.Context(), e.pluginDir); err != nil {
 			return &failure{err}

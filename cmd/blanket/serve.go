@@ -21,11 +21,12 @@ import (
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
+	"github.com/spf13/cobra"
+
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/dashboard"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/spf13/cobra"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // shutdownGrace bounds a graceful shutdown: requests in flight get this
@@ -272,7 +273,7 @@ the next start.`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			defer sdk.CleanupPlugins()
+			defer plugin.CleanupPlugins()
 			ps := pluginOpener(e.pluginDir)
 			defer ps.Close()
 

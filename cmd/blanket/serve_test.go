@@ -19,13 +19,14 @@ import (
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
-	"github.com/blanket-dp/blanket/collector"
-	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
-	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/blanket-dp/blanket/sdk/report"
 	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/blanket-dp/blanket/collector"
+	"github.com/blanket-dp/blanket/plugins/builtin"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
 )
 
 // testPlanFile is the collector's test plan: two metrics, n_min 1000.

@@ -27,10 +27,11 @@ import (
 
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -147,7 +148,7 @@ func calibratedPlan(t *testing.T) (string, int) {
 	open := func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
 		return builtin.Open(ctx, name, cfg)
 	}
-	if err := p.Calibrate(context.Background(), open); err != nil {
+	if err := accounting.Calibrate(context.Background(), p, open); err != nil {
 		t.Fatal(err)
 	}
 	b, err := p.JSON()

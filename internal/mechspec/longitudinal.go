@@ -62,13 +62,13 @@ func (p *parser) refuseLongitudinal(m accountant.Mechanism, combinator string, p
 // accounts for.
 func decomposeDeclaration(d *accountant.Declaration) (*accountant.Decomposition, error) {
 	if d.Tree == 0 {
-		return d.Decompose()
+		return accountant.Decompose(d)
 	}
 	node, err := d.Node()
 	if err != nil {
 		return nil, err
 	}
-	dec, err := node.Decompose()
+	dec, err := accountant.Decompose(node)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/mechspec"
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 )
 
 // pluginRegistry is NewRegistry with the built-in plugins opened in

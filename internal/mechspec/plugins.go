@@ -10,11 +10,12 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // Opener opens a configured randomizer plugin by name: a built-in linked
-// into the process or a plugin binary (sdk.Open with sdk.WithBuiltins and
-// sdk.WithPluginDir).
+// into the process or a plugin binary (plugin.Open with plugin.WithBuiltins and
+// plugin.WithPluginDir).
 type Opener func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error)
 
 // MaxCategories bounds the number of categories a spec may ask a plugin for.
@@ -94,7 +95,7 @@ func Plugin(ctx context.Context, name string, open Opener) Constructor {
 }
 
 // PluginBinaries returns the plugin names of the executables named
-// sdk.BinaryPrefix+name in dir, sorted. A missing dir has none.
+// plugin.BinaryPrefix+name in dir, sorted. A missing dir has none.
 func PluginBinaries(dir string) ([]string, error) {
 	if dir == "" {
 		return nil, nil
@@ -108,7 +109,7 @@ func PluginBinaries(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		n, ok := strings.CutPrefix(e.Name(), sdk.BinaryPrefix)
+		n, ok := strings.CutPrefix(e.Name(), plugin.BinaryPrefix)
 		if !ok || n == "" || e.IsDir() {
 			continue
 		}

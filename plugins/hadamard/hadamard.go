@@ -25,7 +25,7 @@ import (
 	"math/bits"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -150,7 +150,7 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 
 // Declare implements sdk.Randomizer: the matrix when k <= MatrixMaxK, else
 // the exact atoms.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
@@ -174,16 +174,16 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 // with u3 = u xor u' (possible when k >= 3) membership in C_x3 is
 // "in both or in neither", four cells of K/4; with u3 independent of u, u'
 // (k >= 4) eight cells of K/8; with k = 2 the only triple is x3 = x'.
-func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error) {
+func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
 	in, out := probs(eps0)
 	kf := float64(r.kk)
 	hi, lo := 2*in/kf, 2*out/kf
-	d := &accountant.Declaration{Eps0: eps0, Form: form}
+	d := &declare.Declaration{Eps0: eps0, Form: form}
 	switch form {
-	case accountant.FormMatrix:
+	case declare.FormMatrix:
 		if r.k > MatrixMaxK {
 			return nil, fmt.Errorf("%w: matrix form needs at most %d buckets, have %d", sdk.ErrBadConfig, MatrixMaxK, r.k)
 		}
@@ -198,23 +198,23 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 				}
 			}
 		}
-		m, err := accountant.NewMatrix(rows)
+		m, err := declare.NewMatrix(rows)
 		if err != nil {
 			return nil, err
 		}
 		m.InputLabels = r.desc.Categories
 		d.Matrix = m
-	case accountant.FormAtoms:
+	case declare.FormAtoms:
 		q := kf / 4
-		pair := []accountant.Atom{
+		pair := []declare.Atom{
 			{R: q * lo, P: q * hi, Q: q * lo},
 			{R: q * lo, P: q * lo, Q: q * hi},
 			{R: q*lo + hi, P: q*lo + hi, Q: q*lo + hi},
 		}
 		if q > 1 {
-			pair = append(pair, accountant.Atom{R: (q - 1) * lo, P: (q - 1) * hi, Q: (q - 1) * hi})
+			pair = append(pair, declare.Atom{R: (q - 1) * lo, P: (q - 1) * hi, Q: (q - 1) * hi})
 		}
-		d.Pairs = []accountant.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
+		d.Pairs = []declare.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
 		g := func(in bool) float64 {
 			if in {
 				return hi
@@ -223,34 +223,34 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 		}
 		if r.k == 2 {
 			// x3 = x': r = R[x'], cells (a, b) of K/4.
-			var t []accountant.Atom
+			var t []declare.Atom
 			for _, a := range []bool{false, true} {
 				for _, b := range []bool{false, true} {
-					t = append(t, accountant.Atom{R: q * g(b), P: q * g(a), Q: q * g(b)})
+					t = append(t, declare.Atom{R: q * g(b), P: q * g(a), Q: q * g(b)})
 				}
 			}
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x3 = x'", Atoms: t})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 = x'", Atoms: t})
 		}
 		if r.k >= 3 {
-			var t []accountant.Atom
+			var t []declare.Atom
 			for _, a := range []bool{false, true} {
 				for _, b := range []bool{false, true} {
-					t = append(t, accountant.Atom{R: q * g(a == b), P: q * g(a), Q: q * g(b)})
+					t = append(t, declare.Atom{R: q * g(a == b), P: q * g(a), Q: q * g(b)})
 				}
 			}
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x3+1 = (x+1) xor (x'+1)", Atoms: t})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3+1 = (x+1) xor (x'+1)", Atoms: t})
 		}
 		if r.k >= 4 {
 			e := kf / 8
-			var t []accountant.Atom
+			var t []declare.Atom
 			for _, a := range []bool{false, true} {
 				for _, b := range []bool{false, true} {
 					for _, c := range []bool{false, true} {
-						t = append(t, accountant.Atom{R: e * g(c), P: e * g(a), Q: e * g(b)})
+						t = append(t, declare.Atom{R: e * g(c), P: e * g(a), Q: e * g(b)})
 					}
 				}
 			}
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x+1, x'+1, x3+1 independent", Atoms: t})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x+1, x'+1, x3+1 independent", Atoms: t})
 		}
 	default:
 		return nil, ldp.UnsupportedForm(Name, form)

@@ -16,7 +16,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -126,14 +126,14 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 
 // Declare implements sdk.Randomizer: the matrix when k <= MatrixMaxK, else
 // the exact atoms.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
 // Declaration returns the declaration at eps0 in the given form (matrix or
 // atoms); both decompose identically. See ldp.RRDeclaration for the matrix
 // and the exact atoms.
-func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error) {
+func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ package laplace
 import (
 	"math"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // Bins is the number of bins per half of [0, m] in the declaration: 32,
@@ -111,32 +111,32 @@ func (b binning) ratio(x int64) float64 { return math.Exp(b.lam * float64(x)) }
 // Declaration returns the segments declaration at eps0 with bins bins per
 // half (see the comment at the top of this file): the pair (Lo, Hi) and
 // the triple with x3 = Lo.
-func Declaration(eps0 float64, bins int) *accountant.Declaration {
+func Declaration(eps0 float64, bins int) *declare.Declaration {
 	b := newBinning(eps0, bins)
 	m := b.m
 	tail := math.Exp(-b.lam) / (1 + math.Exp(-b.lam)) // sum_{j>=1} t·u^j
 	far := math.Exp(-b.lam*float64(m)) * tail         // sum_{j>=1} t·u^(m+j)
 	point := func(x, y float64) [2]float64 { return [2]float64{x, y} }
 
-	pair := accountant.DeclaredSet{Label: "x=lo, x'=hi"}
-	pair.Bins = append(pair.Bins, accountant.Bin{R: far, P: tail, Q: far, Lo: point(b.ratio(m), 1), Hi: point(b.ratio(m), 1)})
-	triple := accountant.DeclaredSet{Label: "x=lo, x'=hi, x3=lo"}
-	triple.Bins = append(triple.Bins, accountant.Bin{R: tail, P: tail, Q: far, Lo: point(1, b.ratio(-m)), Hi: point(1, b.ratio(-m))})
+	pair := declare.DeclaredSet{Label: "x=lo, x'=hi"}
+	pair.Bins = append(pair.Bins, declare.Bin{R: far, P: tail, Q: far, Lo: point(b.ratio(m), 1), Hi: point(b.ratio(m), 1)})
+	triple := declare.DeclaredSet{Label: "x=lo, x'=hi, x3=lo"}
+	triple.Bins = append(triple.Bins, declare.Bin{R: tail, P: tail, Q: far, Lo: point(1, b.ratio(-m)), Hi: point(1, b.ratio(-m))})
 	for i, run := range b.runs() {
 		a, z := run[0], run[1]
 		up, down := b.up(a, z, 0), b.down(a, z, m) // sum t·u^k, sum t·u^(m-k)
 		if i < bins {
 			// k <= m/2: r = q = t·u^(m-k), p = t·u^k.
-			pair.Bins = append(pair.Bins, accountant.Bin{R: down, P: up, Q: down, Lo: point(b.ratio(m-2*a), 1), Hi: point(b.ratio(m-2*z), 1)})
+			pair.Bins = append(pair.Bins, declare.Bin{R: down, P: up, Q: down, Lo: point(b.ratio(m-2*a), 1), Hi: point(b.ratio(m-2*z), 1)})
 		} else {
 			// k > m/2: r = p = t·u^k, q = t·u^(m-k).
-			pair.Bins = append(pair.Bins, accountant.Bin{R: up, P: up, Q: down, Lo: point(1, b.ratio(2*a-m)), Hi: point(1, b.ratio(2*z-m))})
+			pair.Bins = append(pair.Bins, declare.Bin{R: up, P: up, Q: down, Lo: point(1, b.ratio(2*a-m)), Hi: point(1, b.ratio(2*z-m))})
 		}
 		// x3 = 0: r = p = t·u^k, q = t·u^(m-k).
-		triple.Bins = append(triple.Bins, accountant.Bin{R: up, P: up, Q: down, Lo: point(1, b.ratio(2*a-m)), Hi: point(1, b.ratio(2*z-m))})
+		triple.Bins = append(triple.Bins, declare.Bin{R: up, P: up, Q: down, Lo: point(1, b.ratio(2*a-m)), Hi: point(1, b.ratio(2*z-m))})
 	}
-	pair.Bins = append(pair.Bins, accountant.Bin{R: far, P: far, Q: tail, Lo: point(1, b.ratio(m)), Hi: point(1, b.ratio(m))})
-	triple.Bins = append(triple.Bins, accountant.Bin{R: far, P: far, Q: tail, Lo: point(1, b.ratio(m)), Hi: point(1, b.ratio(m))})
-	return &accountant.Declaration{Eps0: eps0, Form: accountant.FormSegments,
-		Pairs: []accountant.DeclaredSet{pair}, Triples: []accountant.DeclaredSet{triple}}
+	pair.Bins = append(pair.Bins, declare.Bin{R: far, P: far, Q: tail, Lo: point(1, b.ratio(m)), Hi: point(1, b.ratio(m))})
+	triple.Bins = append(triple.Bins, declare.Bin{R: far, P: far, Q: tail, Lo: point(1, b.ratio(m)), Hi: point(1, b.ratio(m))})
+	return &declare.Declaration{Eps0: eps0, Form: declare.FormSegments,
+		Pairs: []declare.DeclaredSet{pair}, Triples: []declare.DeclaredSet{triple}}
 }

@@ -44,7 +44,7 @@ import (
 
 	"github.com/google/differential-privacy/go/v3/noise"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -230,7 +230,7 @@ func (r *Randomizer) Outputs(ctx context.Context, eps0 float64, reports [][]byte
 
 // Declare implements sdk.Randomizer: the segments declaration of
 // declaration.go.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
 )
 
@@ -59,7 +60,7 @@ func TestGrid(t *testing.T) {
 func TestDeclarationMasses(t *testing.T) {
 	const eps0 = 1.5
 	d := Declaration(eps0, 4)
-	if err := d.Validate(); err != nil {
+	if err := accountant.Validate(d); err != nil {
 		t.Fatal(err)
 	}
 	b := newBinning(eps0, 4)

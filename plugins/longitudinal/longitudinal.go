@@ -47,7 +47,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -205,17 +205,17 @@ func (r *Randomizer) Describe(ctx context.Context) (*sdk.Description, error) {
 // the node values -1, 0, +1; columns the bits -1, +1), marked as a tree
 // protocol over Tree periods, whose reports the accountant composes with
 // accountant.Longitudinal, never as independent reports.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	m, err := accountant.NewMatrix(accountant.NodeMatrix(eps0))
+	m, err := declare.NewMatrix(declare.NodeMatrix(eps0))
 	if err != nil {
 		return nil, err
 	}
 	m.InputLabels = []string{"-1", "0", "+1"}
 	m.OutputLabels = []string{"-1", "+1"}
-	return &accountant.Declaration{Eps0: eps0, Form: accountant.FormMatrix, Matrix: m, Tree: r.tree.periods, Changes: r.k}, nil
+	return &declare.Declaration{Eps0: eps0, Form: declare.FormMatrix, Matrix: m, Tree: r.tree.periods, Changes: r.k}, nil
 }
 
 // Randomize implements sdk.Randomizer: it fails, the reports of a stateful

@@ -459,14 +459,14 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decl.Decompose(); !errors.Is(err, accountant.ErrLongitudinal) {
+	if _, err := accountant.Decompose(decl); !errors.Is(err, accountant.ErrLongitudinal) {
 		t.Errorf("a longitudinal declaration decomposed as independent reports: %v", err)
 	}
 	node, err := decl.Node()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := node.Validate(); err != nil {
+	if err := accountant.Validate(node); err != nil {
 		t.Errorf("node declaration: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"math/bits"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -174,7 +174,7 @@ func (r *Randomizer) Pure(eps0 float64) ldp.Pure {
 
 // Declare implements sdk.Randomizer: the matrix when d <= MatrixMaxD, else
 // the exact atoms.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	return r.Declaration(eps0, ldp.FormFor(r.d, MatrixMaxD))
 }
 
@@ -209,7 +209,7 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 // w = q^(a+b+c) (1-q)^(3-a-b-c) and atom (w f(c), w f(a), w f(b)) with
 // f(1) = alpha, f(0) = beta; (0,0,0) and (1,1,1) share ratios (1,1). With
 // d = 2 the only triple is x3 = x': atoms (w f(b), w f(a), w f(b)) over (a, b).
-func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error) {
+func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
@@ -224,9 +224,9 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 	pow := func(s int) float64 { // A(s)
 		return math.Pow(b.q, float64(s)) * math.Pow(b.notQ, float64(r.d-s))
 	}
-	d := &accountant.Declaration{Eps0: eps0, Form: form}
+	d := &declare.Declaration{Eps0: eps0, Form: form}
 	switch form {
-	case accountant.FormMatrix:
+	case declare.FormMatrix:
 		if r.d > MatrixMaxD {
 			return nil, fmt.Errorf("%w: matrix form needs d <= %d, have %d", sdk.ErrBadConfig, MatrixMaxD, r.d)
 		}
@@ -242,38 +242,38 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 				rows[v][y] = pow(bits.OnesCount(uint(y))) * f(y>>v&1)
 			}
 		}
-		m, err := accountant.NewMatrix(rows)
+		m, err := declare.NewMatrix(rows)
 		if err != nil {
 			return nil, err
 		}
 		m.InputLabels, m.OutputLabels = r.desc.Categories, outLabels
 		d.Matrix = m
-	case accountant.FormAtoms:
+	case declare.FormAtoms:
 		q, nq := b.q, b.notQ
 		c := q * nq
 		qd := math.Pow(q, float64(r.d))
-		pair := []accountant.Atom{
+		pair := []declare.Atom{
 			{R: beta * c, P: alpha * c, Q: beta * c},
 			{R: beta * c, P: beta * c, Q: alpha * c},
 		}
 		if r.d > 2 {
 			w := q * q * -math.Expm1(float64(r.d-2)*math.Log(q))
-			pair = append(pair, accountant.Atom{R: beta * w, P: alpha * w, Q: alpha * w})
+			pair = append(pair, declare.Atom{R: beta * w, P: alpha * w, Q: alpha * w})
 		}
 		same := beta*nq*nq + alpha*qd
-		pair = append(pair, accountant.Atom{R: same, P: same, Q: same})
-		d.Pairs = []accountant.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
+		pair = append(pair, declare.Atom{R: same, P: same, Q: same})
+		d.Pairs = []declare.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
 		weight := func(ones, bitsN int) float64 {
 			return math.Pow(q, float64(ones)) * math.Pow(nq, float64(bitsN-ones))
 		}
-		var triple []accountant.Atom
+		var triple []declare.Atom
 		label := "any three buckets"
 		if r.d == 2 {
 			label = "x3 = x'"
 			for a := range 2 {
 				for bb := range 2 {
 					w := weight(a+bb, 2)
-					triple = append(triple, accountant.Atom{R: w * f(bb), P: w * f(a), Q: w * f(bb)})
+					triple = append(triple, declare.Atom{R: w * f(bb), P: w * f(a), Q: w * f(bb)})
 				}
 			}
 		} else {
@@ -281,12 +281,12 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 				for bb := range 2 {
 					for cc := range 2 {
 						w := weight(a+bb+cc, 3)
-						triple = append(triple, accountant.Atom{R: w * f(cc), P: w * f(a), Q: w * f(bb)})
+						triple = append(triple, declare.Atom{R: w * f(cc), P: w * f(a), Q: w * f(bb)})
 					}
 				}
 			}
 		}
-		d.Triples = []accountant.DeclaredSet{{Label: label, Atoms: triple}}
+		d.Triples = []declare.DeclaredSet{{Label: label, Atoms: triple}}
 	default:
 		return nil, ldp.UnsupportedForm(Name, form)
 	}

@@ -81,7 +81,7 @@ func TestBlanketMass(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec, err := a.Decompose()
+			dec, err := accountant.Decompose(a)
 			if err != nil {
 				t.Fatalf("%s d=%d: %v", mode, d, err)
 			}

@@ -32,7 +32,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -179,7 +179,7 @@ func SuggestK(n int, eps, delta float64) (int, error) {
 
 // Declare implements sdk.Randomizer: the matrix when k+1 <= MatrixMaxLevels,
 // else the exact atoms.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	return r.Declaration(eps0, ldp.FormFor(r.k+1, MatrixMaxLevels))
 }
 
@@ -190,7 +190,7 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 // the same, and the hockey-stick divergence of the shuffled outputs is
 // jointly convex, so a pair of mixtures is bounded by the worst pair of
 // levels.
-func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error) {
+func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}

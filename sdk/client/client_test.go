@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -598,7 +599,7 @@ func TestSharedRandomizers(t *testing.T) {
 		mu.Lock()
 		opens[name]++
 		mu.Unlock()
-		return client.PluginOpener("")(ctx, name, cfg)
+		return client.InProcess(builtin.Factories())(ctx, name, cfg)
 	})
 	defer cache.Close()
 	hc := &http.Client{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 )
@@ -87,7 +88,7 @@ type spy struct {
 func (s *spy) cache(t *testing.T) *client.RandomizerCache {
 	s.inputs = map[string][]sdk.Inputs{}
 	c := client.NewRandomizerCache(func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
-		r, err := client.PluginOpener("")(ctx, name, cfg)
+		r, err := client.InProcess(builtin.Factories())(ctx, name, cfg)
 		if err != nil {
 			return nil, err
 		}

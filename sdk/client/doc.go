@@ -35,8 +35,8 @@
 // (GET /v1/plan) and verifies it before reporting anything: it must be
 // calibrated, carry the collector's key, ask no metric for an eps0 above
 // the app's ceiling Config.MaxEps0, and name only randomizers the app can
-// open (Blanket's built-ins in process, others as plugin binaries from
-// Config.PluginDir) at the plan's report format version. Otherwise
+// open (DefaultRandomizers in process, unless Config.Randomizers links
+// others) at the plan's report format version. Otherwise
 // NewProvider fails with an error wrapping ErrPlanRefused. The verified plan
 // is cached in Config.DataDir, so that an app starting offline reports by
 // the last plan it accepted. NewProvider waits for the collector at most
@@ -58,6 +58,16 @@
 // still open are dropped when it closes (Stats.Superseded): a Provider
 // holds one plan, and a report of an earlier epoch cannot be sealed
 // without that plan's binding.
+//
+// # Randomizers and what an app links
+//
+// A Provider runs the plan's randomizers in process (package sdk/host):
+// DefaultRandomizers, which are krr, hadamard, rappor, summation and
+// longitudinal. The package links no gRPC, go-plugin, gonum, accountant
+// or Google differential-privacy code (a test guards its dependencies). An
+// app that needs Blanket's laplace randomizer, or a randomizer served by a
+// plugin binary, says so in Config.Randomizers and links what that takes
+// (see DefaultRandomizers).
 //
 // # Periods
 //

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -345,7 +346,7 @@ func (f *fakeServer) keyCounts() map[string]int {
 // counts no malformed report), and returns the number per metric.
 func (f *fakeServer) checkReports(t *testing.T, p *plan.Plan) map[string]int {
 	t.Helper()
-	return f.checkReportsWith(t, p, client.PluginOpener(""))
+	return f.checkReportsWith(t, p, client.InProcess(builtin.Factories()))
 }
 
 // checkReportsWith is checkReports opening randomizers with open.

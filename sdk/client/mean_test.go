@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
+	"github.com/blanket-dp/blanket/plugins/laplace"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -44,10 +46,21 @@ type outputSpy struct {
 	outs map[string][][]byte
 }
 
+// withLaplace returns a randomizer cache of the default randomizers and
+// laplace, in process: how an app whose plan names laplace opts in (see
+// client.DefaultRandomizers).
+func withLaplace(t *testing.T) *client.RandomizerCache {
+	f := client.DefaultRandomizers()
+	f[laplace.Name] = sdk.FactoryOf(laplace.FromConfig)
+	c := client.NewRandomizerCache(client.InProcess(f))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func (s *outputSpy) cache(t *testing.T) *client.RandomizerCache {
 	s.ins, s.outs = map[string][]sdk.Inputs{}, map[string][][]byte{}
 	c := client.NewRandomizerCache(func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
-		r, err := client.PluginOpener("")(ctx, name, cfg)
+		r, err := client.InProcess(builtin.Factories())(ctx, name, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -208,6 +221,7 @@ func meanRecordsOnePeriod(t *testing.T, n int) {
 func TestMeanPeriodEstimate(t *testing.T) {
 	f := newMeanServer(t, "separate")
 	cfg, clk := clockConfig(f, "")
+	cfg.Randomizers = withLaplace(t)
 	cfg.Outbox, cfg.UploadDelay = client.NewMemoryOutbox(), time.Hour
 	p := newProvider(t, cfg)
 	ctx := context.Background()
@@ -223,7 +237,7 @@ func TestMeanPeriodEstimate(t *testing.T) {
 	flush(t, p)
 	pl := p.Plan()
 	m := pl.Metric(latencyMetric)
-	r, err := client.PluginOpener("")(ctx, m.Plugin, m.Config())
+	r, err := client.InProcess(builtin.Factories())(ctx, m.Plugin, m.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +281,7 @@ func TestMeanPeriodEstimate(t *testing.T) {
 func TestMeanInstrumentErrors(t *testing.T) {
 	f := newMeanServer(t, "separate")
 	cfg := fastConfig(f, "")
+	cfg.Randomizers = withLaplace(t)
 	o := client.NewMemoryOutbox()
 	cfg.Outbox = o
 	p := newProvider(t, cfg)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -171,7 +172,7 @@ func TestSumPeriodEstimate(t *testing.T) {
 	flush(t, p)
 	pl := p.Plan()
 	m := pl.Metric("app/bytes")
-	r, err := client.PluginOpener("")(ctx, m.Plugin, m.Config())
+	r, err := client.InProcess(builtin.Factories())(ctx, m.Plugin, m.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

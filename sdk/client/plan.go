@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -100,7 +100,7 @@ type verifiedPlan struct {
 	key     *report.PublicKey
 	metrics map[string]*metricState
 	// travel is the plan's travel mode, never "".
-	travel accountant.Travel
+	travel declare.Travel
 	// order lists the metrics in plan order.
 	order []*metricState
 	// pool is the shuffler pool of pooled travel.
@@ -184,9 +184,9 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 		return nil, refuse(ErrNotCalibrated, "some metric has no eps0 or the plan has no guarantee; the collector publishes the plan after calibrating it")
 	}
 	// p.Validate (every caller's) allows the three travel modes only.
-	travel := accountant.Travel(p.Travel)
+	travel := declare.Travel(p.Travel)
 	if travel == "" {
-		travel = accountant.TravelSeparate
+		travel = declare.TravelSeparate
 	}
 	if p.CollectorKey == "" {
 		return nil, refuse(ErrNoCollectorKey, "collector_key is empty")
@@ -404,14 +404,14 @@ func checkMessageSize(p *plan.Plan, order []*metricState, reportBytes []int) err
 	}
 	size := 0
 	for _, rb := range reportBytes {
-		if p.Travel == string(accountant.TravelJoint) {
+		if p.Travel == string(declare.TravelJoint) {
 			size += rb
 		} else {
 			size = max(size, rb)
 		}
 	}
 	parts := 1
-	if p.Travel == string(accountant.TravelJoint) {
+	if p.Travel == string(declare.TravelJoint) {
 		parts = len(order)
 	}
 	if sealed := size + report.MessageOverhead(parts) + report.SealOverhead; sealed > report.MaxSealedLen {

@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
 // TestPluginDir reports a metric whose randomizer is not built in: the
 // example plugin olh (examples/custom-plugin), run as a plugin binary from
-// Config.PluginDir.
+// a plugin directory, which an app opts into through Config.Randomizers
+// (builtin.Opener with plugin.WithPluginDir).
 func TestPluginDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a plugin binary")
@@ -30,7 +33,9 @@ func TestPluginDir(t *testing.T) {
 	if _, err := client.NewProvider(context.Background(), cfg); err == nil {
 		t.Fatal("a plan naming olh was accepted without its plugin")
 	}
-	cfg.PluginDir = dir
+	cache := client.NewRandomizerCache(builtin.Opener(plugin.WithPluginDir(dir)))
+	t.Cleanup(func() { cache.Close() })
+	cfg.Randomizers = cache
 	clk := newTestClock()
 	cfg.Now = clk.Now
 	p := newProvider(t, cfg)
@@ -39,7 +44,7 @@ func TestPluginDir(t *testing.T) {
 		return p.Meter("app").Categorical("feature").Record(context.Background(), values[i])
 	})
 	flush(t, p)
-	if got := f.checkReportsWith(t, p.Plan(), client.PluginOpener(dir)); got["app/feature"] != 4 {
+	if got := f.checkReportsWith(t, p.Plan(), builtin.Opener(plugin.WithPluginDir(dir))); got["app/feature"] != 4 {
 		t.Errorf("server holds %d olh reports, want 4", got["app/feature"])
 	}
 }

@@ -78,14 +78,11 @@ type Config struct {
 	// to close.
 	Outbox Outbox
 	// Randomizers opens and shares the plan's randomizers. Defaults to a
-	// cache of the Provider's own, closed on Shutdown, opening built-ins in
-	// process and other plugins from PluginDir; a cache passed here is the
-	// caller's to close, after every Provider using it is shut down.
+	// cache of the Provider's own, closed on Shutdown, opening the
+	// DefaultRandomizers in process; a cache passed here is the caller's to
+	// close, after every Provider using it is shut down. It is how an app
+	// opts into laplace or plugin binaries (see DefaultRandomizers).
 	Randomizers *RandomizerCache
-	// PluginDir is where plugin binaries blanket-<name> are found for
-	// randomizers that are not built in. Defaults to $BLANKET_PLUGIN_DIR.
-	// Ignored when Randomizers is set.
-	PluginDir string
 	// HTTPClient makes every request. Defaults to a client with a
 	// DefaultHTTPTimeout timeout.
 	HTTPClient *http.Client
@@ -317,7 +314,7 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		p.drops = newDropQueue(cfg.OnDrop)
 	}
 	if p.cache == nil {
-		p.cache, p.ownCache = NewRandomizerCache(PluginOpener(cfg.PluginDir)), true
+		p.cache, p.ownCache = NewRandomizerCache(nil), true
 	}
 	if p.outbox == nil {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {

@@ -6,10 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/blanket-dp/blanket/plugins/hadamard"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/plugins/longitudinal"
+	"github.com/blanket-dp/blanket/plugins/rappor"
+	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
+	"github.com/blanket-dp/blanket/sdk/host"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -35,25 +43,51 @@ type cached struct {
 }
 
 // NewRandomizerCache returns an empty cache that opens randomizers with
-// open. A nil open opens Blanket's built-in randomizers in process and any
-// other plugin as a binary from $BLANKET_PLUGIN_DIR (builtin.Open).
+// open. A nil open opens the DefaultRandomizers in process
+// (InProcess(DefaultRandomizers())).
 func NewRandomizerCache(open plan.Opener) *RandomizerCache {
 	if open == nil {
-		open = PluginOpener("")
+		open = InProcess(DefaultRandomizers())
 	}
 	return &RandomizerCache{open: open, m: map[string]*cached{}}
 }
 
-// PluginOpener returns an opener of the built-in randomizers, in process,
-// and of plugin binaries blanket-<name> in dir (with dir "", in
-// $BLANKET_PLUGIN_DIR).
-func PluginOpener(dir string) plan.Opener {
+// DefaultRandomizers returns a new map of the randomizers a Provider opens
+// by default, in process: krr, hadamard, rappor, summation and
+// longitudinal. Blanket's sixth, laplace, is not among them: its sampler,
+// Google's differential-privacy library, links gonum (about 10 MB of an
+// app's binary), and summation estimates a sum or a mean with less error
+// at the same central guarantee (examples/meanerror). An app whose plan
+// names laplace, or a randomizer served by a plugin binary, opts in
+// through Config.Randomizers:
+//
+//	f := client.DefaultRandomizers()
+//	f[laplace.Name] = sdk.FactoryOf(laplace.FromConfig) // laplace, in process
+//	cfg.Randomizers = client.NewRandomizerCache(client.InProcess(f))
+//
+//	// every built-in in process, any other name a plugin binary from dir
+//	// (links go-plugin and gRPC):
+//	cfg.Randomizers = client.NewRandomizerCache(builtin.Opener(plugin.WithPluginDir(dir)))
+func DefaultRandomizers() map[string]sdk.Factory {
+	return map[string]sdk.Factory{
+		krr.Name:          sdk.FactoryOf(krr.FromConfig),
+		hadamard.Name:     sdk.FactoryOf(hadamard.FromConfig),
+		rappor.Name:       sdk.FactoryOf(rappor.FromConfig),
+		summation.Name:    sdk.FactoryOf(summation.FromConfig),
+		longitudinal.Name: sdk.FactoryOf(longitudinal.FromConfig),
+	}
+}
+
+// InProcess returns an opener of the randomizers of factories, called in
+// process (host.Builtin). A name not among them fails with an error
+// wrapping sdk.ErrPluginNotFound that says how to link it.
+func InProcess(factories map[string]sdk.Factory) plan.Opener {
 	return func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
-		var opts []sdk.OpenOption
-		if dir != "" {
-			opts = append(opts, sdk.WithPluginDir(dir))
+		p, err := host.Builtin(name, cfg, factories)
+		if errors.Is(err, sdk.ErrPluginNotFound) {
+			return nil, fmt.Errorf("%w (this app opens %s in process; Config.Randomizers links others)", err, strings.Join(slices.Sorted(maps.Keys(factories)), ", "))
 		}
-		return builtin.Open(ctx, name, cfg, opts...)
+		return p, err
 	}
 }
 
@@ -115,7 +149,7 @@ func (c *RandomizerCache) openDescribe(ctx context.Context, name string, cfg sdk
 }
 
 // Close closes every randomizer the cache opened (those that are
-// io.Closers, such as *sdk.Plugin). Providers using the cache must be shut
+// io.Closers, such as host.Plugin). Providers using the cache must be shut
 // down first. Close is idempotent.
 func (c *RandomizerCache) Close() error {
 	c.mu.Lock()

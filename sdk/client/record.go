@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -62,7 +62,7 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 		p.late(name, period, "the clock reads before 1970: no period holds it")
 		return nil
 	}
-	if v.travel == accountant.TravelParallel {
+	if v.travel == declare.TravelParallel {
 		chosen, err := p.draw(ctx, v, period)
 		if errors.Is(err, ErrPeriodClosed) {
 			p.late(name, period, "the period is closed for the plan's pool")
@@ -175,7 +175,7 @@ func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind
 	if err != nil {
 		return false
 	}
-	if v.travel != accountant.TravelParallel {
+	if v.travel != declare.TravelParallel {
 		return true
 	}
 	period := v.plan.ReportPeriod(p.now())

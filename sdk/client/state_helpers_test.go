@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/longitudinal"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
@@ -70,7 +71,7 @@ func (s *stepSpy) cache(t *testing.T) *client.RandomizerCache {
 		if name == counter.Name {
 			r, err = counter.FromConfig(cfg)
 		} else {
-			r, err = client.PluginOpener("")(ctx, name, cfg)
+			r, err = client.InProcess(builtin.Factories())(ctx, name, cfg)
 		}
 		if err != nil {
 			return nil, err

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -41,9 +41,9 @@ func (p *Provider) makeReport(ctx context.Context, v *verifiedPlan, k periodKey,
 		return sealed{}, nil
 	}
 	switch v.travel {
-	case accountant.TravelJoint:
+	case declare.TravelJoint:
 		return p.sealJoint(ctx, v, k.period, cur)
-	case accountant.TravelParallel:
+	case declare.TravelParallel:
 		return p.sealParallel(ctx, v, k.period, cur, draw)
 	default:
 		return p.sealSeparate(ctx, v, k.period, cur)

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // newPooledServer starts a fake server whose plan is the test plan with
@@ -522,7 +524,7 @@ func TestPlanRefresh(t *testing.T) {
 // real thing.
 func TestJointMessageTooLarge(t *testing.T) {
 	cache := client.NewRandomizerCache(func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
-		r, err := client.PluginOpener("")(ctx, name, cfg)
+		r, err := client.InProcess(builtin.Factories())(ctx, name, cfg)
 		if err != nil {
 			return nil, err
 		}

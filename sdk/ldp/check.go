@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 )
 
@@ -19,7 +19,7 @@ const (
 	// MinEps0 is the smallest supported eps0.
 	MinEps0 = 1e-3
 	// MaxEps0 is the largest supported eps0.
-	MaxEps0 = accountant.MaxEps0
+	MaxEps0 = declare.MaxEps0
 )
 
 // DefaultConfidence is the level of confidence intervals when none is set.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 )
 
@@ -43,18 +43,18 @@ func CheckParams(plugin string, params map[string]string, known ...string) error
 // FormFor returns the form in which a randomizer of the given size
 // (buckets, levels or bits) declares itself: the full matrix when size is
 // at most matrixMax, else the exact atoms, which stay small for any size.
-func FormFor(size, matrixMax int) accountant.Form {
+func FormFor(size, matrixMax int) declare.Form {
 	if size <= matrixMax {
-		return accountant.FormMatrix
+		return declare.FormMatrix
 	}
-	return accountant.FormAtoms
+	return declare.FormAtoms
 }
 
 // UnsupportedForm returns the error, wrapping sdk.ErrBadConfig, of a
 // randomizer (who, in the message) that declares itself as a matrix or by
 // atoms when asked for another form.
-func UnsupportedForm(who string, form accountant.Form) error {
-	return fmt.Errorf("%w: %s declares forms %q and %q, not %q", sdk.ErrBadConfig, who, accountant.FormMatrix, accountant.FormAtoms, form)
+func UnsupportedForm(who string, form declare.Form) error {
+	return fmt.Errorf("%w: %s declares forms %q and %q, not %q", sdk.ErrBadConfig, who, declare.FormMatrix, declare.FormAtoms, form)
 }
 
 // Accumulate returns the statistic of a batch of reports, the work of

@@ -3,7 +3,7 @@ package ldp
 import (
 	"math"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 )
 
 // RRDeclaration returns the declaration of k-ary randomized response at
@@ -19,39 +19,39 @@ import (
 // ((k-2)c, (k-2)c, (k-2)c). The lower-bound triple (x, x', x3) adds y = x3
 // with (e^eps0 c, c, c) and merges the remaining k-3; with k = 2 the only
 // triple is x3 = x', giving (c, e^eps0 c, c) and (e^eps0 c, c, e^eps0 c).
-func RRDeclaration(k int, eps0 float64, form accountant.Form, labels []string) (*accountant.Declaration, error) {
+func RRDeclaration(k int, eps0 float64, form declare.Form, labels []string) (*declare.Declaration, error) {
 	e := math.Exp(eps0)
 	kf := float64(k)
 	keep, c := e/(e+kf-1), 1/(e+kf-1)
-	d := &accountant.Declaration{Eps0: eps0, Form: form}
+	d := &declare.Declaration{Eps0: eps0, Form: form}
 	switch form {
-	case accountant.FormMatrix:
-		rows := make([]accountant.SparseRow, k)
+	case declare.FormMatrix:
+		rows := make([]declare.SparseRow, k)
 		for x := range rows {
-			rows[x] = accountant.SparseRow{Default: c, Entries: map[int]float64{x: keep}}
+			rows[x] = declare.SparseRow{Default: c, Entries: map[int]float64{x: keep}}
 		}
-		m, err := accountant.NewSparseMatrix(k, rows)
+		m, err := declare.NewSparseMatrix(k, rows)
 		if err != nil {
 			return nil, err
 		}
 		m.InputLabels, m.OutputLabels = labels, labels
 		d.Matrix = m
-	case accountant.FormAtoms:
-		pair := []accountant.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}}
+	case declare.FormAtoms:
+		pair := []declare.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}}
 		if k > 2 {
-			pair = append(pair, accountant.Atom{R: (kf - 2) * c, P: (kf - 2) * c, Q: (kf - 2) * c})
+			pair = append(pair, declare.Atom{R: (kf - 2) * c, P: (kf - 2) * c, Q: (kf - 2) * c})
 		}
-		var triple []accountant.Atom
+		var triple []declare.Atom
 		if k == 2 {
-			triple = []accountant.Atom{{R: c, P: keep, Q: c}, {R: keep, P: c, Q: keep}}
+			triple = []declare.Atom{{R: c, P: keep, Q: c}, {R: keep, P: c, Q: keep}}
 		} else {
-			triple = []accountant.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}, {R: keep, P: c, Q: c}}
+			triple = []declare.Atom{{R: c, P: keep, Q: c}, {R: c, P: c, Q: keep}, {R: keep, P: c, Q: c}}
 			if k > 3 {
-				triple = append(triple, accountant.Atom{R: (kf - 3) * c, P: (kf - 3) * c, Q: (kf - 3) * c})
+				triple = append(triple, declare.Atom{R: (kf - 3) * c, P: (kf - 3) * c, Q: (kf - 3) * c})
 			}
 		}
-		d.Pairs = []accountant.DeclaredSet{{Label: "any two values", Atoms: pair}}
-		d.Triples = []accountant.DeclaredSet{{Label: "any three values", Atoms: triple}}
+		d.Pairs = []declare.DeclaredSet{{Label: "any two values", Atoms: pair}}
+		d.Triples = []declare.DeclaredSet{{Label: "any three values", Atoms: triple}}
 	default:
 		return nil, UnsupportedForm("randomized response", form)
 	}

@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,46 +112,6 @@ func TestDigestWithoutAggregate(t *testing.T) {
 		p.Metrics[2].Aggregate = plan.AggregateMean
 		if p.Digest() == calibratedDigest {
 			t.Errorf("%s: aggregate mean is not in the digest", name)
-		}
-	}
-}
-
-// TestCalibrateAggregate checks that Calibrate takes an aggregate on a
-// real-valued metric (the aggregate is applied on the device, before the
-// randomizer, so the mechanism is the same) and refuses one on a
-// categorical metric, which the plan's Validate cannot tell (it does not
-// open plugins).
-func TestCalibrateAggregate(t *testing.T) {
-	ctx := context.Background()
-	// n_min 1000 and k 1 calibrate in a fraction of a second.
-	src := strings.NewReplacer("n_min: 10000", "n_min: 1000", `k: "4"`, `k: "1"`).Replace(realPlan)
-	p, err := plan.Parse([]byte(src + "    aggregate: mean\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Calibrate(ctx, open); err != nil || !p.Calibrated() || p.Metrics[0].Aggregate != plan.AggregateMean {
-		t.Fatalf("real metric with aggregate mean: %v; calibrated %v, aggregate %q", err, p.Calibrated(), p.Metrics[0].Aggregate)
-	}
-	for _, a := range []string{"mean", "sum"} {
-		p, err := plan.Parse([]byte(onePlan))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Metrics[0].Aggregate = a
-		if a == "sum" {
-			// Validate unsets the default: nothing to refuse (calibrating
-			// would take as long as any krr plan).
-			if err := p.Validate(); err != nil || p.Metrics[0].Aggregate != "" {
-				t.Errorf("categorical metric with aggregate sum: %v, aggregate %q after Validate", err, p.Metrics[0].Aggregate)
-			}
-			continue
-		}
-		err = p.Calibrate(ctx, open)
-		if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), "aggregate") || !strings.Contains(err.Error(), "categorical") {
-			t.Errorf("categorical metric with aggregate %s: %v, want ErrInvalid naming aggregate and the input kind", a, err)
-		}
-		if p.Calibrated() {
-			t.Errorf("categorical metric with aggregate %s: the plan was calibrated", a)
 		}
 	}
 }

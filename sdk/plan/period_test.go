@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -85,39 +84,6 @@ func TestPeriodOf(t *testing.T) {
 		if c.t.Before(start) || !c.t.Before(start.Add(six)) || start.Location() != time.UTC {
 			t.Errorf("%v not in period %d = [%v, +6h)", c.t, i, start)
 		}
-	}
-}
-
-// TestCalibrateHorizon: Calibrate covers the plan's horizon (the guarantee
-// records it) and a longer horizon gets a smaller eps0. On a k-RR metric
-// of 10 categories; on onePlan's 3 both calibrations take three times the
-// CPU (TestCalibrateHorizonDeep, make audit).
-func TestCalibrateHorizon(t *testing.T) {
-	calibrateHorizon(t, "target: {eps: 1, delta: 1e-6}\nn_min: 10000\nmetrics: [{name: a, plugin: krr, categories: [a, b, c, d, e, f, g, h, i, j]}]\n")
-}
-
-// calibrateHorizon runs TestCalibrateHorizon on the plan y (one metric,
-// no horizon).
-func calibrateHorizon(t *testing.T, y string) {
-	ctx := context.Background()
-	var eps0 []float64
-	for _, h := range []int{1, 30} {
-		p, err := plan.Parse([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Horizon = h
-		if err := p.Calibrate(ctx, open); err != nil {
-			t.Fatal(err)
-		}
-		g := p.Guarantee
-		if want := map[int]int{1: 0, 30: 30}[h]; g.Rounds != want || !(g.Eps <= 1) || g.Delta > 1e-6 {
-			t.Errorf("horizon %d: guarantee %+v", h, g)
-		}
-		eps0 = append(eps0, p.Metrics[0].Eps0)
-	}
-	if !(eps0[1] < eps0[0]) {
-		t.Errorf("eps0 over 30 periods %v not below one period's %v", eps0[1], eps0[0])
 	}
 }
 

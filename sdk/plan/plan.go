@@ -1,11 +1,12 @@
 // Package plan is the privacy plan: the target central (eps, delta), the
 // minimum batch size, the metrics with their randomizers, and, once
-// calibrated by the accountant, every metric's local budget eps0. The
-// collector publishes the calibrated plan; every app fetches it, checks it
-// against its own limits, and reports by it.
+// calibrated by the accountant (package plan/accounting), every metric's
+// local budget eps0. The collector publishes the calibrated plan; every app
+// fetches it, checks it against its own limits, and reports by it. This
+// package reads, checks and writes plans and links no accountant.
 //
 //	p, err := plan.Load("plan.yaml")
-//	err = p.Calibrate(ctx, opener)   // fills Eps0 and Guarantee
+//	err = accounting.Calibrate(ctx, p, opener) // fills Eps0 and Guarantee
 //	out, _ := p.YAML()
 package plan
 
@@ -23,10 +24,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/report"
-	"go.yaml.in/yaml/v3"
 )
 
 // ErrInvalid reports a plan that breaks a rule; the message names the field.
@@ -44,7 +46,7 @@ type Plan struct {
 	// NMin is the smallest batch the shuffler releases. Required.
 	NMin int `yaml:"n_min" json:"n_min"`
 	// Travel is how a user's metrics travel: "joint", "parallel" or
-	// "separate" (see accountant.Travel). Defaults to "separate".
+	// "separate" (see declare.Travel). Defaults to "separate".
 	Travel string `yaml:"travel,omitempty" json:"travel,omitempty"`
 	// Period is the length of a reporting period, a Go duration such as
 	// "24h" (the default). Periods are UTC and start at multiples of the
@@ -65,7 +67,7 @@ type Plan struct {
 	Grace int `yaml:"grace,omitempty" json:"grace,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
-	// Guarantee is the per-user guarantee at NMin, set by Calibrate.
+	// Guarantee is the per-user guarantee at NMin, set by accounting.Calibrate.
 	Guarantee *Guarantee `yaml:"guarantee,omitempty" json:"guarantee,omitempty"`
 	// CollectorKey is the collector's HPKE public key (base64), set by the
 	// collector when it publishes the plan.
@@ -100,17 +102,17 @@ type Metric struct {
 	// AggregateMean (their mean). Defaults to AggregateSum; Validate
 	// writes the default as "" (omitted), so that spelling it out leaves
 	// the plan's digest unchanged. A categorical metric takes none
-	// (Calibrate refuses it; Validate cannot tell, it does not open the
+	// (accounting.Calibrate refuses it; Validate cannot tell, it does not open the
 	// plugin).
 	Aggregate string `yaml:"aggregate,omitempty" json:"aggregate,omitempty"`
 	// Params are plugin-specific parameters.
 	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
-	// Weight is the metric's share of the budget (see accountant.Travel).
+	// Weight is the metric's share of the budget (see declare.Travel).
 	// Defaults to 1.
 	Weight float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
-	// Version is the plugin's report-format version, set by Calibrate.
+	// Version is the plugin's report-format version, set by accounting.Calibrate.
 	Version string `yaml:"version,omitempty" json:"version,omitempty"`
-	// Eps0 is the metric's local budget, set by Calibrate.
+	// Eps0 is the metric's local budget, set by accounting.Calibrate.
 	Eps0 float64 `yaml:"eps0,omitempty" json:"eps0,omitempty"`
 	// Delta is the metric's share of delta used for its batches' central
 	// guarantee (separate travel splits it; otherwise the whole target).
@@ -154,7 +156,7 @@ func (m *Metric) Config() sdk.Config {
 	return sdk.Config{Categories: m.Categories, Other: m.Other, Lo: m.Lo, Hi: m.Hi, Params: m.Params}
 }
 
-// Opener opens a configured randomizer by plugin name (sdk.Open with the
+// Opener opens a configured randomizer by plugin name (plugin.Open with the
 // built-ins, or a test double).
 type Opener func(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error)
 
@@ -219,8 +221,8 @@ func (p *Plan) Validate() error {
 	if p.NMin < 2 {
 		return invalid("n_min = %d, must be >= 2 (a batch of one is not shuffled)", p.NMin)
 	}
-	switch accountant.Travel(p.Travel) {
-	case "", accountant.TravelJoint, accountant.TravelParallel, accountant.TravelSeparate:
+	switch declare.Travel(p.Travel) {
+	case "", declare.TravelJoint, declare.TravelParallel, declare.TravelSeparate:
 	default:
 		return invalid("travel = %q, must be joint, parallel or separate", p.Travel)
 	}
@@ -234,8 +236,8 @@ func (p *Plan) Validate() error {
 		}
 		p.Period = d.String()
 	}
-	if p.Horizon < 0 || p.Horizon > accountant.MaxRounds {
-		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, accountant.MaxRounds)
+	if p.Horizon < 0 || p.Horizon > declare.MaxRounds {
+		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, declare.MaxRounds)
 	}
 	if p.Grace < 0 || time.Duration(p.Grace) > MaxGrace/p.PeriodLength() {
 		return invalid("grace = %d, must be in [1, %d] periods of %v (at most %v; 0 or omitted: %d)", p.Grace, MaxGrace/p.PeriodLength(), p.PeriodLength(), MaxGrace, DefaultGrace)
@@ -267,8 +269,8 @@ func (p *Plan) Validate() error {
 		if !finite(m.Weight) || m.Weight < 0 {
 			return invalid("metric %q: weight = %v, must be finite and >= 0", m.Name, m.Weight)
 		}
-		if !finite(m.Eps0) || m.Eps0 < 0 || m.Eps0 > accountant.MaxEps0 {
-			return invalid("metric %q: eps0 = %v, must be in [0, %g]", m.Name, m.Eps0, accountant.MaxEps0)
+		if !finite(m.Eps0) || m.Eps0 < 0 || m.Eps0 > declare.MaxEps0 {
+			return invalid("metric %q: eps0 = %v, must be in [0, %g]", m.Name, m.Eps0, declare.MaxEps0)
 		}
 		if !finite(m.Lo) || !finite(m.Hi) {
 			return invalid("metric %q: lo and hi must be finite", m.Name)
@@ -294,84 +296,6 @@ func (p *Plan) Calibrated() bool {
 	return p.Guarantee != nil
 }
 
-// Mechanism returns the accountant's view of metric m's randomizer: a
-// family in eps0 whose declaration comes from the plugin's Declare.
-func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.FuncMech {
-	return accountant.FuncMech{
-		Name: name,
-		Declare: func(eps0 float64) (*accountant.Declaration, error) {
-			d, err := r.Declare(ctx, eps0)
-			if errors.Is(err, sdk.ErrBadEps0) {
-				// A budget the plugin does not take is an argument outside
-				// the mechanism's domain: calibration searches above it.
-				return nil, fmt.Errorf("%w: %w", accountant.ErrInvalidArgument, err)
-			}
-			return d, err
-		},
-	}
-}
-
-// Calibrate opens every metric's randomizer, sets every metric's eps0 so
-// that the plan meets its target per user over its horizon, every report
-// in a batch of NMin (accountant.AllocatePlan: every metric's reports in
-// all the horizon's periods composed), and records the guarantee. A
-// stateful randomizer (sdk.Description.Stateful) needs separate travel:
-// under joint or parallel travel the plan is refused with an error
-// wrapping ErrInvalid that names the metric.
-func (p *Plan) Calibrate(ctx context.Context, open Opener) error {
-	return p.CalibrateRounds(ctx, open, p.HorizonPeriods())
-}
-
-// CalibrateRounds sets the plan's horizon to rounds periods and calibrates
-// it (Calibrate).
-func (p *Plan) CalibrateRounds(ctx context.Context, open Opener, rounds int) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	if rounds < 1 || rounds > accountant.MaxRounds {
-		return invalid("rounds = %d, must be in [1, %d]", rounds, accountant.MaxRounds)
-	}
-	if rounds != p.HorizonPeriods() {
-		p.Horizon = rounds
-	}
-	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel), Rounds: rounds}
-	for i := range p.Metrics {
-		m := &p.Metrics[i]
-		r, err := open(ctx, m.Plugin, m.Config())
-		if err != nil {
-			return fmt.Errorf("plan: metric %q: %w", m.Name, err)
-		}
-		d, err := r.Describe(ctx)
-		if err != nil {
-			return fmt.Errorf("plan: metric %q: %w", m.Name, err)
-		}
-		if m.Aggregate != "" && d.Input != sdk.InputReal {
-			return invalid("metric %q: aggregate = %q, but plugin %q takes %v inputs; only a real-valued metric has an aggregate", m.Name, m.Aggregate, m.Plugin, d.Input)
-		}
-		if d.Stateful && p.Pooled() {
-			return invalid("metric %q: plugin %q is stateful (it keeps per-user state across periods and reports through Step), which only separate travel supports; the plan's travel is %q", m.Name, m.Plugin, p.Travel)
-		}
-		m.Version = d.Version
-		spec.Metrics = append(spec.Metrics, accountant.PlanMetric{Name: m.Name, Mech: Mechanism(ctx, r, m.Plugin), Weight: m.Weight})
-	}
-	res, err := accountant.AllocatePlan(spec)
-	if err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	for i, b := range res.Metrics {
-		p.Metrics[i].Eps0 = b.Eps0
-		p.Metrics[i].Delta = b.Delta
-	}
-	if p.Travel == "" {
-		p.Travel = string(res.Travel)
-	}
-	p.Guarantee = &Guarantee{Eps: res.Eps, Delta: res.Delta, Rule: res.Rule}
-	if rounds > 1 {
-		p.Guarantee.Rounds = rounds
-	}
-	return nil
-}
-
 // Metric returns the metric named name, or nil.
 func (p *Plan) Metric(name string) *Metric {
 	for i := range p.Metrics {
@@ -392,8 +316,8 @@ const PoolPrefix = "@"
 // batches mix the plan's metrics, as the accountant's joint and parallel
 // compositions assume; separate travel pools each metric on its own.
 func (p *Plan) Pooled() bool {
-	t := accountant.Travel(p.Travel)
-	return t == accountant.TravelJoint || t == accountant.TravelParallel
+	t := declare.Travel(p.Travel)
+	return t == declare.TravelJoint || t == declare.TravelParallel
 }
 
 // Pool returns the shuffler pool that reports of metric name go to: the
@@ -499,112 +423,4 @@ func (p *Plan) Digest() string {
 	b, _ := json.Marshal(p)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// BatchMechanism returns what the accountant needs to compute the central
-// guarantee of one shuffled batch carrying metric name: the mechanism, the
-// budget to evaluate it at, and the delta. With separate travel a batch holds
-// one metric's reports; with joint or parallel travel it holds the plan's
-// combined messages, so the mechanism is the whole plan's (parallel with the
-// plan's weights; see ParallelMechanism for a batch's actual mix). Every
-// component is fixed at its metric's own eps0, so the result is right for
-// any calibrated plan, not only for the equal budgets AllocatePlan gives.
-func (p *Plan) BatchMechanism(ctx context.Context, open Opener, name string) (mech accountant.Mechanism, eps0, delta float64, err error) {
-	if !p.Calibrated() {
-		return nil, 0, 0, invalid("plan is not calibrated (no eps0)")
-	}
-	switch accountant.Travel(p.Travel) {
-	case accountant.TravelJoint:
-		parts, err := p.fixedParts(ctx, open, nil)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		var sum float64
-		ws := make([]float64, len(p.Metrics))
-		for i, m := range p.Metrics {
-			ws[i] = m.Eps0
-			sum += m.Eps0
-		}
-		return accountant.JointMech{Parts: parts, Weights: ws}, sum, p.Target.Delta, nil
-	case accountant.TravelParallel:
-		mech, eps0, err := p.ParallelMechanism(ctx, open, nil)
-		return mech, eps0, p.Target.Delta, err
-	default:
-		m := p.Metric(name)
-		if m == nil {
-			return nil, 0, 0, invalid("no metric %q", name)
-		}
-		parts, err := p.fixedParts(ctx, open, []int{p.MetricIndex(name)})
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		return parts[0], m.Eps0, m.Delta, nil
-	}
-}
-
-// ParallelMechanism returns the parallel composition of the plan's metrics
-// for a batch with counts[i] messages of metric i: the metrics with no
-// message are left out and the others weighted by their share of the batch,
-// so that the guarantee follows the batch's actual mix (a batch skewed
-// toward some metrics gives the others less cover) rather than assuming
-// the plan's weights. With counts nil it uses the plan's weights. Every
-// component is fixed at its metric's eps0; the returned budget is the
-// largest.
-func (p *Plan) ParallelMechanism(ctx context.Context, open Opener, counts []int64) (accountant.Mechanism, float64, error) {
-	var idx []int
-	var ws []float64
-	if counts == nil {
-		ws = p.Weights()
-		for i := range p.Metrics {
-			idx = append(idx, i)
-		}
-	} else {
-		if len(counts) != len(p.Metrics) {
-			return nil, 0, invalid("%d counts for %d metrics", len(counts), len(p.Metrics))
-		}
-		var total int64
-		for _, c := range counts {
-			total += c
-		}
-		if total <= 0 {
-			return nil, 0, invalid("a batch with no message")
-		}
-		for i, c := range counts {
-			if c > 0 {
-				idx = append(idx, i)
-				ws = append(ws, float64(c)/float64(total))
-			}
-		}
-	}
-	parts, err := p.fixedParts(ctx, open, idx)
-	if err != nil {
-		return nil, 0, err
-	}
-	var eps0 float64
-	for _, i := range idx {
-		eps0 = math.Max(eps0, p.Metrics[i].Eps0)
-	}
-	return accountant.ParallelMech{Weights: ws, Parts: parts}, eps0, nil
-}
-
-// fixedParts returns the mechanisms of the metrics at idx (all when nil),
-// each fixed at its metric's eps0.
-func (p *Plan) fixedParts(ctx context.Context, open Opener, idx []int) ([]accountant.Mechanism, error) {
-	if idx == nil {
-		for i := range p.Metrics {
-			idx = append(idx, i)
-		}
-	}
-	parts := make([]accountant.Mechanism, len(idx))
-	for j, i := range idx {
-		m := &p.Metrics[i]
-		r, err := open(ctx, m.Plugin, m.Config())
-		if err != nil {
-			return nil, fmt.Errorf("plan: metric %q: %w", m.Name, err)
-		}
-		mech := Mechanism(ctx, r, m.Plugin)
-		mech.Eps0 = m.Eps0
-		parts[j] = mech
-	}
-	return parts, nil
 }

@@ -1,14 +1,10 @@
 package plan_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/sdk"
-	"github.com/blanket-dp/blanket/sdk/builtin"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -31,98 +27,6 @@ metrics:
     hi: 1000000
     params: {k: "20"}
 `
-
-func open(ctx context.Context, name string, cfg sdk.Config) (sdk.Randomizer, error) {
-	return builtin.Open(ctx, name, cfg)
-}
-
-// reevalTol is the relative slack of re-evaluating a calibrated plan's
-// batch guarantee: BatchMechanism fixes each metric at its own eps0 (the
-// calibrated total times its weight, rounded), and the engine's certified
-// upper bound for those slightly different inputs may land a few ulps to
-// 1e-5 above the target the calibration met. Both are sound upper bounds.
-const reevalTol = 1e-4
-
-// TestCalibrate calibrates the example plan under each travel at n_min =
-// 3000, where separate travel calibrates in half the CPU of the example's
-// 10,000 (TestCalibrateDeep, make audit).
-func TestCalibrate(t *testing.T) {
-	y := strings.Replace(example, "n_min: 10000", "n_min: 3000", 1)
-	if y == example {
-		t.Fatal("the example plan does not say n_min: 10000")
-	}
-	calibrateTravels(t, y)
-}
-
-// calibrateTravels runs TestCalibrate's checks on the plan y (travel:
-// separate) under each travel.
-func calibrateTravels(t *testing.T, y string) {
-	ctx := context.Background()
-	for _, travel := range []string{"separate", "joint", "parallel"} {
-		t.Run(travel, func(t *testing.T) {
-			p, err := plan.Parse([]byte(strings.Replace(y, "travel: separate", "travel: "+travel, 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Calibrated() {
-				t.Fatal("uncalibrated plan reports Calibrated")
-			}
-			if err := p.Calibrate(ctx, open); err != nil {
-				t.Fatal(err)
-			}
-			if !p.Calibrated() {
-				t.Fatal("calibrated plan reports not Calibrated")
-			}
-			if p.Guarantee.Eps > p.Target.Eps || p.Guarantee.Delta > p.Target.Delta*(1+1e-12) {
-				t.Errorf("guarantee %+v exceeds target %+v", p.Guarantee, p.Target)
-			}
-			// Independently re-check each batch's guarantee at n_min
-			// through the accountant.
-			var parts []accountant.Part
-			for _, m := range p.Metrics {
-				if m.Version == "" {
-					t.Errorf("metric %q: no plugin version recorded", m.Name)
-				}
-				mech, eps0, delta, err := p.BatchMechanism(ctx, open, m.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := accountant.Epsilon(mech, eps0, p.NMin, delta)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if travel == "separate" {
-					parts = append(parts, accountant.Part{Mech: mech, Eps0: eps0, N: p.NMin})
-				} else if r.Upper > p.Target.Eps*(1+reevalTol) {
-					t.Errorf("%s: batch eps %g > target %g", m.Name, r.Upper, p.Target.Eps)
-				}
-			}
-			// Separate travel: the metrics' reports compose (PLDs); the
-			// composition of one report of each meets the target.
-			if travel == "separate" {
-				c, err := accountant.ComposeEpsilon(parts, p.Target.Delta)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c.Upper > p.Target.Eps {
-					t.Errorf("separate: composed eps %g > target %g", c.Upper, p.Target.Eps)
-				}
-			}
-			// The calibrated plan round-trips through YAML.
-			y, err := p.YAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, err := plan.Parse(y)
-			if err != nil {
-				t.Fatalf("re-parse: %v\n%s", err, y)
-			}
-			if q.Digest() != p.Digest() {
-				t.Errorf("digest changed across YAML round trip")
-			}
-		})
-	}
-}
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{

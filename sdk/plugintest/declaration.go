@@ -10,7 +10,7 @@ import (
 )
 
 // ratioTol is the relative tolerance on likelihood ratios, the accountant's
-// own (accountant.Matrix.Decompose): closed forms evaluated in different
+// own (accountant.Decompose of a matrix): closed forms evaluated in different
 // orders differ by a few ulps, far below 1e-12.
 const ratioTol = 1e-12
 
@@ -52,7 +52,7 @@ func (v *verifier) checkDeclaration(ctx context.Context, c *Check) {
 		if (d.Tree != 0 || v.desc.Stateful) && v.treeDeclaration(c, name, eps0, d) {
 			continue
 		}
-		if _, err := d.Decompose(); err != nil {
+		if _, err := accountant.Decompose(d); err != nil {
 			c.fail(name+" valid", "accountant rejects the %s declaration: %v", d.Form, err)
 			continue
 		}

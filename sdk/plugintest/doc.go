@@ -21,7 +21,7 @@
 //     digest, encoding, ReportBytes >= 1, 0 < Eps0Min <= Eps0Max <= 30,
 //     distinct categories with the other bucket last, or a finite range).
 //   - declaration: at each tested eps0 the declaration is accepted by the
-//     accountant (accountant.Declaration.Decompose: rows sum to 1, pure LDP,
+//     accountant (accountant.Decompose: rows sum to 1, pure LDP,
 //     ratios within e^eps0) and the kit's own exact bound holds: the largest
 //     likelihood ratio max_x R[x][y] / min_x R[x][y] over the columns of a
 //     matrix, or over the atoms of a declared pair p/q, q/p, p/r, q/r, is at

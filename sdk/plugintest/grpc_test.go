@@ -4,30 +4,33 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
+	"github.com/blanket-dp/blanket/sdk/rpc"
+
+	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/blanket-dp/blanket/examples/custom-plugin/olh"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/plugins/laplace"
 	"github.com/blanket-dp/blanket/plugins/summation"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
 // served returns the randomizer of cfg built by f, served in process over a
-// real gRPC connection (plugin.TestPluginGRPCConn), as the host sees a
+// real gRPC connection (goplugin.TestPluginGRPCConn), as the host sees a
 // plugin binary: errors cross as gRPC statuses and are mapped back.
 func served(t *testing.T, f sdk.Factory, cfg sdk.Config) sdk.Randomizer {
 	t.Helper()
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSets(f)[sdk.ProtocolVersion])
+	client, _ := goplugin.TestPluginGRPCConn(t, false, plugin.PluginSets(f)[plugin.ProtocolVersion])
 	t.Cleanup(func() { _ = client.Close() })
-	raw, err := client.Dispense(sdk.PluginName)
+	raw, err := client.Dispense(plugin.PluginName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := raw.(*sdk.GRPCClient)
+	c, ok := raw.(*rpc.Client)
 	if !ok {
-		t.Fatalf("dispensed %T, want *sdk.GRPCClient", raw)
+		t.Fatalf("dispensed %T, want *rpc.Client", raw)
 	}
 	if _, err := c.Configure(context.Background(), cfg); err != nil {
 		t.Fatal(err)

@@ -183,7 +183,7 @@ func (v *verifier) treeDeclaration(c *Check, name string, eps0 float64, d *accou
 	}
 	// The kit's own bounds run even when the accountant rejects the node
 	// law: they say whether the whole transcript keeps the declared level.
-	if _, err := node.Decompose(); err != nil {
+	if _, err := accountant.Decompose(node); err != nil {
 		c.fail(name+" valid", "the accountant rejects the node law: %v", err)
 	} else {
 		c.pass(name+" valid", "the accountant accepts the node law (Declaration.Node)")

@@ -17,6 +17,7 @@ import (
 	"github.com/blanket-dp/blanket/plugins/longitudinal"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
@@ -312,7 +313,7 @@ func TestStatefulOverGRPC(t *testing.T) {
 }
 
 // TestStatefulPluginProcess runs the kit on the blanket-longitudinal
-// binary through the host (sdk.Open), as `blanket plugin verify
+// binary through the host (plugin.Open), as `blanket plugin verify
 // path/to/blanket-longitudinal` does: Step goes through the host's
 // chunking and the plugin process. It builds the binary, so it is skipped
 // in -short mode.
@@ -325,21 +326,21 @@ func TestStatefulPluginProcess(t *testing.T) {
 		t.Skip("no go command to build the plugin binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, sdk.BinaryPrefix+longitudinal.Name)
+	bin := filepath.Join(dir, plugin.BinaryPrefix+longitudinal.Name)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/blanket-dp/blanket/plugins/longitudinal/cmd/blanket-longitudinal")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	p, err := sdk.Open(t.Context(), longitudinal.Name, sdk.Config{Params: map[string]string{"tree": "4", "changes": "2"}},
-		sdk.WithBuiltins(nil), sdk.WithPluginDir(dir))
+	p, err := plugin.Open(t.Context(), longitudinal.Name, sdk.Config{Params: map[string]string{"tree": "4", "changes": "2"}},
+		plugin.WithBuiltins(nil), plugin.WithPluginDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	if _, ok := any(p).(sdk.Stateful); !ok {
-		t.Fatal("*sdk.Plugin does not implement sdk.Stateful")
+		t.Fatal("host.Plugin does not implement sdk.Stateful")
 	}
 	plugintest.Run(t, p, protocolLight)
 }

@@ -21,7 +21,7 @@
 //	stat, err := r.Accumulate(ctx, eps0, shuffled)
 //	est, err := r.Estimate(ctx, stat)
 //
-// Its binary, cmd/blanket-olh, serves it with sdk.Serve. Test a plugin like
+// Its binary, cmd/blanket-olh, serves it with plugin.Serve. Test a plugin like
 // this one with the conformance kit, sdk/plugintest.
 package olh
 
@@ -31,7 +31,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -219,15 +219,15 @@ func familyAt(d, gMax int, eps0 float64) Family {
 
 // Declare implements sdk.Randomizer: the matrix when d <= MatrixMaxBuckets
 // and seeds × g <= MatrixMaxOutputs, else the exact atoms.
-func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	f, err := r.Family(eps0)
 	if err != nil {
 		return nil, err
 	}
 	if r.d <= MatrixMaxBuckets && f.Seeds() <= MatrixMaxOutputs/f.g {
-		return r.Declaration(eps0, accountant.FormMatrix)
+		return r.Declaration(eps0, declare.FormMatrix)
 	}
-	return r.Declaration(eps0, accountant.FormAtoms)
+	return r.Declaration(eps0, declare.FormAtoms)
 }
 
 // Declaration returns the declaration at eps0 in the given form; both
@@ -270,61 +270,61 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 // pA = (g^(m-2) - 1)/(G - 1), p12 = p13 = p23 = (g-1)g^(m-2)/(G - 1),
 // pD = (g-1)(g-2)g^(m-2)/(G - 1). Both are declared when they exist; with
 // d = 2 the only triple is x3 = x' (p23 = 1 - c, pA = c).
-func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error) {
+func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	f, err := r.Family(eps0)
 	if err != nil {
 		return nil, err
 	}
 	keep, other, _ := grr(eps0, f.G())
 	gf := float64(f.G())
-	d := &accountant.Declaration{Eps0: eps0, Form: form}
+	d := &declare.Declaration{Eps0: eps0, Form: form}
 	switch form {
-	case accountant.FormMatrix:
+	case declare.FormMatrix:
 		if r.d > MatrixMaxBuckets || f.Seeds() > MatrixMaxOutputs/f.g {
 			return nil, fmt.Errorf("%w: matrix form needs at most %d buckets and %d outputs, have %d buckets and %d seeds × %d values",
 				sdk.ErrBadConfig, MatrixMaxBuckets, MatrixMaxOutputs, r.d, f.Seeds(), f.G())
 		}
 		S := int(f.Seeds())
-		rows := make([]accountant.SparseRow, r.d)
+		rows := make([]declare.SparseRow, r.d)
 		for x := range rows {
-			rows[x] = accountant.SparseRow{Default: other / float64(S), Entries: make(map[int]float64, S)}
+			rows[x] = declare.SparseRow{Default: other / float64(S), Entries: make(map[int]float64, S)}
 			for s := range S {
 				rows[x].Entries[s*f.G()+f.Hash(uint64(s), x)] = keep / float64(S)
 			}
 		}
-		m, err := accountant.NewSparseMatrix(S*f.G(), rows)
+		m, err := declare.NewSparseMatrix(S*f.G(), rows)
 		if err != nil {
 			return nil, err
 		}
 		m.InputLabels = r.desc.Categories
 		d.Matrix = m
-	case accountant.FormAtoms:
+	case declare.FormAtoms:
 		c, notC := f.Collision()
-		pair := []accountant.Atom{
+		pair := []declare.Atom{
 			{R: notC * other, P: notC * keep, Q: notC * other},
 			{R: notC * other, P: notC * other, Q: notC * keep},
 		}
 		if c > 0 {
-			pair = append(pair, accountant.Atom{R: c * other, P: c * keep, Q: c * keep})
+			pair = append(pair, declare.Atom{R: c * other, P: c * keep, Q: c * keep})
 		}
 		if w := gf - 2 + c; w > 0 {
-			pair = append(pair, accountant.Atom{R: w * other, P: w * other, Q: w * other})
+			pair = append(pair, declare.Atom{R: w * other, P: w * other, Q: w * other})
 		}
-		d.Pairs = []accountant.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
+		d.Pairs = []declare.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
 		if r.d == 2 {
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x3 = x'", Atoms: tripleAtoms(keep, other, gf, 0, 0, 0, notC, c)})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 = x'", Atoms: tripleAtoms(keep, other, gf, 0, 0, 0, notC, c)})
 		}
 		if r.d >= 3 && f.G() >= 3 {
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x3 - x dependent on x' - x", Atoms: tripleAtoms(keep, other, gf, notC, 0, 0, 0, c)})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 - x dependent on x' - x", Atoms: tripleAtoms(keep, other, gf, notC, 0, 0, 0, c)})
 		}
 		if f.M() >= 2 {
 			gm2 := math.Pow(gf, float64(f.M()-2))
 			den := gm2*gf*gf - 1
 			pA, pPair, pD := (gm2-1)/den, (gf-1)*gm2/den, (gf-1)*(gf-2)*gm2/den
-			d.Triples = append(d.Triples, accountant.DeclaredSet{Label: "x3 - x independent of x' - x", Atoms: tripleAtoms(keep, other, gf, pD, pPair, pPair, pPair, pA)})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 - x independent of x' - x", Atoms: tripleAtoms(keep, other, gf, pD, pPair, pPair, pPair, pA)})
 		}
 	default:
-		return nil, fmt.Errorf("%w: olh declares forms %q and %q, not %q", sdk.ErrBadConfig, accountant.FormMatrix, accountant.FormAtoms, form)
+		return nil, fmt.Errorf("%w: olh declares forms %q and %q, not %q", sdk.ErrBadConfig, declare.FormMatrix, declare.FormAtoms, form)
 	}
 	return d, nil
 }
@@ -332,7 +332,7 @@ func (r *Randomizer) Declaration(eps0 float64, form accountant.Form) (*accountan
 // tripleAtoms returns the lower-bound atoms of a triple whose hash values
 // are all distinct with probability pD, pairwise equal with p12, p13, p23
 // (x=x', x=x3, x'=x3) and all equal with pA (see Declaration).
-func tripleAtoms(keep, other, g, pD, p12, p13, p23, pA float64) []accountant.Atom {
+func tripleAtoms(keep, other, g, pD, p12, p13, p23, pA float64) []declare.Atom {
 	f := func(bit int) float64 {
 		if bit == 1 {
 			return keep
@@ -347,10 +347,10 @@ func tripleAtoms(keep, other, g, pD, p12, p13, p23, pA float64) []accountant.Ato
 		{1, 1, 0, p12}, {1, 0, 1, p13}, {0, 1, 1, p23}, {1, 1, 1, pA},
 		{0, 0, 0, (g-3)*pD + (g-2)*(p12+p13+p23) + (g-1)*pA},
 	}
-	var out []accountant.Atom
+	var out []declare.Atom
 	for _, c := range cells {
 		if c.w > 0 {
-			out = append(out, accountant.Atom{R: c.w * f(c.t), P: c.w * f(c.a), Q: c.w * f(c.b)})
+			out = append(out, declare.Atom{R: c.w * f(c.t), P: c.w * f(c.a), Q: c.w * f(c.b)})
 		}
 	}
 	return out

@@ -193,11 +193,11 @@ func sameSet(a, b accountant.AtomSet) bool {
 // compared up to swapping the pair and up to merging equal ratios.
 func checkSameDecomposition(t *testing.T, a, b *accountant.Declaration) {
 	t.Helper()
-	da, err := a.Decompose()
+	da, err := accountant.Decompose(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := b.Decompose()
+	db, err := accountant.Decompose(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestFamilyChoice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := decl.Validate(); err != nil {
+			if err := accountant.Validate(decl); err != nil {
 				t.Errorf("d=%d eps0=%g: %v", d, eps0, err)
 			}
 		}

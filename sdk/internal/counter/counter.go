@@ -29,7 +29,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
@@ -114,11 +114,11 @@ func (r *Randomizer) Describe(context.Context) (*sdk.Description, error) {
 // Declare implements sdk.Randomizer: k-ary randomized response, which
 // the reports are not; the tests that calibrate with it only need a valid
 // declaration.
-func (r *Randomizer) Declare(_ context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (r *Randomizer) Declare(_ context.Context, eps0 float64) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	return ldp.RRDeclaration(r.dom.Size(), eps0, accountant.FormMatrix, r.dom.Labels())
+	return ldp.RRDeclaration(r.dom.Size(), eps0, declare.FormMatrix, r.dom.Labels())
 }
 
 // Randomize implements sdk.Randomizer: it fails, the reports of a

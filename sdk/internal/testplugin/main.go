@@ -19,12 +19,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
-func main() { sdk.Serve(build) }
+func main() { plugin.Serve(build) }
 
 type misbehaving struct {
 	*krr.Randomizer
@@ -84,7 +85,7 @@ func (m *misbehaving) Describe(ctx context.Context) (*sdk.Description, error) {
 	return d, nil
 }
 
-func (m *misbehaving) Declare(ctx context.Context, eps0 float64) (*accountant.Declaration, error) {
+func (m *misbehaving) Declare(ctx context.Context, eps0 float64) (*declare.Declaration, error) {
 	m.misbehave("declare")
 	return m.Randomizer.Declare(ctx, eps0)
 }

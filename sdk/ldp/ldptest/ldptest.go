@@ -130,11 +130,11 @@ const declTol = 1e-12
 // (x, x') and with a relative tolerance of 1e-12.
 func CheckSameDecomposition(t testing.TB, a, b *accountant.Declaration) {
 	t.Helper()
-	da, err := a.Decompose()
+	da, err := accountant.Decompose(a)
 	if err != nil {
 		t.Fatalf("first declaration (%s): %v", a.Form, err)
 	}
-	db, err := b.Decompose()
+	db, err := accountant.Decompose(b)
 	if err != nil {
 		t.Fatalf("second declaration (%s): %v", b.Form, err)
 	}

@@ -193,7 +193,7 @@ func CheckDeclare(t testing.TB, name string, r sdk.Randomizer, eps0 float64, wan
 	if d.Form != want {
 		t.Errorf("%s: form %q, want %q", name, d.Form, want)
 	}
-	if err := d.Validate(); err != nil {
+	if err := accountant.Validate(d); err != nil {
 		t.Errorf("%s: %v", name, err)
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 )
 
-func main() { sdk.Serve(sdk.FactoryOf(counter.FromConfig)) }
+func main() { plugin.Serve(sdk.FactoryOf(counter.FromConfig)) }
