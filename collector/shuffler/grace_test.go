@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/internal/servertest"
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -53,6 +54,46 @@ func TestShufflerFollowsPlanGrace(t *testing.T) {
 		}
 		if _, err := f.s.Stats(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestShufflerGraceRisesWithPlans: one grace serves every plan the
+// shuffler takes, the largest: a plan added later (a plan the collector
+// published, through the relay) with a longer grace than the one it
+// opened with keeps every period open that long, so the reports its apps
+// seal late are taken; a shorter one changes nothing; an explicit
+// PeriodGrace stays.
+func TestShufflerGraceRisesWithPlans(t *testing.T) {
+	short := servertest.Plan(t, 10)
+	short.Grace = 1
+	long := servertest.Plan(t, 10)
+	long.Grace = 3
+	clock := &testClock{}
+	clock.set(time.Unix(day(10).Start+3600, 0)) // day 10, 01:00 UTC
+	for _, fixed := range []time.Duration{0, 24 * time.Hour} {
+		f := newShufflerFixture(t, Options{Plan: short, Collector: "http://127.0.0.1:1", Now: clock.now, PeriodGrace: fixed})
+		upload := func(p *plan.Plan, d report.Period) UploadResult {
+			t.Helper()
+			var res UploadResult
+			envs := envelopes(report.PeriodPoolKey(metric, p.Epoch(), d), fakeSealed(3))
+			if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("upload: status %d", resp.StatusCode)
+			}
+			return res
+		}
+		// Day 8 ended a day and an hour ago: past the short grace.
+		if res := upload(short, day(8)); res.Rejected != 3 {
+			t.Fatalf("fixed %v: before the longer plan: %+v, want refused", fixed, res)
+		}
+		f.s.AddPlan(long)
+		f.s.AddPlan(short) // a shorter grace again lowers nothing
+		res := upload(long, day(8))
+		switch {
+		case fixed == 0 && res.Accepted != 3:
+			t.Errorf("after a plan with grace 3: %+v, want taken", res)
+		case fixed != 0 && res.Rejected != 3:
+			t.Errorf("PeriodGrace %v set: %+v, want refused (the operator's grace stays)", fixed, res)
 		}
 	}
 }

@@ -102,11 +102,7 @@ func (s *Shuffler) knownLengths() []time.Duration {
 // periodDeadline returns the Unix second from which period's pools are
 // closed: its end plus the grace.
 func (s *Shuffler) periodDeadline(p report.Period) int64 {
-	g := p.Length
-	if s.o.PeriodGrace > 0 {
-		g = int64(s.o.PeriodGrace / time.Second)
-	}
-	return p.End() + g
+	return p.End() + s.grace.Load()
 }
 
 // loadLegacyDeadline sets the deadline of pools without a period, when
@@ -141,6 +137,21 @@ func (s *Shuffler) loadLegacyDeadline(ctx context.Context, pools []poolSize) err
 // their pools.
 func (s *Shuffler) AddPlan(p *plan.Plan) {
 	s.addPools(p.Pools(), []int64{int64(p.PeriodLength() / time.Second)})
+	if s.graceFixed {
+		return
+	}
+	g := int64(p.GraceLength() / time.Second)
+	for {
+		cur := s.grace.Load()
+		if g <= cur {
+			return
+		}
+		if s.grace.CompareAndSwap(cur, g) {
+			s.st.setGrace(g)
+			s.log.Info("a plan with a longer grace: every period's pools now wait that long after it ends", "grace", time.Duration(g)*time.Second, "plan", p.Epoch())
+			return
+		}
+	}
 }
 
 // addPools adds pools and period lengths (in seconds), storing those not

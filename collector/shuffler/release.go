@@ -85,6 +85,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -131,8 +132,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	if sweep {
 		// Replicas on PostgreSQL forget the ids of closed periods here
 		// (the SQLite store forgets by generation as it accepts).
-		grace := int64(s.o.PeriodGrace / time.Second)
-		if _, err := s.st.forget(ctx, now.Unix(), grace); err != nil {
+		if _, err := s.st.forget(ctx, now.Unix(), s.grace.Load()); err != nil {
 			s.log.Warn("forgetting the ids of closed periods", "error", err)
 		}
 		// The periods other replicas (or ClosePeriods) closed.
@@ -158,9 +158,6 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		pending[poolEpoch{pool, epoch}]++
 	}
 	emptied := func(key string) {
-		s.grownMu.Lock()
-		delete(s.growth, key)
-		s.grownMu.Unlock()
 		pool, epoch, _, _ := report.ParsePoolKey(key)
 		if pending[poolEpoch{pool, epoch}]--; pending[poolEpoch{pool, epoch}] > 0 {
 			return
@@ -171,11 +168,23 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	}
 	nMin := int64(s.o.Plan.NMin)
 	released := 0
+	s.pruneGrowth(pools)
+	defer func() {
+		s.grownMu.Lock()
+		s.looked = true
+		s.grownMu.Unlock()
+	}()
+	busy := map[report.Period]bool{} // periods whose closing gave up this look
 	for _, p := range pools {
+		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil && busy[period] {
+			continue
+		}
 		final, err := s.final(ctx, p.metric)
 		if errors.Is(err, errPeriodBusy) {
-			// Another replica's accept of the period held on: this
-			// pool waits for the next look, the others go on.
+			// Another replica's accept of the period held on: its
+			// pools wait for the next look, the others go on.
+			_, _, period, _ := report.ParsePoolKey(p.metric)
+			busy[period] = true
 			s.log.Info("closing a period: accepts of it held on, trying again at the next look", "pool", p.metric)
 			s.poolDirty.Store(true)
 			continue
@@ -203,7 +212,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		if s.known(p.metric) != nil {
 			continue
 		}
-		s.observe(p.metric, p.n, now)
+		s.observe(growthKey(p), p.n, now)
 		keep := nMin
 		if final {
 			keep = 0
@@ -211,7 +220,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		switch free := p.n - keep; {
 		case free < nMin:
 			continue
-		case !final && free < int64(s.o.MaxBatch) && !s.settled(p.metric, now):
+		case !final && free < int64(s.o.MaxBatch) && !s.settled(p.metric, growthKey(p), now):
 			s.poolDirty.Store(true) // look again at the next tick
 			continue
 		}
@@ -238,12 +247,9 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			s.poolDirty.Store(true)
 		}
 		if taken > 0 {
-			s.released(p.metric, p.n-taken)
+			s.released(growthKey(p), p.n-taken)
 		}
 	}
-	s.grownMu.Lock()
-	s.looked = true
-	s.grownMu.Unlock()
 	if released > 0 {
 		select {
 		case s.kick <- struct{}{}:
@@ -341,6 +347,7 @@ func (s *Shuffler) ClosePeriods(ctx context.Context, through time.Time) ([]repor
 		}
 		seen[period] = true
 		if err := s.closePeriod(ctx, period); err != nil {
+			s.poolDirty.Store(true) // those closed so far go at the next look
 			return closed, err
 		}
 		closed = append(closed, period)
@@ -366,21 +373,21 @@ type poolGrowth struct {
 const settleCap = 3
 
 // settled reports whether pool key, with at least n_min free reports
-// (observe saw it at this look), may be released before its deadline: no look found it
+// (observe saw it at this look as gk), may be released before its deadline: no look found it
 // larger for its settle time (settleOf; always when that is 0), or it
 // could go for settleCap settle times. Growth is what the looks find in
 // the store (reports pooled here or by another replica), so a duplicate
 // or a refused envelope does not postpone a release. A pool found at the
 // first look since open counts as grown at open; one that appeared later,
 // at the look that found it.
-func (s *Shuffler) settled(key string, now time.Time) bool {
+func (s *Shuffler) settled(key, gk string, now time.Time) bool {
 	d := s.settleOf(key)
 	if d <= 0 {
 		return true
 	}
 	s.grownMu.Lock()
 	defer s.grownMu.Unlock()
-	g := s.growth[key] // observe made it
+	g := s.growth[gk] // observe made it
 	if g.ready.IsZero() {
 		g.ready = now
 	}
@@ -401,8 +408,28 @@ func (s *Shuffler) observe(key string, n int64, now time.Time) {
 		s.growth[key] = g
 	case n > g.size:
 		g.grew = now
+	case n < g.size:
+		// Released by another replica (or expired): it waits a settle
+		// again once it can go.
+		g.ready = time.Time{}
 	}
 	g.size = n
+}
+
+// growthKey is the key of pool p in Shuffler.growth: its metric and
+// suite (a pool per suite).
+func growthKey(p poolSize) string { return p.metric + "|" + strconv.Itoa(int(p.suite)) }
+
+// pruneGrowth forgets what it saw of the pools no longer pooled (released
+// or expired here or by another replica).
+func (s *Shuffler) pruneGrowth(pools []poolSize) {
+	live := make(map[string]bool, len(pools))
+	for _, p := range pools {
+		live[growthKey(p)] = true
+	}
+	s.grownMu.Lock()
+	maps.DeleteFunc(s.growth, func(k string, _ *poolGrowth) bool { return !live[k] })
+	s.grownMu.Unlock()
 }
 
 // released notes that a release left left reports in pool key: it grew

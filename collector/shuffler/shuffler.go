@@ -131,10 +131,13 @@ type Options struct {
 	// of its pools is released whole, and a pool that received fewer than
 	// NMin in all is deleted, never released (Stats.Expired). Replicas
 	// with different graces close a period at the shortest. Defaults to
-	// the plan's grace (plan.Plan.GraceLength), which the SDK follows
-	// too: a report it seals within the grace is still taken. The grace
-	// is fixed when the shuffler opens: a plan added later (AddPlan) with
-	// another grace takes effect at the next start.
+	// the largest grace of the plans it takes (plan.Plan.GraceLength of
+	// Plan, EarlierPlans and every plan AddPlan adds, raised as they come),
+	// which the SDK follows too: a report it seals within its plan's grace
+	// is still taken. One grace serves every plan: a plan with a shorter
+	// one has its periods' last n_min reports wait longer. After a restart
+	// a plan known only through AddPlan counts again once added again (the
+	// relay adds the collector's current plan at its first fetch).
 	PeriodGrace time.Duration
 	// Settle holds a pool of a period still open (releasable down to its
 	// last NMin, and below MaxBatch) until no look found it larger for
@@ -279,6 +282,12 @@ type Shuffler struct {
 	// pools.
 	lastSweep atomic.Int64
 
+	// grace is the grace in seconds (Options.PeriodGrace, or the largest
+	// of the known plans' when that is unset: graceFixed false, and
+	// AddPlan raises it).
+	grace      atomic.Int64
+	graceFixed bool
+
 	// grownMu guards growth: what Release saw of each pool, for Settle
 	// (settled), and looked: whether it has looked at the pools since
 	// open.
@@ -359,8 +368,11 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	if o.PeriodGrace < 0 {
 		return nil, fmt.Errorf("%w: PeriodGrace = %v, must be >= 0", ErrOptions, o.PeriodGrace)
 	}
-	if o.PeriodGrace == 0 {
-		o.PeriodGrace = o.Plan.GraceLength()
+	graceFixed := o.PeriodGrace > 0
+	if !graceFixed {
+		for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
+			o.PeriodGrace = max(o.PeriodGrace, p.GraceLength())
+		}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -379,8 +391,11 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		growth: map[string]*poolGrowth{},
 		opened: o.Now(),
 
+		graceFixed: graceFixed,
+
 		closedPeriods: map[report.Period]bool{},
 	}
+	s.grace.Store(int64(o.PeriodGrace / time.Second))
 	fail := func(err error) (*Shuffler, error) {
 		st.close()
 		return nil, err

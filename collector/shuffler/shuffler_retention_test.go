@@ -50,7 +50,7 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 	if st.Pools[key] != 41 {
 		t.Fatalf("pool %d, want 41 reports (the retry not pooled again)", st.Pools[key])
 	}
-	// Past today's grace (a period by default): ids of today go with the
+	// Past today's grace (one period here): ids of today go with the
 	// next generation, and today's envelopes are refused as late.
 	clock.set(time.Unix(today.End()+today.Length+1, 0))
 	tomorrow := report.PeriodPoolKey(metric, p.Epoch(), report.Period{Start: today.End(), Length: today.Length})

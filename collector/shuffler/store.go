@@ -41,6 +41,10 @@ type store interface {
 	// errPeriodBusy (PostgreSQL: an accept of p held on for long), and
 	// then records nothing: the caller tries again later.
 	closePeriod(ctx context.Context, p report.Period) error
+	// setGrace raises the grace (seconds) the store's own retention
+	// counts with, when it keeps one (the SQLite store forgets ids as it
+	// accepts; the PostgreSQL store is given the grace at each forget).
+	setGrace(g int64)
 	// forget forgets the ids of periods past their deadline (the
 	// PostgreSQL store; SQLite forgets by generation inside accept), and
 	// reports whether the forgotten periods changed.

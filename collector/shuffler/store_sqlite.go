@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/blanket-dp/blanket/internal/sqlitedb"
@@ -73,9 +74,9 @@ var sqliteSchema = []string{
 type sqliteStore struct {
 	db *sqlitedb.DB
 	// genSize, grace and now configure retention (Options.DedupWindow,
-	// PeriodGrace and Now).
+	// the shuffler's grace, raised by setGrace, and Now).
 	genSize int64
-	grace   int64
+	grace   atomic.Int64
 	now     func() int64
 	// gen and genCount are the current dedup generation and its size,
 	// and gone the closed periods as accept last read them; accept,
@@ -93,7 +94,8 @@ func openSQLiteStore(ctx context.Context, path string, genSize, grace, maxLength
 	if err != nil {
 		return nil, err
 	}
-	st := &sqliteStore{db: db, genSize: genSize, grace: grace, now: now}
+	st := &sqliteStore{db: db, genSize: genSize, now: now}
+	st.grace.Store(grace)
 	if err := st.migrateSeen(ctx, maxLength); err != nil {
 		db.Close()
 		return nil, err
@@ -246,6 +248,8 @@ func readForgottenTx(ctx context.Context, tx *sql.Tx) (map[int64]int64, error) {
 	return m, rows.Err()
 }
 
+func (st *sqliteStore) setGrace(g int64) { st.grace.Store(g) }
+
 // closePeriod records p as closed. One process writes the file, through
 // one connection: every accept is a transaction before or after this one,
 // and one after it reads p as closed (accept).
@@ -317,7 +321,8 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 		// recorded first: such periods are refused from then on,
 		// whatever grace or clock a later run has.
 		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
-		args := []any{gen - 1 - dedupGenerations, st.grace, st.grace, st.now()}
+		grace := st.grace.Load()
+		args := []any{gen - 1 - dedupGenerations, grace, grace, st.now()}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` AND period_len > 0 GROUP BY period_len
 			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
 			return nil, false, err

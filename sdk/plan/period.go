@@ -30,7 +30,11 @@ func (p *Plan) GraceLength() time.Duration {
 	if g <= 0 {
 		g = DefaultGrace
 	}
-	return min(time.Duration(g)*p.PeriodLength(), max(MaxGrace, p.PeriodLength()))
+	per := p.PeriodLength()
+	if time.Duration(g) > MaxGrace/per { // an unvalidated plan: no overflow
+		return max(MaxGrace, per)
+	}
+	return time.Duration(g) * per
 }
 
 // PeriodLength returns the plan's period (DefaultPeriod when unset).

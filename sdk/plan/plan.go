@@ -64,6 +64,9 @@ type Plan struct {
 	// and the shuffler keeps the period's pools open as long. Defaults to
 	// DefaultGrace (GraceLength). Longer keeps the reports of apps used
 	// less often; the last n_min reports of each period wait that long.
+	// Setting it changes the plan's digest (its epoch): SDKs older than
+	// the field would compute another epoch and have their reports
+	// refused, so set it only for apps on SDKs that know it.
 	Grace int `yaml:"grace,omitempty" json:"grace,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
