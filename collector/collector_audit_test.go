@@ -22,8 +22,8 @@ func TestEndToEndDeep(t *testing.T) {
 	endToEnd(t, 4000)
 }
 
-// TestShufflerReviewHorizonWindowsCoverNonNestedDeep is the 3000-case run of
-// TestShufflerReviewHorizonWindowsCoverNonNested.
-func TestShufflerReviewHorizonWindowsCoverNonNestedDeep(t *testing.T) {
+// TestHorizonWindowsCoverNonNestedDeep is the 3000-case run of
+// TestHorizonWindowsCoverNonNested.
+func TestHorizonWindowsCoverNonNestedDeep(t *testing.T) {
 	horizonWindowsCoverNonNested(t, 3000)
 }

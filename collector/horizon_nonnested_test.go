@@ -11,12 +11,12 @@ import (
 
 // S1: the cover of horizonWindows with period lengths that do not nest
 // (90 min, 7 h, 36 h, 5 days) and a current period of any of them.
-func TestShufflerReviewHorizonWindowsCoverNonNested(t *testing.T) {
+func TestHorizonWindowsCoverNonNested(t *testing.T) {
 	horizonWindowsCoverNonNested(t, 500)
 }
 
-// horizonWindowsCoverNonNested runs TestShufflerReviewHorizonWindowsCoverNonNested
-// over its random cases (TestShufflerReviewHorizonWindowsCoverNonNestedDeep,
+// horizonWindowsCoverNonNested runs TestHorizonWindowsCoverNonNested
+// over its random cases (TestHorizonWindowsCoverNonNestedDeep,
 // make audit, runs 3000).
 func horizonWindowsCoverNonNested(t *testing.T, cases int) {
 	lengths := []int64{5400, 7 * 3600, 86400, 36 * 3600, 5 * 86400}

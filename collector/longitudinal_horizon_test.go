@@ -90,10 +90,10 @@ func reviewHistory() (parts []horizonPart, a, b []report.Period) {
 	return parts, a, b
 }
 
-// TestReviewHorizonWindowsTreeSpread: every window's tree-protocol charge
+// TestHorizonWindowsTreeSpread: every window's tree-protocol charge
 // must be covered by a window the collector composes (B's 5 rounds, not
 // only A's 2).
-func TestReviewHorizonWindowsTreeSpread(t *testing.T) {
+func TestHorizonWindowsTreeSpread(t *testing.T) {
 	const l, h = 86400, 16
 	parts, a, b := reviewHistory()
 	if ra, rb := reviewLeakRounds(a, a[0].Start, a[0].Start+h*l), reviewLeakRounds(b, b[0].Start, b[0].Start+h*l); ra != 2 || rb != 5 {
@@ -118,11 +118,11 @@ func TestReviewHorizonWindowsTreeSpread(t *testing.T) {
 	}
 }
 
-// TestReviewHorizonGuaranteeTreeSpread: end to end, the horizon guarantee
+// TestHorizonGuaranteeTreeSpread: end to end, the horizon guarantee
 // stated for the history of reviewHistory is at least composeParts' own
 // bound for window B (16 days from day 30), what is proven for a window
 // of the horizon.
-func TestReviewHorizonGuaranteeTreeSpread(t *testing.T) {
+func TestHorizonGuaranteeTreeSpread(t *testing.T) {
 	ctx := context.Background()
 	p := reviewLongPlan(t, 16)
 	f := newCollectorFixture(t, p)
@@ -149,7 +149,7 @@ func TestReviewHorizonGuaranteeTreeSpread(t *testing.T) {
 	}
 }
 
-// TestReviewComposePartsLongitudinal checks composeParts' wiring for a
+// TestComposePartsLongitudinal checks composeParts' wiring for a
 // tree protocol against the accountant directly: window B, 16 days from
 // day 30 of reviewHistory, reaches days 30..47 (to the end of the tree of
 // day 40): 5 periods with data in 3 trees, its part
@@ -157,7 +157,7 @@ func TestReviewHorizonGuaranteeTreeSpread(t *testing.T) {
 // for the tail (5 rounds: min(2 x 3, 5)), the composition at delta minus
 // the tail; and a batch's guarantee (computeGuarantee) is
 // LongitudinalEpsilon over one period.
-func TestReviewComposePartsLongitudinal(t *testing.T) {
+func TestComposePartsLongitudinal(t *testing.T) {
 	ctx := context.Background()
 	p := reviewLongPlan(t, 16)
 	f := newCollectorFixture(t, p)
