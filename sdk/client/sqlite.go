@@ -393,22 +393,16 @@ func (o *SQLiteOutbox) Sending(ctx context.Context, ids []report.ID) ([]bool, er
 	}
 	defer tx.Rollback()
 	unsent := map[report.ID]bool{}
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(start+500, len(ids))]
-		args := make([]any, len(chunk))
-		for i := range chunk {
-			args[i] = chunk[i][:]
-		}
-		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+	err = forIDChunks(ids, func(in string, args []any) error {
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM outbox WHERE sent = 0 AND id IN "+in, args...)
 		if err != nil {
-			return nil, o.errf("sending: %w", err)
+			return o.errf("sending: %w", err)
 		}
 		for rows.Next() {
 			var b []byte
 			if err := rows.Scan(&b); err != nil {
 				rows.Close()
-				return nil, o.errf("sending: %w", err)
+				return o.errf("sending: %w", err)
 			}
 			var id report.ID
 			copy(id[:], b)
@@ -416,13 +410,17 @@ func (o *SQLiteOutbox) Sending(ctx context.Context, ids []report.ID) ([]bool, er
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, o.errf("sending: %w", err)
+			return o.errf("sending: %w", err)
 		}
 		if len(unsent) > 0 {
 			if _, err := tx.ExecContext(ctx, "UPDATE outbox SET sent = 1 WHERE sent = 0 AND id IN "+in, args...); err != nil {
-				return nil, o.errf("sending: %w", err)
+				return o.errf("sending: %w", err)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(unsent) > 0 {
 		if err := tx.Commit(); err != nil {
@@ -453,23 +451,40 @@ func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) 
 		return o.errf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	// Chunks of at most 500 parameters, below SQLite's variable limit.
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(start+500, len(ids))]
-		args := make([]any, len(chunk))
-		for i := range chunk {
-			args[i] = chunk[i][:]
-		}
-		in := "(?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+	err = forIDChunks(ids, func(in string, args []any) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE id IN "+in, args...); err != nil {
 			return o.errf("ack: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, ledger+in, append([]any{string(s)}, args...)...); err != nil {
 			return o.errf("ack: ledger: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return o.errf("commit: %w", err)
+	}
+	return nil
+}
+
+// idChunk is how many ids one statement takes, below SQLite's limit on a
+// statement's variables.
+const idChunk = 500
+
+// forIDChunks calls f with each chunk of at most idChunk ids as an SQL
+// list ("(?, ?, ...)") and its arguments, stopping at the first error.
+func forIDChunks(ids []report.ID, f func(in string, args []any) error) error {
+	for start := 0; start < len(ids); start += idChunk {
+		chunk := ids[start:min(start+idChunk, len(ids))]
+		args := make([]any, len(chunk))
+		for i := range chunk {
+			args[i] = chunk[i][:]
+		}
+		if err := f("(?"+strings.Repeat(", ?", len(chunk)-1)+")", args); err != nil {
+			return err
+		}
 	}
 	return nil
 }
