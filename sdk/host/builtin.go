@@ -122,10 +122,8 @@ func (p *inProcess) Step(ctx context.Context, eps0 float64, period int64, states
 	if p.closed.Load() {
 		return nil, nil, p.errClosed()
 	}
-	mixed := len(in.Categories) > 0 && len(in.Reals) > 0
-	n := in.Len()
-	if !mixed && len(states) != n {
-		return nil, nil, fmt.Errorf("%w: plugin %s: Step with %d states for %d inputs", sdk.ErrBadInput, p.name, len(states), n)
+	if err := CheckStepStates(p.name, states, in); err != nil {
+		return nil, nil, err
 	}
 	st, ok := p.r.(sdk.Stateful)
 	if !ok {
@@ -135,8 +133,20 @@ func (p *inProcess) Step(ctx context.Context, eps0 float64, period int64, states
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := sdk.CheckStep(n, reports, next); err != nil {
+	if err := sdk.CheckStep(in.Len(), reports, next); err != nil {
 		return nil, nil, fmt.Errorf("plugin %s: %w", p.name, err)
 	}
 	return reports, next, nil
+}
+
+// CheckStepStates checks a Step call of plugin name before it runs: one
+// state per input, else an error wrapping sdk.ErrBadInput. Inputs that mix
+// categories and reals pass, for the randomizer to reject. Every Plugin
+// implementation checks its Step with it.
+func CheckStepStates(name string, states [][]byte, in sdk.Inputs) error {
+	mixed := len(in.Categories) > 0 && len(in.Reals) > 0
+	if n := in.Len(); !mixed && len(states) != n {
+		return fmt.Errorf("%w: plugin %s: Step with %d states for %d inputs", sdk.ErrBadInput, name, len(states), n)
+	}
+	return nil
 }

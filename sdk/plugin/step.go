@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/host"
 	"github.com/blanket-dp/blanket/sdk/rpc"
 )
 
@@ -27,11 +28,11 @@ func (p *subprocess) Step(ctx context.Context, eps0 float64, period int64, state
 	if p.closed.Load() {
 		return nil, nil, p.errClosed()
 	}
+	if err := host.CheckStepStates(p.name, states, in); err != nil {
+		return nil, nil, err
+	}
 	mixed := len(in.Categories) > 0 && len(in.Reals) > 0
 	n := in.Len()
-	if !mixed && len(states) != n {
-		return nil, nil, fmt.Errorf("%w: plugin %s: Step with %d states for %d inputs", sdk.ErrBadInput, p.name, len(states), n)
-	}
 	if mixed {
 		n = 0 // invalid; one call, for the plugin to reject
 	}
