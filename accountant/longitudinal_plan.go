@@ -178,13 +178,6 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
 	}
 	rounds := max(t.Rounds, 1)
-	eval := func(eps0 float64) (LongitudinalResult, error) {
-		return LongitudinalEpsilon(m, eps0, t.N, rounds, t.Delta)
-	}
-	meets := func(eps0 float64) (bool, LongitudinalResult, error) {
-		r, err := eval(eps0)
-		return err == nil && r.Upper <= t.Eps, r, err
-	}
 	l, ok, err := longitudinalOf(m, 1)
 	if err != nil {
 		return CalibrationResult{}, err
@@ -192,52 +185,33 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 	if !ok {
 		return CalibrationResult{}, argError("mechanism", m.String(), "a longitudinal tree protocol")
 	}
+	// The largest proven eps0 (largest.go) by bisection: the probe proves
+	// the target at eps0 when the window's bound meets it (g = -Inf; the
+	// bound is an eps, so there is no distance to interpolate on) and
+	// keeps the result.
+	s := largest[LongitudinalResult]{
+		probe: func(eps0 float64) (float64, LongitudinalResult, error) {
+			r, err := LongitudinalEpsilon(m, eps0, t.N, rounds, t.Delta)
+			if err != nil || r.Upper > t.Eps {
+				return 1, r, err
+			}
+			return math.Inf(-1), r, nil
+		},
+		outside: isOutsideDomain,
+		floor:   1e-6,
+		ceil:    MaxEps0,
+		grow:    func(x float64, _ int) float64 { return 2 * x },
+		tol:     calTol,
+	}
 	// The bound never exceeds the local level, at most eps0 per tree: start
 	// where that alone meets the target.
-	lo := math.Min(t.Eps/float64(TreesInWindow(l.Tree, rounds)), MaxEps0)
-	okLo, rLo, err := meets(lo)
-	if err != nil {
+	eps0, r, err := s.run(math.Min(t.Eps/float64(TreesInWindow(l.Tree, rounds)), MaxEps0))
+	if errors.Is(err, errBelowFloor) {
+		return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g", ErrUnreachable, t.Eps, t.Delta)
+	} else if err != nil {
 		return CalibrationResult{}, err
 	}
-	for !okLo {
-		lo /= 2
-		if lo < 1e-6 {
-			return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g", ErrUnreachable, t.Eps, t.Delta)
-		}
-		if okLo, rLo, err = meets(lo); err != nil {
-			return CalibrationResult{}, err
-		}
-	}
-	hi := lo
-	for {
-		next := math.Min(hi*2, MaxEps0)
-		ok, r, err := meets(next)
-		if err != nil && !errors.Is(err, ErrInvalidArgument) {
-			return CalibrationResult{}, err
-		}
-		if !ok {
-			hi = next
-			break
-		}
-		lo, rLo = next, r
-		if next == MaxEps0 {
-			return CalibrationResult{Eps0: lo, Achieved: longitudinalAchieved(rLo)}, nil
-		}
-		hi = next
-	}
-	for hi-lo > calTol*lo {
-		mid := (lo + hi) / 2
-		ok, r, err := meets(mid)
-		if err != nil && !errors.Is(err, ErrInvalidArgument) {
-			return CalibrationResult{}, err
-		}
-		if ok {
-			lo, rLo = mid, r
-		} else {
-			hi = mid
-		}
-	}
-	return CalibrationResult{Eps0: lo, Achieved: longitudinalAchieved(rLo)}, nil
+	return CalibrationResult{Eps0: eps0, Achieved: longitudinalAchieved(r)}, nil
 }
 
 // longitudinalAchieved returns a Longitudinal result as an EpsilonResult

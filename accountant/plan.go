@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -250,93 +251,64 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, long 
 		}
 		return NewComposition(ps...)
 	}
-	// g(s) = log(delta_up(eps)/delta) of the composition at factor s, from
-	// its pessimistic PLDs at refinement 0. g(s) <= 0 proves the target at
-	// s (the PLDs dominate the composition: pld.go), so every feasible
-	// point's eps is read off the same PLDs (proven) and kept.
-	proven := map[float64]func() float64{}
-	g := func(s float64) (float64, error) {
-		c, err := compose(s)
-		if err != nil {
-			return 0, err
-		}
-		if le := c.LocalEps(); le <= spec.Eps {
-			proven[s] = func() float64 { return le }
-			return math.Inf(-1), nil
-		}
-		up := c.plds(delta, 0, true).upper
-		d := composedDelta(up, spec.Eps, true)
-		if d <= delta {
-			proven[s] = func() float64 { return math.Min(epsUpperOf(up, delta, spec.Eps), spec.Eps) }
-		}
-		if d <= 0 {
-			return math.Inf(-1), nil
-		}
-		return math.Log(d / delta), nil
-	}
+	// The largest proven factor (largest.go): g(s) = log(delta_up(eps)/delta)
+	// of the composition at factor s, from its pessimistic PLDs at
+	// refinement 0. g(s) <= 0 proves the target at s (the PLDs dominate the
+	// composition: pld.go); the eps of the factor returned is read off the
+	// same PLDs.
 	maxS := 1.0
 	for _, b := range base {
 		maxS = math.Max(maxS, MaxEps0/b)
 	}
-	a, ga := 1.0, 0.0
-	var err error
-	if ga, err = g(a); err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	var b, gb float64
-	switch {
-	case rounds == 1 && ga > 0:
-		// One round: the linear split (s = 1) is proven by basic composition
-		// of the metrics' single-report guarantees, so never go below it even
-		// when the pessimistic PLD bound at s = 1 misses the target (and any
+	search := largest[func() float64]{
+		probe: func(s float64) (float64, func() float64, error) {
+			c, err := compose(s)
+			if err != nil {
+				return 0, nil, err
+			}
+			if le := c.LocalEps(); le <= spec.Eps {
+				return math.Inf(-1), func() float64 { return le }, nil
+			}
+			up := c.plds(delta, 0, true).upper
+			d := composedDelta(up, spec.Eps, true)
+			proof := func() float64 { return math.Min(epsUpperOf(up, delta, spec.Eps), spec.Eps) }
+			if d <= 0 {
+				return math.Inf(-1), proof, nil
+			}
+			return math.Log(d / delta), proof, nil
+		},
+		// Shrink (halving) down to 1e-9. With one round never below the
+		// linear split s = 1: it is proven by basic composition of the
+		// metrics' single-report guarantees, and any smaller factor is not
+		// needed (when the PLD bound misses the target at s = 1, every
 		// larger factor misses it too: the bound grows with s).
-		b, gb = a, ga
-	case ga <= 0:
-		// Grow until the target fails, by factors 1.25, 1.25, 1.25^2,
-		// 1.25^4, ...: the answer is usually close to s = 1, and a large
-		// eps0 is the costliest to account.
-		b, gb = a, ga
-		for f, k := 1.25, 0; gb <= 0 && b < maxS; k++ {
-			a, ga = b, gb
-			b = math.Min(f*b, maxS)
-			if k > 0 {
+		floor: 1e-9,
+		ceil:  maxS,
+		// Grow by factors 1.25, 1.25, 1.25^2, 1.25^4, ...: the answer is
+		// usually close to s = 1, and a large eps0 is the costliest to
+		// account.
+		grow: func(s float64, step int) float64 {
+			f := 1.25
+			for i := 1; i < step; i++ {
 				f *= f
 			}
-			if gb, err = g(b); err != nil {
-				return fmt.Errorf("plan: %w", err)
-			}
-		}
-	default:
-		// Shrink until it holds.
-		b, gb = a, ga
-		for ga > 0 {
-			b, gb = a, ga
-			a /= 2
-			if a < 1e-9 {
-				return fmt.Errorf("%w: plan: no common budget factor meets eps = %g, delta = %g over %d rounds", ErrUnreachable, spec.Eps, spec.Delta, rounds)
-			}
-			if ga, err = g(a); err != nil {
-				return fmt.Errorf("plan: %w", err)
-			}
-		}
+			return f * s
+		},
+		tol: calTol,
 	}
-	s := a
-	if rounds == 1 && ga > 0 {
-		s = 1
-	} else if gb > 0 {
-		if s, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-	} else {
-		s = b // every factor up to the cap meets it
+	if rounds == 1 {
+		search.floor = 1
 	}
-	// s was proven by g, except for one round when the PLD bound at s = 1
-	// missed the target: then the full query (finer grids) may still prove
-	// it, and otherwise basic composition of the linear split does.
+	s, proof, err := search.run(1)
 	var ach float64
-	if eps, ok := proven[s]; ok {
-		ach = eps()
-	} else {
+	switch {
+	case err == nil:
+		ach = proof()
+	case errors.Is(err, errBelowFloor) && rounds == 1:
+		// The PLD bound at s = 1 missed the target: the full query (finer
+		// grids) may still prove it, and otherwise basic composition of
+		// the linear split does.
+		s = 1
 		c, err := compose(s)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
@@ -346,6 +318,10 @@ func allocateSeparate(spec PlanSpec, weights []float64, parts []Mechanism, long 
 			return fmt.Errorf("plan: %w", err)
 		}
 		ach = r.Upper
+	case errors.Is(err, errBelowFloor):
+		return fmt.Errorf("%w: plan: no common budget factor meets eps = %g, delta = %g over %d rounds", ErrUnreachable, spec.Eps, spec.Delta, rounds)
+	default:
+		return fmt.Errorf("plan: %w", err)
 	}
 	res.Metrics = make([]MetricBudget, len(parts))
 	var linEps, linDelta float64

@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -532,21 +533,21 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 	if err != nil {
 		return CalibrationResult{}, err
 	}
-	for range 40 {
+	eps0, ach, ok, err := stepDown(eps0, calTol, func(eps0 float64) (EpsilonResult, bool, error) {
 		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
 		if err != nil {
-			return CalibrationResult{}, err
+			return EpsilonResult{}, false, err
 		}
 		ach, err := c.Epsilon(t.Delta)
-		if err != nil {
-			return CalibrationResult{}, err
-		}
-		if ach.Upper <= t.Eps {
-			return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
-		}
-		eps0 *= 1 - calTol
+		return ach, err == nil && ach.Upper <= t.Eps, err
+	})
+	if err != nil {
+		return CalibrationResult{}, err
 	}
-	return CalibrationResult{}, fmt.Errorf("%w: calibration over %d rounds did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Rounds, t.Eps, t.Delta, t.N)
+	if !ok {
+		return CalibrationResult{}, fmt.Errorf("%w: calibration over %d rounds did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Rounds, t.Eps, t.Delta, t.N)
+	}
+	return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
 }
 
 // calibrateUpperRounds is calibrateRounds without the final full query:
@@ -558,109 +559,63 @@ func calibrateUpperRounds(m Mechanism, t Target) (CalibrationResult, error) {
 	if err != nil {
 		return CalibrationResult{}, err
 	}
-	up, local := proven()
+	up, local := proven.eps, proven.local
 	return CalibrationResult{Eps0: eps0, Achieved: EpsilonResult{Upper: up, LocalEps: local, Amplified: up < local*(1-rootTol)}}, nil
 }
 
+// roundsProof is what a horizon search's PLDs prove at an eps0: the eps at
+// the target delta (at most the target eps) and the composition's local
+// eps.
+type roundsProof struct{ eps, local float64 }
+
 // searchRounds returns the largest eps0 (to relative calTol) for which the
 // pessimistic PLDs at refinement 0 of t.Rounds reports of m at t.N prove
-// delta(t.Eps) <= t.Delta, and a function giving the eps at t.Delta those
-// PLDs prove for it (at most t.Eps) and the composition's local eps.
-func searchRounds(m Mechanism, t Target) (float64, func() (float64, float64), error) {
+// delta(t.Eps) <= t.Delta, with the eps at t.Delta those PLDs prove for it
+// and the composition's local eps: the largest proven x (largest.go) with
+// g(eps0) = log(delta_up/delta), starting at 1.25 times the single-report
+// answer and halving.
+func searchRounds(m Mechanism, t Target) (float64, roundsProof, error) {
 	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
 	if err != nil {
-		return 0, nil, err
+		return 0, roundsProof{}, err
 	}
-	proven := map[float64]func() (float64, float64){}
-	// g(eps0) = log(delta_up / delta): negative where the target is met.
-	g := func(eps0 float64) (float64, error) {
-		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
-		if err != nil {
-			return 0, err
-		}
-		le := c.LocalEps()
-		if le <= t.Eps {
-			proven[eps0] = func() (float64, float64) { return le, le }
-			return math.Inf(-1), nil
-		}
-		h := c.plds(t.Delta, 0, true)
-		d := composedDelta(h.upper, t.Eps, true)
-		if d <= t.Delta {
-			proven[eps0] = func() (float64, float64) { return math.Min(epsUpperOf(h.upper, t.Delta, t.Eps), t.Eps), le }
-		}
-		if d <= 0 {
-			return math.Inf(-1), nil
-		}
-		return math.Log(d / t.Delta), nil
+	// The proof's eps is read off the PLDs only for the eps0 returned.
+	s := largest[func() roundsProof]{
+		probe: func(eps0 float64) (float64, func() roundsProof, error) {
+			c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+			if err != nil {
+				return 0, nil, err
+			}
+			le := c.LocalEps()
+			if le <= t.Eps {
+				return math.Inf(-1), func() roundsProof { return roundsProof{le, le} }, nil
+			}
+			h := c.plds(t.Delta, 0, true)
+			d := composedDelta(h.upper, t.Eps, true)
+			proof := func() roundsProof { return roundsProof{math.Min(epsUpperOf(h.upper, t.Delta, t.Eps), t.Eps), le} }
+			if d <= 0 {
+				return math.Inf(-1), proof, nil
+			}
+			return math.Log(d / t.Delta), proof, nil
+		},
+		floor: 1e-6,
+		tol:   calTol,
 	}
 	// Bracket: more reports never need less noise, so eps0 <= the
 	// single-report answer (with a margin for the two analyses' slack).
-	b := math.Min(one.Eps0*1.25, MaxEps0)
-	gb, err := g(b)
-	if err != nil {
-		return 0, nil, err
+	start := math.Min(one.Eps0*1.25, MaxEps0)
+	s.ceil = start
+	eps0, p, err := s.run(start)
+	if errors.Is(err, errBelowFloor) {
+		return 0, roundsProof{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
+	} else if err != nil {
+		return 0, roundsProof{}, err
 	}
-	a, ga := b, gb
-	for ga > 0 {
-		b, gb = a, ga
-		a /= 2
-		if a < 1e-6 {
-			return 0, nil, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
-		}
-		if ga, err = g(a); err != nil {
-			return 0, nil, err
-		}
-	}
-	eps0 := a
-	if gb > 0 {
-		if eps0, err = illinoisFeasible(g, a, ga, b, gb, calTol); err != nil {
-			return 0, nil, err
-		}
-	}
-	p, ok := proven[eps0]
-	if !ok {
-		return 0, nil, fmt.Errorf("accountant: internal error: horizon calibration ended at an unproven eps0 = %g", eps0)
-	}
-	return eps0, p, nil
+	return eps0, p(), nil
 }
 
 // calTol is the relative accuracy of horizon calibration in eps0.
 const calTol = 1e-3
-
-// illinoisFeasible returns the feasible end a of a bracket [a, b] with
-// g(a) <= 0 < g(b), shrunk to relative width tol by regula falsi with the
-// Illinois modification (the value at an end kept twice in a row is
-// halved), each step kept inside the middle 96% of the bracket. g(a) may be
-// -Inf (bisection then).
-func illinoisFeasible(g func(float64) (float64, error), a, ga, b, gb, tol float64) (float64, error) {
-	kept := 0 // +1: b was kept last step, -1: a was kept
-	for i := 0; i < 100 && b-a > tol*b; i++ {
-		x := 0.5 * (a + b)
-		if !math.IsInf(ga, -1) {
-			x = a + (b-a)*ga/(ga-gb)
-			w := b - a
-			x = math.Min(math.Max(x, a+0.02*w), b-0.02*w)
-		}
-		gx, err := g(x)
-		if err != nil {
-			return 0, err
-		}
-		if gx <= 0 {
-			a, ga = x, gx
-			if kept == 1 {
-				gb /= 2
-			}
-			kept = 1
-		} else {
-			b, gb = x, gx
-			if kept == -1 {
-				ga /= 2
-			}
-			kept = -1
-		}
-	}
-	return a, nil
-}
 
 // withNil sets every name in names to nil in m and returns m.
 func withNil(m map[string]*float64, names []string) map[string]*float64 {

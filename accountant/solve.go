@@ -165,18 +165,28 @@ func solveDecreasingLow(f func(float64) float64, target, lo, hi float64) float64
 type point struct{ x, f float64 }
 
 // rootBracket finds a <= b with f(a) > target >= f(b), b - a <= rootTol b,
-// for non-increasing f. It works on g = log f - log target with a
-// safeguarded regula falsi (Illinois) step, falling back to bisection when
-// f is 0 (g = -inf) or the step stalls.
+// for non-increasing f: rootBracketLog on g = log f - log target, with the
+// values returned as f.
 func rootBracket(f func(float64) float64, target, lo, hi float64) (point, point) {
 	lt := math.Log(target)
-	g := func(x float64) float64 {
+	a, b := rootBracketLog(func(x float64) float64 {
 		v := f(x)
 		if v <= 0 {
 			return math.Inf(-1)
 		}
 		return math.Log(v) - lt
-	}
+	}, lo, hi)
+	a.f = math.Exp(a.f) * target
+	b.f = math.Exp(b.f) * target
+	return a, b
+}
+
+// rootBracketLog finds a <= b with g(a) > 0 >= g(b), b - a <= rootTol b,
+// for non-increasing g, by a safeguarded regula falsi (Illinois) step,
+// falling back to bisection when g is infinite or the step stalls. The
+// points carry g. When g(lo) <= 0 both are lo (a with g = -Inf); when
+// g(hi) > 0 both are hi (not bracketed).
+func rootBracketLog(g func(float64) float64, lo, hi float64) (point, point) {
 	a := point{lo, g(lo)}
 	if a.f <= 0 {
 		return point{lo, math.Inf(-1)}, point{lo, a.f}
@@ -223,8 +233,6 @@ func rootBracket(f func(float64) float64, target, lo, hi float64) (point, point)
 			}
 		}
 	}
-	a.f = math.Exp(a.f) * target
-	b.f = math.Exp(b.f) * target
 	return a, b
 }
 
@@ -372,9 +380,10 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	if t.Rounds > 1 {
 		return calibrateRounds(m, t)
 	}
-	// hiAt returns the certified upper delta at the target eps for eps0,
-	// and whether some pair's lower estimate already exceeds the target at
-	// eps/(1+certTol) (the tightness certificate).
+	// evalAt returns the certified upper delta at the target eps for eps0,
+	// whether some pair's lower estimate already exceeds the target at
+	// eps/(1+certTol) (the tightness certificate), and whether a lattice
+	// reached its cap.
 	hRel := hRelStart
 	evalAt := func(eps0 float64, wantLo bool) (hi float64, cert bool, capped bool, err error) {
 		d, err := m.Decompose(eps0)
@@ -399,84 +408,60 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 		}
 		return hi, cert, capped, nil
 	}
-	var firstErr error
-	f := func(eps0 float64) float64 {
-		hi, _, _, err := evalAt(eps0, false)
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		return hi
+	// The largest proven eps0 (largest.go): the probe is the certified
+	// upper delta at the lattice step in force, g = log(delta_up/delta).
+	// At eps0 <= target eps the local guarantee alone meets the target
+	// (delta_up = 0), so the search starts there and doubles (2x+1, then
+	// 2x) until the target fails; a budget the mechanism refuses is not
+	// proven. The search's own proofs only steer: the eps0 returned is
+	// proven by Epsilon in stepDown below.
+	lt := math.Log(t.Delta)
+	s := largest[struct{}]{
+		probe: func(eps0 float64) (float64, struct{}, error) {
+			hi, _, _, err := evalAt(eps0, false)
+			if err != nil || hi <= 0 {
+				return math.Inf(-1), struct{}{}, err
+			}
+			return math.Log(hi) - lt, struct{}{}, nil
+		},
+		outside: isOutsideDomain,
+		floor:   1e-6,
+		ceil:    MaxEps0,
+		grow: func(x float64, step int) float64 {
+			if step == 0 {
+				return 2*x + 1
+			}
+			return 2 * x
+		},
 	}
-	// Bracket in eps0: at eps0 <= target eps the local guarantee alone
-	// meets it (delta = 0); grow until the target fails.
-	lo := t.Eps
 	// A composition whose parts fix their own budgets cannot be evaluated
-	// below the sum of those budgets: start above it.
-	v := f(lo)
-	infeasible := 0.0
-	for firstErr != nil && errors.Is(firstErr, ErrInvalidArgument) && lo < MaxEps0 {
-		firstErr = nil
-		infeasible = lo
-		lo = math.Min(2*lo, MaxEps0)
-		v = f(lo)
+	// below the sum of those budgets: start at the smallest budget the
+	// mechanism accepts when that is above the target eps. Composite
+	// mechanisms whose local eps exceeds their budget start unproven and
+	// the search halves.
+	start, err := smallestAccepted(m, t.Eps)
+	if err != nil {
+		return CalibrationResult{}, err
 	}
-	if infeasible > 0 && firstErr == nil {
-		// Find the smallest budget the mechanism accepts (cheap: only
-		// Decompose) and start just above it.
-		a, b := infeasible, lo
-		for range 60 {
-			mid := 0.5 * (a + b)
-			if _, err := m.Decompose(mid); err != nil {
-				a = mid
-			} else {
-				b = mid
-			}
-		}
-		lo = b
-		v = f(lo)
+	a, b, err := s.bracket(start)
+	if errors.Is(err, errBelowFloor) {
+		return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
+	} else if err != nil {
+		return CalibrationResult{}, err
 	}
-	if firstErr != nil {
-		return CalibrationResult{}, firstErr
-	} else if v > t.Delta {
-		// Composite mechanisms whose local eps exceeds the budget: search
-		// below.
-		lo /= 2
-		for f(lo) > t.Delta || firstErr != nil {
-			if firstErr != nil || lo < 1e-6 {
-				// Below the smallest budget the mechanism accepts, or
-				// below 1e-6: nothing meets the target.
-				return CalibrationResult{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
-			}
-			lo /= 2
+	if b.x == a.x {
+		// Proven up to MaxEps0.
+		d, err := m.Decompose(a.x)
+		if err != nil {
+			return CalibrationResult{}, err
 		}
+		return CalibrationResult{Eps0: a.x, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
 	}
-	hi := math.Min(2*lo+1, MaxEps0)
-	for f(hi) <= t.Delta {
-		if firstErr != nil {
-			return CalibrationResult{}, firstErr
-		}
-		if hi >= MaxEps0 {
-			eps0 := float64(MaxEps0)
-			d, err := m.Decompose(eps0)
-			if err != nil {
-				return CalibrationResult{}, err
-			}
-			return CalibrationResult{Eps0: eps0, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
-		}
-		lo, hi = hi, math.Min(2*hi, MaxEps0)
-	}
+	lo, hi := a.x, b.x
 	var eps0 float64
 	for range maxRefine {
-		// Increasing in eps0: largest eps0 with f <= delta. Negate to reuse
-		// the decreasing solver on g(x) = f(lo+hi-x).
-		g := func(x float64) float64 { return f(math.Min(math.Max(lo+hi-x, lo), hi)) } // clamped: lo+hi-x can round below lo, where a plugin may refuse the budget
-		b, ok := solveDecreasing(g, t.Delta, lo, hi)
-		if !ok {
-			b = hi // only lo is known to meet the target
-		}
-		eps0 = math.Min(math.Max(lo+hi-b, lo), hi)
-		if firstErr != nil {
-			return CalibrationResult{}, firstErr
+		if eps0, err = s.narrowMirrored(lo, hi); err != nil {
+			return CalibrationResult{}, err
 		}
 		_, cert, capped, err := evalAt(eps0, true)
 		if err != nil {
@@ -494,16 +479,48 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	// relative width rootTol, possibly on a coarser lattice: make sure that
 	// what a user gets from Epsilon at the returned eps0 meets the target,
 	// stepping eps0 down slightly when it does not.
-	for range 40 {
+	eps0, ach, ok, err := stepDown(eps0, 2*rootTol, func(eps0 float64) (EpsilonResult, bool, error) {
 		d, err := m.Decompose(eps0)
 		if err != nil {
-			return CalibrationResult{}, err
+			return EpsilonResult{}, false, err
 		}
 		ach := epsilonOf(d, t.N, t.Delta)
-		if ach.Upper <= t.Eps {
-			return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
-		}
-		eps0 *= 1 - 2*rootTol
+		return ach, ach.Upper <= t.Eps, nil
+	})
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	if ok {
+		return CalibrationResult{Eps0: eps0, Achieved: ach}, nil
 	}
 	return CalibrationResult{}, fmt.Errorf("%w: calibration did not settle for eps = %g, delta = %g at n = %d", ErrUnreachable, t.Eps, t.Delta, t.N)
+}
+
+// smallestAccepted returns x when m accepts the budget x, and otherwise
+// (to 60 halvings) the smallest budget above it that m accepts, found by
+// doubling to MaxEps0 and bisecting on Decompose alone.
+func smallestAccepted(m Mechanism, x float64) (float64, error) {
+	_, err := m.Decompose(x)
+	if err == nil || !errors.Is(err, ErrInvalidArgument) {
+		return x, err
+	}
+	refused := x
+	for err != nil && errors.Is(err, ErrInvalidArgument) && x < MaxEps0 {
+		refused = x
+		x = math.Min(2*x, MaxEps0)
+		_, err = m.Decompose(x)
+	}
+	if err != nil {
+		return 0, err
+	}
+	a, b := refused, x
+	for range 60 {
+		mid := 0.5 * (a + b)
+		if _, err := m.Decompose(mid); err != nil {
+			a = mid
+		} else {
+			b = mid
+		}
+	}
+	return b, nil
 }
