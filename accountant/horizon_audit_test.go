@@ -10,11 +10,11 @@ import (
 // The deep grids of the composition tests (make audit). Tolerances are
 // those of horizon_test.go.
 
-// TestAuditHorizonTinyExact extends TestHorizonTinyExact over k, eps0, n
+// TestHorizonTinyExactDeep extends TestHorizonTinyExact over k, eps0, n
 // and T: the upper bound is above the exact composed blanket pair and the
 // exact composed lower-bound datasets; both lower sides are below their
 // exact values.
-func TestAuditHorizonTinyExact(t *testing.T) {
+func TestHorizonTinyExactDeep(t *testing.T) {
 	for _, k := range []int{2, 3, 4} {
 		for _, eps0 := range []float64{0.5, 1.5, 3} {
 			R := oracleKRRRows(k, eps0)
@@ -63,9 +63,9 @@ func TestAuditHorizonTinyExact(t *testing.T) {
 	}
 }
 
-// TestAuditHorizonSingleRound extends TestHorizonSingleRound over
+// TestHorizonSingleRoundMechanismsDeep extends TestHorizonSingleRound over
 // mechanisms, n and delta.
-func TestAuditHorizonSingleRound(t *testing.T) {
+func TestHorizonSingleRoundMechanismsDeep(t *testing.T) {
 	mechs := []struct {
 		m    Mechanism
 		eps0 float64
@@ -132,9 +132,9 @@ func TestHorizonHeterogeneousIdenticalDeep(t *testing.T) {
 	checkHorizonHeterogeneousIdentical(t, 20_000)
 }
 
-// TestAuditHorizonLong: long horizons stay tight, ordered and below basic
+// TestHorizonLongTight: long horizons stay tight, ordered and below basic
 // composition.
-func TestAuditHorizonLong(t *testing.T) {
+func TestHorizonLongTight(t *testing.T) {
 	for _, n := range []int{10_000, 1_000_000} {
 		c := mustCompose(t, Part{Mech: KRR(100), Eps0: 4, N: n})
 		for _, T := range []int{30, 365, 3650} {
@@ -159,8 +159,8 @@ func TestAuditHorizonLong(t *testing.T) {
 	}
 }
 
-// TestAuditLowerPLDFuzz is TestReviewLowerPLDFuzz with 4000 trials (make
+// TestLowerPLDFuzzDeep is TestLowerPLDFuzz with 4000 trials (make
 // test runs the first 250 of the same stream).
-func TestAuditLowerPLDFuzz(t *testing.T) {
+func TestLowerPLDFuzzDeep(t *testing.T) {
 	reviewPLDFuzz(t, 4000, false, true)
 }

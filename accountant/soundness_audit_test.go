@@ -2,38 +2,38 @@
 
 package accountant
 
-// The deep grids of audit_test.go, run by `make audit` (go test -tags
+// The deep grids of soundness_test.go, run by `make audit` (go test -tags
 // audit): the larger n, the longer random streams and the evaluations
-// that take tens of seconds each. audit_test.go keeps a representative
+// that take tens of seconds each. soundness_test.go keeps a representative
 // case of every property checked here.
 
 import "testing"
 
-// TestAuditLatticeBracketsEnumerationDeep is
-// TestAuditLatticeBracketsEnumeration at n = 7 and 41.
-func TestAuditLatticeBracketsEnumerationDeep(t *testing.T) {
+// TestLatticeBracketsEnumerationDeep is TestLatticeBracketsEnumeration at
+// n = 7 and 41.
+func TestLatticeBracketsEnumerationDeep(t *testing.T) {
 	audLatticeBracketsEnumeration(t, []int{7, 41})
 }
 
-// TestAuditMatrixPairReductionDeep is TestAuditMatrixPairReduction on
+// TestMatrixPairReductionDeep is TestMatrixPairReduction on
 // matrices 8 to 99 of its stream.
-func TestAuditMatrixPairReductionDeep(t *testing.T) {
+func TestMatrixPairReductionDeep(t *testing.T) {
 	audMatrixPairReduction(t, 8, 100)
 }
 
-// TestAuditLatticeVsSparseLargeNDeep is TestAuditLatticeVsSparseLargeN at
+// TestLatticeVsSparseLargeNDeep is TestLatticeVsSparseLargeN at
 // n = 1e6 and 1e8.
-func TestAuditLatticeVsSparseLargeNDeep(t *testing.T) {
+func TestLatticeVsSparseLargeNDeep(t *testing.T) {
 	audLatticeVsSparse(t, []audLatticeVsSparseCase{
 		{2, 10, 1_000_000},
 		{2, 12, 100_000_000},
 	})
 }
 
-// TestAuditCappedWindow forces the capped path (window longer than
-// maxLattice, tail and alias terms at their largest) and checks the
+// TestLatticeCappedWindowVsSparse forces the capped path (window longer
+// than maxLattice, tail and alias terms at their largest) and checks the
 // bracket against the sparse exact path (FFTs of 2^24 points, about 40 s).
-func TestAuditCappedWindow(t *testing.T) {
+func TestLatticeCappedWindowVsSparse(t *testing.T) {
 	set := audKRRUpper(2, 10).Merge()
 	const n = 1_000_000
 	for _, tc := range []struct{ eps, hRel float64 }{{0.2, 2e-4}, {1.5, 1e-4}} {

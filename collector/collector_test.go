@@ -25,6 +25,7 @@ import (
 	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/servertest"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -212,12 +213,15 @@ func TestCollectorCrashBeforeCommit(t *testing.T) {
 }
 
 // TestMain runs a collector child process when asked to (see
-// runCollectorChild); otherwise the tests.
+// runCollectorChild); otherwise the tests, then removes the binaries they
+// built.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runCollectorChild())
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	testbuild.Remove()
+	os.Exit(code)
 }
 
 const childEnv = "BLANKET_COLLECTOR_TEST_CHILD"

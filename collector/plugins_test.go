@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,29 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plugin"
 )
-
-// buildTestPlugin builds sdk/internal/testplugin (k-RR served as a plugin
-// process) into a temporary directory as blanket-testplugin and returns
-// the directory. Skipped in -short mode and without a go command.
-func buildTestPlugin(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds a plugin binary; skipped in -short mode")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build a plugin binary")
-	}
-	dir := t.TempDir()
-	out, err := exec.Command(goBin, "build", "-o", filepath.Join(dir, "blanket-testplugin"), "github.com/blanket-dp/blanket/sdk/internal/testplugin").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build testplugin: %v\n%s", err, out)
-	}
-	return dir
-}
 
 // childRunning returns the pid of the one child process of this test
 // process running the binary bin, or 0.
@@ -71,8 +51,9 @@ func childRunning(t *testing.T, bin string) int {
 // blanket_plugin_restarts_total{plugin="testplugin"} goes from 0 to 1
 // and stays there after Close.
 func TestPluginRestartsCounted(t *testing.T) {
-	dir := buildTestPlugin(t)
-	bin := filepath.Join(dir, "blanket-testplugin")
+	// sdk/internal/testplugin: k-RR served as a plugin process.
+	bin := testbuild.Named(t, "github.com/blanket-dp/blanket/sdk/internal/testplugin", plugin.BinaryPrefix+"testplugin")
+	dir := filepath.Dir(bin)
 	ctx := context.Background()
 	ps := NewPlugins(plugin.WithPluginDir(dir))
 	t.Cleanup(func() { ps.Close() })

@@ -2,25 +2,18 @@ package main
 
 import (
 	"math"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/blanket-dp/blanket/internal/testbuild"
 )
 
-// buildOLH builds the third-party example plugin into a fresh plugin
-// directory and returns the directory.
-func buildOLH(t *testing.T) string {
+// olhPluginDir returns a plugin directory holding the third-party example
+// plugin olh (examples/custom-plugin), built once for the package's tests.
+func olhPluginDir(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "blanket-olh"), "github.com/blanket-dp/blanket/examples/custom-plugin/cmd/blanket-olh").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
+	return filepath.Dir(testbuild.Binary(t, "github.com/blanket-dp/blanket/examples/custom-plugin/cmd/blanket-olh"))
 }
 
 // TestCustomPluginEndToEnd loads the OLH example from a plugin directory:
@@ -36,7 +29,7 @@ func TestCustomPluginEndToEnd(t *testing.T) {
 // customPluginEndToEnd runs TestCustomPluginEndToEnd with verifyFlags
 // added to 'blanket plugin verify'.
 func customPluginEndToEnd(t *testing.T, verifyFlags ...string) {
-	dir := buildOLH(t)
+	dir := olhPluginDir(t)
 	out, errOut, code := executeEngine(t, "plugin", "list", "--plugin-dir", dir)
 	if code != 0 || !strings.Contains(out, "olh") || !strings.Contains(out, "binary") {
 		t.Fatalf("plugin list: code %d\n%s%s", code, out, errOut)

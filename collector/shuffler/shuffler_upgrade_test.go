@@ -22,7 +22,7 @@ func reviewUpload(t *testing.T, url string, envs []report.Envelope) UploadResult
 // which already pooled per period, is migrated keeping its ids as of a
 // period still open: a retry after the upgrade is not pooled a second
 // time in the same period.
-func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
+func TestShufflerMigratedSeenKeepsOpenPeriod(t *testing.T) {
 	p := testPlan(t, 1000)
 	dir := t.TempDir()
 	clock := &testClock{}
@@ -66,7 +66,7 @@ func TestShufflerReviewMigratedSeenKeepsOpenPeriod(t *testing.T) {
 // rollover; a restart with a longer PeriodGrace (or a clock stepped back)
 // would reopen the period, so the shuffler refuses every period of which
 // it forgot ids: the retry is not pooled again.
-func TestShufflerReviewGraceIncreaseReopensForgottenIDs(t *testing.T) {
+func TestShufflerGraceIncreaseReopensForgottenIDs(t *testing.T) {
 	p := testPlan(t, 1000)
 	dir := t.TempDir()
 	clock := &testClock{}
@@ -98,7 +98,7 @@ func TestShufflerReviewGraceIncreaseReopensForgottenIDs(t *testing.T) {
 // learned pools but no period lengths; reopened (upgrade) with a plan of
 // another period, the lengths of the periods it has pooled stay accepted,
 // so late reports of apps still on the earlier plan are not refused.
-func TestShufflerReviewUpgradeForgetsEarlierPeriodLength(t *testing.T) {
+func TestShufflerUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 	old := testPlan(t, 10)
 	old.Period = "1h"
 	cur := testPlan(t, 10)

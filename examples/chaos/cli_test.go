@@ -43,6 +43,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
@@ -197,7 +198,7 @@ func tool(ctx context.Context, bin, dataDir, endpoint string, pl *plan.Plan, scr
 
 func runCLI(t *testing.T, cfg cliRunCfg) {
 	began := time.Now()
-	go buildPkg(toolPkg) // beside blanket's build; build waits for it
+	testbuild.Start(toolPkg) // beside blanket's build; testbuild.Binary waits for it
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -206,7 +207,7 @@ func runCLI(t *testing.T, cfg cliRunCfg) {
 	pl := srv.servedPlan(ctx)
 	grace := int(pl.GraceLength() / pl.PeriodLength())
 	users := cliSchedule(t, cfg, grace, dir)
-	bin := build(t, toolPkg)
+	bin := testbuild.Binary(t, toolPkg)
 
 	// Day 0 is the first period starting at least a fifth of a period
 	// from now.

@@ -33,70 +33,12 @@ import (
 
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
-// builds are the binaries the tests built, by package, once each.
-var builds struct {
-	sync.Mutex
-	dir  string
-	bins map[string]*built
-}
-
-type built struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // TestMain removes the binaries the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builds.dir != "" {
-		os.RemoveAll(builds.dir)
-	}
-	os.Exit(code)
-}
-
-// build returns a binary of package pkg built once for the package's
-// tests (without the race detector, whatever the tests run with).
-func build(t *testing.T, pkg string) string {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command to build " + pkg)
-	}
-	path, err := buildPkg(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// buildPkg builds pkg once (a later call waits for the first) and
-// returns the binary; a test may start it early on a goroutine.
-func buildPkg(pkg string) (string, error) {
-	builds.Lock()
-	if builds.bins == nil {
-		builds.bins = map[string]*built{}
-		var err error
-		if builds.dir, err = os.MkdirTemp("", "blanket-chaos-"); err != nil {
-			builds.Unlock()
-			return "", err
-		}
-	}
-	b := builds.bins[pkg]
-	if b == nil {
-		b = &built{path: filepath.Join(builds.dir, filepath.Base(pkg))}
-		builds.bins[pkg] = b
-	}
-	builds.Unlock()
-	b.once.Do(func() {
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
-	return b.path, b.err
-}
+func TestMain(m *testing.M) { os.Exit(testbuild.Main(m)) }
 
 // blanketBin returns a blanket binary built from ./cmd/blanket, or
 // $BLANKET_BIN when set (e.g. one built with go build -overlay, or from
@@ -106,7 +48,7 @@ func blanketBin(t *testing.T) string {
 	if bin := os.Getenv("BLANKET_BIN"); bin != "" {
 		return bin
 	}
-	return build(t, blanketPkg)
+	return testbuild.Binary(t, blanketPkg)
 }
 
 // The packages the tests build.

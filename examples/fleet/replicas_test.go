@@ -23,6 +23,7 @@ import (
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -30,8 +31,12 @@ import (
 )
 
 // TestMain stops the throwaway PostgreSQL server of TestReplicas, if it
-// started one.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// started one, and removes the blanket binary it built.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	testbuild.Remove()
+	os.Exit(code)
+}
 
 // replicasPlanYAML is TestReplicas' plan: two k-RR metrics, daily periods,
 // a horizon of one period (the first collector calibrates it in about a
@@ -120,7 +125,7 @@ func TestReplicas(t *testing.T) {
 		t.Logf("collector balancer:\n%s", strings.Join(lb.tally().events, "\n"))
 	})
 
-	bin := buildBlanket(t, dir)
+	bin := blanketBin(t)
 	planFile := filepath.Join(dir, "plan.yaml")
 	if err := os.WriteFile(planFile, []byte(replicasPlanYAML), 0o644); err != nil {
 		t.Fatal(err)
@@ -575,22 +580,14 @@ func expireLeases(ctx context.Context, dbURL string) (int64, error) {
 	return tag.RowsAffected(), err
 }
 
-// buildBlanket builds cmd/blanket into dir (not race-instrumented), or
-// returns $BLANKET_BIN when set.
-func buildBlanket(t *testing.T, dir string) string {
+// blanketBin returns a blanket binary (not race-instrumented) built from
+// cmd/blanket, or $BLANKET_BIN when set.
+func blanketBin(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("BLANKET_BIN"); bin != "" {
 		return bin
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build blanket")
-	}
-	bin := filepath.Join(dir, "blanket")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/blanket-dp/blanket/cmd/blanket").CombinedOutput(); err != nil {
-		t.Fatalf("go build blanket: %v\n%s", err, out)
-	}
-	return bin
+	return testbuild.Binary(t, "github.com/blanket-dp/blanket/cmd/blanket")
 }
 
 // replica is a blanket server process.

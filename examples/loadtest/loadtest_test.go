@@ -27,6 +27,7 @@ import (
 
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
@@ -38,7 +39,9 @@ import (
 func TestMain(m *testing.M) {
 	// Commits synced as in production (SQLite's are too).
 	pgtest.Durable = true
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	testbuild.Remove()
+	os.Exit(code)
 }
 
 // planYAML is the load's plan: one k-RR metric, daily periods.
@@ -111,10 +114,7 @@ func TestLoad(t *testing.T) {
 	}
 	s.bin = os.Getenv("BLANKET_BIN")
 	if s.bin == "" {
-		s.bin = filepath.Join(t.TempDir(), "blanket")
-		if out, err := exec.Command("go", "build", "-o", s.bin, "github.com/blanket-dp/blanket/cmd/blanket").CombinedOutput(); err != nil {
-			t.Fatalf("building blanket: %v\n%s", err, out)
-		}
+		s.bin = testbuild.Binary(t, "github.com/blanket-dp/blanket/cmd/blanket")
 	}
 	s.planFile, s.nMin = calibratedPlan(t)
 	var results []result

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -25,11 +26,14 @@ const (
 	childDir      = "BLANKET_CLIENT_TEST_DIR"
 )
 
+// TestMain runs the child process of TestCrashRestart when asked to;
+// otherwise the tests, then removes the binaries they built (the plugin
+// of TestPluginDir).
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(crashChild())
 	}
-	os.Exit(m.Run())
+	os.Exit(testbuild.Main(m))
 }
 
 // crashChild records values into the SQLite outbox in its data dir with

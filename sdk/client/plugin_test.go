@@ -2,10 +2,10 @@ package client_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plugin"
@@ -16,14 +16,7 @@ import (
 // a plugin directory, which an app opts into through Config.Randomizers
 // (builtin.Opener with plugin.WithPluginDir).
 func TestPluginDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "blanket-olh"), "github.com/blanket-dp/blanket/examples/custom-plugin/cmd/blanket-olh")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, out)
-	}
+	dir := filepath.Dir(testbuild.Binary(t, "github.com/blanket-dp/blanket/examples/custom-plugin/cmd/blanket-olh"))
 	f := newFakeServer(t, nil)
 	pl := testPlan(f.priv.PublicKey().Bytes())
 	pl.Metrics[1].Plugin = "olh" // app/feature

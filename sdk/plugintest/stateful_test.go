@@ -6,14 +6,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/longitudinal"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/internal/counter"
@@ -318,21 +317,7 @@ func TestStatefulOverGRPC(t *testing.T) {
 // chunking and the plugin process. It builds the binary, so it is skipped
 // in -short mode.
 func TestStatefulPluginProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary; skipped in -short mode")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the plugin binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, plugin.BinaryPrefix+longitudinal.Name)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/blanket-dp/blanket/plugins/longitudinal/cmd/blanket-longitudinal")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir := filepath.Dir(testbuild.Named(t, "github.com/blanket-dp/blanket/plugins/longitudinal/cmd/blanket-longitudinal", plugin.BinaryPrefix+longitudinal.Name))
 	p, err := plugin.Open(t.Context(), longitudinal.Name, sdk.Config{Params: map[string]string{"tree": "4", "changes": "2"}},
 		plugin.WithBuiltins(nil), plugin.WithPluginDir(dir))
 	if err != nil {

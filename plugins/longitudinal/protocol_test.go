@@ -10,17 +10,19 @@ import (
 	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
 )
 
-// Second review of the client (step.go, state.go) against the protocol the
-// accountant's proof assumes (accountant/longitudinal.go, point 3): per
+// The client (step.go, state.go) against the protocol the accountant's
+// proof assumes (accountant/longitudinal.go, point 3), checks written in a
+// second review: per
 // tree one (j, h) drawn at the user's first step in the tree and kept; a
 // report exactly at the ends of the level-h nodes of the periods stepped;
 // the node value the sign (-1)^(j+1) of the j-th change of the tree's
 // state sequence (0 before the tree, the last input carried over periods
 // not stepped, also across trees) when that change lies in the node, else
 // 0. Then two data differ in at most two reports per tree, each between 0
-// and that sign. The existing TestStepMatchesDefinition samples whole
-// trees stepped from their first period only; this one enumerates gaps,
-// first steps mid-tree, carries across trees and changes past k.
+// and that sign. TestStepMatchesDefinition samples whole trees stepped
+// from their first period only; TestStepMatchesProtocolEnumerated
+// enumerates gaps, first steps mid-tree, carries across trees and changes
+// past k.
 
 // scriptSource returns the scripted words first, then words of a PCG.
 type scriptSource struct {
@@ -71,14 +73,14 @@ func reviewReference(H int, present []bool, x []int, tr, j, h, m int) int {
 	return -1
 }
 
-// TestReviewClientMatchesProtocol enumerates, for small trees over
+// TestStepMatchesProtocolEnumerated enumerates, for small trees over
 // several trees, every set of periods stepped and every input on them, and
 // several (j, h) per tree (scripted as the first words the randomizer
 // draws at a fresh state), and checks each step of the real client: new
 // choices only at the first step in a tree, reports exactly at the ends of
 // level-h nodes of the periods stepped with the node's label, and the node
 // value (from the stored state) equal to the definition's.
-func TestReviewClientMatchesProtocol(t *testing.T) {
+func TestStepMatchesProtocolEnumerated(t *testing.T) {
 	const eps0 = 1.0
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, c := range []struct{ H, k, trees int }{{4, 3, 2}, {2, 2, 3}, {1, 1, 5}} {
@@ -174,12 +176,12 @@ func indexOf(s []int, v int) int {
 	return -1
 }
 
-// TestReviewLevelsUniformAmongSenders checks point 5's model on the real
+// TestLevelsUniformAmongSenders checks point 5's model on the real
 // client: among the users that send in a period, levels are uniform over
 // the r levels whose nodes end then (r = 1 + trailing zeros of the
 // position), whether the users started at the tree's first period or in
 // the middle of the tree.
-func TestReviewLevelsUniformAmongSenders(t *testing.T) {
+func TestLevelsUniformAmongSenders(t *testing.T) {
 	const H, users = 16, 20000
 	r, err := New(Options{Tree: H, Changes: 2, Rand: seeded(31)})
 	if err != nil {
@@ -226,14 +228,14 @@ func TestReviewLevelsUniformAmongSenders(t *testing.T) {
 	}
 }
 
-// TestReviewStateManyChanges: with k = MaxChanges = 255 a state counts
+// TestStateMaxChangesStaysValid: with k = MaxChanges = 255 a state counts
 // changes up to k+1 = 256 in one byte (state.go: byte(s.changes)), which
 // wraps to 0; decodeState then refuses the state (changes < j with the
 // j-th change recorded), and the user's metric is stuck (the SDK never
 // replaces a refused state). A user whose state flips every period of a
 // tree of 256 reaches it. Fails until the counter is capped at k (or
 // stored wider, or MaxChanges lowered to 254).
-func TestReviewStateManyChanges(t *testing.T) {
+func TestStateMaxChangesStaysValid(t *testing.T) {
 	const H = 256
 	r, err := New(Options{Tree: H, Changes: MaxChanges, Rand: seeded(41)})
 	if err != nil {

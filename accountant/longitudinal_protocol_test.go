@@ -7,26 +7,27 @@ import (
 	"testing"
 )
 
-// Second review of longitudinal.go (the tree protocol's central bound):
-// checks written from the protocol's definition and the exact oracle of
-// horizon_oracle_test.go, not from the proof's reduction.
+// The tree protocol's central bound (longitudinal.go) against the protocol
+// itself: checks written, in a second review, from the protocol's
+// definition and the exact oracle of horizon_oracle_test.go, not from the
+// proof's reduction (the deep grid is in longitudinal_protocol_audit_test.go).
 //
-//   - TestReviewLongitudinalMixedOrientation: the bound (per-period part and
+//   - TestLongitudinalMixedOrientation: the bound (per-period part and
 //     local cap) against the exact divergence of every list of leaking
 //     rounds a window can hold (per tree a sign s and at most one round
 //     (s -> 0) and one (0 -> s)), over two and three trees, with the
 //     mates' node values all 0, all +1, mixed, or drawn per round.
-//   - TestReviewLongitudinalMixedBeatsSame: the mixed orientation is not
-//     dominated by the same orientation composed (so a composition of one
-//     orientation only would be unsound; the engine's symmetric pair is
-//     what makes point 3 right).
+//   - TestLongitudinalMixedBeatsSameOrientation: the mixed orientation is
+//     not dominated by the same orientation composed (so a composition of
+//     one orientation only would be unsound; the engine's symmetric pair
+//     is what makes point 3 right).
 //   - the number of leaking reports a window can cause, against every
 //     pair of histories, is exact_window_test.go's (an earlier brute force
 //     here counted node ends inside the window only, which missed those
 //     after it).
-//   - TestReviewLongitudinalMatesMonotone: the exact divergence does not
+//   - TestLongitudinalMatesMonotone: the exact divergence does not
 //     grow with one more level-mate of any node value (point 5).
-//   - TestReviewLongitudinalCustomNodeLaw: a declared node law other than
+//   - TestLongitudinalCustomNodeLaw: a declared node law other than
 //     randomized response, valid at its eps0, whose tree transcript is not
 //     eps0-LDP: the local cap (and the transcript bound) then report less
 //     than the exact divergence.
@@ -168,7 +169,7 @@ func reviewMultisets(r int) [][]reviewRound {
 	return out
 }
 
-func TestReviewLongitudinalMixedOrientation(t *testing.T) {
+func TestLongitudinalMixedOrientation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	for _, c := range []reviewOrientationCase{
 		{0.3, 12, 2}, {0.3, 12, 5}, {1, 12, 5}, {1, 3, 5}, {2.5, 6, 5}, {1, 3, 9},
@@ -177,13 +178,13 @@ func TestReviewLongitudinalMixedOrientation(t *testing.T) {
 	}
 }
 
-// TestReviewLongitudinalMixedBeatsSame shows that two rounds in opposite
+// TestLongitudinalMixedBeatsSameOrientation shows that two rounds in opposite
 // orientations, (s -> 0) then (0 -> s), can have a larger exact divergence
 // than two rounds in the same orientation (at some eps), among mates that
 // all hold s: composing "2T rounds of (0, +1)" in one orientation only
 // would not dominate the protocol, which is why the engine's pair must be
 // (and is) symmetric, bounding both orientations of every round.
-func TestReviewLongitudinalMixedBeatsSame(t *testing.T) {
+func TestLongitudinalMixedBeatsSameOrientation(t *testing.T) {
 	found := false
 	for _, eps0 := range []float64{0.5, 1, 2, 3} {
 		for _, mates := range []int{1, 2, 4, 8} {
@@ -211,10 +212,10 @@ func TestReviewLongitudinalMixedBeatsSame(t *testing.T) {
 	}
 }
 
-// TestReviewLongitudinalMatesMonotone checks point 5's monotonicity on the
+// TestLongitudinalMatesMonotone checks point 5's monotonicity on the
 // exact divergence: one more level-mate, of any node value, never raises
 // it (the bound may then assume X = m0 when X >= m0).
-func TestReviewLongitudinalMatesMonotone(t *testing.T) {
+func TestLongitudinalMatesMonotone(t *testing.T) {
 	for _, eps0 := range []float64{0.5, 2} {
 		for _, base := range [][]int{{}, {0}, {1, -1}, {1, 1, 0}, {-1, -1, -1, 0}} {
 			for _, v := range []int{-1, 0, 1} {
@@ -243,7 +244,7 @@ var reviewNodeLaw = [][]float64{
 	{0.2, 0.4, 0.4}, // +1
 }
 
-// TestReviewLongitudinalCustomNodeLaw: Longitudinal accepts any declared
+// TestLongitudinalCustomNodeLaw: Longitudinal accepts any declared
 // node law (longitudinalOf, "uses the declared node law"); its local cap
 // and transcript bound must follow the law, not assume randomized
 // response. reviewNodeLaw is log 2-LDP per node but a change moving
@@ -253,7 +254,7 @@ var reviewNodeLaw = [][]float64{
 // Mates 1) must hold against the exact divergence of the leaking rounds.
 // (The review found the cap assumed randomized response: reported 1.3863
 // where the exact delta was 0.07.)
-func TestReviewLongitudinalCustomNodeLaw(t *testing.T) {
+func TestLongitudinalCustomNodeLaw(t *testing.T) {
 	const delta = 1e-6
 	m, err := NewMatrix(reviewNodeLaw)
 	if err != nil {
@@ -294,13 +295,13 @@ func TestReviewLongitudinalCustomNodeLaw(t *testing.T) {
 	}
 }
 
-// TestReviewLongitudinalTailUnion checks the union bound's accounting on
+// TestLongitudinalTailUnion checks the union bound's accounting on
 // the inferred mates: the tail reported is the number of periods that can
 // hold a differing report (the window and the rest of the last tree it
 // meets, W + H - 1) times the per-period tail at the mates assumed, and
 // the per-period tail is the binomial's exact lower tail (up to
 // binomLowerTail's margin).
-func TestReviewLongitudinalTailUnion(t *testing.T) {
+func TestLongitudinalTailUnion(t *testing.T) {
 	for _, c := range []struct{ tree, periods, batch int }{{8, 1, 500}, {8, 7, 500}, {64, 30, 3000}, {2, 5, 40}, {1, 5, 40}} {
 		l := Longitudinal{Tree: c.tree, Eps0: 1, Periods: c.periods, Batch: c.batch}
 		m, tail := l.inferMates(1e-7)

@@ -1,10 +1,12 @@
 package accountant
 
-// Second-engineer review of privacy over time (pld.go, convolve.go,
-// profile.go, rounds.go): adversarial tests against the oracles of
-// horizon_oracle_test.go. TestReviewUpperRepairMass and
-// TestReviewPlanOneRoundLinearSplit are regression tests of bugs the review
-// reported (they failed on the code as reviewed and pass with the fixes).
+// The PLDs of privacy over time (pld.go, convolve.go, profile.go,
+// rounds.go), built and composed, against the oracles of
+// horizon_oracle_test.go: adversarial tests a second engineer wrote in a
+// review. TestUpperPLDRepairKeepsMass and
+// TestAllocatePlanOneRoundLinearSplit are regression tests of bugs the
+// review reported (they failed on the code as reviewed and pass with the
+// fixes).
 // The others are cheap checks kept for coverage the existing tests lack
 // (asymmetric and multi-pair declarations, heterogeneous parts, synthetic
 // profiles with loose brackets, T = 1000).
@@ -211,7 +213,7 @@ func reviewProfile(rng *rand.Rand, P, Q []float64, js []int64, step, rl, ru floa
 
 // --- regression tests of reported bugs ------------------------------------------
 
-// TestReviewComposedDeltaUnderflow: finiteDelta untilts every lattice point
+// TestComposedDeltaNoUnderflow: finiteDelta untilts every lattice point
 // with exp(-theta s) and rescales by e^{K(theta)} at the end; when theta s
 // exceeds ~745 the factor underflows to 0 and the main sum (and the tail
 // term exp(kz + tail - k0)) vanish, so the "upper bound" is 0 while the
@@ -220,7 +222,7 @@ func reviewProfile(rng *rand.Rand, P, Q []float64, js []int64, step, rl, ru floa
 // Fix: untilt relative to eps, u = exp(-theta (s - eps)) (1 - e^{eps-s}),
 // in the unit e^{K(theta) - theta eps} (k0 -= theta*eps before the tail
 // terms and scaleUp).
-func TestReviewComposedDeltaUnderflow(t *testing.T) {
+func TestComposedDeltaNoUnderflow(t *testing.T) {
 	p := math.E / (math.E + 1)
 	d := newPLD(1.0/16, []pldAtom{{16, p}, {-16, 1 - p}}, 0)
 	parts := []pldPart{{d, 1000}}
@@ -232,12 +234,12 @@ func TestReviewComposedDeltaUnderflow(t *testing.T) {
 	}
 }
 
-// TestReviewEpsilonUnderflow: the same underflow through the public API.
+// TestHorizonEpsilonNoUnderflow: the same underflow through the public API.
 // Three-ary randomized response without shuffling (n = 1), eps0 = 1, over
 // T = 1000 rounds at delta = 1e-80: the exact eps (closed form) is 798.17
 // but Epsilon reported Upper = 786.87 with Tight = true (the exact delta
 // there is 5.9e-76); Delta(790) reported 0.
-func TestReviewEpsilonUnderflow(t *testing.T) {
+func TestHorizonEpsilonNoUnderflow(t *testing.T) {
 	const eps0, k, T, delta = 1.0, 3, 1000, 1e-80
 	c := mustCompose(t, Part{Mech: KRR(k), Eps0: eps0, N: 1, Rounds: T})
 	r, err := c.Epsilon(delta)
@@ -256,7 +258,7 @@ func TestReviewEpsilonUnderflow(t *testing.T) {
 	}
 }
 
-// TestReviewMinorantLastInterval: minorantValues lowers both ends of an
+// TestMinorantLastIntervalBelowProfile: minorantValues lowers both ends of an
 // interval's chord by that interval's excess, except at the last index,
 // where it forces v[m] = 0. On the last interval the chord is then lowered
 // only at its left end and stays above F where F reaches 0 inside the
@@ -268,7 +270,7 @@ func TestReviewEpsilonUnderflow(t *testing.T) {
 // eps < 0 and, composed, at T = 3, eps = 0.316 (0.1520 > 0.1497).
 // Fix: drop `v[m] = bigF(0)` (keep v[m] = -excess[m-1]; minorantSide
 // already handles a hull that crosses 0 before the last point).
-func TestReviewMinorantLastInterval(t *testing.T) {
+func TestMinorantLastIntervalBelowProfile(t *testing.T) {
 	P := []float64{0.3560523013798083, 0.6439476986201916}
 	Q := []float64{0.5594903020806093, 0.4405096979193907}
 	step := 0.1254213023161495 // largest loss 0.4513 = 3.6 steps: jmax = 4
@@ -304,20 +306,20 @@ func TestReviewMinorantLastInterval(t *testing.T) {
 	}
 }
 
-// TestReviewLowerPLDFuzz: lowerPLD (then cutLower, as build does) on random
+// TestLowerPLDFuzz: lowerPLD (then cutLower, as build does) on random
 // asymmetric pairs, exact or loose brackets, production-shaped grids (every
 // lattice point below the largest loss, which is off the lattice, then
 // jmax): the composed optimistic PLD must stay below the exact composed
-// pair. Its 4000 trials in make audit (TestAuditLowerPLDFuzz) fail on the
+// pair. Its 4000 trials in make audit (TestLowerPLDFuzzDeep) fail on the
 // code as reviewed (the last-interval bug above; the first 1000 trials
 // pass there, so the smoke run of 250 here is not what catches it, and
-// TestReviewMinorantLastInterval is); it passes over 20000 trials with the
-// fix.
-func TestReviewLowerPLDFuzz(t *testing.T) {
-	reviewPLDFuzz(t, 250, false, true) // 4000 in make audit (TestAuditLowerPLDFuzz)
+// TestMinorantLastIntervalBelowProfile is); it passes over 20000 trials
+// with the fix.
+func TestLowerPLDFuzz(t *testing.T) {
+	reviewPLDFuzz(t, 250, false, true) // 4000 in make audit (TestLowerPLDFuzzDeep)
 }
 
-// TestReviewUpperRepairMass: upperPLD's repair of a negative zero atom
+// TestUpperPLDRepairKeepsMass: upperPLD's repair of a negative zero atom
 // raises the points to the line through (1, u_0) of slope -(1 - u_0)/2, and
 // the comment claims the last point (a_m, 0) is then no steeper. That holds
 // only when the line reaches 0 before a_m, i.e. u_0 <= (a_m-1)/(a_m+1),
@@ -326,11 +328,11 @@ func TestReviewLowerPLDFuzz(t *testing.T) {
 // P_0 stays negative and is dropped: the "PLD" has total P-mass 1.96. It
 // happens to stay conservative here, but it is not a pair and the file's
 // argument does not cover it. Not reached by the engine's brackets in the
-// cases tried (TestReviewUpperMassProduction). Fix: clamp every point to
+// cases tried (TestSamplerUpperPLDMass). Fix: clamp every point to
 // the profile of randomized response at the largest loss, u_i <=
 // (a_m - a_i)/(a_m + 1), which bounds every such pair and whose line from
 // (1, u_0) has exactly the repair slope.
-func TestReviewUpperRepairMass(t *testing.T) {
+func TestUpperPLDRepairKeepsMass(t *testing.T) {
 	le, step := 1.0, 1.0/8
 	js := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	var u []float64
@@ -349,7 +351,7 @@ func TestReviewUpperRepairMass(t *testing.T) {
 	}
 }
 
-// TestReviewPlanOneRoundLinearSplit: docs/time.md §4 requires the
+// TestAllocatePlanOneRoundLinearSplit: docs/time.md §4 requires the
 // allocation to give every metric at least the eps0 of the linear split,
 // and AllocatePlan documents "with one round s >= 1". But when the PLD
 // bound at s = 1 (refine 0, pessimistic grid) misses the target while the
@@ -360,7 +362,7 @@ func TestReviewUpperRepairMass(t *testing.T) {
 // guarantee is certified), the documented rule is. Fix: with rounds == 1
 // never shrink below s = 1 (the linear split is proven by basic
 // composition); only grow from it.
-func TestReviewPlanOneRoundLinearSplit(t *testing.T) {
+func TestAllocatePlanOneRoundLinearSplit(t *testing.T) {
 	m := KRR(2)
 	r, err := AllocatePlan(PlanSpec{Eps: 1, Delta: 1e-6, NMin: 10_000, Metrics: []PlanMetric{{Name: "a", Mech: m}}})
 	if err != nil {
@@ -441,19 +443,19 @@ func reviewPLDFuzz(t *testing.T, trials int, doUpper, doLower bool) {
 	}
 }
 
-// TestReviewUpperPLDFuzz: upperPLD (then cutUpper) on random symmetric
+// TestUpperPLDFuzz: upperPLD (then cutUpper) on random symmetric
 // pairs with exact or loose (up to 30%) upper brackets, production-shaped
 // grids, composed T = 1..3: never below the exact composed pair.
-func TestReviewUpperPLDFuzz(t *testing.T) {
+func TestUpperPLDFuzz(t *testing.T) {
 	reviewPLDFuzz(t, 1500, true, false)
 }
 
-// TestReviewTinyAsymmetric: random non-symmetric matrices (2-4 inputs, 2-4
+// TestHorizonTinyAsymmetric: random non-symmetric matrices (2-4 inputs, 2-4
 // outputs, eps0 up to 7), the same matrices declared in the atoms form with
 // several pairs, and heterogeneous compositions of them, at n = 1..4 and
 // T = 1..3, against exact enumeration of the candidate blanket pairs and of
 // the lower-bound datasets.
-func TestReviewTinyAsymmetric(t *testing.T) {
+func TestHorizonTinyAsymmetric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 8 {
 		var parts []Part
@@ -475,11 +477,11 @@ func TestReviewTinyAsymmetric(t *testing.T) {
 	}
 }
 
-// TestReviewRRLongHorizon: without shuffling, T = 1000 rounds of k-RR
+// TestHorizonRRClosedFormLong: without shuffling, T = 1000 rounds of k-RR
 // against the closed form, over the whole range of eps where the exact
-// delta is above 1e-60 (the underflow of TestReviewComposedDeltaUnderflow
+// delta is above 1e-60 (the underflow of TestComposedDeltaNoUnderflow
 // starts beyond it for these budgets).
-func TestReviewRRLongHorizon(t *testing.T) {
+func TestHorizonRRClosedFormLong(t *testing.T) {
 	for _, cs := range []struct {
 		k    int
 		eps0 float64
@@ -500,13 +502,13 @@ func TestReviewRRLongHorizon(t *testing.T) {
 	}
 }
 
-// TestReviewSingleRoundEngine: at T = 1 the PLD path against the engine's
+// TestHorizonSingleRoundExtremes: at T = 1 the PLD path against the engine's
 // brackets at extreme budgets and batch sizes (k-RR at eps0 near MaxEps0,
 // n = 2; the generic clone at eps0 = 10, n = 1e5), floors down to 1e-30:
 // the pessimistic PLD is above the engine's lower bracket of the exact
 // candidate value, the optimistic one below the upper bracket of the
 // lower-bound datasets.
-func TestReviewSingleRoundEngine(t *testing.T) {
+func TestHorizonSingleRoundExtremes(t *testing.T) {
 	for _, p := range []Part{
 		{Mech: KRR(2), Eps0: 29.9, N: 2},
 		{Mech: Generic(), Eps0: 10, N: 100_000},
@@ -541,11 +543,11 @@ func TestReviewSingleRoundEngine(t *testing.T) {
 	}
 }
 
-// TestReviewUpperMassProduction: the pessimistic PLDs the sampler builds
+// TestSamplerUpperPLDMass: the pessimistic PLDs the sampler builds
 // are sub-probabilities (total P-mass, +inf included, at most 1) at small
 // n and large eps0, where the engine's total-variation bracket is closest
-// to the largest possible one (see TestReviewUpperRepairMass).
-func TestReviewUpperMassProduction(t *testing.T) {
+// to the largest possible one (see TestUpperPLDRepairKeepsMass).
+func TestSamplerUpperPLDMass(t *testing.T) {
 	for _, m := range []Mechanism{KRR(2), Generic()} {
 		for _, e0 := range []float64{0.01, 5, 20, 29.9} {
 			for _, n := range []int{1, 2, 5} {

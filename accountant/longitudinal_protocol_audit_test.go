@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// The larger grid of TestReviewLongitudinalMixedOrientation (second review
-// of longitudinal.go): every eps0, mates and window of the grid, the
-// per-period part against every multiset of its rounds' orientations and
-// the reported bound against every leaking pattern over two and three
-// trees.
-func TestReviewLongitudinalMixedOrientationAudit(t *testing.T) {
+// TestLongitudinalMixedOrientationDeep is the larger grid of
+// TestLongitudinalMixedOrientation: every eps0, mates and window of the
+// grid, the per-period part against every multiset of its rounds'
+// orientations and the reported bound against every leaking pattern over
+// two and three trees.
+func TestLongitudinalMixedOrientationDeep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 9))
 	for _, eps0 := range []float64{0.1, 0.3, 1, 2.5, 4, 6} {
 		for _, mates := range []int{1, 2, 5, 12, 30} {
@@ -26,14 +26,14 @@ func TestReviewLongitudinalMixedOrientationAudit(t *testing.T) {
 	}
 }
 
-// TestReviewAllocatePlanLongitudinalExact re-derives a plan's guarantee
+// TestAllocatePlanLongitudinalRecomposed re-derives a plan's guarantee
 // with a longitudinal metric the way allocateSeparate's proof goes, apart
 // from its search: the level-mates at 5% of the metric's delta share (a
 // union over the horizon's periods), the node pairs at the calibrated eps0
 // among them, composed with the other metric's reports over the horizon at
 // delta minus the tail. The composition must meet the target (the existing
 // TestAllocatePlanLongitudinal allows 1% above it, with another tail).
-func TestReviewAllocatePlanLongitudinalExact(t *testing.T) {
+func TestAllocatePlanLongitudinalRecomposed(t *testing.T) {
 	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
 		{Name: "page", Mech: KRR(4)},
 		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},

@@ -1,0 +1,4 @@
+// Command broken does not compile, for testbuild's own test.
+package main
+
+func main() { undefinedForTestbuild() }
