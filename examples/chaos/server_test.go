@@ -33,6 +33,7 @@ import (
 
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
@@ -241,7 +242,7 @@ func (s *server) start(ctx context.Context) {
 	case <-ctx.Done():
 		s.t.Fatalf("blanket serve did not start: %v", ctx.Err())
 	}
-	waitFor(ctx, s.t, 30*time.Second, "blanket serve ready", func() (bool, string) {
+	servertest.Poll(ctx, s.t, 30*time.Second, "blanket serve ready", func() (bool, string) {
 		code, body, err := get(ctx, s.url+"/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -480,7 +481,7 @@ func (s *server) closeThrough(ctx context.Context, through time.Time) shuffler.C
 // counted, or was deleted below n_min.
 func (s *server) awaitDrained(ctx context.Context, timeout time.Duration) {
 	s.t.Helper()
-	waitFor(ctx, s.t, timeout, "the shuffler drained (no pool, no outgoing batch)", func() (bool, string) {
+	servertest.Poll(ctx, s.t, timeout, "the shuffler drained (no pool, no outgoing batch)", func() (bool, string) {
 		st, err := s.pools(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -498,23 +499,6 @@ func (s *server) metricDetail(ctx context.Context, name string) collector.Metric
 		s.t.Fatal(err)
 	}
 	return d
-}
-
-// waitFor polls cond every 50 ms until it holds, failing t after timeout
-// with what cond last said.
-func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not after %v: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // sleepUntil waits for the real clock to reach at: the scenario's clock,

@@ -23,6 +23,7 @@ import (
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk/client"
@@ -277,7 +278,7 @@ func TestReplicas(t *testing.T) {
 	// Drain: every pool released, every batch acknowledged, every
 	// acknowledged report counted.
 	acked := up.ackedByMetric()
-	waitFor(ctx, t, 60*time.Second, "every pool released and forwarded", func() (bool, string) {
+	servertest.Poll(ctx, t, 60*time.Second, "every pool released and forwarded", func() (bool, string) {
 		var st shuffler.PoolsStatus
 		if err := getJSONCtx(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
 			return false, err.Error()
@@ -631,7 +632,7 @@ func startReplica(ctx context.Context, t *testing.T, all *[]*replica, bin, dir, 
 	case <-ctx.Done():
 		t.Fatalf("%s did not start: %v", name, ctx.Err())
 	}
-	waitFor(ctx, t, 30*time.Second, name+" ready", func() (bool, string) {
+	servertest.Poll(ctx, t, 30*time.Second, name+" ready", func() (bool, string) {
 		var b []byte
 		err := getBody(ctx, r.url+"/readyz", &b)
 		return err == nil, fmt.Sprint(err)
@@ -767,23 +768,6 @@ func getJSONCtx(ctx context.Context, url string, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-// waitFor polls cond every 50 ms until it holds, failing t after timeout
-// with what cond last said.
-func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not after %v: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func sumValues(m map[string]int) int {

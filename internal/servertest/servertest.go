@@ -264,15 +264,3 @@ func (s *Sink) Bodies() [][]byte {
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.bodies...)
 }
-
-// WaitFor polls cond every 10 ms until it holds or 30 s pass.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
