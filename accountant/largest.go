@@ -12,35 +12,45 @@ package accountant
 //  1. The probe. At x a caller's probe runs one of the accountant's upper
 //     bounds and answers g(x): g <= 0 when that bound meets the target, a
 //     proof at x, and then what the proof states (the eps it gives); g > 0
-//     when it does not. g is a signed distance (log(delta_up/delta) for a
-//     delta bound) that only guides interpolation: -Inf is any proof, +Inf
-//     any failure.
-//  2. Soundness. The search returns x only when the probe answered
+//     (or NaN, read as +Inf) when it does not. g is a signed distance
+//     (log(delta_up/delta) for a delta bound) that only guides
+//     interpolation: -Inf is a proof with no distance to offer.
+//  2. Soundness of run. run returns x only when the probe answered
 //     g(x) <= 0 at that very float64 x during this search, together with
-//     the statement the probe made then (proven). Nothing in bracketing,
+//     the statement the probe made then (proven; a later failure at the
+//     same x does not erase a proof made). Nothing in bracketing,
 //     interpolation or tolerances enters the guarantee: a poor step can
-//     only return a smaller x, never an unproven one. This needs nothing of
-//     g (not monotonicity, not determinism: parallel sums vary in their
-//     last digits, and the proof kept is the one made).
-//  3. Errors. A probe error that says x is outside the mechanism's domain
-//     (ErrInvalidArgument, e.g. a plugin refusing a budget) counts as
-//     "not proven at x" where the caller says so (outside); any other
-//     error ends the search. Either way no x is proven by an error.
-//  4. Optimality, not soundness. Where the bound grows with x (a larger
+//     only return a smaller x, never an unproven one, and run checks the
+//     table before it returns. This needs nothing of g (not monotonicity,
+//     not determinism: parallel sums vary in their last digits, and the
+//     proof kept is the one made).
+//  3. Calibrate does not use run's table: it narrows with narrowMirrored
+//     at ever finer lattices, whose answer may be the bracket's lower end
+//     unproven at the lattice then in force, and its guarantee comes from
+//     stepDown, which returns only a budget at which Epsilon itself meets
+//     the target, with Epsilon's result. Its search only steers.
+//  4. Errors. Where a caller says so (outside: Calibrate and
+//     CalibrateLongitudinal), a probe error that says x is outside the
+//     mechanism's domain (ErrInvalidArgument, e.g. a plugin refusing a
+//     budget) counts as "not proven at x"; any other error, and every
+//     error for the other callers, makes the search return it (run and
+//     bracket at once; narrowMirrored once its root finder has finished).
+//     No x is proven by an error.
+//  5. Optimality, not soundness. Where the bound grows with x (a larger
 //     budget means less noise), the proven x form an interval. bracket
 //     finds a proven a and an unproven b > a (or proves up to the
 //     ceiling); narrowing keeps a proven and b unproven while it shrinks
 //     b - a below tol·b, so the x returned is within relative tol of the
 //     largest proven one.
 //
-// Two narrowing rules exist, and both keep point 2: regula falsi on g
-// with the Illinois modification (illinoisFeasible, for the PLD searches
-// and, with g = -Inf at every proof, plain bisection for the tree
-// protocol), and Calibrate's, the bracketing root finder Epsilon uses
-// (rootBracketLog) run in the mirrored coordinate lo + hi - x. They are
-// kept apart because they land on different proven points within their
-// tolerances, and every calibrated figure the project publishes comes
-// from one of them.
+// Two narrowing rules exist: regula falsi on g with the Illinois
+// modification (illinoisFeasible, for the PLD searches and, with g = -Inf
+// at every proof, plain bisection for the tree protocol), and Calibrate's,
+// the bracketing root finder Epsilon uses (rootBracketLog) run in the
+// mirrored coordinate lo + hi - x. They are kept apart because they land on
+// different proven points within their tolerances, and every calibrated
+// figure the project publishes comes from one of them; so are each
+// caller's start, growth rule and floor (TestCalibrationFiguresPinned).
 
 import (
 	"errors"
@@ -86,6 +96,9 @@ func (s *largest[P]) eval(x float64) (float64, error) {
 		}
 		return 0, err
 	}
+	if math.IsNaN(g) {
+		return math.Inf(1), nil // not a proof
+	}
 	if g <= 0 {
 		if s.proven == nil {
 			s.proven = map[float64]P{}
@@ -128,6 +141,9 @@ func (s *largest[P]) bracket(x0 float64) (a, b probed, err error) {
 	}
 	for step := 0; s.grow != nil && a.x < s.ceil; step++ {
 		x := math.Min(s.grow(a.x, step), s.ceil)
+		if !(x > a.x) {
+			return probed{}, probed{}, fmt.Errorf("accountant: internal error: the search's growth rule went from %g to %g", a.x, x)
+		}
 		if g, err = s.eval(x); err != nil {
 			return probed{}, probed{}, err
 		}
@@ -201,7 +217,9 @@ func (s *largest[P]) illinoisFeasible(a, b probed) (float64, error) {
 // now in force) found by rootBracketLog on h(y) = g(a + b - y) over
 // [a, b]: the smallest y with h(y) <= 0 to relative width rootTol gives
 // x = a + b - y, clamped into [a, b] (a + b - y can round past an end).
-// When the probe no longer proves a, it returns a unproven; callers check.
+// When nothing in the bracket is proven (the probe no longer proves a) it
+// returns a itself, unproven: its caller, Calibrate, proves its answer
+// with stepDown (point 3).
 func (s *largest[P]) narrowMirrored(a, b float64) (float64, error) {
 	var firstErr error
 	h := func(y float64) float64 {

@@ -265,3 +265,65 @@ func TestLargestKeepsProofsOnly(t *testing.T) {
 		t.Errorf("a failed probe at 4 became the proof %q", p)
 	}
 }
+
+// TestLargestNaNIsNoProof: a probe answering NaN proves nothing, in run,
+// in bracket's growth and in narrowing.
+func TestLargestNaNIsNoProof(t *testing.T) {
+	nan := &recorder{g: func(float64) (float64, error) { return math.NaN(), nil }}
+	s := largest[string]{probe: nan.probe, floor: 0.01, ceil: 30, tol: calTol,
+		grow: func(x float64, _ int) float64 { return 2 * x }}
+	if x, p, err := s.run(1); !errors.Is(err, errBelowFloor) {
+		t.Errorf("NaN everywhere: run = %v, %q, %v; want errBelowFloor", x, p, err)
+	}
+	// Proven up to 2, NaN above: the bracket must end at the first NaN.
+	r := &recorder{g: func(x float64) (float64, error) {
+		if x <= 2 {
+			return -1, nil
+		}
+		return math.NaN(), nil
+	}}
+	s = largest[string]{probe: r.probe, floor: 0.01, ceil: 30, tol: calTol,
+		grow: func(x float64, _ int) float64 { return 2 * x }}
+	x, p, err := s.run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProven(t, r, x, p)
+	if x > 2 {
+		t.Errorf("NaN above 2 read as a proof: x = %v", x)
+	}
+}
+
+// TestLargestNarrowMirroredRounding: where a + b - b rounds above a, the
+// mirrored rule must still return a itself when nothing inside is proven
+// (the rounded point was never proven).
+func TestLargestNarrowMirroredRounding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	found := 0
+	for range 100000 {
+		a := rng.Float64() * 10
+		b := a + rng.Float64()*10
+		if a+b-b <= a {
+			continue
+		}
+		found++
+		r := &recorder{g: func(x float64) (float64, error) {
+			if x == a {
+				return -1, nil
+			}
+			return 1, nil
+		}}
+		s := largest[string]{probe: r.probe}
+		x, err := s.narrowMirrored(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x != a {
+			t.Fatalf("[%v, %v]: nothing proven inside, got %v, want the end %v", a, b, x, a)
+		}
+		if found == 20 {
+			return
+		}
+	}
+	t.Fatalf("found only %d brackets where a + b - b rounds above a", found)
+}

@@ -174,6 +174,12 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 	if err := checkN(t.N); err != nil {
 		return CalibrationResult{}, err
 	}
+	if t.Eps == 0 {
+		return CalibrationResult{}, argError("target eps", t.Eps, "> 0")
+	}
+	if t.Rounds < 0 || t.Rounds > MaxRounds {
+		return CalibrationResult{}, argError("rounds", t.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
 	if e, fixed := m.FixedEps0(); fixed {
 		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
 	}
@@ -192,7 +198,7 @@ func CalibrateLongitudinal(m Mechanism, t Target) (CalibrationResult, error) {
 	s := largest[LongitudinalResult]{
 		probe: func(eps0 float64) (float64, LongitudinalResult, error) {
 			r, err := LongitudinalEpsilon(m, eps0, t.N, rounds, t.Delta)
-			if err != nil || r.Upper > t.Eps {
+			if err != nil || !(r.Upper <= t.Eps) {
 				return 1, r, err
 			}
 			return math.Inf(-1), r, nil

@@ -559,7 +559,8 @@ func calibrateUpperRounds(m Mechanism, t Target) (CalibrationResult, error) {
 	if err != nil {
 		return CalibrationResult{}, err
 	}
-	up, local := proven.eps, proven.local
+	p := proven()
+	up, local := p.eps, p.local
 	return CalibrationResult{Eps0: eps0, Achieved: EpsilonResult{Upper: up, LocalEps: local, Amplified: up < local*(1-rootTol)}}, nil
 }
 
@@ -570,14 +571,15 @@ type roundsProof struct{ eps, local float64 }
 
 // searchRounds returns the largest eps0 (to relative calTol) for which the
 // pessimistic PLDs at refinement 0 of t.Rounds reports of m at t.N prove
-// delta(t.Eps) <= t.Delta, with the eps at t.Delta those PLDs prove for it
-// and the composition's local eps: the largest proven x (largest.go) with
+// delta(t.Eps) <= t.Delta, with a function giving the eps at t.Delta those
+// PLDs prove for it and the composition's local eps (read off the PLDs
+// only when called): the largest proven x (largest.go) with
 // g(eps0) = log(delta_up/delta), starting at 1.25 times the single-report
 // answer and halving.
-func searchRounds(m Mechanism, t Target) (float64, roundsProof, error) {
+func searchRounds(m Mechanism, t Target) (float64, func() roundsProof, error) {
 	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
 	if err != nil {
-		return 0, roundsProof{}, err
+		return 0, nil, err
 	}
 	// The proof's eps is read off the PLDs only for the eps0 returned.
 	s := largest[func() roundsProof]{
@@ -607,11 +609,11 @@ func searchRounds(m Mechanism, t Target) (float64, roundsProof, error) {
 	s.ceil = start
 	eps0, p, err := s.run(start)
 	if errors.Is(err, errBelowFloor) {
-		return 0, roundsProof{}, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
+		return 0, nil, fmt.Errorf("%w: no eps0 meets eps = %g, delta = %g over %d rounds at n = %d", ErrUnreachable, t.Eps, t.Delta, t.Rounds, t.N)
 	} else if err != nil {
-		return 0, roundsProof{}, err
+		return 0, nil, err
 	}
-	return eps0, p(), nil
+	return eps0, p, nil
 }
 
 // calTol is the relative accuracy of horizon calibration in eps0.

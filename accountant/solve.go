@@ -146,17 +146,18 @@ func epsLower(s AtomSet, n int, delta, cap float64) (float64, bool) {
 
 // solveDecreasing returns the smallest b in [lo, hi] (to relative width
 // rootTol) with f(b) <= target, for non-increasing f with f(hi) <= target
-// assumed; it returns lo when f(lo) <= target.
+// assumed; it returns lo when f(lo) <= target. The second result says
+// whether f(b) <= target (false when not even f(hi) meets it).
 func solveDecreasing(f func(float64) float64, target, lo, hi float64) (float64, bool) {
-	_, b := rootBracket(f, target, lo, hi)
-	return b.x, b.f <= target
+	_, b := rootBracketLog(logDistance(f, target), lo, hi)
+	return b.x, b.f <= 0
 }
 
 // solveDecreasingLow returns the largest a with f(a) > target found by the
 // same search (0 when f(lo) <= target).
 func solveDecreasingLow(f func(float64) float64, target, lo, hi float64) float64 {
-	a, _ := rootBracket(f, target, lo, hi)
-	if a.f <= target {
+	a, _ := rootBracketLog(logDistance(f, target), lo, hi)
+	if a.f <= 0 {
 		return 0
 	}
 	return a.x
@@ -164,21 +165,17 @@ func solveDecreasingLow(f func(float64) float64, target, lo, hi float64) float64
 
 type point struct{ x, f float64 }
 
-// rootBracket finds a <= b with f(a) > target >= f(b), b - a <= rootTol b,
-// for non-increasing f: rootBracketLog on g = log f - log target, with the
-// values returned as f.
-func rootBracket(f func(float64) float64, target, lo, hi float64) (point, point) {
+// logDistance returns g = log f - log target (-Inf where f <= 0): g <= 0
+// exactly where f meets the target, whatever rounding exp would add.
+func logDistance(f func(float64) float64, target float64) func(float64) float64 {
 	lt := math.Log(target)
-	a, b := rootBracketLog(func(x float64) float64 {
+	return func(x float64) float64 {
 		v := f(x)
 		if v <= 0 {
 			return math.Inf(-1)
 		}
 		return math.Log(v) - lt
-	}, lo, hi)
-	a.f = math.Exp(a.f) * target
-	b.f = math.Exp(b.f) * target
-	return a, b
+	}
 }
 
 // rootBracketLog finds a <= b with g(a) > 0 >= g(b), b - a <= rootTol b,
@@ -415,14 +412,15 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	// 2x) until the target fails; a budget the mechanism refuses is not
 	// proven. The search's own proofs only steer: the eps0 returned is
 	// proven by Epsilon in stepDown below.
-	lt := math.Log(t.Delta)
 	s := largest[struct{}]{
 		probe: func(eps0 float64) (float64, struct{}, error) {
-			hi, _, _, err := evalAt(eps0, false)
-			if err != nil || hi <= 0 {
-				return math.Inf(-1), struct{}{}, err
-			}
-			return math.Log(hi) - lt, struct{}{}, nil
+			var err error
+			g := logDistance(func(eps0 float64) float64 {
+				var hi float64
+				hi, _, _, err = evalAt(eps0, false)
+				return hi
+			}, t.Delta)(eps0)
+			return g, struct{}{}, err
 		},
 		outside: isOutsideDomain,
 		floor:   1e-6,
@@ -449,17 +447,11 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	} else if err != nil {
 		return CalibrationResult{}, err
 	}
-	if b.x == a.x {
-		// Proven up to MaxEps0.
-		d, err := m.Decompose(a.x)
-		if err != nil {
-			return CalibrationResult{}, err
-		}
-		return CalibrationResult{Eps0: a.x, Achieved: epsilonOf(d, t.N, t.Delta)}, nil
-	}
+	// When b is a, everything up to MaxEps0 is proven: nothing to narrow,
+	// and stepDown checks MaxEps0 against Epsilon like any other answer.
+	eps0 := a.x
 	lo, hi := a.x, b.x
-	var eps0 float64
-	for range maxRefine {
+	for i := 0; i < maxRefine && lo < hi; i++ {
 		if eps0, err = s.narrowMirrored(lo, hi); err != nil {
 			return CalibrationResult{}, err
 		}
