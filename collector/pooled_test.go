@@ -2,12 +2,10 @@ package collector
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -323,38 +321,6 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 	waitFor(t, "one batch", func() bool { return len(sink.Got()) == 1 })
 	if b := sink.Got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports", b.Metric, len(b.Sealed))
-	}
-}
-
-// TestCollectorMigratesBatches opens a collector on a database whose
-// batches table has the first schema (id alone as key, no messages) and
-// checks the rows are kept with messages = n (what their eps was computed
-// at).
-func TestCollectorMigratesBatches(t *testing.T) {
-	servertest.SQLiteOnly(t)
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`CREATE TABLE batches (id BLOB PRIMARY KEY, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, eps REAL, delta REAL)`,
-		`CREATE INDEX batches_metric ON batches (metric, epoch)`,
-		`INSERT INTO batches VALUES (x'00112233445566778899aabbccddeeff', 'ui/screen', 'e1', 1000, 3, 0.5, 1e-6)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	c := openCollector(t, dir, testPlan(t, 10))
-	defer c.Close()
-	rows, err := c.st.batchList(context.Background(), "ui/screen", "e1", report.Period{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1000 || *rows[0].eps != 0.5 {
-		t.Fatalf("migrated rows %+v", rows)
 	}
 }
 

@@ -25,7 +25,7 @@ type rejectReason int
 
 const (
 	rejectUnknownPool   rejectReason = iota // not a pool of a known plan, or a malformed key
-	rejectNoPeriod                          // no reporting period (an SDK from before periods)
+	rejectNoPeriod                          // no reporting period in the pool key
 	rejectPeriodLength                      // a period length no known plan has
 	rejectLate                              // its period's grace has passed
 	rejectEarly                             // its period starts more than a period ahead
