@@ -57,7 +57,7 @@ func TestCollectorPeriods(t *testing.T) {
 		t.Fatalf("periods: %+v", d.Periods)
 	}
 	p0, p1 := d.Periods[0], d.Periods[1]
-	if p0.Start == nil || !p0.Start.Equal(time.Unix(day(0).Start, 0)) || !p0.End.Equal(time.Unix(day(0).End(), 0)) || p0.N != 300 || p0.Batches != 1 {
+	if !p0.Start.Equal(time.Unix(day(0).Start, 0)) || !p0.End.Equal(time.Unix(day(0).End(), 0)) || p0.N != 300 || p0.Batches != 1 {
 		t.Errorf("day 0: %+v", p0)
 	}
 	if !p1.Start.Equal(time.Unix(day(1).Start, 0)) || p1.N != 350 || p1.Batches != 2 || p1.Guarantee == nil || p1.Guarantee.N != 150 || len(p1.Estimates) == 0 {

@@ -113,30 +113,24 @@ func (st *sqliteStore) hasBatch(ctx context.Context, id report.ID) (bool, error)
 	return err == nil, err
 }
 
-// commitBatch records batch id's groups in one transaction (store). One
+// commitBatch records batch id's group in one transaction (store). One
 // process writes the file through one connection: the held batches of a
 // pool key are read and changed by one ingest at a time.
-func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (duplicate bool, held []bool, err error) {
+func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, g batchGroup) (duplicate, held bool, err error) {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
-		return false, nil, err
+		return false, false, err
 	}
 	defer tx.Rollback()
-	if len(groups) == 0 {
-		return false, nil, errors.New("collector: a batch with no metric")
-	}
 	var one int
 	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one); {
 	case err == nil:
-		return true, nil, nil
+		return true, false, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return false, nil, err
+		return false, false, err
 	}
-	held = make([]bool, len(groups))
-	for i, g := range groups {
-		if held[i], err = commitGroup(ctx, tx, g); err != nil {
-			return false, nil, err
-		}
+	if held, err = commitGroup(ctx, tx, g); err != nil {
+		return false, false, err
 	}
 	if st.beforeCommit != nil {
 		st.beforeCommit()
@@ -144,8 +138,8 @@ func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, groups []b
 	return false, held, tx.Commit()
 }
 
-// commitGroup stores one group of a batch in tx and reports whether it
-// is held (fateOf).
+// commitGroup stores a batch's group in tx and reports whether it is
+// held (fateOf).
 func commitGroup(ctx context.Context, tx *sql.Tx, g batchGroup) (bool, error) {
 	var heldMessages int64
 	err := tx.QueryRowContext(ctx, `SELECT messages FROM held_pools WHERE pool = ? AND epoch = ? AND period_start = ?`, g.pool, g.epoch, g.period.Start).Scan(&heldMessages)
@@ -359,11 +353,8 @@ func (st *sqliteStore) addEpoch(ctx context.Context, epoch, source, key string, 
 	return err
 }
 
-func (st *sqliteStore) plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, except, limit)
+func (st *sqliteStore) plans(ctx context.Context, key, except string) ([]storedEpoch, error) {
+	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC`, key, except)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +382,7 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// counted against another message), and an honest message in it is
 	// then still composed, alone at worst.
 	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
-		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+		WHERE n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
 	}
@@ -405,14 +396,6 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 		out = append(out, q)
 	}
 	return out, rows.Err()
-}
-
-// unperiodedReports returns the number of valid reports stored without a
-// reporting period.
-func (st *sqliteStore) unperiodedReports(ctx context.Context) (int64, error) {
-	var n sql.NullInt64
-	err := st.db.R.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
-	return n.Int64, err
 }
 
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }

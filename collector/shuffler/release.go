@@ -10,8 +10,7 @@ package shuffler
 // transaction that deletes them) or an expiry (deleted and counted in
 // Stats.Expired). P's period q is closed once the shuffler has recorded q
 // in the table forgotten through store.closePeriod; P is final when no
-// report can join it any more: q is closed, or P has no period (pooled
-// before periods; such envelopes are refused).
+// report can join it any more: q is closed.
 //
 // Invariant: if P receives at least n_min reports in total, every report P
 // acknowledged is released in a batch of at least n_min reports. The only

@@ -405,10 +405,16 @@ func (p *Plan) Binding(name string) report.Binding {
 	return report.Binding{Metric: name, Epoch: p.Epoch()}
 }
 
-// PoolBinding returns the binding of the messages of a pooled plan
-// (report.PoolBinding over Bindings).
-func (p *Plan) PoolBinding() report.Binding {
-	return report.PoolBinding(p.Pool(""), p.Travel, p.Bindings())
+// PoolBinding returns the binding the messages of a pooled plan are
+// sealed under for period (report.PoolBinding over Bindings, each of
+// period: the period is inside the digest of the metrics' bindings, so it
+// cannot be set afterwards as on a metric's Binding).
+func (p *Plan) PoolBinding(period report.Period) report.Binding {
+	bs := p.Bindings()
+	for i := range bs {
+		bs[i].Period = period
+	}
+	return report.PoolBinding(p.Pool(""), p.Travel, bs)
 }
 
 // YAML returns the plan as YAML.
