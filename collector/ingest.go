@@ -217,19 +217,18 @@ func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error
 	in.b = b
 	in.res = IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
 	in.pool, in.tag, in.period, err = report.ParsePoolKey(b.Metric)
-	if err != nil {
-		c.c.bad.Add(1)
-		return in, fmt.Errorf("%w: %v", ErrBadBatch, err)
-	}
-	in.res.Period = report.NewPeriodSpan(in.period)
 	switch {
-	case in.period.IsZero():
+	case errors.Is(err, report.ErrNoPeriod):
 		c.c.refused.Add(1)
 		return in, fmt.Errorf("%w: pool key %q has no reporting period tag (<pool>#<epoch>#<start>+<length>)", ErrBatchRefused, b.Metric)
+	case err != nil:
+		c.c.bad.Add(1)
+		return in, fmt.Errorf("%w: %v", ErrBadBatch, err)
 	case in.tag == "":
 		c.c.refused.Add(1)
 		return in, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)
 	}
+	in.res.Period = report.NewPeriodSpan(in.period)
 	e, err := c.epochByID(ctx, in.tag)
 	switch {
 	case errors.Is(err, errUnknownEpoch):

@@ -18,9 +18,9 @@ import (
 func TestCollectorRefusesPreReleaseDatabase(t *testing.T) {
 	servertest.SQLiteOnly(t)
 	for name, batches := range map[string]string{
-		"first schema":   `CREATE TABLE batches (id BLOB PRIMARY KEY, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, eps REAL, delta REAL)`,
-		"before periods": `CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, messages INTEGER NOT NULL, eps REAL, delta REAL, PRIMARY KEY (id, metric, epoch))`,
-		"before held": `CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, messages INTEGER NOT NULL, eps REAL, delta REAL,
+		"one row per batch": `CREATE TABLE batches (id BLOB PRIMARY KEY, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, eps REAL, delta REAL)`,
+		"no period columns": `CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, messages INTEGER NOT NULL, eps REAL, delta REAL, PRIMARY KEY (id, metric, epoch))`,
+		"no held column": `CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, messages INTEGER NOT NULL, eps REAL, delta REAL,
 			period_start INTEGER NOT NULL DEFAULT 0, period_len INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (id, metric, epoch))`,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -46,7 +47,7 @@ func reasonOf(err error) rejectReason {
 	switch {
 	case errors.Is(err, errLate), errors.Is(err, errClosed):
 		return rejectLate
-	case errors.Is(err, errNoPeriod):
+	case errors.Is(err, report.ErrNoPeriod):
 		return rejectNoPeriod
 	case errors.Is(err, errEarly):
 		return rejectEarly

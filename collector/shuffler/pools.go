@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -33,16 +34,17 @@ var (
 // known returns nil when key names a pool the shuffler may hold and
 // release: a pool of its plan (plan.Plan.Pools), tagged with a
 // well-formed plan epoch and a reporting period (report.PeriodPoolKey).
-// A key without a period tag is refused with errNoPeriod.
+// An unknown pool is named as such first, whatever else is wrong with
+// the key; a key without a period tag is refused with an error wrapping
+// report.ErrNoPeriod.
 func (s *Shuffler) known(key string) error {
-	pool, epoch, period, err := report.ParsePoolKey(key)
+	if pool, _, _ := strings.Cut(key, report.PoolKeySep); !(*s.pools.Load())[pool] {
+		return fmt.Errorf("unknown metric %q", key)
+	}
+	_, epoch, _, err := report.ParsePoolKey(key)
 	switch {
 	case err != nil:
 		return err
-	case !(*s.pools.Load())[pool]:
-		return fmt.Errorf("unknown metric %q", key)
-	case period.IsZero():
-		return fmt.Errorf("%q: %w", key, errNoPeriod)
 	case epoch == "":
 		return fmt.Errorf("%q: a period tag without an epoch tag", key)
 	case !validEpoch(epoch):
@@ -50,10 +52,6 @@ func (s *Shuffler) known(key string) error {
 	}
 	return nil
 }
-
-// errNoPeriod rejects an envelope whose pool key carries no reporting
-// period: no per-period guarantee could cover its report.
-var errNoPeriod = errors.New("no reporting period: the pool key must be <pool>#<epoch>#<start>+<length> (report.PeriodPoolKey)")
 
 // accepts returns nil when the shuffler pools envelopes of key, else why
 // not: key must be known (tagged with a plan epoch and a reporting

@@ -261,12 +261,12 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 // final reports whether no report can join pool key any more: its
 // period is closed (table forgotten) or past its deadline by the
 // shuffler's clock. It returns true only once store.closePeriod of the
-// period has returned, in this process (rule C of release.go). A key
-// without a period, which accepts never pools, is never final.
+// period has returned, in this process (rule C of release.go). A key that
+// does not parse, which accepts never pools, is never final.
 func (s *Shuffler) final(ctx context.Context, key string) (bool, error) {
 	_, _, period, err := report.ParsePoolKey(key)
 	switch {
-	case err != nil, period.IsZero():
+	case err != nil:
 		return false, nil
 	case period.End() > (*s.forgotten.Load())[period.Length] && s.o.Now().Unix() < s.periodDeadline(period):
 		return false, nil
@@ -325,7 +325,7 @@ func (s *Shuffler) ClosePeriods(ctx context.Context, through time.Time) ([]repor
 	var closed []report.Period
 	for _, p := range pools {
 		_, _, period, err := report.ParsePoolKey(p.metric)
-		if err != nil || period.IsZero() || seen[period] || period.End() > through.Unix() {
+		if err != nil || seen[period] || period.End() > through.Unix() {
 			continue
 		}
 		seen[period] = true

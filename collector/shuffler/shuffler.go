@@ -49,7 +49,7 @@ type Options struct {
 	// batch it releases. It need not be calibrated. Required.
 	Plan *plan.Plan
 	// MaxEpochsPerPool bounds the plan epochs pooled apart at once for one
-	// pool (report.PoolKey tags): an envelope of yet another epoch is
+	// pool (report.PeriodPoolKey tags): an envelope of yet another epoch is
 	// rejected until one of them is released whole (its periods closed).
 	// It bounds what a client can make the shuffler hold with made-up
 	// epoch tags, each a pool that may never reach n_min. Defaults to
@@ -417,7 +417,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	// whose storing failed (AddPlan stores what it learns best effort).
 	var pooled []int64
 	for _, p := range pools {
-		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil && !period.IsZero() {
+		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil {
 			pooled = append(pooled, period.Length)
 		}
 	}

@@ -380,7 +380,7 @@ const EpochLen = 16
 // Epoch returns the plan's epoch id: the first EpochLen hex digits of its
 // digest. Statistics of different epochs never merge, and reports carry
 // the epoch of the plan they were sealed under (report.Binding,
-// report.PoolKey).
+// report.PeriodPoolKey).
 func (p *Plan) Epoch() string { return p.Digest()[:EpochLen] }
 
 // Bindings returns the binding each metric's reports are sealed under in
