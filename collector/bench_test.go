@@ -233,9 +233,9 @@ func BenchmarkIngestJoint(b *testing.B) {
 			}
 			bodies := make([][]byte, b.N)
 			for i := range bodies {
-				bodies[i] = batchBody(f.pub.Pool(""), sealed)
+				bodies[i] = todayBody(f.pub, f.pub.Pool(""), sealed)
 			}
-			if _, err := f.c.Ingest(context.Background(), batchBody(f.pub.Pool(""), sealed)); err != nil {
+			if _, err := f.c.Ingest(context.Background(), todayBody(f.pub, f.pub.Pool(""), sealed)); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

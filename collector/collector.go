@@ -86,11 +86,10 @@ type Collector struct {
 	planJSON []byte
 	epoch    string
 	st       store
-	// cur is the current epoch; older are earlier epochs under the same
-	// key, newest first, whose reports may still arrive from apps that
-	// have not fetched the current plan yet.
-	cur   *epochState
-	older []*epochState
+	// cur is the current epoch. Batches of earlier ones (late reports
+	// of apps that had not fetched the current plan) open under theirs,
+	// loaded when first needed (epochByID).
+	cur *epochState
 
 	epsMu       sync.Mutex
 	epsCache    map[epsKey]epsValue
@@ -100,7 +99,7 @@ type Collector struct {
 
 	plansMu sync.Mutex
 	plans   map[string]*plan.Plan  // published plans by epoch
-	opened  map[string]*epochState // earlier epochs open: older, and those epochByID loaded
+	opened  map[string]*epochState // earlier epochs epochByID loaded
 
 	c         collectorCounters
 	m         *collectorMetrics

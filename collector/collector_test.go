@@ -116,14 +116,22 @@ func (f *collectorFixture) metric(t testing.TB, name string) MetricDetail {
 	return d
 }
 
-func batchBody(metric string, sealed [][]byte) []byte {
-	return report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: sealed})
+// batchBody returns the body of a batch of sealed reports with pool key
+// key.
+func batchBody(key string, sealed [][]byte) []byte {
+	return report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: key, Suite: report.SuiteX25519ChaCha, Sealed: sealed})
+}
+
+// todayBody returns the body of a batch of sealed reports of pool for
+// today's period under plan p's epoch (sealKRR's reports).
+func todayBody(p *plan.Plan, pool string, sealed [][]byte) []byte {
+	return batchBody(report.PeriodPoolKey(pool, p.Epoch(), today), sealed)
 }
 
 func TestCollectorIngestsABatchOnce(t *testing.T) {
 	p := testPlan(t, 100)
 	f := newCollectorFixture(t, p)
-	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(300, 1), 1))
+	body := todayBody(f.c.Plan(), metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(300, 1), 1))
 	code, first := f.postBatch(t, body)
 	if code != http.StatusOK || first.Duplicate || first.N != 300 || first.Malformed != 0 || first.Eps == nil {
 		t.Fatalf("first delivery: %d %+v", code, first)
@@ -147,7 +155,7 @@ func TestCollectorIngestsABatchOnce(t *testing.T) {
 // several goroutines at once: exactly one counts it.
 func TestCollectorIngestsConcurrentDuplicates(t *testing.T) {
 	f := newCollectorFixture(t, testPlan(t, 100))
-	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(200, 2), 2))
+	body := todayBody(f.c.Plan(), metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(200, 2), 2))
 	const senders = 8
 	start := make(chan struct{})
 	results := make(chan IngestResult, senders)
@@ -400,6 +408,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 		return s
 	}
 	right := pub.Binding(m.Name)
+	right.Period = today
 	otherMetric, otherEps0, otherVersion := right, right, right
 	otherMetric.Metric = "net/latency_ms"
 	otherEps0.Eps0 = m.Eps0 + 1
@@ -416,7 +425,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 		seal(f.c.PublicKey(), right, []byte{1, 2, 3, 4}), // opens, wrong length
 		seal(f.c.PublicKey(), right, []byte{200}),        // opens, bucket out of range
 	}
-	code, res := f.postBatch(t, batchBody(metric, append(good, bad...)))
+	code, res := f.postBatch(t, todayBody(pub, metric, append(good, bad...)))
 	if code != http.StatusOK || res.N != 100 || res.Malformed != int64(len(bad)) {
 		t.Fatalf("status %d, result %+v; want n 100, malformed %d", code, res, len(bad))
 	}
@@ -426,7 +435,7 @@ func TestCollectorDropsBadReports(t *testing.T) {
 	}
 	// A batch of nothing but bad reports is recorded (so it is not
 	// retried) with no estimate change.
-	code, res = f.postBatch(t, batchBody(metric, append(bad, bad[:2]...)))
+	code, res = f.postBatch(t, todayBody(pub, metric, append(bad, bad[:2]...)))
 	if code != http.StatusOK || res.N != 0 || res.Eps != nil {
 		t.Fatalf("all-bad batch: %d %+v", code, res)
 	}
@@ -439,7 +448,7 @@ func TestCollectorRefusesBadBatches(t *testing.T) {
 	p := testPlan(t, 10)
 	f := newCollectorFixture(t, p)
 	sealed := sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(10, 6), 6)
-	good := batchBody(metric, sealed)
+	good := todayBody(f.c.Plan(), metric, sealed)
 	for _, tc := range []struct {
 		name string
 		body []byte
@@ -448,9 +457,14 @@ func TestCollectorRefusesBadBatches(t *testing.T) {
 		{"garbage", []byte("not a batch"), http.StatusBadRequest},
 		{"truncated", good[:len(good)-3], http.StatusBadRequest},
 		{"trailing", append(append([]byte(nil), good...), 0), http.StatusBadRequest},
-		{"unknown metric", batchBody("no/such", sealed), http.StatusUnprocessableEntity},
-		{"below n_min", batchBody(metric, sealed[:9]), http.StatusUnprocessableEntity},
-		{"suite", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: metric, Suite: 7, Sealed: sealed}), http.StatusUnprocessableEntity},
+		{"malformed period", batchBody(metric+"#"+f.c.Epoch()+"#1+0", sealed), http.StatusBadRequest},
+		{"unknown metric", todayBody(f.c.Plan(), "no/such", sealed), http.StatusUnprocessableEntity},
+		{"below n_min", todayBody(f.c.Plan(), metric, sealed[:9]), http.StatusUnprocessableEntity},
+		{"suite", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: periodKey(metric, f.c.Epoch()), Suite: 7, Sealed: sealed}), http.StatusUnprocessableEntity},
+		// Pool keys without a reporting period: no per-period guarantee
+		// could cover their reports.
+		{"no tag", batchBody(metric, sealed), http.StatusUnprocessableEntity},
+		{"epoch tag only", batchBody(metric+report.PoolKeySep+f.c.Epoch(), sealed), http.StatusUnprocessableEntity},
 	} {
 		if code, _ := f.postBatch(t, tc.body); code != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.name, code, tc.want)
@@ -466,7 +480,7 @@ func TestCollectorRefusesBadBatches(t *testing.T) {
 		t.Fatalf("good batch after the bad ones: %d %+v", code, res)
 	}
 	st := f.c.Stats()
-	if st.Bad != 3 || st.Refused != 3 || st.Batches != 1 {
+	if st.Bad != 4 || st.Refused != 5 || st.Batches != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -525,7 +539,7 @@ func keyAndCalibrationPersist(t *testing.T, travel string) {
 func TestCollectorEpochs(t *testing.T) {
 	p := testPlan(t, 10)
 	f := newCollectorFixture(t, p)
-	body := batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(50, 7), 7))
+	body := todayBody(f.c.Plan(), metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(50, 7), 7))
 	if code, _ := f.postBatch(t, body); code != http.StatusOK {
 		t.Fatal(code)
 	}
@@ -536,7 +550,7 @@ func TestCollectorEpochs(t *testing.T) {
 	if f.c.Epoch() == old {
 		t.Fatal("new eps0, same epoch")
 	}
-	body = batchBody(metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(70, 8), 8))
+	body = todayBody(f.c.Plan(), metric, sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(70, 8), 8))
 	if code, _ := f.postBatch(t, body); code != http.StatusOK {
 		t.Fatal(code)
 	}
@@ -550,24 +564,26 @@ func TestCollectorEpochs(t *testing.T) {
 		t.Fatalf("list %+v", list)
 	}
 
-	// Late reports: a batch mixing reports sealed under the earlier plan
-	// (apps that have not fetched the new one) with current ones. Each
-	// counts in its own epoch, with its own epoch's guarantee at its own
-	// number.
+	// Late reports: a batch of reports sealed under the earlier plan (apps
+	// that have not fetched the new one), tagged with its epoch, next to
+	// a batch of current ones. Each counts in its own epoch, with its own
+	// epoch's guarantee at its own number.
 	oldPlan, err := f.c.epochPlan(context.Background(), old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(30, 9), 9)
 	now := sealKRR(t, f.c.Plan(), metric, f.c.PublicKey(), krrValues(40, 10), 10)
-	code, res := f.postBatch(t, batchBody(metric, append(append(late, now...), []byte("garbage"))))
-	if code != http.StatusOK || res.N != 70 || res.Malformed != 1 || res.Earlier[old] != 30 {
-		t.Fatalf("mixed batch: %d %+v", code, res)
+	if code, res := f.postBatch(t, todayBody(oldPlan, metric, append(late, []byte("garbage")))); code != http.StatusOK || res.N != 30 || res.Malformed != 1 || res.Epoch != old {
+		t.Fatalf("late batch: %d %+v", code, res)
+	}
+	if code, res := f.postBatch(t, todayBody(f.c.Plan(), metric, now)); code != http.StatusOK || res.N != 40 || res.Epoch != f.c.Epoch() {
+		t.Fatalf("current batch: %d %+v", code, res)
 	}
 	d = f.metric(t, metric)
 	e0, e1 := d.Periods[0], d.Periods[1]
-	if e0.N != 80 || e0.Batches != 2 || e0.Malformed != 0 || e1.N != 110 || e1.Malformed != 1 || e1.Batches != 2 {
-		t.Fatalf("after the mixed batch: %+v", d.Periods)
+	if e0.N != 80 || e0.Batches != 2 || e0.Malformed != 1 || e1.N != 110 || e1.Malformed != 0 || e1.Batches != 2 {
+		t.Fatalf("after the late batch: %+v", d.Periods)
 	}
 	for _, c := range []struct {
 		e    PeriodEstimate

@@ -29,24 +29,20 @@
 // weighted by the batch's actual mix of metrics).
 //
 // Apps tag every envelope with the epoch of the plan they sealed it under
-// (report.PoolKey: "ui/screen#<epoch>"), and the epoch is bound into the
-// HPKE info. The shuffler pools each (pool, epoch) apart, so a released
-// batch holds at least n_min reports of one plan, and the collector opens
-// a tagged batch under that epoch's plan only, loading an earlier epoch
-// from its database when needed; a batch of an epoch it never published
-// (under its key) is acknowledged once with every report malformed, and
-// one of an epoch published but whose plugins do not open here is refused
-// with 500, nothing stored, so that the shuffler retries it (another
-// replica, or this one once the plugin is back, counts it). Untagged batches are
-// opened under the epochs whose plans have their pool, current first (the
-// current and the MaxOlderEpochs before it). Apps also tag each envelope
-// with its reporting period (report.PeriodPoolKey:
-// "ui/screen#<epoch>#<start>+<length>", Unix seconds), bound into the HPKE
-// info too: the shuffler's pools are then per (pool, epoch, period), a
-// batch is one period's, a report replayed into another period's batch
-// does not open, and the collector keeps statistics and estimates per
-// metric, epoch and period (a batch of a period length its epoch's plan
-// does not have is refused).
+// and its reporting period (report.PeriodPoolKey:
+// "ui/screen#<epoch>#<start>+<length>", Unix seconds), both bound into the
+// HPKE info. The shuffler pools each (pool, epoch, period) apart, so a
+// released batch holds at least n_min reports of one plan and one period,
+// and a report replayed into another period's batch does not open. The
+// collector opens a batch under its epoch's plan only, loading an earlier
+// epoch from its database when needed, and keeps statistics and estimates
+// per metric, epoch and period. A batch whose pool key lacks the epoch or
+// the period tag is refused (422); one of an epoch it never published
+// (under its key), or of a period length its epoch's plan does not have,
+// is acknowledged once with every report malformed; one of an epoch
+// published but whose plugins do not open here is refused with 500,
+// nothing stored, so that the shuffler retries it (another replica, or
+// this one once the plugin is back, counts it).
 //
 // A batch of which fewer than n_min reports open and validate (junk can
 // pass the shuffler's length check) is stored and counted but held out of
@@ -59,12 +55,12 @@
 //	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
 //	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "held", "parts", "eps", "delta"}
-//	  400 undecodable, 401 token, 413 too large, 422 refused (not a pool of
-//	  the plan, suite, fewer than n_min reports), 500 not stored (retry)
+//	  400 undecodable, 401 token, 413 too large, 422 refused (no epoch or
+//	  period tag, not a pool of the plan, suite, fewer than n_min
+//	  reports), 500 not stored (retry)
 //	GET  /v1/metrics          MetricList: {"epoch", "metrics": [{"name", "plugin", "in_plan", "epochs", "n", "malformed", "batches", "held"}], "ingest": {...}}
 //	GET  /v1/metrics/{name}[?from=RFC3339&to=RFC3339][&horizon=0]
-//	                          MetricDetail: "periods", per period (start, end; null for
-//	                          reports sealed before periods existed) and epoch the estimates
+//	                          MetricDetail: "periods", per period (start, end) and epoch the estimates
 //	                          (value, variance, CI, post-processed), n, malformed, batches,
 //	                          held, the weakest batch's guarantee and every batch's (eps,
 //	                          delta, held);
@@ -82,8 +78,8 @@
 //	held_statistics(as statistics)        the held batches' merged statistics
 //	held_pools(pool, epoch, period_start, messages, batches)  their valid reports per pool key
 //
-// A database written before periods existed migrates at open: its rows
-// become those of the zero period (period_start = period_len = 0).
+// A file of a pre-release schema (a table without its newest column) is
+// refused at open, naming the column: nothing migrates it.
 //
 // Every acknowledgement follows a committed transaction (WAL,
 // synchronous=FULL). Ingesting inserts the batch's rows and merges its

@@ -24,11 +24,6 @@ type metricState struct {
 	restarting atomic.Bool
 }
 
-// MaxOlderEpochs is how many earlier epochs (under the same collector key)
-// the collector keeps open for reports sealed before an app fetched the
-// current plan.
-const MaxOlderEpochs = 8
-
 // epochState is a published plan, ready to ingest: its metrics with their
 // randomizers and bindings, and its pool with pooled travel.
 type epochState struct {
@@ -180,10 +175,8 @@ func (c *Collector) publish(ctx context.Context) error {
 	c.plan = pub
 	c.epoch = c.cur.epoch
 	c.plans[c.epoch] = pub
-	if c.planJSON, err = pub.JSON(); err != nil {
-		return err
-	}
-	return c.openOlder(ctx, pubKey)
+	c.planJSON, err = pub.JSON()
+	return err
 }
 
 // EarlierPlans returns the plans published before the current one under
@@ -192,7 +185,7 @@ func (c *Collector) publish(ctx context.Context) error {
 // parses is left out.
 func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
 	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	stored, err := c.st.plans(ctx, key, c.epoch, 0)
+	stored, err := c.st.plans(ctx, key, c.epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -253,26 +246,6 @@ func (c *Collector) openStored(ctx context.Context, stored []byte) (*epochState,
 	c.opened[e.epoch] = e
 	c.plans[e.epoch] = p
 	return e, nil
-}
-
-// openOlder opens up to MaxOlderEpochs earlier epochs under key, newest
-// first. An epoch that no longer opens (a plugin gone or of another
-// version) is skipped with a warning: its late reports are malformed.
-func (c *Collector) openOlder(ctx context.Context, key string) error {
-	all, err := c.st.plans(ctx, key, c.epoch, MaxOlderEpochs)
-	if err != nil {
-		return fmt.Errorf("collector: earlier epochs: %w", err)
-	}
-	c.older = nil
-	for _, st := range all {
-		e, err := c.openStored(ctx, st.plan)
-		if err == nil {
-			c.older = append(c.older, e)
-			continue
-		}
-		c.log.Warn("an earlier epoch cannot be opened; its late reports will count as malformed", "epoch", st.epoch, "error", err)
-	}
-	return nil
 }
 
 // epochPlan returns the published plan of epoch.

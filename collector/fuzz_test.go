@@ -22,10 +22,11 @@ func FuzzIngestBatch(f *testing.F) {
 	h := httpserver.New(mux, testLogger(f)).Handler
 
 	good := sealKRR(f, c.Plan(), metric, c.PublicKey(), krrValues(3, 1), 1)
+	f.Add(todayBody(c.Plan(), metric, good))
+	f.Add(todayBody(c.Plan(), metric, [][]byte{good[0], []byte("garbage"), {}}))
+	f.Add(todayBody(c.Plan(), "no/such", good))
 	f.Add(batchBody(metric, good))
-	f.Add(batchBody(metric, [][]byte{good[0], []byte("garbage"), {}}))
-	f.Add(batchBody("no/such", good))
-	f.Add(report.EncodeBatch(report.Batch{Metric: metric, Suite: report.SuiteX25519ChaCha, Sealed: [][]byte{{}, {}}}))
+	f.Add(report.EncodeBatch(report.Batch{Metric: periodKey(metric, c.Epoch()), Suite: report.SuiteX25519ChaCha, Sealed: [][]byte{{}, {}}}))
 	f.Add([]byte("BLB1"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/batches", bytes.NewReader(body))

@@ -69,7 +69,7 @@ func TestIngestPublishesNoBatchBelowNMinValid(t *testing.T) {
 	period := func(d report.Period) PeriodEstimate {
 		t.Helper()
 		for _, e := range f.metric(t, metric).Periods {
-			if e.Start != nil && e.Start.Unix() == d.Start {
+			if e.Start.Unix() == d.Start {
 				return e
 			}
 		}

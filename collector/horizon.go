@@ -81,12 +81,10 @@ import (
 // most one per such period, among the level-mates that smallest batch
 // holds.
 //
-// Reports stored without a period (from an SDK before periods) were not
-// held to one per period and cannot be placed in a window: when any is
-// stored the guarantee is stated as unknown. The guarantee stated is the
-// largest eps, at the plan's target delta, over every window of Horizon
-// consecutive periods with data (the weakest window), from the
-// accountant's composition (accountant.NewComposition, an upper bound).
+// The guarantee stated is the largest eps, at the plan's target delta,
+// over every window of Horizon consecutive periods with data (the weakest
+// window), from the accountant's composition (accountant.NewComposition,
+// an upper bound).
 
 // HorizonGuarantee is the per-user guarantee over the plan's horizon at the
 // stored batch sizes, across every metric of the plan (the target's
@@ -200,8 +198,9 @@ func (h *horizonCache) put(k string, v float64) {
 }
 
 // horizonGuarantee computes the HorizonGuarantee of the current plan from
-// the stored batches of every period (rows: the periodic statistics of
-// one metric, used to tell whether there is periodic data at all).
+// the stored batches of every period (rows: the statistics of one
+// metric, used to tell whether there is data at all; none when the
+// horizon is skipped).
 func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*HorizonGuarantee, error) {
 	if len(rows) == 0 {
 		return nil, nil
@@ -209,16 +208,6 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	p := c.plan
 	h := &HorizonGuarantee{Periods: p.HorizonPeriods(), Period: p.PeriodLength().String(), Delta: p.Target.Delta,
 		TargetEps: p.Target.Eps, TargetDelta: p.Target.Delta}
-	legacy, err := c.st.unperiodedReports(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if legacy > 0 {
-		// Their senders were not held to one report per period, and when
-		// they were sent is not stored: no window can account for them.
-		h.Note = fmt.Sprintf("unknown: %d stored reports carry no reporting period (sealed by an SDK from before periods), so no window can account for them", legacy)
-		return h, nil
-	}
 	rowsByMetric, err := c.st.periodParts(ctx)
 	if err != nil {
 		return nil, err
@@ -630,11 +619,8 @@ func timeFilter(r *http.Request) (from, to time.Time, err error) {
 }
 
 // periodIn reports whether period p overlaps [from, to) (a zero bound is
-// open); the zero period (no time) is in only when neither bound is set.
+// open).
 func periodIn(p report.Period, from, to time.Time) bool {
-	if p.IsZero() {
-		return from.IsZero() && to.IsZero()
-	}
 	start, end := time.Unix(p.Start, 0), time.Unix(p.End(), 0)
 	return (from.IsZero() || end.After(from)) && (to.IsZero() || start.Before(to))
 }

@@ -69,8 +69,8 @@ type IngestResult struct {
 	Metric string `json:"metric"`
 	// Epoch is the plan epoch the batch was counted in.
 	Epoch string `json:"epoch"`
-	// Period is the reporting period of the batch's reports; absent for
-	// reports sealed before periods existed.
+	// Period is the reporting period of the batch's reports (may be
+	// absent for a duplicate).
 	Period *report.PeriodSpan `json:"period,omitempty"`
 	// Duplicate is true when the batch was already ingested; nothing was
 	// counted again.
@@ -91,12 +91,8 @@ type IngestResult struct {
 	// (joint or parallel travel), where N counts messages. Absent for a
 	// batch of one metric.
 	Parts map[string]int64 `json:"parts,omitempty"`
-	// Earlier counts, per earlier epoch, the valid reports (or messages)
-	// of the batch sealed under that epoch's plan by apps that had not
-	// fetched the current one: they count in that epoch. N includes them.
-	Earlier map[string]int64 `json:"earlier,omitempty"`
 	// Eps and Delta are the central guarantee of the batch's valid
-	// reports of the current epoch; null when none is known.
+	// reports; null when none is known.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
 }
@@ -149,7 +145,8 @@ func (c *Collector) handleBatches(w http.ResponseWriter, r *http.Request) {
 // n_min of them are valid (per epoch) the batch is stored and counted but
 // held out of every estimate until later batches of its pool, epoch and
 // period bring its reports to n_min (Held; the top of ingest.go says why
-// that is sound). Errors wrap
+// that is sound). A batch's Metric is its pool key (report.PeriodPoolKey):
+// one whose key lacks the epoch or period tag is refused. Errors wrap
 // ErrBadBatch or ErrBatchRefused for the sender's mistakes; any other
 // error means nothing was stored and the batch may be retried.
 //
@@ -166,8 +163,8 @@ func (c *Collector) Ingest(ctx context.Context, body []byte) (res IngestResult, 
 			c.m.ingestSeconds.Observe(time.Since(start).Seconds())
 		}
 	}()
-	// The stages: resolve the batch's epochs, admit it, open and
-	// accumulate its reports per epoch, reconcile the counts, commit.
+	// The stages: resolve the batch's epoch, admit it, open and
+	// accumulate its reports, reconcile the counts, commit.
 	in, err := c.resolve(ctx, body)
 	switch {
 	case err != nil:
@@ -195,22 +192,21 @@ type ingestion struct {
 	// unopenable, when set, says why no report of the batch can open
 	// here (resolve): it is acknowledged once, all malformed.
 	unopenable error
-	// epochs are those the batch's reports may open under, the first
-	// the one it counts in (resolve).
-	epochs []*epochState
-	// groups are the batch's rows and statistics per epoch
-	// (openAndAccumulate), the first of epochs[0].
-	groups []batchGroup
-	res    IngestResult
+	// epoch is the epoch of the batch's tag, whose plan its reports
+	// open under (resolve).
+	epoch *epochState
+	// group is the batch's rows and statistics (openAndAccumulate).
+	group batchGroup
+	res   IngestResult
 }
 
-// resolve decodes a batch and finds the epochs its reports may open
-// under. A batch of a tagged pool (report.PoolKey) holds reports of that
-// epoch only; an untagged one is opened under the current epoch, then the
-// earlier ones. A period tag (report.PeriodPoolKey) makes it a batch of
-// that reporting period: its reports are bound to it. A batch of an epoch
-// not published under this key, or of a period its epoch's apps never
-// seal for, has no report that can open here (unopenable).
+// resolve decodes a batch and finds the epoch its reports open under:
+// that of its pool key's epoch tag (report.PeriodPoolKey), whose reports
+// are bound to the key's reporting period. A key without an epoch or a
+// period tag is refused: no per-period guarantee could cover its reports.
+// A batch of an epoch not published under this key, or of a period its
+// epoch's apps never seal for, has no report that can open here
+// (unopenable).
 func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error) {
 	in := &ingestion{}
 	b, err := report.DecodeBatch(body)
@@ -221,24 +217,18 @@ func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error
 	in.b = b
 	in.res = IngestResult{Batch: b.ID.String(), Metric: b.Metric, Epoch: c.epoch, Reports: len(b.Sealed)}
 	in.pool, in.tag, in.period, err = report.ParsePoolKey(b.Metric)
-	if err != nil {
+	switch {
+	case errors.Is(err, report.ErrNoPeriod):
+		c.c.refused.Add(1)
+		return in, fmt.Errorf("%w: pool key %q has no reporting period tag (<pool>#<epoch>#<start>+<length>)", ErrBatchRefused, b.Metric)
+	case err != nil:
 		c.c.bad.Add(1)
 		return in, fmt.Errorf("%w: %v", ErrBadBatch, err)
-	}
-	in.res.Period = report.NewPeriodSpan(in.period)
-	if in.tag == "" && !in.period.IsZero() {
+	case in.tag == "":
 		c.c.refused.Add(1)
 		return in, fmt.Errorf("%w: a period tag without an epoch tag", ErrBatchRefused)
 	}
-	if in.tag == "" {
-		// The epochs that have the pool, current first.
-		for _, e := range append([]*epochState{c.cur}, c.older...) {
-			if _, _, ok := e.binding(in.pool, in.period); ok {
-				in.epochs = append(in.epochs, e)
-			}
-		}
-		return in, nil
-	}
+	in.res.Period = report.NewPeriodSpan(in.period)
 	e, err := c.epochByID(ctx, in.tag)
 	switch {
 	case errors.Is(err, errUnknownEpoch):
@@ -250,13 +240,13 @@ func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error
 	case err != nil:
 		return in, err
 	}
-	if !in.period.IsZero() && in.period.Length != int64(e.plan.PeriodLength()/time.Second) {
+	if in.period.Length != int64(e.plan.PeriodLength()/time.Second) {
 		// Its reports are bound to a period the epoch's SDKs never seal
 		// for: none can open. Acknowledged once, as above.
 		in.unopenable = fmt.Errorf("period %s is not one of epoch %s's periods of %v", in.period, e.epoch, e.plan.PeriodLength())
 		return in, nil
 	}
-	in.epochs, in.res.Epoch = []*epochState{e}, e.epoch
+	in.epoch, in.res.Epoch = e, e.epoch
 	return in, nil
 }
 
@@ -265,10 +255,7 @@ func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error
 // ErrBatchRefused) and acknowledges one already ingested (res.Duplicate)
 // without counting it again.
 func (c *Collector) admit(ctx context.Context, in *ingestion) error {
-	var ok bool
-	if len(in.epochs) > 0 {
-		_, _, ok = in.epochs[0].binding(in.pool, in.period)
-	}
+	_, _, ok := in.epoch.binding(in.pool, in.period)
 	switch {
 	case !ok:
 		c.c.refused.Add(1)
@@ -291,110 +278,76 @@ func (c *Collector) admit(ctx context.Context, in *ingestion) error {
 	return nil
 }
 
-// openAndAccumulate opens every report under the first epoch's binding,
-// and those that do not open under the later epochs' in turn (apps that
-// had not fetched the current plan yet, for an untagged batch), and
-// accumulates each epoch's with its plugins into a group with the
-// guarantee of that epoch's plan at the number of its valid reports: the
+// openAndAccumulate opens every report under the epoch's binding and
+// accumulates the valid ones with its plugins into a group with the
+// guarantee of the epoch's plan at the number of its valid reports: the
 // other reports of the batch are independent of them, so leaving them out
 // of the count is sound.
 func (c *Collector) openAndAccumulate(ctx context.Context, in *ingestion) error {
-	rest := in.b.Sealed
-	first := in.epochs[0]
-	in.res.Epoch = first.epoch
-	for _, e := range in.epochs {
-		binding, reportBytes, ok := e.binding(in.pool, in.period)
-		if !ok || (len(rest) == 0 && e != first) {
-			continue
+	e := in.epoch
+	binding, reportBytes, _ := e.binding(in.pool, in.period)
+	plain := c.openAll(binding, reportBytes, in.b.Sealed)
+	parts, n, err := c.accumulate(ctx, e, in.pool, plain)
+	if err != nil {
+		return err
+	}
+	var counts []int64 // the batch's mix, with parallel travel
+	if e.pool != nil && e.pool.travel == string(accountant.TravelParallel) {
+		counts = make([]int64, len(e.plan.Metrics))
+		for _, p := range parts {
+			counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
 		}
-		var plain [][]byte
-		plain, rest = c.openAll(binding, reportBytes, rest)
-		if len(plain) == 0 && e != first {
-			continue
-		}
-		eParts, n, err := c.accumulate(ctx, e, in.pool, plain)
-		if err != nil {
+	}
+	g, ok := c.guarantee(ctx, e, in.pool, n, counts)
+	if !ok {
+		if err := ctx.Err(); err != nil {
+			// Not a missing guarantee: the sender is gone. Store nothing.
 			return err
 		}
-		var counts []int64 // the batch's mix, with parallel travel
-		if e.pool != nil && e.pool.travel == string(accountant.TravelParallel) {
-			counts = make([]int64, len(e.plan.Metrics))
-			for _, p := range eParts {
-				counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
-			}
+	}
+	for i := range parts {
+		r := &parts[i].rec
+		r.id, r.epoch, r.messages, r.period = in.b.ID, e.epoch, n, in.period
+		if ok {
+			r.eps, r.delta = &g.eps, &g.delta
 		}
-		g, ok := c.guarantee(ctx, e, in.pool, n, counts)
-		if !ok {
-			if err := ctx.Err(); err != nil {
-				// Not a missing guarantee: the sender is gone. Store nothing.
-				return err
-			}
-		}
-		for i := range eParts {
-			r := &eParts[i].rec
-			r.id, r.epoch, r.messages, r.period = in.b.ID, e.epoch, n, in.period
-			if ok {
-				r.eps, r.delta = &g.eps, &g.delta
-			}
-		}
-		in.groups = append(in.groups, newGroup(e, in.pool, in.period, n, eParts))
-		in.res.N += n
-		if e == first {
-			if ok {
-				in.res.Eps, in.res.Delta = &g.eps, &g.delta
-			}
-		} else {
-			if in.res.Earlier == nil {
-				in.res.Earlier = map[string]int64{}
-			}
-			in.res.Earlier[e.epoch] = n
-		}
-		if e.pool != nil {
-			if in.res.Parts == nil {
-				in.res.Parts = map[string]int64{}
-			}
-			for _, p := range eParts {
-				in.res.Parts[p.rec.metric] += p.rec.n
-			}
+	}
+	in.group = newGroup(e, in.pool, in.period, n, parts)
+	in.res.N = n
+	if ok {
+		in.res.Eps, in.res.Delta = &g.eps, &g.delta
+	}
+	if e.pool != nil {
+		in.res.Parts = map[string]int64{}
+		for _, p := range parts {
+			in.res.Parts[p.rec.metric] += p.rec.n
 		}
 	}
 	return nil
 }
 
-// reconcile makes the groups account for every report of the batch: the
-// malformed ones are those no epoch counted, and a batch with no valid
-// report of its first epoch still gets a row there, which keeps it from
-// being ingested twice. With one metric per batch (separate travel) the
-// first epoch's row and statistic count as malformed every report no
-// epoch counted: unopenable, of the wrong length, or refused by the
-// plugin.
+// reconcile makes the batch's counts account for every report: the
+// malformed ones are those not counted valid. With one metric per batch
+// (separate travel) its one row and statistic (accumulate makes one even
+// with no valid report, which keeps the batch from being ingested twice)
+// count as malformed every report not counted: unopenable, of the wrong
+// length, or refused by the plugin.
 func (in *ingestion) reconcile() {
-	first := in.epochs[0]
 	in.res.Malformed = int64(in.res.Reports) - in.res.N
-	if len(in.groups) == 0 || in.groups[0].epoch != first.epoch {
-		rec := batchRecord{id: in.b.ID, metric: in.pool, epoch: first.epoch, malformed: in.res.Malformed, period: in.period}
-		in.groups = append([]batchGroup{newGroup(first, in.pool, in.period, 0, []metricBatch{{rec: rec}})}, in.groups...)
-	}
-	if first.pool != nil {
+	if in.epoch.pool != nil {
 		return
 	}
-	elsewhere := int64(0)
-	for _, g := range in.groups[1:] {
-		for _, p := range g.parts {
-			elsewhere += p.rec.n + p.rec.malformed
-		}
-	}
-	cur := &in.groups[0].parts[0]
-	cur.rec.malformed = int64(in.res.Reports) - cur.rec.n - elsewhere
+	cur := &in.group.parts[0]
+	cur.rec.malformed = in.res.Malformed
 	if cur.stat != nil {
 		cur.stat.Malformed = cur.rec.malformed
 	}
 }
 
-// commitIngestion stores the batch's groups in one transaction and counts
-// it: its reports, and the held ones (fewer than n_min valid of an epoch).
+// commitIngestion stores the batch's group in one transaction and counts
+// it: its reports, and the held ones (fewer than n_min valid).
 func (c *Collector) commitIngestion(ctx context.Context, in *ingestion) (IngestResult, error) {
-	held, dup, err := c.commit(ctx, in.b.ID, in.groups, &in.res)
+	dup, err := c.commit(ctx, in.b.ID, in.group, &in.res)
 	if err != nil || dup {
 		return in.res, err
 	}
@@ -404,9 +357,9 @@ func (c *Collector) commitIngestion(ctx context.Context, in *ingestion) (IngestR
 		c.c.held.Add(1)
 		c.c.addHeld(in.pool, res.Held)
 		c.log.Warn("batch with fewer than n_min valid reports: stored, its reports held out of every estimate until more of their pool, epoch and period bring them to n_min",
-			"batch", res.Batch, "metric", in.b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "held_epochs", held)
+			"batch", res.Batch, "metric", in.b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "epoch", res.Epoch)
 	}
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", in.b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps), "earlier_epochs", len(res.Earlier))
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", in.b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps))
 	return res, nil
 }
 
@@ -422,28 +375,25 @@ func newGroup(e *epochState, pool string, period report.Period, n int64, parts [
 	return batchGroup{pool: pool, epoch: e.epoch, period: period, messages: n, nMin: int64(e.plan.NMin), names: names, parts: parts}
 }
 
-// commit stores batch id's groups and counts the batch. For a batch
-// already stored it counts a duplicate and turns *res into the duplicate's
-// result (nothing counted again). Otherwise it sets res.Held and returns
-// the epochs of the groups held.
-func (c *Collector) commit(ctx context.Context, id report.ID, groups []batchGroup, res *IngestResult) (held []string, duplicate bool, err error) {
-	dup, isHeld, err := c.st.commitBatch(ctx, id, groups)
+// commit stores batch id's group and counts the batch. For a batch
+// already stored it counts a duplicate and turns *res into the
+// duplicate's result (nothing counted again). Otherwise it sets res.Held
+// when the group is held.
+func (c *Collector) commit(ctx context.Context, id report.ID, g batchGroup, res *IngestResult) (duplicate bool, err error) {
+	dup, held, err := c.st.commitBatch(ctx, id, g)
 	if err != nil {
-		return nil, false, fmt.Errorf("collector: storing batch %s: %w", id, err)
+		return false, fmt.Errorf("collector: storing batch %s: %w", id, err)
 	}
 	if dup {
 		c.c.duplicates.Add(1)
 		*res = IngestResult{Batch: res.Batch, Metric: res.Metric, Epoch: res.Epoch, Reports: res.Reports, Duplicate: true}
-		return nil, true, nil
+		return true, nil
 	}
 	c.c.batches.Add(1)
-	for i, g := range groups {
-		if isHeld[i] {
-			res.Held += g.messages
-			held = append(held, g.epoch)
-		}
+	if held {
+		res.Held += g.messages
 	}
-	return held, false, nil
+	return false, nil
 }
 
 // ingestUnopenable records batch b, tagged with an epoch whose reports
@@ -453,7 +403,7 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed, period: period}
 	// No valid report: a group that holds and publishes nothing.
 	g := batchGroup{pool: pool, epoch: tag, period: period, names: []string{pool}, parts: []metricBatch{{rec: rec}}}
-	if _, dup, err := c.commit(ctx, b.ID, []batchGroup{g}, &res); err != nil || dup {
+	if dup, err := c.commit(ctx, b.ID, g, &res); err != nil || dup {
 		return res, err
 	}
 	// The pool of a batch of an unknown epoch may be anything its sender

@@ -119,11 +119,9 @@ func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
 
 // openAll opens the sealed reports of a batch with binding, in parallel.
 // It returns the plaintexts of those that open and, when reportBytes > 0,
-// have that length, and the sealed reports that do not open. Those that
-// open with a wrong length are in neither.
-func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) (plain, unopened [][]byte) {
+// have that length.
+func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) [][]byte {
 	out := make([][]byte, len(sealed))
-	failed := make([]bool, len(sealed))
 	workers := max(1, min(c.o.Workers, len(sealed)/64))
 	var wg sync.WaitGroup
 	chunk := (len(sealed) + workers - 1) / workers
@@ -134,27 +132,20 @@ func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]
 		}
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				pt, err := report.Open(c.key, binding, sealed[i])
-				switch {
-				case err != nil:
-					failed[i] = true
-				case reportBytes > 0 && len(pt) != reportBytes:
-				default:
+				if pt, err := report.Open(c.key, binding, sealed[i]); err == nil && (reportBytes <= 0 || len(pt) == reportBytes) {
 					out[i] = pt
 				}
 			}
 		})
 	}
 	wg.Wait()
-	plain = out[:0]
-	for i, pt := range out {
+	plain := out[:0]
+	for _, pt := range out {
 		if pt != nil {
 			plain = append(plain, pt)
-		} else if failed[i] {
-			unopened = append(unopened, sealed[i])
 		}
 	}
-	return plain, unopened
+	return plain
 }
 
 // IngestStats are the collector's ingest counters since it was opened.

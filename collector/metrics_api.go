@@ -113,10 +113,9 @@ type MetricDetail struct {
 // PeriodEstimate is a metric's estimate from the batches of one reporting
 // period of one epoch.
 type PeriodEstimate struct {
-	// Start and End are the period, [Start, End) in UTC; null for reports
-	// sealed before periods existed (one entry per epoch).
-	Start *time.Time `json:"start"`
-	End   *time.Time `json:"end"`
+	// Start and End are the period, [Start, End) in UTC.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 	// Epoch is the plan epoch; Current reports whether it is the current
 	// one.
 	Epoch   string `json:"epoch"`
@@ -233,11 +232,7 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}}
-	var periodic []statRow
 	for _, row := range rows {
-		if !row.period.IsZero() {
-			periodic = append(periodic, row)
-		}
 		if !periodIn(row.period, from, to) {
 			continue
 		}
@@ -255,9 +250,9 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("horizon") == "0" {
-		periodic = nil // skipped on request: it may take seconds
+		rows = nil // skipped on request: it may take seconds
 	}
-	if out.Horizon, err = c.horizonGuarantee(ctx, periodic); err != nil {
+	if out.Horizon, err = c.horizonGuarantee(ctx, rows); err != nil {
 		c.log.Error("horizon guarantee", "metric", name, "error", err)
 		httpserver.WriteError(w, http.StatusInternalServerError, "the horizon guarantee of %s failed", name)
 		return
@@ -272,11 +267,9 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 // metric's statistics).
 func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []statRow) (PeriodEstimate, error) {
 	e := PeriodEstimate{
+		Start: periodStart(row.period), End: periodEnd(row.period),
 		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
 		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
-	}
-	if sp := report.NewPeriodSpan(row.period); sp != nil {
-		e.Start, e.End = &sp.Start, &sp.End
 	}
 	p, err := c.epochPlan(ctx, row.epoch)
 	if err != nil {
@@ -340,11 +333,7 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 	}
 	at := map[key]int{}
 	for i, e := range out.Periods {
-		k := key{epoch: e.Epoch}
-		if e.Start != nil {
-			k.start = e.Start.Unix()
-		}
-		at[k] = i
+		at[key{e.Epoch, e.Start.Unix()}] = i
 	}
 	added := false
 	for _, row := range held {
@@ -356,12 +345,10 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 			continue
 		}
 		e := PeriodEstimate{
+			Start: periodStart(row.period), End: periodEnd(row.period),
 			Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
 			Held: row.stat.N, BatchList: []BatchInfo{},
 			EstimateError: fmt.Sprintf("no estimate yet: the period's batches hold %d valid reports, fewer than n_min; they wait for more of the period", row.stat.N),
-		}
-		if sp := report.NewPeriodSpan(row.period); sp != nil {
-			e.Start, e.End = &sp.Start, &sp.End
 		}
 		if p, err := c.epochPlan(ctx, row.epoch); err == nil {
 			if m := p.Metric(row.metric); m != nil {
@@ -379,7 +366,7 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 	if added {
 		// By epoch in the order published (one not published under the
 		// key first, as the statistics are listed), then period.
-		stored, err := c.st.plans(ctx, base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes()), "", 0)
+		stored, err := c.st.plans(ctx, base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes()), "")
 		if err != nil {
 			return err
 		}
@@ -388,18 +375,15 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 			order[e.epoch] = len(stored) - i // newest first
 		}
 		slices.SortStableFunc(out.Periods, func(a, b PeriodEstimate) int {
-			var sa, sb int64
-			if a.Start != nil {
-				sa = a.Start.Unix()
-			}
-			if b.Start != nil {
-				sb = b.Start.Unix()
-			}
-			return cmp.Or(cmp.Compare(order[a.Epoch], order[b.Epoch]), cmp.Compare(sa, sb))
+			return cmp.Or(cmp.Compare(order[a.Epoch], order[b.Epoch]), a.Start.Compare(b.Start))
 		})
 	}
 	return nil
 }
+
+// periodStart and periodEnd return the bounds of period p in UTC.
+func periodStart(p report.Period) time.Time { return time.Unix(p.Start, 0).UTC() }
+func periodEnd(p report.Period) time.Time   { return time.Unix(p.End(), 0).UTC() }
 
 // batchInfos returns the batch list of a period and its weakest
 // guarantee: that of the batch with the largest eps, nil when a batch
@@ -436,7 +420,7 @@ func (c *Collector) spanStatistic(ctx context.Context, r sdk.Randomizer, row sta
 	if err != nil {
 		return nil, err
 	}
-	if d.Span <= 1 || row.period.IsZero() || row.period.Length <= 0 {
+	if d.Span <= 1 {
 		return row.stat, nil
 	}
 	if row.stat.N == 0 {

@@ -42,7 +42,7 @@ func TestNonFiniteEstimate(t *testing.T) {
 	f.install()
 	f.srv = newServer(t, f.swap)
 	sealed := sealKRR(t, c.Plan(), metric, c.PublicKey(), krrValues(10, 9), 9)
-	if code, _ := f.postBatch(t, batchBody(metric, sealed)); code != http.StatusOK {
+	if code, _ := f.postBatch(t, todayBody(c.Plan(), metric, sealed)); code != http.StatusOK {
 		t.Fatalf("batch: %d", code)
 	}
 	var d MetricDetail

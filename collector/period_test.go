@@ -2,17 +2,11 @@ package collector
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"net/http"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
-	"github.com/blanket-dp/blanket/internal/servertest"
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -63,7 +57,7 @@ func TestCollectorPeriods(t *testing.T) {
 		t.Fatalf("periods: %+v", d.Periods)
 	}
 	p0, p1 := d.Periods[0], d.Periods[1]
-	if p0.Start == nil || !p0.Start.Equal(time.Unix(day(0).Start, 0)) || !p0.End.Equal(time.Unix(day(0).End(), 0)) || p0.N != 300 || p0.Batches != 1 {
+	if !p0.Start.Equal(time.Unix(day(0).Start, 0)) || !p0.End.Equal(time.Unix(day(0).End(), 0)) || p0.N != 300 || p0.Batches != 1 {
 		t.Errorf("day 0: %+v", p0)
 	}
 	if !p1.Start.Equal(time.Unix(day(1).Start, 0)) || p1.N != 350 || p1.Batches != 2 || p1.Guarantee == nil || p1.Guarantee.N != 150 || len(p1.Estimates) == 0 {
@@ -135,74 +129,5 @@ func TestCollectorPeriods(t *testing.T) {
 	}
 	if !(one.Upper < *h.Eps) {
 		t.Errorf("day 1 alone %v not below the two-day window %v", one.Upper, *h.Eps)
-	}
-}
-
-// TestCollectorMigratesPeriods opens a collector on a database written
-// before periods existed (batches with messages, statistics keyed by
-// metric and epoch): its data is kept as the period-less entry of its
-// epoch, and batches of periods go next to it.
-func TestCollectorMigratesPeriods(t *testing.T) {
-	servertest.SQLiteOnly(t)
-	dir := t.TempDir()
-	p := testPlan(t, 100)
-	// The collector stores the plan at its first start: open once on the
-	// old schema's data directory to create the epochs table as today, then
-	// replace the two other tables by their old form.
-	c := openCollector(t, dir, p)
-	pub, published := c.PublicKey(), c.Plan()
-	ep := published.Epoch()
-	c.Close()
-	stat := &sdk.Statistic{Plugin: "krr", N: 100, Counts: []int64{20, 20, 20, 20, 20}}
-	enc, err := encodeStat(stat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`DROP TABLE batches`, `DROP TABLE statistics`,
-		`CREATE TABLE batches (id BLOB NOT NULL, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL,
-			messages INTEGER NOT NULL, eps REAL, delta REAL, PRIMARY KEY (id, metric, epoch))`,
-		`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
-		`CREATE TABLE statistics (metric TEXT NOT NULL, epoch TEXT NOT NULL, stat BLOB NOT NULL, batches INTEGER NOT NULL, PRIMARY KEY (metric, epoch)) WITHOUT ROWID`,
-		`INSERT INTO batches VALUES (x'00112233445566778899aabbccddeeff', 'ui/screen', '` + ep + `', 100, 0, 100, 0.5, 1e-6)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`INSERT INTO statistics VALUES (?, ?, ?, 1)`, metric, ep, enc); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-
-	f := &collectorFixture{dir: dir, p: p, swap: &swapHandler{}}
-	f.c = openCollector(t, dir, p)
-	t.Cleanup(func() { f.c.Close() })
-	f.install()
-	f.srv = newServer(t, f.swap)
-	code, res := f.postBatch(t, batchBody(report.PeriodPoolKey(metric, ep, day(0)), sealKRRIn(t, published, metric, pub, krrValues(100, 1), 1, day(0))))
-	if code != http.StatusOK || res.N != 100 {
-		t.Fatalf("batch after the migration: %d %+v", code, res)
-	}
-	d := f.metric(t, metric)
-	if h := d.Horizon; h == nil || h.Eps != nil || !strings.Contains(h.Note, "no reporting period") {
-		t.Errorf("horizon with reports from before periods: %+v; want unknown", h)
-	}
-	if len(d.Periods) != 2 || d.Periods[0].Start != nil || d.Periods[0].N != 100 || len(d.Periods[0].BatchList) != 1 ||
-		d.Periods[1].Start == nil || d.Periods[1].N != 100 {
-		b, _ := json.Marshal(d.Periods)
-		t.Fatalf("periods after the migration: %s", b)
-	}
-}
-
-func TestRoundDown2(t *testing.T) {
-	for n, want := range map[int64]int64{1: 1, 99: 99, 100: 100, 150: 150, 199: 190, 29871: 29000, 1234567: 1200000} {
-		if got := roundDown2(n); got != want {
-			t.Errorf("roundDown2(%d) = %d, want %d", n, got, want)
-		}
 	}
 }

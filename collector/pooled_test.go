@@ -2,12 +2,10 @@ package collector
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +47,7 @@ func newPooledFixtureWith(t testing.TB, travel string, nMin int, edit func(*plan
 	}
 	f := &pooledFixture{collectorFixture: newCollectorFixture(t, p)}
 	f.pub = f.c.Plan()
-	f.binding = f.pub.PoolBinding()
+	f.binding = f.pub.PoolBinding(today)
 	m0, m1 := f.pub.Metrics[0], f.pub.Metrics[1]
 	var err error
 	if f.krr, err = krr.New(krr.Options{Categories: m0.Categories, Other: m0.Other, Rand: rand.NewChaCha8([32]byte{1})}); err != nil {
@@ -157,7 +155,9 @@ func TestCollectorJointBatch(t *testing.T) {
 	}
 	a, b := f.randomize(t, "home", 1)
 	m0 := f.pub.Metrics[0]
-	own, err := report.Seal(f.c.PublicKey(), f.pub.Binding(m0.Name), a)
+	ownBinding := f.pub.Binding(m0.Name)
+	ownBinding.Period = today
+	own, err := report.Seal(f.c.PublicKey(), ownBinding, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestCollectorJointBatch(t *testing.T) {
 	// The message whose k-RR part the plugin rejects still has a valid
 	// latency part, which counts; the message does not count toward the
 	// batch's messages.
-	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), append(sealed, bad...)))
+	code, res := f.postBatch(t, todayBody(f.pub, f.pub.Pool(""), append(sealed, bad...)))
 	if code != http.StatusOK || res.N != 400 || res.Malformed != int64(len(bad)) || res.Parts[m0.Name] != 400 || res.Parts["net/latency_ms"] != 401 {
 		t.Fatalf("status %d, result %+v; want 400 messages, %d malformed, 400 and 401 reports", code, res, len(bad))
 	}
@@ -203,14 +203,14 @@ func TestCollectorJointBatch(t *testing.T) {
 	}
 	// Idempotent by batch id across both metrics; a batch named after one
 	// metric is refused under pooled travel.
-	body := batchBody(f.pub.Pool(""), sealed[:60])
+	body := todayBody(f.pub, f.pub.Pool(""), sealed[:60])
 	if code, res := f.postBatch(t, body); code != http.StatusOK || res.Duplicate {
 		t.Fatalf("second batch: %d %+v", code, res)
 	}
 	if code, res := f.postBatch(t, body); code != http.StatusOK || !res.Duplicate {
 		t.Fatalf("repeated batch: %d %+v", code, res)
 	}
-	if code, _ := f.postBatch(t, batchBody(m0.Name, sealed[:60])); code != http.StatusUnprocessableEntity {
+	if code, _ := f.postBatch(t, todayBody(f.pub, m0.Name, sealed[:60])); code != http.StatusUnprocessableEntity {
 		t.Fatalf("a metric's batch under joint travel: status %d, want 422", code)
 	}
 	if e := f.metric(t, m0.Name).Periods[0]; e.N != 460 || e.Batches != 2 {
@@ -248,7 +248,7 @@ func TestCollectorParallelBatch(t *testing.T) {
 		f.seal(t, []report.Part{{Metric: 0, Report: a}, {Metric: 1, Report: b}}), // two metrics
 		f.seal(t, []report.Part{{Metric: 2, Report: a}}),                         // no such metric
 	}
-	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), append(sealed, bad...)))
+	code, res := f.postBatch(t, todayBody(f.pub, f.pub.Pool(""), append(sealed, bad...)))
 	if code != http.StatusOK || res.N != 300 || res.Malformed != 2 || res.Parts["ui/screen"] != 200 || res.Parts["net/latency_ms"] != 100 {
 		t.Fatalf("status %d, result %+v", code, res)
 	}
@@ -264,7 +264,7 @@ func TestCollectorParallelBatch(t *testing.T) {
 			onlyKRR = append(onlyKRR, s)
 		}
 	}
-	code, res = f.postBatch(t, batchBody(f.pub.Pool(""), onlyKRR[:60]))
+	code, res = f.postBatch(t, todayBody(f.pub, f.pub.Pool(""), onlyKRR[:60]))
 	if code != http.StatusOK || res.N != 60 || res.Parts["net/latency_ms"] != 0 {
 		t.Fatalf("k-RR-only batch: %d %+v", code, res)
 	}
@@ -282,7 +282,7 @@ func TestCollectorParallelUnequalEps0(t *testing.T) {
 		a, b := f.randomize(t, "home", float64(i))
 		sealed = append(sealed, f.seal(t, []report.Part{{Metric: i % 2, Report: [][]byte{a, b}[i%2]}}))
 	}
-	code, res := f.postBatch(t, batchBody(f.pub.Pool(""), sealed))
+	code, res := f.postBatch(t, todayBody(f.pub, f.pub.Pool(""), sealed))
 	if code != http.StatusOK || res.N != 100 {
 		t.Fatalf("%d %+v", code, res)
 	}
@@ -323,38 +323,6 @@ func TestShufflerPoolsPerPlan(t *testing.T) {
 	waitFor(t, "one batch", func() bool { return len(sink.Got()) == 1 })
 	if b := sink.Got()[0]; b.Metric != joint || len(b.Sealed) != 100 {
 		t.Fatalf("batch of %q with %d reports", b.Metric, len(b.Sealed))
-	}
-}
-
-// TestCollectorMigratesBatches opens a collector on a database whose
-// batches table has the first schema (id alone as key, no messages) and
-// checks the rows are kept with messages = n (what their eps was computed
-// at).
-func TestCollectorMigratesBatches(t *testing.T) {
-	servertest.SQLiteOnly(t)
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", filepath.Join(dir, DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`CREATE TABLE batches (id BLOB PRIMARY KEY, metric TEXT NOT NULL, epoch TEXT NOT NULL, n INTEGER NOT NULL, malformed INTEGER NOT NULL, eps REAL, delta REAL)`,
-		`CREATE INDEX batches_metric ON batches (metric, epoch)`,
-		`INSERT INTO batches VALUES (x'00112233445566778899aabbccddeeff', 'ui/screen', 'e1', 1000, 3, 0.5, 1e-6)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	c := openCollector(t, dir, testPlan(t, 10))
-	defer c.Close()
-	rows, err := c.st.batchList(context.Background(), "ui/screen", "e1", report.Period{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 1 || rows[0].n != 1000 || rows[0].malformed != 3 || rows[0].messages != 1000 || *rows[0].eps != 0.5 {
-		t.Fatalf("migrated rows %+v", rows)
 	}
 }
 
@@ -406,24 +374,23 @@ func TestCollectorTaggedEpoch(t *testing.T) {
 	cur := f.c.Plan()
 	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(30, 11), 11)
 	now := sealKRR(t, cur, metric, f.c.PublicKey(), krrValues(5, 12), 12)
-	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), append(late, now...)))
-	if code != http.StatusOK || res.Epoch != old || res.N != 30 || res.Malformed != 5 || len(res.Earlier) != 0 {
+	code, res := f.postBatch(t, todayBody(oldPlan, metric, append(late, now...)))
+	if code != http.StatusOK || res.Epoch != old || res.N != 30 || res.Malformed != 5 {
 		t.Fatalf("batch tagged with the earlier epoch: %d %+v", code, res)
 	}
 	d := f.metric(t, metric)
 	if len(d.Periods) != 1 || d.Periods[0].Epoch != old || d.Periods[0].N != 30 || d.Periods[0].Current {
 		t.Fatalf("epochs %+v", d.Periods)
 	}
-	// Untagged, the same reports under the current epoch's plan: before
-	// epochs were bound, the late ones would have opened here.
-	code, res = f.postBatch(t, batchBody(metric, late))
-	if code != http.StatusOK || res.Earlier[old] != 30 || res.N != 30 {
-		t.Fatalf("untagged late batch: %d %+v", code, res)
+	// Tagged with the current epoch, the late reports do not open.
+	code, res = f.postBatch(t, todayBody(cur, metric, late))
+	if code != http.StatusOK || res.Epoch != cur.Epoch() || res.N != 0 || res.Malformed != 30 {
+		t.Fatalf("late reports tagged with the current epoch: %d %+v", code, res)
 	}
 	// An epoch this collector never published: nothing in it can open.
 	// The batch is acknowledged once with every report malformed, so that
 	// a shuffler does not retry it forever.
-	body := batchBody(report.PoolKey(metric, "0123456789abcdef"), late)
+	body := batchBody(periodKey(metric, "0123456789abcdef"), late)
 	code, res = f.postBatch(t, body)
 	if code != http.StatusOK || res.N != 0 || res.Malformed != int64(len(late)) || res.Duplicate {
 		t.Fatalf("unknown epoch: %d %+v, want 200 with every report malformed", code, res)
@@ -450,14 +417,9 @@ func TestCollectorTravelChange(t *testing.T) {
 		t.Fatalf("earlier plans %+v", earlier)
 	}
 	late := sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(20, 13), 13)
-	code, res := f.postBatch(t, batchBody(report.PoolKey(metric, old), late))
+	code, res := f.postBatch(t, todayBody(oldPlan, metric, late))
 	if code != http.StatusOK || res.N != 20 || res.Epoch != old {
 		t.Fatalf("late separate batch under joint travel: %d %+v", code, res)
-	}
-	// Untagged, the earlier plan's pool is still found.
-	late = sealKRR(t, oldPlan, metric, f.c.PublicKey(), krrValues(20, 14), 14)
-	if code, res := f.postBatch(t, batchBody(metric, late)); code != http.StatusOK || res.N != 20 || res.Epoch != old {
-		t.Fatalf("late untagged batch of the earlier pool: %d %+v", code, res)
 	}
 	s := newShufflerFixture(t, shuffler.Options{Plan: f.c.Plan(), EarlierPlans: earlier, Collector: f.srv.URL})
 	var up shuffler.UploadResult
@@ -553,7 +515,7 @@ func TestShufflerEpochCapAndLearnedPools(t *testing.T) {
 // acknowledged as all malformed, and lost.)
 func TestCollectorEpochThatDoesNotOpenHere(t *testing.T) {
 	f := newCollectorFixture(t, testPlan(t, 10))
-	oldPlan, old := f.c.Plan(), f.c.Epoch()
+	oldPlan := f.c.Plan()
 	f.c.Close()
 	p2 := testPlan(t, 10)
 	p2.Metrics[0].Categories = []string{"search", "home", "settings", "profile"} // another epoch
@@ -570,7 +532,7 @@ func TestCollectorEpochThatDoesNotOpenHere(t *testing.T) {
 	f.c = c
 	t.Cleanup(func() { c.Close() })
 	f.install()
-	body := batchBody(report.PoolKey(metric, old), sealKRR(t, oldPlan, metric, c.PublicKey(), krrValues(20, 3), 3))
+	body := todayBody(oldPlan, metric, sealKRR(t, oldPlan, metric, c.PublicKey(), krrValues(20, 3), 3))
 	if code, res := f.postBatch(t, body); code != http.StatusInternalServerError {
 		t.Fatalf("batch of an epoch that does not open here: %d %+v, want 500", code, res)
 	}

@@ -29,7 +29,7 @@ func TestCollectorMetrics(t *testing.T) {
 
 	sealed := sealKRR(t, c.Plan(), metric, c.PublicKey(), krrValues(12, 3), 3)
 	sealed[0] = sealed[0][:len(sealed[0])-1] // malformed: does not open
-	good := batchBody(metric, sealed)
+	good := todayBody(c.Plan(), metric, sealed)
 	for _, tc := range []struct {
 		body []byte
 		want int
@@ -37,7 +37,7 @@ func TestCollectorMetrics(t *testing.T) {
 		{good, http.StatusOK},
 		{good, http.StatusOK}, // duplicate
 		{[]byte("garbage"), http.StatusBadRequest},
-		{batchBody(metric, sealed[:9]), http.StatusUnprocessableEntity},
+		{todayBody(c.Plan(), metric, sealed[:9]), http.StatusUnprocessableEntity},
 	} {
 		if code, _ := f.postBatch(t, tc.body); code != tc.want {
 			t.Fatalf("status %d, want %d", code, tc.want)

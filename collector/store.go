@@ -26,21 +26,21 @@ type store interface {
 	calibration(ctx context.Context, source, key string) ([]byte, error)
 	// addEpoch records a published plan (nothing when epoch is recorded).
 	addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error
-	// plans returns up to limit (0: all) plans published under key other
-	// than epoch except, newest first.
-	plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error)
+	// plans returns the plans published under key other than epoch
+	// except, newest first.
+	plans(ctx context.Context, key, except string) ([]storedEpoch, error)
 	// epochPlan returns the plan published as epoch, under key unless
 	// key is "", or nil.
 	epochPlan(ctx context.Context, epoch, key string) ([]byte, error)
 	// hasBatch reports whether batch id was ingested.
 	hasBatch(ctx context.Context, id report.ID) (bool, error)
-	// commitBatch records batch id, one group per epoch it counts in,
-	// in one transaction (fateOf decides each group's fate: its
-	// statistics merged, or held with the other held batches of its
-	// pool, epoch and period, and all of them merged once they reach
-	// n_min). It reports duplicate, and changes nothing, when the batch
-	// id is recorded already (by any replica), and which groups it held.
-	commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (duplicate bool, held []bool, err error)
+	// commitBatch records batch id and its group in one transaction
+	// (fateOf decides the group's fate: its statistics merged, or held
+	// with the other held batches of its pool, epoch and period, and all
+	// of them merged once they reach n_min). It reports duplicate, and
+	// changes nothing, when the batch id is recorded already (by any
+	// replica), and whether it held the group.
+	commitBatch(ctx context.Context, id report.ID, g batchGroup) (duplicate, held bool, err error)
 	// statistics returns the statistics of metric, or of every metric
 	// when metric is "", by metric, then epoch in the order published,
 	// then period.
@@ -55,9 +55,6 @@ type store interface {
 	// batches, the smallest batch (in shuffled messages), by period
 	// start (horizon.go).
 	periodParts(ctx context.Context) ([]horizonPart, error)
-	// unperiodedReports returns the valid reports stored without a
-	// period.
-	unperiodedReports(ctx context.Context) (int64, error)
 	// ready returns nil when the store takes reads and writes.
 	ready(ctx context.Context) error
 	// close releases the store.

@@ -19,9 +19,9 @@ package collector
 // batches of a pooled plan never wait on each other in a cycle.
 //
 // Why held reports (ingest.go) are published once, in a group of at least
-// n_min: an ingest first takes, for each pool key it adds valid reports
-// to, a transaction-scoped advisory lock (in one sorted order, before any
-// row lock), and reads, changes and deletes the key's held rows
+// n_min: an ingest that adds valid reports to a pool key first takes the
+// key's transaction-scoped advisory lock (before any row lock), and
+// reads, changes and deletes the key's held rows
 // (held_pools, held_statistics, batches.held) only under it. So the
 // ingests of one key follow each other: each reads the held count the
 // previous one committed, and either adds its batch to the held ones or
@@ -41,7 +41,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/blanket-dp/blanket/internal/pgdb"
@@ -190,17 +189,13 @@ func (st *pgStore) addEpoch(ctx context.Context, epoch, source, key string, plan
 	return err
 }
 
-func (st *pgStore) plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error) {
-	n := int64(math.MaxInt64)
-	if limit > 0 {
-		n = int64(limit)
-	}
-	return pgdb.Collect(ctx, st.pool, `SELECT epoch, plan FROM epochs WHERE key = $1 AND epoch <> $2 ORDER BY seq DESC LIMIT $3`,
+func (st *pgStore) plans(ctx context.Context, key, except string) ([]storedEpoch, error) {
+	return pgdb.Collect(ctx, st.pool, `SELECT epoch, plan FROM epochs WHERE key = $1 AND epoch <> $2 ORDER BY seq DESC`,
 		func(r pgx.CollectableRow) (storedEpoch, error) {
 			var e storedEpoch
 			err := r.Scan(&e.epoch, &e.plan)
 			return e, err
-		}, key, except, n)
+		}, key, except)
 }
 
 func (st *pgStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
@@ -216,11 +211,8 @@ func (st *pgStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 // errDuplicate rolls back the ingest of a batch recorded already.
 var errDuplicate = errors.New("duplicate batch")
 
-func (st *pgStore) commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (bool, []bool, error) {
-	if len(groups) == 0 {
-		return false, nil, errors.New("collector: a batch with no metric")
-	}
-	held := make([]bool, len(groups))
+func (st *pgStore) commitBatch(ctx context.Context, id report.ID, g batchGroup) (bool, bool, error) {
+	held := false
 	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO ingested (id) VALUES ($1) ON CONFLICT DO NOTHING`, id[:])
 		if err != nil {
@@ -229,54 +221,44 @@ func (st *pgStore) commitBatch(ctx context.Context, id report.ID, groups []batch
 		if tag.RowsAffected() == 0 {
 			return errDuplicate
 		}
-		// The pool keys' locks, in one order, before any row lock.
-		var keys []string
-		for _, g := range groups {
-			if g.messages > 0 {
-				keys = append(keys, heldLock(g))
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range slices.Compact(keys) {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgdb.LockClass(), k); err != nil {
+		// The pool key's lock, before any row lock.
+		if g.messages > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgdb.LockClass(), heldLock(g)); err != nil {
 				return err
 			}
 		}
 		type merge struct {
-			table, epoch string
-			period       report.Period
-			m            metricMerge
+			table string
+			m     metricMerge
 		}
 		var merges []merge
-		for i, g := range groups {
-			var heldMessages int64
-			if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT messages FROM held_pools WHERE pool = $1 AND epoch = $2 AND period_start = $3), 0)`,
-				g.pool, g.epoch, g.period.Start).Scan(&heldMessages); err != nil {
+		var heldMessages int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT messages FROM held_pools WHERE pool = $1 AND epoch = $2 AND period_start = $3), 0)`,
+			g.pool, g.epoch, g.period.Start).Scan(&heldMessages); err != nil {
+			return err
+		}
+		fate := fateOf(g, heldMessages)
+		held = fate == hold
+		for _, p := range g.parts {
+			b := p.rec
+			if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, held); err != nil {
 				return err
 			}
-			fate := fateOf(g, heldMessages)
-			held[i] = fate == hold
+		}
+		if held {
 			for _, p := range g.parts {
-				b := p.rec
-				if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-					b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, held[i]); err != nil {
-					return err
+				if p.stat != nil {
+					merges = append(merges, merge{"held_statistics", metricMerge{metric: p.rec.metric, stat: p.stat, batches: 1}})
 				}
 			}
-			if held[i] {
-				for _, p := range g.parts {
-					if p.stat != nil {
-						merges = append(merges, merge{"held_statistics", g.epoch, g.period, metricMerge{metric: p.rec.metric, stat: p.stat, batches: 1}})
-					}
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO held_pools (pool, epoch, period_start, messages, batches) VALUES ($1, $2, $3, $4, 1)
-					ON CONFLICT (pool, epoch, period_start) DO UPDATE SET messages = held_pools.messages + excluded.messages, batches = held_pools.batches + 1`,
-					g.pool, g.epoch, g.period.Start, g.messages); err != nil {
-					return err
-				}
-				continue
+			if _, err := tx.Exec(ctx, `INSERT INTO held_pools (pool, epoch, period_start, messages, batches) VALUES ($1, $2, $3, $4, 1)
+				ON CONFLICT (pool, epoch, period_start) DO UPDATE SET messages = held_pools.messages + excluded.messages, batches = held_pools.batches + 1`,
+				g.pool, g.epoch, g.period.Start, g.messages); err != nil {
+				return err
 			}
+		} else {
 			heldRows := map[string]statRow{}
 			if fate == publish && heldMessages > 0 {
 				rows, err := pgdb.Collect(ctx, tx, `DELETE FROM held_statistics WHERE epoch = $1 AND period_start = $2 AND metric = ANY($3) RETURNING metric, stat, batches`,
@@ -308,16 +290,16 @@ func (st *pgStore) commitBatch(ctx context.Context, id report.ID, groups []batch
 				return err
 			}
 			for _, m := range ms {
-				merges = append(merges, merge{"statistics", g.epoch, g.period, m})
+				merges = append(merges, merge{"statistics", m})
 			}
 		}
 		// In a fixed order: no two ingests wait on each other's rows in a
 		// cycle.
 		slices.SortStableFunc(merges, func(a, b merge) int {
-			return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.m.metric, b.m.metric), cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.period.Start, b.period.Start))
+			return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.m.metric, b.m.metric))
 		})
 		for _, m := range merges {
-			if err := mergePG(ctx, tx, m.table, m.epoch, m.period, m.m); err != nil {
+			if err := mergePG(ctx, tx, m.table, g.epoch, g.period, m.m); err != nil {
 				return err
 			}
 		}
@@ -327,10 +309,10 @@ func (st *pgStore) commitBatch(ctx context.Context, id report.ID, groups []batch
 		return nil
 	})
 	if errors.Is(err, errDuplicate) {
-		return true, nil, nil
+		return true, false, nil
 	}
 	if err != nil {
-		return false, nil, err
+		return false, false, err
 	}
 	return false, held, nil
 }
@@ -412,18 +394,12 @@ func (st *pgStore) batchList(ctx context.Context, metric, epoch string, period r
 func (st *pgStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// As sqliteStore.periodParts.
 	return pgdb.Collect(ctx, st.pool, `SELECT period_start, period_len, epoch, metric, min(greatest(messages, 1)) FROM batches
-		WHERE period_len > 0 AND n > 0 GROUP BY period_start, period_len, epoch, metric ORDER BY period_start, epoch, metric`,
+		WHERE n > 0 GROUP BY period_start, period_len, epoch, metric ORDER BY period_start, epoch, metric`,
 		func(row pgx.CollectableRow) (horizonPart, error) {
 			var q horizonPart
 			err := row.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n)
 			return q, err
 		})
-}
-
-func (st *pgStore) unperiodedReports(ctx context.Context) (int64, error) {
-	var n int64
-	err := st.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
-	return n, err
 }
 
 func (st *pgStore) ready(ctx context.Context) error { return pgdb.Ready(ctx, st.pool) }

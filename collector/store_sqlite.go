@@ -29,9 +29,8 @@ var sqliteSchema = []string{
 	// the number of shuffled messages the guarantee is computed for; n
 	// and malformed count the metric's reports.
 	// period_start and period_len (Unix seconds) are the reporting period
-	// of the batch (report.Period); 0, 0 for batches of reports sealed
-	// before periods existed. held is 1 while the batch's statistic is
-	// held (fewer than n_min valid reports so far: ingest.go).
+	// of the batch (report.Period). held is 1 while the batch's statistic
+	// is held (fewer than n_min valid reports so far: ingest.go).
 	`CREATE TABLE IF NOT EXISTS batches (
 		id BLOB NOT NULL,
 		metric TEXT NOT NULL,
@@ -41,19 +40,20 @@ var sqliteSchema = []string{
 		messages INTEGER NOT NULL,
 		eps REAL,
 		delta REAL,
-		period_start INTEGER NOT NULL DEFAULT 0,
-		period_len INTEGER NOT NULL DEFAULT 0,
+		period_start INTEGER NOT NULL,
+		period_len INTEGER NOT NULL,
 		held INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (id, metric, epoch)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
+	`CREATE INDEX IF NOT EXISTS batches_period ON batches (metric, epoch, period_start)`,
 	// statistics holds the merged sufficient statistic of every batch of
 	// a metric in an epoch and period.
 	`CREATE TABLE IF NOT EXISTS statistics (
 		metric TEXT NOT NULL,
 		epoch TEXT NOT NULL,
-		period_start INTEGER NOT NULL DEFAULT 0,
-		period_len INTEGER NOT NULL DEFAULT 0,
+		period_start INTEGER NOT NULL,
+		period_len INTEGER NOT NULL,
 		stat BLOB NOT NULL,
 		batches INTEGER NOT NULL,
 		PRIMARY KEY (metric, epoch, period_start)
@@ -80,110 +80,15 @@ var sqliteSchema = []string{
 	) WITHOUT ROWID`,
 }
 
-// migrateStore brings a database written by an earlier build up to the
-// current schema: the first batches table had one row per batch (id alone
-// as its key) and no messages column; its batches were of one metric, whose
-// guarantee was computed at n, so messages = n.
-func migrateStore(ctx context.Context, db *sqlitedb.DB) error {
-	if err := migrateMessages(ctx, db); err != nil {
-		return err
-	}
-	if err := migratePeriods(ctx, db); err != nil {
-		return err
-	}
-	return migrateHeld(ctx, db)
-}
-
-// migrateHeld adds the held column to a batches table from before it:
-// every batch stored then was merged.
-func migrateHeld(ctx context.Context, db *sqlitedb.DB) error {
-	has, err := db.HasColumn(ctx, "batches", "held")
-	if err != nil || has {
-		return err
-	}
-	if _, err := db.W.ExecContext(ctx, `ALTER TABLE batches ADD COLUMN held INTEGER NOT NULL DEFAULT 0`); err != nil {
-		return fmt.Errorf("collector: migrating the batches table: %w", err)
-	}
-	return nil
-}
-
-// migratePeriods adds the reporting period to a database written before
-// periods existed: its batches and statistics become those of the zero
-// period (period_start = period_len = 0), shown as "before periods".
-func migratePeriods(ctx context.Context, db *sqlitedb.DB) error {
-	hasB, err := db.HasColumn(ctx, "batches", "period_start")
-	if err != nil {
-		return err
-	}
-	hasS, err := db.HasColumn(ctx, "statistics", "period_start")
-	if err != nil {
-		return err
-	}
-	tx, err := db.W.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var stmts []string
-	if !hasB {
-		stmts = append(stmts,
-			`ALTER TABLE batches ADD COLUMN period_start INTEGER NOT NULL DEFAULT 0`,
-			`ALTER TABLE batches ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`)
-	}
-	if !hasS {
-		stmts = append(stmts,
-			`ALTER TABLE statistics RENAME TO statistics_v2`,
-			sqliteSchema[4],
-			`INSERT INTO statistics (metric, epoch, period_start, period_len, stat, batches)
-				SELECT metric, epoch, 0, 0, stat, batches FROM statistics_v2`,
-			`DROP TABLE statistics_v2`)
-	}
-	stmts = append(stmts, `CREATE INDEX IF NOT EXISTS batches_period ON batches (metric, epoch, period_start)`)
-	for _, stmt := range stmts {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("collector: migrating to reporting periods: %w", err)
-		}
-	}
-	return tx.Commit()
-}
-
-// migrateMessages brings the batches table of the first schema (one row
-// per batch, no messages column) to the second.
-func migrateMessages(ctx context.Context, db *sqlitedb.DB) error {
-	has, err := db.HasColumn(ctx, "batches", "messages")
-	if err != nil || has {
-		return err
-	}
-	tx, err := db.W.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, stmt := range []string{
-		`ALTER TABLE batches RENAME TO batches_v1`,
-		`DROP INDEX IF EXISTS batches_metric`,
-		sqliteSchema[2],
-		sqliteSchema[3],
-		`INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta)
-			SELECT id, metric, epoch, n, malformed, n, eps, delta FROM batches_v1 ORDER BY rowid`,
-		`DROP TABLE batches_v1`,
-	} {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("collector: migrating the batches table: %w", err)
-		}
-	}
-	return tx.Commit()
-}
+// sqliteNewest names the column a file of sqliteSchema has that files of
+// pre-release builds lack (sqlitedb.Schema.Newest).
+var sqliteNewest = map[string]string{"batches": "held"}
 
 // openSQLiteStore opens (creating) the collector's database at path, with
 // the key in keyDir.
 func openSQLiteStore(ctx context.Context, path, keyDir string) (*sqliteStore, error) {
-	db, err := sqlitedb.Open(ctx, path, sqliteSchema)
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest})
 	if err != nil {
-		return nil, err
-	}
-	if err := migrateStore(ctx, db); err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &sqliteStore{db: db, keyDir: keyDir}, nil
@@ -208,30 +113,24 @@ func (st *sqliteStore) hasBatch(ctx context.Context, id report.ID) (bool, error)
 	return err == nil, err
 }
 
-// commitBatch records batch id's groups in one transaction (store). One
+// commitBatch records batch id's group in one transaction (store). One
 // process writes the file through one connection: the held batches of a
 // pool key are read and changed by one ingest at a time.
-func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, groups []batchGroup) (duplicate bool, held []bool, err error) {
+func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, g batchGroup) (duplicate, held bool, err error) {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
-		return false, nil, err
+		return false, false, err
 	}
 	defer tx.Rollback()
-	if len(groups) == 0 {
-		return false, nil, errors.New("collector: a batch with no metric")
-	}
 	var one int
 	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one); {
 	case err == nil:
-		return true, nil, nil
+		return true, false, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return false, nil, err
+		return false, false, err
 	}
-	held = make([]bool, len(groups))
-	for i, g := range groups {
-		if held[i], err = commitGroup(ctx, tx, g); err != nil {
-			return false, nil, err
-		}
+	if held, err = commitGroup(ctx, tx, g); err != nil {
+		return false, false, err
 	}
 	if st.beforeCommit != nil {
 		st.beforeCommit()
@@ -239,8 +138,8 @@ func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, groups []b
 	return false, held, tx.Commit()
 }
 
-// commitGroup stores one group of a batch in tx and reports whether it
-// is held (fateOf).
+// commitGroup stores a batch's group in tx and reports whether it is
+// held (fateOf).
 func commitGroup(ctx context.Context, tx *sql.Tx, g batchGroup) (bool, error) {
 	var heldMessages int64
 	err := tx.QueryRowContext(ctx, `SELECT messages FROM held_pools WHERE pool = ? AND epoch = ? AND period_start = ?`, g.pool, g.epoch, g.period.Start).Scan(&heldMessages)
@@ -454,11 +353,8 @@ func (st *sqliteStore) addEpoch(ctx context.Context, epoch, source, key string, 
 	return err
 }
 
-func (st *sqliteStore) plans(ctx context.Context, key, except string, limit int) ([]storedEpoch, error) {
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC LIMIT ?`, key, except, limit)
+func (st *sqliteStore) plans(ctx context.Context, key, except string) ([]storedEpoch, error) {
+	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC`, key, except)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +382,7 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// counted against another message), and an honest message in it is
 	// then still composed, alone at worst.
 	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
-		WHERE period_len > 0 AND n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
+		WHERE n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
 	}
@@ -500,14 +396,6 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 		out = append(out, q)
 	}
 	return out, rows.Err()
-}
-
-// unperiodedReports returns the number of valid reports stored without a
-// reporting period.
-func (st *sqliteStore) unperiodedReports(ctx context.Context) (int64, error) {
-	var n sql.NullInt64
-	err := st.db.R.QueryRowContext(ctx, `SELECT SUM(n) FROM batches WHERE period_len = 0 AND n > 0`).Scan(&n)
-	return n.Int64, err
 }
 
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }

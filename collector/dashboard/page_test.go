@@ -19,8 +19,7 @@ import (
 
 // Edge cases of the API the page must draw without an error: a metric
 // named like a property of every JavaScript object (plan names may be
-// "toString" or "constructor"), periods before periods (null start), a
-// latest period without estimates, a metric without periods, a horizon
+// "toString" or "constructor"), a latest period without estimates, a metric without periods, a horizon
 // with an unknown eps, a name with a slash, many categories, and a label
 // that is markup (it must show as text).
 const (
@@ -31,7 +30,7 @@ const (
 		{"name":"net/latency_ms","plugin":"summation","eps0":1},
 		{"name":"many","plugin":"krr","eps0":2}]}`
 	edgePools = `{"n_min":100,"settle_seconds":10,"outgoing":0,"batches_released":1,"reports_released":100,"pools":[
-		{"pool":"toString","epoch":"","period":null,"reports":3},
+		{"pool":"toString","epoch":"00000000000000e1","period":{"start":"2024-01-01T00:00:00Z","end":"2024-01-02T00:00:00Z"},"reports":3},
 		{"pool":"net/latency_ms","epoch":"00000000000000e1","period":{"start":"2024-01-02T00:00:00Z","end":"2024-01-03T00:00:00Z"},"reports":250}]}`
 	edgeList = `{"epoch":"00000000000000e1","ingest":{"batches":3,"duplicates":0,"bad":0,"refused":0,"reports":400,"malformed":1},"metrics":[
 		{"name":"constructor","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2},
@@ -41,14 +40,11 @@ const (
 		{"name":"toString","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2}]}`
 )
 
-// edgePeriod returns a period's JSON: start "" for null, estimates "" for
-// null (with an estimate_error).
+// edgePeriod returns a period's JSON, estimates "" for null (with an
+// estimate_error).
 func edgePeriod(start, estimates string, n int) string {
-	s, e := "null", "null"
-	if start != "" {
-		s = fmt.Sprintf("%q", start)
-		e = fmt.Sprintf("%q", strings.Replace(start, "-02T", "-03T", 1))
-	}
+	s := fmt.Sprintf("%q", start)
+	e := fmt.Sprintf("%q", strings.Replace(start, "-02T", "-03T", 1))
 	est := `"estimates":null,"estimate_error":"bad statistic: no valid report"`
 	if estimates != "" {
 		est = `"confidence":0.95,"estimates":` + estimates
@@ -74,7 +70,7 @@ func edgeDetail(name string) (string, bool) {
 	horizon := "null"
 	switch name {
 	case "toString", "constructor":
-		periods = []string{edgePeriod("", ab, 100), edgePeriod("2024-01-02T00:00:00Z", ab, 100)}
+		periods = []string{edgePeriod("2024-01-01T00:00:00Z", ab, 100), edgePeriod("2024-01-02T00:00:00Z", ab, 100)}
 		horizon = `{"periods":7,"period":"24h0m0s","eps":null,"delta":1e-6,"reports":2,"target_eps":1,"target_delta":1e-6,"note":"not composed"}`
 	case "empty":
 	case "net/latency_ms":

@@ -37,13 +37,9 @@
 // it relays (stored, so a restart keeps them), and under blanket serve the
 // pools of every plan the collector published.
 //
-// The shuffler rejects envelopes without a period (untagged or tagged with
-// an epoch only: an SDK older than reporting periods, whose reports no
-// per-period guarantee covers) with a reason that says so. Pools of such
-// reports already in its database from before the upgrade are still
-// released, and the collector still ingests their batches (into no
-// period; the horizon guarantee is then unknown), so that nothing a
-// shuffler acknowledged is lost.
+// The shuffler rejects an envelope whose pool key lacks the epoch or the
+// period tag (report.PeriodPoolKey), whose report no per-period guarantee
+// could cover, with a reason that says so.
 //
 // # HTTP API
 //

@@ -113,7 +113,7 @@ func sqliteDB(t testing.TB, s *Shuffler) *sqlitedb.DB {
 
 // openSQLiteFile opens the SQLite file of the shuffler in dir directly,
 // skipping the test when the fixtures run on PostgreSQL (a test of the
-// SQLite store's migrations).
+// SQLite store's own tables).
 func openSQLiteFile(t testing.TB, dir string) (*sql.DB, error) {
 	t.Helper()
 	servertest.SQLiteOnly(t)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,7 +26,7 @@ type rejectReason int
 
 const (
 	rejectUnknownPool   rejectReason = iota // not a pool of a known plan, or a malformed key
-	rejectNoPeriod                          // no reporting period (an SDK from before periods)
+	rejectNoPeriod                          // no reporting period in the pool key
 	rejectPeriodLength                      // a period length no known plan has
 	rejectLate                              // its period's grace has passed
 	rejectEarly                             // its period starts more than a period ahead
@@ -46,7 +47,7 @@ func reasonOf(err error) rejectReason {
 	switch {
 	case errors.Is(err, errLate), errors.Is(err, errClosed):
 		return rejectLate
-	case errors.Is(err, errNoPeriod):
+	case errors.Is(err, report.ErrNoPeriod):
 		return rejectNoPeriod
 	case errors.Is(err, errEarly):
 		return rejectEarly

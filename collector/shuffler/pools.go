@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -31,46 +32,41 @@ var (
 )
 
 // known returns nil when key names a pool the shuffler may hold and
-// release: a pool of its plan (plan.Plan.Pools), untagged or tagged with a
-// well-formed plan epoch (report.PoolKey), and a period tag only after an
-// epoch tag. Untagged and epoch-only keys are no longer accepted from apps
-// (accepts) but may sit in a database written before reporting periods;
-// they are released as before.
+// release: a pool of its plan (plan.Plan.Pools), tagged with a
+// well-formed plan epoch and a reporting period (report.PeriodPoolKey).
+// An unknown pool is named as such first, whatever else is wrong with
+// the key; a key without a period tag is refused with an error wrapping
+// report.ErrNoPeriod.
 func (s *Shuffler) known(key string) error {
-	pool, epoch, period, err := report.ParsePoolKey(key)
+	if pool, _, _ := strings.Cut(key, report.PoolKeySep); !(*s.pools.Load())[pool] {
+		return fmt.Errorf("unknown metric %q", key)
+	}
+	_, epoch, _, err := report.ParsePoolKey(key)
 	switch {
 	case err != nil:
 		return err
-	case !(*s.pools.Load())[pool]:
-		return fmt.Errorf("unknown metric %q", key)
-	case epoch != "" && !validEpoch(epoch):
-		return fmt.Errorf("%q: malformed epoch %q", key, epoch)
-	case !period.IsZero() && epoch == "":
+	case epoch == "":
 		return fmt.Errorf("%q: a period tag without an epoch tag", key)
+	case !validEpoch(epoch):
+		return fmt.Errorf("%q: malformed epoch %q", key, epoch)
 	}
 	return nil
 }
 
-// errNoPeriod rejects an envelope without a reporting period.
-var errNoPeriod = errors.New("no reporting period: sealed by an SDK older than reporting periods, whose reports no per-period guarantee covers; update the SDK")
-
 // accepts returns nil when the shuffler pools envelopes of key, else why
-// not: key must be known, tagged with a plan epoch and a reporting period
-// (report.PeriodPoolKey: each epoch and each period pools apart, so that a
-// released batch holds at least n_min reports of one epoch and one period;
-// errNoPeriod otherwise), and the period must be open: not ended more than
-// the grace ago (errLate), and not starting more than one period ahead of
-// the shuffler's clock. Its length must be that of a known plan's periods
-// (AddPlan): other lengths would only make pools that never fill, and
-// batches the collector cannot place.
+// not: key must be known (tagged with a plan epoch and a reporting
+// period: each epoch and each period pools apart, so that a released
+// batch holds at least n_min reports of one epoch and one period), and
+// the period must be open: not ended more than the grace ago (errLate),
+// and not starting more than one period ahead of the shuffler's clock.
+// Its length must be that of a known plan's periods (AddPlan): other
+// lengths would only make pools that never fill, and batches the
+// collector cannot place.
 func (s *Shuffler) accepts(key string) error {
 	if err := s.known(key); err != nil {
 		return err
 	}
 	_, _, period, _ := report.ParsePoolKey(key)
-	if period.IsZero() {
-		return fmt.Errorf("%q: %w", key, errNoPeriod)
-	}
 	now := s.o.Now().Unix()
 	switch {
 	case !(*s.lengths.Load())[period.Length]:
@@ -103,31 +99,6 @@ func (s *Shuffler) knownLengths() []time.Duration {
 // closed: its end plus the grace.
 func (s *Shuffler) periodDeadline(p report.Period) int64 {
 	return p.End() + s.grace.Load()
-}
-
-// loadLegacyDeadline sets the deadline of pools without a period, when
-// some hold reports: a period of the plan and its grace after the first
-// open that found them (stored in meta, so restarts do not postpone it).
-// Such pools were filled by SDKs from before periods, whose envelopes are
-// now refused (errNoPeriod): one below n_min can never be released, and
-// would hold a MaxEpochsPerPool slot for ever.
-func (s *Shuffler) loadLegacyDeadline(ctx context.Context, pools []poolSize) error {
-	legacy := false
-	for _, p := range pools {
-		_, _, period, err := report.ParsePoolKey(p.metric)
-		legacy = legacy || (err == nil && period.IsZero() && p.n > 0)
-	}
-	if !legacy {
-		return nil
-	}
-	l := int64(s.o.Plan.PeriodLength() / time.Second)
-	deadline := s.periodDeadline(report.Period{Start: s.o.Now().Unix(), Length: l})
-	d, err := s.st.legacyDeadline(ctx, deadline)
-	if err != nil {
-		return err
-	}
-	s.legacyDeadline = d
-	return nil
 }
 
 // AddPlan makes the shuffler take envelopes of p's pools and period
@@ -202,7 +173,7 @@ func (s *Shuffler) trackEpochs(pools []poolSize) {
 	m := map[string]map[string]bool{}
 	for _, p := range pools {
 		pool, epoch, _, err := report.ParsePoolKey(p.metric)
-		if err != nil || epoch == "" || p.n == 0 {
+		if err != nil || p.n == 0 {
 			continue
 		}
 		if m[pool] == nil {
@@ -215,13 +186,11 @@ func (s *Shuffler) trackEpochs(pools []poolSize) {
 	s.epochsMu.Unlock()
 }
 
-// admitEpoch reports whether an envelope of key may be pooled under
-// MaxEpochsPerPool, counting its epoch as pooled when it is.
+// admitEpoch reports whether an envelope of key (one accepts took) may
+// be pooled under MaxEpochsPerPool, counting its epoch as pooled when it
+// is.
 func (s *Shuffler) admitEpoch(key string) bool {
-	pool, epoch, _, err := report.ParsePoolKey(key)
-	if err != nil || epoch == "" {
-		return true
-	}
+	pool, epoch, _, _ := report.ParsePoolKey(key)
 	s.epochsMu.Lock()
 	defer s.epochsMu.Unlock()
 	set := s.epochs[pool]

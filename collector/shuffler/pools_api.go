@@ -35,11 +35,9 @@ type PoolFill struct {
 	// Pool is the plan's pool: a metric's name with separate travel, the
 	// plan's one pool with joint or parallel travel.
 	Pool string `json:"pool"`
-	// Epoch is the plan epoch the reports were sealed under ("" for
-	// reports stored before epochs).
+	// Epoch is the plan epoch the reports were sealed under.
 	Epoch string `json:"epoch"`
-	// Period is the reporting period of the reports; null for reports
-	// stored before periods.
+	// Period is the reporting period of the reports.
 	Period *report.PeriodSpan `json:"period"`
 	// Reports is the number of reports waiting.
 	Reports int64 `json:"reports"`
@@ -75,7 +73,7 @@ func (s *Shuffler) poolFills(ctx context.Context) ([]PoolFill, error) {
 		}
 		pool, epoch, period, err := report.ParsePoolKey(p.metric)
 		if err != nil {
-			// Not accepted since; reported under its raw key.
+			// Not a key accepts takes: reported under its raw key.
 			pool = p.metric
 		}
 		byKey[p.metric] = len(fills)

@@ -10,8 +10,7 @@ package shuffler
 // transaction that deletes them) or an expiry (deleted and counted in
 // Stats.Expired). P's period q is closed once the shuffler has recorded q
 // in the table forgotten through store.closePeriod; P is final when no
-// report can join it any more: q is closed, or P has no period (pooled
-// before periods; such envelopes are refused).
+// report can join it any more: q is closed.
 //
 // Invariant: if P receives at least n_min reports in total, every report P
 // acknowledged is released in a batch of at least n_min reports. The only
@@ -193,7 +192,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 			s.poolDirty.Store(true)
 			return released, err
 		}
-		if p.n < nMin && s.expireDue(p.metric, final) {
+		if p.n < nMin && final {
 			gone, err := s.expire(ctx, p.metric, p.suite)
 			if err != nil {
 				s.poolDirty.Store(true)
@@ -259,36 +258,20 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 	return released, nil
 }
 
-// final reports whether no report can join pool key any more: a pool
-// without a period (such envelopes are refused), or one of a period
-// closed (table forgotten) or past its deadline by the shuffler's clock.
-// For a period it returns true only once store.closePeriod of it has
-// returned, in this process (rule C of release.go).
+// final reports whether no report can join pool key any more: its
+// period is closed (table forgotten) or past its deadline by the
+// shuffler's clock. It returns true only once store.closePeriod of the
+// period has returned, in this process (rule C of release.go). A key that
+// does not parse, which accepts never pools, is never final.
 func (s *Shuffler) final(ctx context.Context, key string) (bool, error) {
 	_, _, period, err := report.ParsePoolKey(key)
 	switch {
 	case err != nil:
 		return false, nil
-	case period.IsZero():
-		return true, nil
 	case period.End() > (*s.forgotten.Load())[period.Length] && s.o.Now().Unix() < s.periodDeadline(period):
 		return false, nil
 	}
 	return true, s.closePeriod(ctx, period)
-}
-
-// expireDue reports whether pool key, final or not, is to be deleted
-// when below n_min: a period's pool once final, a pool without a period
-// once past the legacy deadline.
-func (s *Shuffler) expireDue(key string, final bool) bool {
-	_, _, period, err := report.ParsePoolKey(key)
-	switch {
-	case err != nil:
-		return false
-	case period.IsZero():
-		return s.legacyDeadline > 0 && s.o.Now().Unix() >= s.legacyDeadline
-	}
-	return final
 }
 
 // closePeriod closes period p (store.closePeriod) unless this process
@@ -342,7 +325,7 @@ func (s *Shuffler) ClosePeriods(ctx context.Context, through time.Time) ([]repor
 	var closed []report.Period
 	for _, p := range pools {
 		_, _, period, err := report.ParsePoolKey(p.metric)
-		if err != nil || period.IsZero() || seen[period] || period.End() > through.Unix() {
+		if err != nil || seen[period] || period.End() > through.Unix() {
 			continue
 		}
 		seen[period] = true
@@ -442,14 +425,10 @@ func (s *Shuffler) released(key string, left int64) {
 	}
 }
 
-// settleOf returns how long pool key must not grow before a release
-// before its deadline (settleFor its period; the plan's for a pool
-// without one).
+// settleOf returns how long pool key (a known one) must not grow before
+// a release before its deadline: settleFor its period.
 func (s *Shuffler) settleOf(key string) time.Duration {
-	_, _, period, err := report.ParsePoolKey(key)
-	if err != nil || period.IsZero() {
-		return s.settleFor(s.o.Plan.PeriodLength())
-	}
+	_, _, period, _ := report.ParsePoolKey(key)
 	return s.settleFor(time.Duration(period.Length) * time.Second)
 }
 

@@ -49,7 +49,7 @@ type Options struct {
 	// batch it releases. It need not be calibrated. Required.
 	Plan *plan.Plan
 	// MaxEpochsPerPool bounds the plan epochs pooled apart at once for one
-	// pool (report.PoolKey tags): an envelope of yet another epoch is
+	// pool (report.PeriodPoolKey tags): an envelope of yet another epoch is
 	// rejected until one of them is released whole (its periods closed).
 	// It bounds what a client can make the shuffler hold with made-up
 	// epoch tags, each a pool that may never reach n_min. Defaults to
@@ -190,10 +190,7 @@ type Stats struct {
 	Late int64 `json:"late"`
 	// Expired counts reports deleted, never released: those of a pool
 	// that received fewer than n_min reports in all by its period's
-	// deadline (a pool that reached n_min is always released whole), and
-	// of pools without a period (stored before periods; no report can
-	// join them any more) still below n_min a period and its grace after
-	// this version of the shuffler first opened the database.
+	// deadline (a pool that reached n_min is always released whole).
 	Expired int64 `json:"expired"`
 	// Pools is the number of pooled reports per metric.
 	Pools map[string]int64 `json:"pools"`
@@ -299,9 +296,6 @@ type Shuffler struct {
 	// (store.closePeriod) and still holds reports of.
 	closedMu      sync.Mutex
 	closedPeriods map[report.Period]bool
-	// legacyDeadline is the Unix second from which pools without a
-	// period below n_min are expired (0: there are none).
-	legacyDeadline int64
 
 	c shufflerCounters
 }
@@ -419,21 +413,18 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		return fail(err)
 	}
 	s.trackEpochs(pools)
-	// The lengths of periods already pooled (a database of a version that
-	// did not store them) stay accepted.
+	// The lengths of periods already pooled stay accepted, even one
+	// whose storing failed (AddPlan stores what it learns best effort).
 	var pooled []int64
 	for _, p := range pools {
-		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil && !period.IsZero() {
+		if _, _, period, err := report.ParsePoolKey(p.metric); err == nil {
 			pooled = append(pooled, period.Length)
 		}
 	}
 	s.addPools(nil, pooled)
-	if err := s.loadLegacyDeadline(ctx, pools); err != nil {
-		return fail(err)
-	}
 	for _, p := range pools {
-		if s.known(p.metric) != nil {
-			s.log.Warn("pooled reports of a metric not in the plan are kept, not released", "metric", p.metric, "reports", p.n)
+		if err := s.known(p.metric); err != nil {
+			s.log.Warn("pooled reports of a pool the shuffler does not take are kept, not released", "metric", p.metric, "reports", p.n, "why", err)
 		}
 	}
 	s.m = newShufflerMetrics(s)
@@ -506,11 +497,5 @@ func openStore(ctx context.Context, o Options) (store, error) {
 		}
 		path = filepath.Join(o.Dir, DBFile)
 	}
-	// The longest period length of the plans, for a seen table from
-	// before periods (sqliteStore.migrateSeen).
-	l := int64(0)
-	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
-		l = max(l, int64(p.PeriodLength()/time.Second))
-	}
-	return openSQLiteStore(ctx, path, max(1, int64(o.DedupWindow)/dedupGenerations), int64(o.PeriodGrace/time.Second), l, func() int64 { return o.Now().Unix() })
+	return openSQLiteStore(ctx, path, max(1, int64(o.DedupWindow)/dedupGenerations), int64(o.PeriodGrace/time.Second), func() int64 { return o.Now().Unix() })
 }

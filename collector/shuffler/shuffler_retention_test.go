@@ -69,59 +69,6 @@ func TestShufflerDedupWithinPeriod(t *testing.T) {
 	}
 }
 
-// TestShufflerExpiresLegacyPools: a pool stored without a period (before
-// periods) that is below n_min can never grow, since such envelopes are
-// refused: a period and its grace after the first open that found it, it
-// is deleted and counted Expired, and a restart does not postpone that.
-func TestShufflerExpiresLegacyPools(t *testing.T) {
-	p := testPlan(t, 10)
-	dir := t.TempDir()
-	clock := &testClock{}
-	t0 := time.Unix(today.Start, 0)
-	clock.set(t0)
-	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, PeriodGrace: 24 * time.Hour}
-	f := newShufflerFixture(t, o)
-	f.s.Close()
-	db, err := openSQLiteFile(t, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range fakeSealed(4) {
-		if _, err := db.Exec(`INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`, metric, report.SuiteX25519ChaCha, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	release := func(s *Shuffler) Stats {
-		t.Helper()
-		if n, err := s.Release(context.Background()); err != nil || n != 0 {
-			t.Fatalf("Release = %d, %v; want nothing released", n, err)
-		}
-		st, err := s.Stats(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	g := newShufflerFixture(t, o)
-	if st := release(g.s); st.Pools[metric] != 4 || st.Expired != 0 {
-		t.Fatalf("at the first open: %+v", st)
-	}
-	g.s.Close()
-	// Reopened a day later: the deadline (24 h period + 24 h grace after
-	// t0) stands.
-	clock.set(t0.Add(24 * time.Hour))
-	h := newShufflerFixture(t, o)
-	clock.set(t0.Add(48*time.Hour - time.Second))
-	if st := release(h.s); st.Pools[metric] != 4 || st.Expired != 0 {
-		t.Fatalf("before the deadline: %+v", st)
-	}
-	clock.set(t0.Add(48*time.Hour + expirySweep)) // the next sweep
-	if st := release(h.s); st.Pools[metric] != 0 || st.Expired != 4 {
-		t.Fatalf("at the deadline: %+v, want the 4 reports expired", st)
-	}
-}
-
 // TestShufflerSettle: with Settle, a pool of an open period is held while
 // reports keep joining it and released, down to its last n_min, once none
 // joined for Settle: one batch where no Settle would release a few of

@@ -303,11 +303,11 @@ func TestShufflerValidatesEnvelopes(t *testing.T) {
 	envs[1].Metric = "no/such/metric"
 	envs[2].Suite = 99
 	envs[3].Sealed = envs[3].Sealed[:MinSealedLen-1]
-	// Reports of an SDK older than reporting periods: untagged, or tagged
-	// with an epoch only.
-	untagged := envelopes(metric, fakeSealed(2))
-	untagged[1].Metric = report.PoolKey(metric, "00000000000000e1")
-	envs = append(envs, untagged...)
+	// Pool keys without a period tag: the pool alone, or with an epoch
+	// only.
+	noPeriod := envelopes(metric, fakeSealed(2))
+	noPeriod[1].Metric = metric + report.PoolKeySep + "00000000000000e1"
+	envs = append(envs, noPeriod...)
 	var res UploadResult
 	if resp := post(t, nil, f.url, report.EncodeEnvelopes(envs), &res); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d", resp.StatusCode)

@@ -16,9 +16,6 @@ type store interface {
 	// replica of a database shares it, so that a retry to another
 	// replica is a duplicate too).
 	salt(ctx context.Context) ([]byte, error)
-	// legacyDeadline stores deadline unless a deadline is stored, and
-	// returns the stored one (Shuffler.loadLegacyDeadline).
-	legacyDeadline(ctx context.Context, deadline int64) (int64, error)
 	// learned returns the pools and period lengths stored by learn.
 	learned(ctx context.Context) (pools []string, lengths []int64, err error)
 	// learn stores pools and period lengths (Shuffler.AddPlan).

@@ -133,18 +133,6 @@ func (st *pgStore) salt(ctx context.Context) ([]byte, error) {
 	return st.meta(ctx, "salt", salt)
 }
 
-func (st *pgStore) legacyDeadline(ctx context.Context, deadline int64) (int64, error) {
-	v, err := st.meta(ctx, "legacy_deadline", []byte(strconv.FormatInt(deadline, 10)))
-	if err != nil {
-		return 0, err
-	}
-	d, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("shuffler: meta: legacy deadline %q: %w", v, err)
-	}
-	return d, nil
-}
-
 func (st *pgStore) learned(ctx context.Context) ([]string, []int64, error) {
 	pools, err := pgdb.Collect(ctx, st.pool, `SELECT name FROM pools`, pgx.RowTo[string])
 	if err != nil {

@@ -31,12 +31,12 @@ var sqliteSchema = []string{
 	`CREATE INDEX IF NOT EXISTS pool_metric ON pool (metric, suite, id)`,
 	// seen holds HMAC-SHA256(salt, report id)[:16] of recently accepted
 	// reports, by dedup generation, with the end and length of the
-	// report's period (kept until its pools close; 0 for none).
+	// report's period (kept until its pools close).
 	`CREATE TABLE IF NOT EXISTS seen (
 		h BLOB PRIMARY KEY,
 		gen INTEGER NOT NULL,
-		period_end INTEGER NOT NULL DEFAULT 0,
-		period_len INTEGER NOT NULL DEFAULT 0
+		period_end INTEGER NOT NULL,
+		period_len INTEGER NOT NULL
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
 	// pools holds the pools learned after start (AddPlan: the pools of
@@ -66,6 +66,10 @@ var sqliteSchema = []string{
 	)`,
 }
 
+// sqliteNewest names the columns a file of sqliteSchema has that files
+// of pre-release builds lack (sqlitedb.Schema.Newest).
+var sqliteNewest = map[string]string{"seen": "period_end"}
+
 // sqliteStore is the shuffler's state in one SQLite file, for one
 // process. Dedup retention is by generations of genSize accepted ids
 // (Options.DedupWindow): when a generation fills, accept deletes the ids
@@ -86,20 +90,15 @@ type sqliteStore struct {
 }
 
 // openSQLiteStore opens (creating) the shuffler's database at path.
-// maxLength is the longest known period length (for migrateSeen).
-func openSQLiteStore(ctx context.Context, path string, genSize, grace, maxLength int64, now func() int64) (*sqliteStore, error) {
+func openSQLiteStore(ctx context.Context, path string, genSize, grace int64, now func() int64) (*sqliteStore, error) {
 	// secure_delete overwrites deleted rows, so that released reports and
 	// their pool order do not linger in free pages of the file.
-	db, err := sqlitedb.Open(ctx, path, sqliteSchema, "secure_delete(ON)")
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest}, "secure_delete(ON)")
 	if err != nil {
 		return nil, err
 	}
 	st := &sqliteStore{db: db, genSize: genSize, now: now}
 	st.grace.Store(grace)
-	if err := st.migrateSeen(ctx, maxLength); err != nil {
-		db.Close()
-		return nil, err
-	}
 	if err := st.loadGeneration(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -109,29 +108,6 @@ func openSQLiteStore(ctx context.Context, path string, genSize, grace, maxLength
 		return nil, err
 	}
 	return st, nil
-}
-
-// migrateSeen adds the period columns to a seen table from before they
-// existed. Its ids may be of periods still open, so they are kept as if of
-// a period of the longest known length l ending two such lengths from now
-// (an open period, or one up to a period ahead, ends by then).
-func (st *sqliteStore) migrateSeen(ctx context.Context, l int64) error {
-	has, err := st.db.HasColumn(ctx, "seen", "period_end")
-	if err != nil || has {
-		return err
-	}
-	for _, q := range []string{
-		`ALTER TABLE seen ADD COLUMN period_end INTEGER NOT NULL DEFAULT 0`,
-		`ALTER TABLE seen ADD COLUMN period_len INTEGER NOT NULL DEFAULT 0`,
-	} {
-		if _, err := st.db.W.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("shuffler: migrating the seen table: %w", err)
-		}
-	}
-	if _, err := st.db.W.ExecContext(ctx, `UPDATE seen SET period_end = ?, period_len = ?`, st.now()+2*l, l); err != nil {
-		return fmt.Errorf("shuffler: migrating the seen table: %w", err)
-	}
-	return nil
 }
 
 // loadGeneration reads (creating) the dedup generation and counts its ids.
@@ -162,21 +138,6 @@ func (st *sqliteStore) salt(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("shuffler: meta: %w", err)
 	}
 	return out, nil
-}
-
-func (st *sqliteStore) legacyDeadline(ctx context.Context, deadline int64) (int64, error) {
-	if _, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('legacy_deadline', ?)`, strconv.FormatInt(deadline, 10)); err != nil {
-		return 0, fmt.Errorf("shuffler: meta: %w", err)
-	}
-	var v string
-	if err := st.db.W.QueryRowContext(ctx, `SELECT CAST(value AS TEXT) FROM meta WHERE key = 'legacy_deadline'`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("shuffler: meta: %w", err)
-	}
-	d, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("shuffler: meta: legacy deadline %q: %w", v, err)
-	}
-	return d, nil
 }
 
 func (st *sqliteStore) learned(ctx context.Context) ([]string, []int64, error) {
@@ -323,7 +284,7 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
 		grace := st.grace.Load()
 		args := []any{gen - 1 - dedupGenerations, grace, grace, st.now()}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` AND period_len > 0 GROUP BY period_len
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` GROUP BY period_len
 			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
 			return nil, false, err
 		}

@@ -361,7 +361,7 @@ func badInput(ctx context.Context, t *testing.T, srv *server, pl *plan.Plan) {
 	envs := []report.Envelope{
 		{ID: report.NewID(), Metric: report.PeriodPoolKey("chaos/unknown", pl.Epoch(), period), Suite: report.SuiteX25519ChaCha, Sealed: sealed(64)},
 		{ID: report.NewID(), Metric: report.PeriodPoolKey(pl.Pool(metricScreen), pl.Epoch(), period), Suite: report.SuiteX25519ChaCha, Sealed: sealed(report.SealOverhead - 1)},
-		{ID: report.NewID(), Metric: report.PoolKey(pl.Pool(metricScreen), pl.Epoch()), Suite: report.SuiteX25519ChaCha, Sealed: sealed(64)},
+		{ID: report.NewID(), Metric: pl.Pool(metricScreen) + report.PoolKeySep + pl.Epoch(), Suite: report.SuiteX25519ChaCha, Sealed: sealed(64)},
 	}
 	code, body, err := post(ctx, u, report.EncodeEnvelopes(envs))
 	var res shuffler.UploadResult

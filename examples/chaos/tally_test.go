@@ -82,10 +82,10 @@ func (b *books) addCollector(ctx context.Context, s *server) {
 }
 
 func (b *books) addPeriod(metric string, p collector.PeriodEstimate) {
-	if p.Start == nil || !p.Current {
+	if !p.Current {
 		return
 	}
-	c := cell{metric, b.pl.PeriodOf(*p.Start)}
+	c := cell{metric, b.pl.PeriodOf(p.Start)}
 	b.counted[c] += p.N
 	b.held[c] += p.Held
 	b.malformed[c] += p.Malformed

@@ -230,10 +230,7 @@ func withData(d collector.MetricDetail) []collector.PeriodEstimate {
 	var out []collector.PeriodEstimate
 	at := map[string]int{}
 	for _, p := range d.Periods {
-		k := ""
-		if p.Start != nil {
-			k = p.Start.UTC().Format(time.RFC3339)
-		}
+		k := p.Start.UTC().Format(time.RFC3339)
 		if i, ok := at[k]; ok {
 			if p.N > out[i].N {
 				out[i] = p
@@ -244,18 +241,11 @@ func withData(d collector.MetricDetail) []collector.PeriodEstimate {
 		out = append(out, p)
 	}
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && startOf(out[j]).Before(startOf(out[j-1])); j-- {
+		for j := i; j > 0 && out[j].Start.Before(out[j-1].Start); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
 	return out
-}
-
-func startOf(p collector.PeriodEstimate) time.Time {
-	if p.Start == nil {
-		return time.Time{}
-	}
-	return *p.Start
 }
 
 func latestPeriod(d collector.MetricDetail) *collector.PeriodEstimate {

@@ -442,7 +442,7 @@ func checkCollectors(ctx context.Context, t *testing.T, pl *plan.Plan, col []*re
 			if inBatches != p.N {
 				t.Errorf("%s: the period's batches hold %d valid reports, its statistic %d", m.Name, inBatches, p.N)
 			}
-			if p.Start != nil && p.Start.Equal(start) {
+			if p.Start.Equal(start) {
 				est = &d.Periods[i]
 			}
 		}

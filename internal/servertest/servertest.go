@@ -137,10 +137,10 @@ func Truth(values []string) map[string]int {
 }
 
 // SealKRR randomizes values with the plan's k-RR metric (seeded) and
-// seals each report to pub with the metric's binding.
+// seals each report to pub with the metric's binding for Today's period.
 func SealKRR(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, values []string, seed uint64) [][]byte {
 	t.Helper()
-	return SealKRRIn(t, p, metric, pub, values, seed, report.Period{})
+	return SealKRRIn(t, p, metric, pub, values, seed, Today)
 }
 
 // SealKRRIn is SealKRR for reports of period.

@@ -53,8 +53,8 @@ func StoreOf(t testing.TB, kind, dir string) string {
 	return u
 }
 
-// SQLiteOnly skips a test of the SQLite store's own files (its
-// migrations) when the fixtures run on PostgreSQL.
+// SQLiteOnly skips a test of the SQLite store's own files when the
+// fixtures run on PostgreSQL.
 func SQLiteOnly(t testing.TB) {
 	t.Helper()
 	if os.Getenv(StoreEnv) == "postgres" {

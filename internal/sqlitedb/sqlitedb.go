@@ -8,7 +8,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
@@ -42,9 +44,20 @@ type DB struct {
 	W, R *sql.DB
 }
 
+// Schema is what Open applies to a database.
+type Schema struct {
+	// Statements create what the database lacks (CREATE … IF NOT
+	// EXISTS), in order.
+	Statements []string
+	// Newest names, per table, the column added to it last: a file
+	// whose table exists without it was written by a pre-release build,
+	// whose schema nothing migrates, and Open refuses it.
+	Newest map[string]string
+}
+
 // Open opens (creating) the database at path with the extra
 // pragmas on every connection, and applies schema.
-func Open(ctx context.Context, path string, schema []string, pragmas ...string) (*DB, error) {
+func Open(ctx context.Context, path string, schema Schema, pragmas ...string) (*DB, error) {
 	w, err := sql.Open("sqlite", dsn(path, false, pragmas))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: opening %s: %w", path, err)
@@ -54,7 +67,11 @@ func Open(ctx context.Context, path string, schema []string, pragmas ...string) 
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	for _, stmt := range schema {
+	if err := checkNewest(ctx, w, schema.Newest); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitedb: %s: %w", path, err)
+	}
+	for _, stmt := range schema.Statements {
 		if _, err := w.ExecContext(ctx, stmt); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("sqlitedb: %s: schema: %w", path, err)
@@ -101,13 +118,20 @@ func (d *DB) Ready(ctx context.Context) error {
 	return tx.Rollback()
 }
 
-// HasColumn reports whether table has column.
-func (d *DB) HasColumn(ctx context.Context, table, column string) (bool, error) {
-	var n int
-	if err := d.W.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
-		return false, fmt.Errorf("sqlitedb: schema: %w", err)
+// checkNewest returns an error naming the first table of newest that
+// exists without its newest column.
+func checkNewest(ctx context.Context, w *sql.DB, newest map[string]string) error {
+	tables := slices.Sorted(maps.Keys(newest))
+	for _, table := range tables {
+		var columns, has int
+		if err := w.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = ?) FROM pragma_table_info(?)`, newest[table], table).Scan(&columns, &has); err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+		if columns > 0 && has == 0 {
+			return fmt.Errorf("table %s has no column %s: the file was written by a pre-release build, whose schema is not migrated; move it aside to start a new one", table, newest[table])
+		}
 	}
-	return n > 0, nil
+	return nil
 }
 
 // QueryColumn calls scan for each row of q on the read handle.

@@ -220,14 +220,8 @@
 // attempt, bounded by Config.ShutdownTimeout, and none when the server did
 // not answer this run (so a short-lived tool never waits on a dead
 // server at exit); what it does not send waits in the outbox for the next
-// run. An outbox file written by an
-// earlier version is migrated when opened: it keeps its pending reports
-// (those sealed before reporting periods carry none, and shufflers now
-// refuse them, counted in Stats.Rejected and removed: no per-period
-// guarantee covers them) and its ledger (per UTC day, as 24 h periods, each day with a report
-// closed for its metric, so that it sends no second one); the joint and
-// parallel rounds the version before periods had staged (randomized,
-// never sent, so nothing was spent on them) are dropped.
+// run. An outbox file of a pre-release schema version is refused when
+// opened, with an error that says so: nothing migrates it.
 //
 // # The ledger
 //

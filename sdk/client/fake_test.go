@@ -67,15 +67,12 @@ type fakeServer struct {
 	ids         map[report.ID]int // deliveries per id, counting duplicates
 	// keys counts the distinct envelopes per pool key (the pool, epoch
 	// and period they were sent for).
-	keys map[string]int
-	// allowUnperioded accepts reports without a period (sealed by an
-	// earlier version).
-	allowUnperioded bool
-	raw             int // envelopes delivered, duplicates included
-	posts           int // POST requests
-	gets            int // GET requests
-	opened          map[string][][]byte
-	openErr         error
+	keys    map[string]int
+	raw     int // envelopes delivered, duplicates included
+	posts   int // POST requests
+	gets    int // GET requests
+	opened  map[string][][]byte
+	openErr error
 	// names are the plan's metrics in order; messages the decoded
 	// messages of pooled travel, in arrival order.
 	epoch          string // of the plan served
@@ -286,7 +283,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			if epoch != f.epoch && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: epoch %q, the plan's is %q", e.ID, pool, epoch, f.epoch)
 			}
-			if period.IsZero() && !f.allowUnperioded && f.openErr == nil {
+			if period.IsZero() && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: no reporting period", e.ID, e.Metric)
 			}
 			pt, err := report.Open(f.priv, periodBinding(f.pl, pool, period), e.Sealed)

@@ -14,14 +14,11 @@ type LedgerEntry struct {
 	// Metric is the metric name.
 	Metric string
 	// Epoch is the epoch of the plan the period's report was sealed
-	// under; "" for entries migrated from the per-day ledger of an
-	// earlier version.
+	// under.
 	Epoch string
 	// Reports counts the reports of the metric committed for upload in
 	// the period and not refused by the shuffler: 0 or 1 (a joint message
-	// counts one for each metric it carries). An entry migrated from the
-	// per-day ledger of an earlier version, which had no such bound, may
-	// count more.
+	// counts one for each metric it carries).
 	Reports int64
 	// Eps0 is the sum of their local budgets: the metric's local privacy
 	// loss in the period (basic composition where Reports > 1).
@@ -53,8 +50,6 @@ const (
 	// after an upload without an answer (which may have stored it), or
 	// one of an upload whose answer refused more reports than it named,
 	// not named. It is charged. It is also the state of an entry
-	// committed before the ledger kept one (an outbox of an earlier
-	// version) whose report had left the outbox by then, and of an entry
 	// holding several reports.
 	UploadUnknown UploadState = ""
 	// UploadLocal is a report of ModeLocal: kept on the device, never
@@ -118,9 +113,8 @@ type LedgerWindow struct {
 	// count: see UploadRefused).
 	LocalEps0 float64
 	// OtherEpochReports counts the reports of the window sealed under
-	// another plan than the current one (or migrated from an earlier
-	// version's ledger). Central does not cover them: reports of several
-	// plans compose, each under its own plan.
+	// another plan than the current one. Central does not cover them:
+	// reports of several plans compose, each under its own plan.
 	OtherEpochReports int64
 	// Central is the current plan's calibrated central guarantee (its
 	// Guarantee): per user, across every metric, over any window of

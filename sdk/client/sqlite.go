@@ -24,8 +24,8 @@ import (
 // survives a crash of the process or of the machine. Transactions begin
 // IMMEDIATE, so concurrent processes on the same file serialize instead of
 // failing, and the checks of Stage and ClosePeriod cannot race. The schema
-// is versioned (PRAGMA user_version); a file written by an earlier version
-// is migrated when opened, keeping its pending envelopes.
+// is versioned (PRAGMA user_version); a file of another version than this
+// client's is refused when opened.
 type SQLiteOutbox struct {
 	db   *sql.DB
 	path string
@@ -59,12 +59,13 @@ func OpenSQLiteOutbox(ctx context.Context, path string) (*SQLiteOutbox, error) {
 	// instead of spinning on SQLITE_BUSY, and the pragmas apply to it.
 	db.SetMaxOpenConns(1)
 	o := &SQLiteOutbox{db: db, path: path}
-	if err := o.migrate(ctx); err != nil {
+	if err := o.createSchema(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	// SQLite creates the WAL and shared-memory files with the database
-	// file's mode; ones left by an earlier version keep theirs.
+	// file's mode; ones that exist already (made by another connection,
+	// or their mode changed since) keep theirs.
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Chmod(path+suffix, outboxFileMode); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			db.Close()
@@ -276,8 +277,8 @@ func (o *SQLiteOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 			if c.Local {
 				reports, eps0 = 0, 0
 			}
-			// A row holding a report already (only one migrated from an
-			// earlier version can) holds two: no one state says what
+			// A row holding a report already (closed_periods should keep
+			// any from being committed) holds two: no one state says what
 			// became of both.
 			if _, err := tx.ExecContext(ctx, `INSERT INTO period_ledger (start, length, metric, epoch, reports, eps0, local_reports, report, upload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (start, length, metric) DO UPDATE SET epoch = CASE epoch WHEN '' THEN '' ELSE excluded.epoch END, reports = reports + excluded.reports,

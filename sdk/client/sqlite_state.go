@@ -9,10 +9,10 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// The state metrics' part of the SQLite outbox (schema version 6): the
-// randomizers' states (metric_states) and the values carried forward
-// (carried_values), written by ClosePeriod in the transaction that commits
-// the period's envelope.
+// The state metrics' part of the SQLite outbox: the randomizers' states
+// (metric_states) and the values carried forward (carried_values),
+// written by ClosePeriod in the transaction that commits the period's
+// envelope.
 
 // commitState writes c's step and carried value in tx, after checking
 // that the step may commit (checkStep). The caller has checked that the

@@ -2,13 +2,10 @@ package client_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
@@ -149,66 +146,5 @@ func TestStatePooledTravelRefused(t *testing.T) {
 				t.Fatalf("NewProvider: %v; want ErrPlanRefused naming %q and separate travel", err, stateMetric)
 			}
 		})
-	}
-}
-
-// TestStateMigrationV5 opens an outbox file of version 5, which has no
-// table of states, with a value of the state metric staged for period 0
-// (that version could not send it: the randomizer refuses Randomize): the
-// file migrates (to version 7) with no state and no carried value, a
-// Provider steps period 0 with the staged value from no state, then
-// period 1 with the value carried forward.
-func TestStateMigrationV5(t *testing.T) {
-	ctx := context.Background()
-	f := stateServer(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, client.OutboxFile)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	const v5 = outboxSchemaV4 + `
-ALTER TABLE staged_values ADD COLUMN records INTEGER NOT NULL DEFAULT 1;
-PRAGMA user_version = 5;`
-	if _, err := db.ExecContext(ctx, v5); err != nil {
-		t.Fatal(err)
-	}
-	period0 := f.pl.ReportPeriod(t0)
-	if _, err := db.ExecContext(ctx, `INSERT INTO staged_values (metric, plan, start, length, pool, kind, category, total, records, rev) VALUES
-		(?, ?, ?, ?, ?, ?, 'true', 0, 2, 2)`, stateMetric, f.pl.Digest(), period0.Start, period0.Length, stateMetric, int(sdk.InputCategorical)); err != nil {
-		t.Fatal(err)
-	}
-
-	o, err := client.OpenSQLiteOutbox(ctx, path)
-	if err != nil {
-		t.Fatalf("opening the version 5 file: %v", err)
-	}
-	var version int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 7 {
-		t.Errorf("user_version %d, %v; want 7", version, err)
-	}
-	if st, err := o.States(ctx); err != nil || len(st) != 0 {
-		t.Errorf("states after the migration: %+v, %v; want none", st, err)
-	}
-	if c, err := o.Carried(ctx); err != nil || len(c) != 0 {
-		t.Errorf("carried values after the migration: %+v, %v; want none", c, err)
-	}
-	if vs, err := o.Staged(ctx); err != nil || len(vs) != 1 || vs[0].Category != "true" || vs[0].Count != 2 {
-		t.Errorf("staged after the migration: %+v, %v; want the value", vs, err)
-	}
-
-	cfg, clk := clockConfig(f, dir)
-	cfg.Outbox = o
-	t.Cleanup(func() { o.Close() })
-	var sp stepSpy
-	cfg.Randomizers = sp.cache(t)
-	clk.Set(t0.AddDate(0, 0, 1))
-	p := newProvider(t, cfg) // steps period 0 at its start
-	clk.Set(t0.AddDate(0, 0, 2))
-	flush(t, p)
-	checkChain(t, sp.got(), periodIndex(0), nil, "true", "true")
-	if st, err := o.States(ctx); err != nil || len(st) != 1 || st[0].Last != f.pl.ReportPeriod(t0.AddDate(0, 0, 1)) {
-		t.Errorf("states %+v, %v; want one, of period 1", st, err)
 	}
 }

@@ -36,8 +36,8 @@ func TestPeriodAndHorizonValidation(t *testing.T) {
 	if p.Period != "24h0m0s" || p.PeriodLength() != 24*time.Hour || p.HorizonPeriods() != 30 {
 		t.Errorf("period %q (%v), horizon %d: want canonical 24h0m0s, 30", p.Period, p.PeriodLength(), p.HorizonPeriods())
 	}
-	// Omitted: the defaults, and nothing new in the canonical JSON, so the
-	// digest (epoch) of a plan written before periods existed is unchanged.
+	// Omitted: the defaults, not written into the canonical JSON (Digest
+	// omits a field while it is unset).
 	q, err := plan.Parse([]byte(onePlan))
 	if err != nil {
 		t.Fatal(err)

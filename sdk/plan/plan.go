@@ -380,7 +380,7 @@ const EpochLen = 16
 // Epoch returns the plan's epoch id: the first EpochLen hex digits of its
 // digest. Statistics of different epochs never merge, and reports carry
 // the epoch of the plan they were sealed under (report.Binding,
-// report.PoolKey).
+// report.PeriodPoolKey).
 func (p *Plan) Epoch() string { return p.Digest()[:EpochLen] }
 
 // Bindings returns the binding each metric's reports are sealed under in
@@ -405,10 +405,16 @@ func (p *Plan) Binding(name string) report.Binding {
 	return report.Binding{Metric: name, Epoch: p.Epoch()}
 }
 
-// PoolBinding returns the binding of the messages of a pooled plan
-// (report.PoolBinding over Bindings).
-func (p *Plan) PoolBinding() report.Binding {
-	return report.PoolBinding(p.Pool(""), p.Travel, p.Bindings())
+// PoolBinding returns the binding the messages of a pooled plan are
+// sealed under for period (report.PoolBinding over Bindings, each of
+// period: the period is inside the digest of the metrics' bindings, so it
+// cannot be set afterwards as on a metric's Binding).
+func (p *Plan) PoolBinding(period report.Period) report.Binding {
+	bs := p.Bindings()
+	for i := range bs {
+		bs[i].Period = period
+	}
+	return report.PoolBinding(p.Pool(""), p.Travel, bs)
 }
 
 // YAML returns the plan as YAML.

@@ -6,8 +6,8 @@ import (
 )
 
 // TestPeriodBinding: a report sealed for one period opens under that
-// period only (no replay into another period's batch), and the zero period
-// keeps the binding of reports sealed before periods existed.
+// period only (no replay into another period's batch), and a binding
+// without a period neither seals nor opens.
 func TestPeriodBinding(t *testing.T) {
 	priv, pub, err := GenerateKey()
 	if err != nil {
@@ -24,17 +24,25 @@ func TestPeriodBinding(t *testing.T) {
 	if _, err := Open(sk, bind, sealed); err != nil {
 		t.Fatalf("same period: %v", err)
 	}
-	for _, p := range []Period{{}, {Start: day.Start + 86400, Length: 86400}, {Start: day.Start, Length: 43200}} {
+	for _, p := range []Period{{Start: day.Start + 86400, Length: 86400}, {Start: day.Start, Length: 43200}} {
 		other := bind
 		other.Period = p
 		if _, err := Open(sk, other, sealed); !errors.Is(err, ErrOpen) {
 			t.Errorf("period %v: err = %v, want ErrOpen", p, err)
 		}
 	}
-	old := bind
-	old.Period = Period{}
-	if got, want := string(old.info()), "blanket/report/v2\x00m\x00krr\x001\x002\x000123456789abcdef"; got != want {
-		t.Errorf("unperioded info = %q, want %q", got, want)
+	none := bind
+	none.Period = Period{}
+	if _, err := Open(sk, none, sealed); !errors.Is(err, ErrOpen) || !errors.Is(err, ErrNoPeriod) {
+		t.Errorf("open without a period: err = %v, want ErrOpen and ErrNoPeriod", err)
+	}
+	if _, err := Seal(pk, none, []byte("r")); !errors.Is(err, ErrNoPeriod) {
+		t.Errorf("seal without a period: err = %v, want ErrNoPeriod", err)
+	}
+	// The HPKE info, period included: the wire format (a change would
+	// leave every report sealed so far unopenable).
+	if got, want := string(bind.info()), "blanket/report/v2\x00m\x00krr\x001\x002\x000123456789abcdef\x00period=1763596800+86400"; got != want {
+		t.Errorf("info = %q, want %q", got, want)
 	}
 	// A pooled message's binding carries the period too.
 	pb := PoolBinding("@joint", "joint", []Binding{bind})
@@ -53,10 +61,15 @@ func TestParsePeriodAndPoolKey(t *testing.T) {
 	if err != nil || pool != "ui/screen" || epoch != "0123456789abcdef" || p != day || p.End() != day.Start+86400 {
 		t.Fatalf("ParsePoolKey = %q %q %v %v", pool, epoch, p, err)
 	}
-	for _, k := range []string{"ui/screen", "ui/screen#0123456789abcdef"} {
-		if _, _, p, err := ParsePoolKey(k); err != nil || !p.IsZero() {
-			t.Errorf("%q: period %v, err %v; want none", k, p, err)
+	// Without a period tag: refused, naming it.
+	for _, k := range []string{"ui/screen", "ui/screen#0123456789abcdef", ""} {
+		if _, _, _, err := ParsePoolKey(k); !errors.Is(err, ErrNoPeriod) || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%q: err %v; want ErrNoPeriod and ErrMalformed", k, err)
 		}
+	}
+	// An empty epoch parses: the shuffler and the collector refuse it.
+	if pool, epoch, p, err := ParsePoolKey("ui/screen##" + day.String()); err != nil || pool != "ui/screen" || epoch != "" || p != day {
+		t.Errorf("empty epoch: %q %q %v %v", pool, epoch, p, err)
 	}
 	for _, bad := range []string{"", "+", "1+", "+1", "1+0", "-86400+86400", "1+86400", "86400+-1", "0+99999999", "a+1", "1 +1", "99999999999999999999+1", "0+1+1", "00+1", "0+01"} {
 		if _, err := ParsePeriod(bad); !errors.Is(err, ErrMalformed) {
@@ -74,7 +87,7 @@ func FuzzParsePoolKey(f *testing.F) {
 	f.Add("a")
 	f.Fuzz(func(t *testing.T, key string) {
 		pool, epoch, p, err := ParsePoolKey(key)
-		if err != nil || p.IsZero() {
+		if err != nil {
 			return
 		}
 		if p.Valid() != nil {

@@ -36,6 +36,9 @@ var (
 	ErrOpen = errors.New("report: cannot open sealed report")
 	// ErrTooLarge reports a message over a size limit.
 	ErrTooLarge = errors.New("report: too large")
+	// ErrNoPeriod reports a pool key or a binding without a reporting
+	// period: no per-period guarantee could cover such a report.
+	ErrNoPeriod = errors.New("no reporting period")
 )
 
 // Limits on what decoders accept.
@@ -308,17 +311,13 @@ type Binding struct {
 	Epoch string
 	// Period is the reporting period the report belongs to, so that a
 	// report does not open under another period (a replay into another
-	// period's batch). The zero Period binds none (reports sealed before
-	// periods existed).
+	// period's batch). Seal and Open refuse the zero Period.
 	Period Period
 }
 
 func (b Binding) info() []byte {
-	info := "blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch
-	if !b.Period.IsZero() {
-		info += "\x00period=" + b.Period.String()
-	}
-	return []byte(info)
+	return []byte("blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch +
+		"\x00period=" + b.Period.String())
 }
 
 // Period is a reporting period: the Unix seconds [Start, Start+Length),
@@ -384,44 +383,32 @@ func digits(s string) bool {
 	return true
 }
 
-// PoolKeySep separates a pool name from the plan epoch in an envelope's or
-// batch's Metric field (PoolKey).
+// PoolKeySep separates the pool name, the plan epoch and the period in an
+// envelope's or batch's Metric field (PeriodPoolKey).
 const PoolKeySep = "#"
 
-// PoolKey returns what an envelope carries in its Metric field: the
-// shuffler pool and the epoch of the plan its report was sealed under, so
-// that the shuffler pools, and releases at least n_min of, reports of one
-// epoch at a time.
-func PoolKey(pool, epoch string) string {
-	if epoch == "" {
-		return pool
-	}
-	return pool + PoolKeySep + epoch
-}
-
-// SplitPoolKey splits a PoolKey into pool and epoch ("" when untagged).
-func SplitPoolKey(key string) (pool, epoch string) {
-	pool, epoch, _ = strings.Cut(key, PoolKeySep)
-	return pool, epoch
-}
-
-// PeriodPoolKey returns the pool key of a report of period: PoolKey
-// followed by PoolKeySep and the period ("ui/screen#<epoch>#<start>+<length>"),
-// so that the shuffler pools, and releases batches of, one period at a time.
+// PeriodPoolKey returns what an envelope of a report of period carries in
+// its Metric field: the shuffler pool, the epoch of the plan the report
+// was sealed under and the period, joined by PoolKeySep
+// ("ui/screen#<epoch>#<start>+<length>"), so that the shuffler pools, and
+// releases at least n_min of, reports of one epoch and one period at a
+// time.
 func PeriodPoolKey(pool, epoch string, period Period) string {
 	return pool + PoolKeySep + epoch + PoolKeySep + period.String()
 }
 
-// ParsePoolKey splits a pool key into its pool, epoch ("" when untagged)
-// and period (zero when untagged); a malformed period is an error wrapping
-// ErrMalformed.
+// ParsePoolKey splits a PeriodPoolKey into its pool, epoch and period. A
+// key without a period tag is an error wrapping ErrMalformed and
+// ErrNoPeriod, a malformed period one wrapping ErrMalformed. An empty
+// epoch is returned as is: the caller decides.
 func ParsePoolKey(key string) (pool, epoch string, period Period, err error) {
 	pool, rest, _ := strings.Cut(key, PoolKeySep)
 	epoch, ps, tagged := strings.Cut(rest, PoolKeySep)
-	if tagged {
-		if period, err = ParsePeriod(ps); err != nil {
-			return "", "", Period{}, fmt.Errorf("pool key %q: %w", key, err)
-		}
+	if !tagged {
+		return "", "", Period{}, fmt.Errorf("%w: pool key %q: %w (want <pool>%s<epoch>%s<start>+<length>)", ErrMalformed, key, ErrNoPeriod, PoolKeySep, PoolKeySep)
+	}
+	if period, err = ParsePeriod(ps); err != nil {
+		return "", "", Period{}, fmt.Errorf("pool key %q: %w", key, err)
 	}
 	return pool, epoch, period, nil
 }
@@ -477,15 +464,23 @@ func (k *PrivateKey) PublicKey() *PublicKey { return &PublicKey{k.k.PublicKey()}
 // Bytes returns the public key bytes.
 func (k *PublicKey) Bytes() []byte { return k.k.Bytes() }
 
-// Seal seals a randomized report to the collector's key, bound to b.
+// Seal seals a randomized report to the collector's key, bound to b. It
+// fails with ErrNoPeriod when b has no period.
 func Seal(pk *PublicKey, b Binding, report []byte) ([]byte, error) {
+	if b.Period.IsZero() {
+		return nil, fmt.Errorf("report: sealing a report of %q: %w", b.Metric, ErrNoPeriod)
+	}
 	_, kdf, aead := suite()
 	return hpke.Seal(pk.k, kdf, aead, b.info(), report)
 }
 
 // Open opens a sealed report; it fails with ErrOpen when the ciphertext was
-// not sealed to this key with this binding, or was altered.
+// not sealed to this key with this binding, or was altered, and when b
+// has no period (wrapping ErrNoPeriod too: no report is sealed so).
 func Open(sk *PrivateKey, b Binding, sealed []byte) ([]byte, error) {
+	if b.Period.IsZero() {
+		return nil, fmt.Errorf("%w: binding of %q: %w", ErrOpen, b.Metric, ErrNoPeriod)
+	}
 	_, kdf, aead := suite()
 	pt, err := hpke.Open(sk.k, kdf, aead, b.info(), sealed)
 	if err != nil {

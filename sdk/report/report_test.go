@@ -76,7 +76,8 @@ func TestSealOpen(t *testing.T) {
 	if !bytes.Equal(sk.PublicKey().Bytes(), pub) {
 		t.Fatal("private key does not match public key")
 	}
-	bind := Binding{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5}
+	day := Period{Start: 86400, Length: 86400}
+	bind := Binding{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5, Period: day}
 	sealed, err := Seal(pk, bind, []byte("report"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +88,12 @@ func TestSealOpen(t *testing.T) {
 	}
 	// Any change of binding or ciphertext fails.
 	for _, other := range []Binding{
-		{Metric: "ui/other", Plugin: "krr", Version: "1", Eps0: 2.5},
-		{Metric: "ui/screen", Plugin: "rappor", Version: "1", Eps0: 2.5},
-		{Metric: "ui/screen", Plugin: "krr", Version: "2", Eps0: 2.5},
-		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.6},
-		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5, Period: Period{Start: 86400, Length: 86400}},
+		{Metric: "ui/other", Plugin: "krr", Version: "1", Eps0: 2.5, Period: day},
+		{Metric: "ui/screen", Plugin: "rappor", Version: "1", Eps0: 2.5, Period: day},
+		{Metric: "ui/screen", Plugin: "krr", Version: "2", Eps0: 2.5, Period: day},
+		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.6, Period: day},
+		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5, Period: Period{Start: 2 * 86400, Length: 86400}},
+		{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2.5, Epoch: "0123456789abcdef", Period: day},
 	} {
 		if _, err := Open(sk, other, sealed); !errors.Is(err, ErrOpen) {
 			t.Errorf("binding %+v: err = %v, want ErrOpen", other, err)

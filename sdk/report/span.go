@@ -11,8 +11,7 @@ type PeriodSpan struct {
 	End   time.Time `json:"end"`
 }
 
-// NewPeriodSpan returns p's span, nil for the zero period (reports sealed
-// before periods existed).
+// NewPeriodSpan returns p's span, nil for the zero period (no period).
 func NewPeriodSpan(p Period) *PeriodSpan {
 	if p.IsZero() {
 		return nil

@@ -40,7 +40,7 @@ const fmt = {
   // day shows a period start (an ISO time) as YYYY-MM-DD, with the time
   // when the period does not start at midnight UTC.
   day(iso) {
-    if (!iso) return "before periods";
+    if (!iso) return "–";
     const s = iso.replace("Z", "");
     return s.endsWith("T00:00:00") ? s.slice(0, 10) : s.slice(0, 16).replace("T", " ");
   },

@@ -3,6 +3,7 @@ package shuffler
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,47 +19,36 @@ func reviewUpload(t *testing.T, url string, envs []report.Envelope) UploadResult
 	return res
 }
 
-// S3a (second review): a seen table of the previous version (h, gen),
-// which already pooled per period, is migrated keeping its ids as of a
-// period still open: a retry after the upgrade is not pooled a second
-// time in the same period.
-func TestShufflerMigratedSeenKeepsOpenPeriod(t *testing.T) {
+// TestShufflerRefusesPreReleaseDatabase: a database whose seen table has
+// no period columns (a pre-release build's) is refused at open with an
+// error that names the missing column, rather than failing every upload.
+func TestShufflerRefusesPreReleaseDatabase(t *testing.T) {
 	p := testPlan(t, 1000)
 	dir := t.TempDir()
-	clock := &testClock{}
-	clock.set(time.Unix(today.Start+3600, 0))
-	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1", Now: clock.now, DedupWindow: 8}
+	o := Options{Plan: p, Dir: dir, Collector: "http://127.0.0.1:1"}
 	f := newShufflerFixture(t, o)
-	key := periodKey(metric, p.Epoch())
-	first := envelopes(key, fakeSealed(1))
-	if res := reviewUpload(t, f.url, first); res.Accepted != 1 {
-		t.Fatalf("first: %+v", res)
-	}
 	f.s.Close()
-	// The previous version's seen table.
 	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		`CREATE TABLE seen_old (h BLOB PRIMARY KEY, gen INTEGER NOT NULL) WITHOUT ROWID`,
-		`INSERT INTO seen_old SELECT h, gen FROM seen`,
 		`DROP TABLE seen`,
-		`ALTER TABLE seen_old RENAME TO seen`,
-		`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
+		`CREATE TABLE seen (h BLOB PRIMARY KEY, gen INTEGER NOT NULL) WITHOUT ROWID`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}
 	}
 	db.Close()
-	g := newShufflerFixture(t, o)
-	for range 40 {
-		reviewUpload(t, g.url, envelopes(key, fakeSealed(1)))
+	o.Logger = testLogger(t)
+	s, err := Open(context.Background(), o)
+	if err == nil {
+		s.Close()
+		t.Fatal("a database without seen.period_end opened")
 	}
-	if res := reviewUpload(t, g.url, first); res.Accepted != 0 {
-		st, _ := g.s.Stats(context.Background())
-		t.Fatalf("retry within the still-open period after the upgrade: %+v (pool %d): pooled twice", res, st.Pools[key])
+	if !strings.Contains(err.Error(), "seen has no column period_end") || !strings.Contains(err.Error(), "pre-release") {
+		t.Fatalf("error %q, want it to name the missing column and the pre-release build", err)
 	}
 }
 
@@ -94,11 +84,12 @@ func TestShufflerGraceIncreaseReopensForgottenIDs(t *testing.T) {
 	}
 }
 
-// R1 (second review): a shuffler data directory of the previous version
-// learned pools but no period lengths; reopened (upgrade) with a plan of
-// another period, the lengths of the periods it has pooled stay accepted,
-// so late reports of apps still on the earlier plan are not refused.
-func TestShufflerUpgradeForgetsEarlierPeriodLength(t *testing.T) {
+// R1 (second review): a period length the shuffler pooled but did not
+// store (AddPlan stores what it learns best effort: a failed write is
+// only logged); reopened with a plan of another period, the lengths of
+// the periods it has pooled stay accepted, so late reports of apps still
+// on the earlier plan are not refused.
+func TestShufflerRestartKeepsPooledPeriodLength(t *testing.T) {
 	old := testPlan(t, 10)
 	old.Period = "1h"
 	cur := testPlan(t, 10)
@@ -109,14 +100,14 @@ func TestShufflerUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 	f := newShufflerFixture(t, o)
 	hour := report.Period{Start: today.Start, Length: 3600}
 	if res := reviewUpload(t, f.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1))); res.Accepted != 1 {
-		t.Fatalf("before the upgrade: %+v", res)
+		t.Fatalf("before the restart: %+v", res)
 	}
 	f.s.Close()
 	db, err := openSQLiteFile(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DELETE FROM period_lengths`); err != nil { // not in the previous schema
+	if _, err := db.Exec(`DELETE FROM period_lengths`); err != nil { // as if storing them had failed
 		t.Fatal(err)
 	}
 	db.Close()
@@ -124,6 +115,6 @@ func TestShufflerUpgradeForgetsEarlierPeriodLength(t *testing.T) {
 	g := newShufflerFixture(t, o)
 	res := reviewUpload(t, g.url, envelopes(report.PeriodPoolKey(metric, old.Epoch(), hour), fakeSealed(1)))
 	if res.Rejected != 0 {
-		t.Fatalf("late report of the earlier plan after the upgrade: %+v", res)
+		t.Fatalf("late report of the earlier plan after the restart: %+v", res)
 	}
 }
