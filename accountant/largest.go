@@ -64,7 +64,7 @@ type largest[P any] struct {
 	// proof is what the proof states.
 	probe func(x float64) (g float64, proof P, err error)
 	// outside reports whether a probe error means only that x is outside
-	// the mechanism's domain (point 3); nil: every error ends the search.
+	// the mechanism's domain (point 4); nil: every error ends the search.
 	outside func(error) bool
 	// floor is the smallest x tried when shrinking: a halving that would
 	// go below it ends the search with errBelowFloor.
@@ -129,7 +129,7 @@ func (s *largest[P]) bracket(x0 float64) (a, b probed, err error) {
 		for a.g > 0 {
 			b = a
 			x := a.x / 2
-			if x < s.floor {
+			if !(x >= s.floor) {
 				return probed{}, probed{}, errBelowFloor
 			}
 			if g, err = s.eval(x); err != nil {

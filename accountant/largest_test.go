@@ -327,3 +327,34 @@ func TestLargestNarrowMirroredRounding(t *testing.T) {
 	}
 	t.Fatalf("found only %d brackets where a + b - b rounds above a", found)
 }
+
+// TestSolveDecreasingNeverMet: when f misses the target everywhere, by
+// however little, the root finder says so (a log distance below the
+// target value was once read as met).
+func TestSolveDecreasingNeverMet(t *testing.T) {
+	for _, above := range []float64{1e-3, 1e-7, 1e-12, 0x1p-52} {
+		target := 1e-6
+		f := func(float64) float64 { return target * (1 + above) }
+		if x, ok := solveDecreasing(f, target, 0, 2); ok {
+			t.Errorf("f = target*(1+%g) everywhere: solveDecreasing = %v, met; want not met", above, x)
+		}
+		if a := solveDecreasingLow(f, target, 0, 2); a == 0 {
+			t.Errorf("f = target*(1+%g) everywhere: solveDecreasingLow = 0 (met at 0); want an end where it is missed", above)
+		}
+	}
+}
+
+// TestCalibrateLongitudinalArguments: bad arguments are named as such,
+// not searched for (a refused budget counts as not proven there).
+func TestCalibrateLongitudinalArguments(t *testing.T) {
+	m := LongitudinalMech{Tree: 4}
+	for _, tg := range []Target{
+		{Eps: 0, Delta: 1e-6, N: 1000},
+		{Eps: 1, Delta: 1e-6, N: 1000, Rounds: MaxRounds + 1},
+		{Eps: 1, Delta: 1e-6, N: 1000, Rounds: -1},
+	} {
+		if _, err := CalibrateLongitudinal(m, tg); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%+v: %v, want ErrInvalidArgument", tg, err)
+		}
+	}
+}

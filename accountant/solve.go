@@ -165,16 +165,17 @@ func solveDecreasingLow(f func(float64) float64, target, lo, hi float64) float64
 
 type point struct{ x, f float64 }
 
-// logDistance returns g = log f - log target (-Inf where f <= 0): g <= 0
-// exactly where f meets the target, whatever rounding exp would add.
+// logDistance returns g = log(f/target) (-Inf where f <= 0): g <= 0
+// exactly where f meets the target, since for f > target the quotient
+// rounds to at least 1 + 2^-52, whose log is positive (log f - log
+// target can round to 0 for an f a few ulps above the target).
 func logDistance(f func(float64) float64, target float64) func(float64) float64 {
-	lt := math.Log(target)
 	return func(x float64) float64 {
 		v := f(x)
 		if v <= 0 {
 			return math.Inf(-1)
 		}
-		return math.Log(v) - lt
+		return math.Log(v / target)
 	}
 }
 
