@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -215,6 +216,27 @@ func TestCollectorJointBatch(t *testing.T) {
 	}
 	if e := f.metric(t, m0.Name).Periods[0]; e.N != 460 || e.Batches != 2 {
 		t.Fatalf("after the second batch: %+v", e)
+	}
+}
+
+// TestCollectorPooledBatchNothingOpensOnce: a batch of pooled travel in
+// which no message opens stores no row per metric; sent again, it is still
+// a duplicate, and its malformed reports are counted once.
+func TestCollectorPooledBatchNothingOpensOnce(t *testing.T) {
+	f := newPooledFixture(t, "joint", 50)
+	var junk [][]byte
+	for i := range 60 { // n_min is 50
+		junk = append(junk, mustSeal(t, f.c.PublicKey(), f.binding, []byte(fmt.Sprintf("not a message %d", i))))
+	}
+	body := todayBody(f.pub, f.pub.Pool(""), junk)
+	if code, res := f.postBatch(t, body); code != http.StatusOK || res.Duplicate || res.N != 0 || res.Malformed != 60 {
+		t.Fatalf("first: status %d, %+v; want 0 valid, 60 malformed", code, res)
+	}
+	if code, res := f.postBatch(t, body); code != http.StatusOK || !res.Duplicate {
+		t.Fatalf("again: status %d, %+v; want a duplicate", code, res)
+	}
+	if st := f.c.Stats(); st.Malformed != 60 || st.Batches != 1 || st.Duplicates != 1 {
+		t.Errorf("stats %+v; want 60 malformed reports in 1 batch, 1 duplicate", st)
 	}
 }
 

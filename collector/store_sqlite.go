@@ -23,9 +23,13 @@ var sqliteSchema = []string{
 		plan BLOB NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS epochs_source ON epochs (source, key)`,
+	// ingested has the id of every batch ingested, whatever it held (a
+	// batch of pooled travel in which no message opens has no row in
+	// batches): what makes ingestion idempotent.
+	`CREATE TABLE IF NOT EXISTS ingested (id BLOB PRIMARY KEY) WITHOUT ROWID`,
 	// batches has one row per ingested batch and metric (a batch of
-	// pooled travel carries several metrics): what makes ingestion
-	// idempotent, and the central guarantee of each batch. messages is
+	// pooled travel carries several metrics): the central guarantee of
+	// each batch. messages is
 	// the number of shuffled messages the guarantee is computed for; n
 	// and malformed count the metric's reports.
 	// period_start and period_len (Unix seconds) are the reporting period
@@ -106,7 +110,7 @@ type sqliteStore struct {
 // hasBatch reports whether batch id was already ingested.
 func (st *sqliteStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {
 	var one int
-	err := st.db.R.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one)
+	err := st.db.R.QueryRowContext(ctx, `SELECT 1 FROM ingested WHERE id = ?`, id[:]).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -122,12 +126,12 @@ func (st *sqliteStore) commitBatch(ctx context.Context, id report.ID, g batchGro
 		return false, false, err
 	}
 	defer tx.Rollback()
-	var one int
-	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, id[:]).Scan(&one); {
-	case err == nil:
-		return true, false, nil
-	case !errors.Is(err, sql.ErrNoRows):
+	r, err := tx.ExecContext(ctx, `INSERT INTO ingested (id) VALUES (?) ON CONFLICT DO NOTHING`, id[:])
+	if err != nil {
 		return false, false, err
+	}
+	if n, err := r.RowsAffected(); err != nil || n == 0 {
+		return err == nil, false, err
 	}
 	if held, err = commitGroup(ctx, tx, g); err != nil {
 		return false, false, err
