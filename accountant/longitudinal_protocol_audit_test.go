@@ -3,6 +3,7 @@
 package accountant
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -56,5 +57,44 @@ func TestAllocatePlanLongitudinalRecomposed(t *testing.T) {
 	t.Logf("plan eps %.5f; recomposed %.5f (mates %d, tail %.3g, node rounds %d)", res.Eps, r.Upper, mates, tail, part.Rounds)
 	if r.Upper > spec.Eps {
 		t.Errorf("recomposed eps %.6f above the target %g at the plan's budgets", r.Upper, spec.Eps)
+	}
+}
+
+// TestAllocatePlanLongitudinal (make audit: 10 s; the plan path of a
+// longitudinal metric runs in make test through examples/fleet's
+// TestLongitudinalEndToEnd) calibrates a plan with a longitudinal metric
+// next to a k-RR one and checks the result with an independent query: the
+// longitudinal bound composed with the k-RR reports over the horizon, at
+// the calibrated budgets, meets the target (and is not far below it: the
+// calibration is not wasteful). Joint travel is refused.
+func TestAllocatePlanLongitudinal(t *testing.T) {
+	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
+		{Name: "page", Mech: KRR(4)},
+		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
+	}}
+	res, err := AllocatePlan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Eps > spec.Eps {
+		t.Fatalf("plan eps %g above the target", res.Eps)
+	}
+	page, dark := res.Metrics[0], res.Metrics[1]
+	check, err := Longitudinal{Tree: 64, Eps0: dark.Eps0, Periods: 6, Batch: spec.NMin}.Epsilon(spec.Delta,
+		Part{Mech: KRR(4), Eps0: page.Eps0, N: spec.NMin, Rounds: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan spends 5% of the metric's delta share on the tail, the
+	// check 5% of all of delta: the check is a little more pessimistic.
+	if check.Upper > spec.Eps*1.01 {
+		t.Errorf("independent check: eps %g at the plan's budgets (page %g, dark %g), target %g", check.Upper, page.Eps0, dark.Eps0, spec.Eps)
+	}
+	if check.Upper < 0.9*spec.Eps {
+		t.Errorf("independent check: eps %g at the plan's budgets, far below the target %g", check.Upper, spec.Eps)
+	}
+	spec.Travel = TravelJoint
+	if _, err := AllocatePlan(spec); !errors.Is(err, ErrLongitudinal) {
+		t.Errorf("joint travel with a longitudinal metric: %v", err)
 	}
 }

@@ -33,3 +33,9 @@ func TestJointMessageTooLargeRAPPOR(t *testing.T) {
 func TestCrashRestartDeep(t *testing.T) {
 	crashRestartBoth(t, 200, 300)
 }
+
+// TestPlanChangeConcurrentRecordsDeep: TestPlanChangeConcurrentRecords
+// over 80 quarter periods.
+func TestPlanChangeConcurrentRecordsDeep(t *testing.T) {
+	planChangeConcurrentRecords(t, 80)
+}

@@ -259,8 +259,15 @@ func checkSuperseded(t *testing.T, p *client.Provider, o client.Outbox) {
 // between two plans, all at once: nothing deadlocks (each step has a
 // deadline), nothing stays staged once every period has ended, and no
 // metric sends two reports in one period, in whatever epoch. Run it with
-// -race for the lock discipline.
+// -race for the lock discipline. 16 steps (4 periods) here, 80 in
+// TestPlanChangeConcurrentRecordsDeep (make audit).
 func TestPlanChangeConcurrentRecords(t *testing.T) {
+	planChangeConcurrentRecords(t, 16)
+}
+
+// planChangeConcurrentRecords runs TestPlanChangeConcurrentRecords for
+// steps quarter periods.
+func planChangeConcurrentRecords(t *testing.T, steps int) {
 	f := newFakeServer(t, nil)
 	cfg, clk, o := planChangeConfig(t, f)
 	cfg.PeriodGrace = 30 * day // a slow step must not expire a period
@@ -269,7 +276,7 @@ func TestPlanChangeConcurrentRecords(t *testing.T) {
 	a := p.Plan()
 	b := clonePlanJSON(a)
 	planChanges[0].change(b)
-	const steps, workers = 40, 3
+	const workers = 3
 	m := p.Meter("app")
 	screen, feature, bytes := m.Categorical("screen"), m.Categorical("feature"), m.Sum("bytes")
 	records := [workers]func() error{
