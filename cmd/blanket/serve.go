@@ -153,7 +153,7 @@ var (
 	}
 	collectorRoutes = []string{
 		"GET  /                     the dashboard (estimates, series, guarantees)",
-		"GET  /v1/plan              the calibrated plan with the collector's key",
+		"GET  /v1/plan              the calibrated plan with the collector's key, signed (Blanket-Plan-Signature)",
 		"GET  /v1/metrics           metrics with data",
 		"GET  /v1/metrics/{name}    estimates, confidence intervals and central guarantee",
 		"POST /v1/batches           shuffled batches (bearer token)",
@@ -324,6 +324,7 @@ the next start.`,
 				"GET  /v1/pools             each pool's fill against n_min",
 				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
+			printPlanKey(cmd, c)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

@@ -59,13 +59,13 @@ type fakeServer struct {
 	*httptest.Server
 	priv *report.PrivateKey
 
-	mu      sync.Mutex
-	plan    []byte // served at /v1/plan
-	sig     string // plan's signature (plan.SignatureHeader); "": unsigned
+	mu   sync.Mutex
+	plan []byte // served at /v1/plan
+	sig  string // plan's signature (plan.SignatureHeader); "": unsigned
 	// endorsements is served as plan.EndorsementsHeader when not "".
 	endorsements string
-	etag    string // the plan's ETag: its digest, quoted
-	planErr int    // when non-zero, /v1/plan answers this status
+	etag         string // the plan's ETag: its digest, quoted
+	planErr      int    // when non-zero, /v1/plan answers this status
 	// notModified counts plan requests answered 304.
 	notModified int
 	pl          *plan.Plan        // the plan served, for its bindings
