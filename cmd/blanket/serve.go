@@ -254,8 +254,10 @@ running each role as replicas.
 
 An uncalibrated plan is calibrated at the first start and that calibration is
 kept in DIR (restarts with the same plan reuse it). The collector key is
-generated at the first start (DIR/collector.key, mode 0600). SIGINT or SIGTERM
-shuts down gracefully; released batches not yet acknowledged are sent again at
+generated at the first start (DIR/collector.key, mode 0600), and so is the
+key that signs the plan (DIR/plan-signing.key), whose public half every app
+pins: 'blanket collector plan-key --data DIR' prints it, and serve prints it
+at start. SIGINT or SIGTERM shuts down gracefully; released batches not yet acknowledged are sent again at
 the next start.`,
 		Example: `  blanket serve --data ./blanket-data --plan examples/plan.yaml
   blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --plugin-dir /usr/lib/blanket`,
