@@ -119,7 +119,8 @@ func TestAppRefusesAPlanWhoseKeyARelaySwapped(t *testing.T) {
 		t.Run("swap="+c.swap, func(t *testing.T) {
 			mitm := &swappingShuffler{relay: &shuffler.PlanRelay{Collector: cf.srv.URL}, shuffler: sf.url, swap: c.swap, attackerKey: attackerKey, signer: signer}
 			srv := newServer(t, mitm)
-			now := time.Now().Add(-24 * time.Hour)
+			var clock atomic.Int64 // Unix nanoseconds: the uploader reads it too
+			clock.Store(time.Now().Add(-24 * time.Hour).UnixNano())
 			ctx := context.Background()
 			p, err := client.NewProvider(ctx, client.Config{
 				Mode:        client.ModeOn,
@@ -128,7 +129,7 @@ func TestAppRefusesAPlanWhoseKeyARelaySwapped(t *testing.T) {
 				DataDir:     t.TempDir(),
 				MaxEps0:     1000,
 				UploadDelay: time.Millisecond,
-				Now:         func() time.Time { return now },
+				Now:         func() time.Time { return time.Unix(0, clock.Load()) },
 			})
 			if c.want != nil {
 				if p != nil || !errors.Is(err, client.ErrPlanRefused) || !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
@@ -141,7 +142,7 @@ func TestAppRefusesAPlanWhoseKeyARelaySwapped(t *testing.T) {
 			if err := p.Meter("").Categorical(metric).Record(ctx, "home"); err != nil {
 				t.Fatal(err)
 			}
-			now = now.Add(24 * time.Hour) // the period ended: Flush seals and uploads it
+			clock.Add(int64(24 * time.Hour)) // the period ended: Flush seals and uploads it
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			if err := p.Flush(fctx); err != nil {
