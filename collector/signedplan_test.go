@@ -247,3 +247,25 @@ func TestPlanSigningKeyIsKeptAndRotated(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRelayKeepsTheSignature: the plan a PlanRelay serves has the
+// collector's bytes and signature headers, byte for byte, so that it
+// verifies under the collector's key, also from the relay's cache.
+func TestPlanRelayKeepsTheSignature(t *testing.T) {
+	cf := newCollectorFixture(t, testPlan(t, 10))
+	mux := http.NewServeMux()
+	(&shuffler.PlanRelay{Collector: cf.srv.URL}).Register(mux)
+	relay := newServer(t, mux)
+	direct, dsig := fetchSignedPlan(t, cf.srv.URL)
+	for range 2 { // the first fetches, the second is served from the cache
+		body, sig := fetchSignedPlan(t, relay.URL)
+		ds, de := dsig.Headers()
+		rs, re := sig.Headers()
+		if string(body) != string(direct) || rs != ds || re != de {
+			t.Fatal("the relay changed the plan's bytes or its signature")
+		}
+		if _, err := plan.VerifyPlan(cf.c.PlanSigningKey(), body, sig, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
