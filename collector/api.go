@@ -3,6 +3,8 @@ package collector
 import (
 	"net/http"
 	"strings"
+
+	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
 // Register adds the collector's routes to mux: GET /v1/plan, POST
@@ -30,6 +32,11 @@ func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(plan.SignatureHeader, c.planSig)
+	w.Header().Set(plan.SigningKeyHeader, plan.FormatSigningKey(c.signer.public()))
+	if c.planEnd != "" {
+		w.Header().Set(plan.EndorsementsHeader, c.planEnd)
+	}
 	w.Write(c.planJSON)
 }
 

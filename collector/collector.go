@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -84,8 +85,12 @@ type Collector struct {
 	key      *report.PrivateKey
 	plan     *plan.Plan
 	planJSON []byte
-	epoch    string
-	st       store
+	// signer signs the published plan; planSig is planJSON's signature
+	// headers (plan.SignatureHeader, plan.EndorsementsHeader).
+	signer           *planSigner
+	planSig, planEnd string
+	epoch            string
+	st               store
 	// cur is the current epoch. Batches of earlier ones (late reports
 	// of apps that had not fetched the current plan) open under theirs,
 	// loaded when first needed (epochByID).
@@ -153,10 +158,19 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if created {
 		o.Logger.Info("generated the collector's key")
 	}
+	signer, created, err := st.planSigner(ctx)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	if created {
+		o.Logger.Info("generated the plan-signing key; pin it in every app (client.Config.PlanKey)", "plan_key", plan.FormatSigningKey(signer.public()))
+	}
 	c := &Collector{
 		o:        o,
 		log:      o.Logger,
 		key:      key,
+		signer:   signer,
 		st:       st,
 		epsCache: map[epsKey]epsValue{},
 
@@ -188,6 +202,10 @@ func (c *Collector) Plan() *plan.Plan {
 // Epoch returns the current epoch: the first EpochLen hex digits of the
 // published plan's digest. Statistics of different epochs never merge.
 func (c *Collector) Epoch() string { return c.epoch }
+
+// PlanSigningKey returns the public key that signs the published plan:
+// what apps pin (client.Config.PlanKey, encoded by plan.FormatSigningKey).
+func (c *Collector) PlanSigningKey() ed25519.PublicKey { return c.signer.public() }
 
 // PublicKey returns the collector's public key bytes.
 func (c *Collector) PublicKey() *report.PublicKey { return c.key.PublicKey() }

@@ -52,7 +52,8 @@
 //
 // # HTTP API
 //
-//	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key
+//	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key,
+//	                          signed: Blanket-Plan-Signature (PlanSigningKey, PlanKeyFile)
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
 //	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "held", "parts", "eps", "delta"}
 //	  400 undecodable, 401 token, 413 too large, 422 refused (no epoch or

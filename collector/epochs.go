@@ -175,8 +175,11 @@ func (c *Collector) publish(ctx context.Context) error {
 	c.plan = pub
 	c.epoch = c.cur.epoch
 	c.plans[c.epoch] = pub
-	c.planJSON, err = pub.JSON()
-	return err
+	if c.planJSON, err = pub.JSON(); err != nil {
+		return err
+	}
+	c.planSig, c.planEnd = plan.SignPlan(c.signer.key, c.planJSON, c.signer.chain).Headers()
+	return nil
 }
 
 // EarlierPlans returns the plans published before the current one under

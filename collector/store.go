@@ -18,6 +18,10 @@ type store interface {
 	// first use (every replica of a database shares it); created says
 	// whether this call generated it.
 	key(ctx context.Context) (key *report.PrivateKey, created bool, err error)
+	// planSigner returns the collector's plan-signing key and its
+	// rollover chain, generated and stored on first use (every replica
+	// shares it); created says whether this call generated it.
+	planSigner(ctx context.Context) (s *planSigner, created bool, err error)
 	// lockPublish holds off other replicas' publication of a plan until
 	// unlock (so that replicas starting together calibrate once).
 	lockPublish(ctx context.Context) (unlock func(), err error)

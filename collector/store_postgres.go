@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -111,6 +112,12 @@ var pgMigrations = []string{
 		batches bigint NOT NULL,
 		PRIMARY KEY (pool, epoch, period_start)
 	)`,
+	// The plan-signing key and its rollover chain (plankey.go), in the
+	// text form of PlanKeyFile.
+	`CREATE TABLE plan_signing_key (
+		id integer PRIMARY KEY CHECK (id = 1),
+		signer text NOT NULL
+	)`,
 }
 
 // pgStore is the collector's state in PostgreSQL, shared by replicas.
@@ -150,6 +157,50 @@ func (st *pgStore) key(ctx context.Context) (*report.PrivateKey, bool, error) {
 		return nil, false, fmt.Errorf("collector: the stored key: %w", err)
 	}
 	return key, tag.RowsAffected() == 1, nil
+}
+
+func (st *pgStore) planSigner(ctx context.Context) (*planSigner, bool, error) {
+	fresh, err := newPlanSigner()
+	if err != nil {
+		return nil, false, err
+	}
+	tag, err := st.pool.Exec(ctx, `INSERT INTO plan_signing_key (id, signer) VALUES (1, $1) ON CONFLICT DO NOTHING`, fresh.encode())
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: storing the plan-signing key: %w", err)
+	}
+	var text string
+	if err := st.pool.QueryRow(ctx, `SELECT signer FROM plan_signing_key WHERE id = 1`).Scan(&text); err != nil {
+		return nil, false, fmt.Errorf("collector: reading the plan-signing key: %w", err)
+	}
+	s, err := decodePlanSigner(text)
+	if err != nil {
+		return nil, false, fmt.Errorf("collector: the stored plan-signing key: %w", err)
+	}
+	return s, tag.RowsAffected() == 1, nil
+}
+
+// rotatePlanSigner replaces the stored plan-signing key by one the old key
+// endorses from notBefore on, under a row lock so that two rotations
+// chain rather than fork.
+func (st *pgStore) rotatePlanSigner(ctx context.Context, notBefore time.Time) (old, next *planSigner, err error) {
+	if _, _, err := st.planSigner(ctx); err != nil {
+		return nil, nil, err
+	}
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		var text string
+		if err := tx.QueryRow(ctx, `SELECT signer FROM plan_signing_key WHERE id = 1 FOR UPDATE`).Scan(&text); err != nil {
+			return fmt.Errorf("collector: reading the plan-signing key: %w", err)
+		}
+		if old, err = decodePlanSigner(text); err != nil {
+			return fmt.Errorf("collector: the stored plan-signing key: %w", err)
+		}
+		if next, err = old.rotate(notBefore); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE plan_signing_key SET signer = $1 WHERE id = 1`, next.encode())
+		return err
+	})
+	return old, next, err
 }
 
 func (st *pgStore) lockPublish(ctx context.Context) (func(), error) {

@@ -340,6 +340,10 @@ func (st *sqliteStore) key(context.Context) (*report.PrivateKey, bool, error) {
 	return LoadOrCreateKey(st.keyDir)
 }
 
+func (st *sqliteStore) planSigner(context.Context) (*planSigner, bool, error) {
+	return loadOrCreatePlanSigner(st.keyDir)
+}
+
 // lockPublish does nothing: one process owns a SQLite store.
 func (st *sqliteStore) lockPublish(context.Context) (func(), error) { return func() {}, nil }
 

@@ -32,9 +32,10 @@ estimates with confidence intervals and the central (eps, delta) of the batches
 (GET /v1/metrics, GET /v1/metrics/{name}).
 
 State lives in DIR: collector.key (generated at the first start, mode 0600),
-collector.db (SQLite) and the bearer token the shuffler must present,
---token-file (default DIR/batch.token, generated when missing; give the
-shuffler a copy). An uncalibrated plan is calibrated at the first start and
+plan-signing.key (the Ed25519 key that signs the plan, likewise: apps pin its
+public half, which 'blanket collector plan-key' prints), collector.db
+(SQLite) and the bearer token the shuffler must present, --token-file
+(default DIR/batch.token, generated when missing; give the shuffler a copy). An uncalibrated plan is calibrated at the first start and
 that calibration is kept. A batch is stored atomically and counted once however
 often it is delivered.
 
@@ -94,11 +95,13 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			defer stopAdmin()
 			printListening(cmd, "collector", loopbackURL(ln.Addr()), append(append([]string{}, collectorRoutes...), publicHealthRoutes...)...)
 			printListening(cmd, "collector admin", adminURL, append([]string{"GET  /                     the dashboard"}, adminOpsRoutes...)...)
+			printPlanKey(cmd, c)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, nil)
 		}),
 	}
 	sf.add(cmd, "127.0.0.1:8081")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
+	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd())
 	return cmd
 }

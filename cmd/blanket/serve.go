@@ -153,7 +153,7 @@ var (
 	}
 	collectorRoutes = []string{
 		"GET  /                     the dashboard (estimates, series, guarantees)",
-		"GET  /v1/plan              the calibrated plan with the collector's key",
+		"GET  /v1/plan              the calibrated plan with the collector's key, signed (Blanket-Plan-Signature)",
 		"GET  /v1/metrics           metrics with data",
 		"GET  /v1/metrics/{name}    estimates, confidence intervals and central guarantee",
 		"POST /v1/batches           shuffled batches (bearer token)",
@@ -254,8 +254,10 @@ running each role as replicas.
 
 An uncalibrated plan is calibrated at the first start and that calibration is
 kept in DIR (restarts with the same plan reuse it). The collector key is
-generated at the first start (DIR/collector.key, mode 0600). SIGINT or SIGTERM
-shuts down gracefully; released batches not yet acknowledged are sent again at
+generated at the first start (DIR/collector.key, mode 0600), and so is the
+key that signs the plan (DIR/plan-signing.key), whose public half every app
+pins: 'blanket collector plan-key --data DIR' prints it, and serve prints it
+at start. SIGINT or SIGTERM shuts down gracefully; released batches not yet acknowledged are sent again at
 the next start.`,
 		Example: `  blanket serve --data ./blanket-data --plan examples/plan.yaml
   blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --plugin-dir /usr/lib/blanket`,
@@ -324,6 +326,7 @@ the next start.`,
 				"GET  /v1/pools             each pool's fill against n_min",
 				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
+			printPlanKey(cmd, c)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),

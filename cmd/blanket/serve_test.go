@@ -471,6 +471,10 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	if viaShuffler.CollectorKey == "" || viaShuffler.Digest() != direct.Digest() {
 		t.Fatal("the shuffler does not relay the collector's plan")
 	}
+	// Signed by the key plan-key prints, as served and as relayed.
+	key := planKeyOut(t, cdir)
+	checkSignedPlan(t, c.url, key)
+	checkSignedPlan(t, s.url, key)
 	const n = 1000 // one batch of n_min
 	vals, truth := values(n)
 	if res := upload(t, s.url, appReports(t, s.url, "ui/screen", vals)); res.Accepted != n {

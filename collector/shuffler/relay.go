@@ -22,8 +22,11 @@ const maxPlanBytes = 4 << 20
 // collector, by relaying the collector's plan, so that apps need only the
 // shuffler's address. The plan is fetched on demand and kept for MaxAge;
 // when the collector cannot be reached a plan fetched earlier is served,
-// else 503. Apps check the plan themselves (their eps0 ceiling, their
-// plugins), so relaying it adds no trust in the shuffler.
+// else 503. The plan's bytes and its signature headers (plan.SignatureHeader,
+// plan.SigningKeyHeader, plan.EndorsementsHeader) are relayed unchanged:
+// apps verify the collector's signature under the key they pin and check
+// the plan themselves (their eps0 ceiling, their plugins), so relaying it
+// adds no trust in the shuffler.
 type PlanRelay struct {
 	// Collector is the collector's base URL. Required.
 	Collector string
@@ -39,9 +42,11 @@ type PlanRelay struct {
 	// role uses it to take the pools of a new plan (Shuffler.AddPools).
 	OnPlan func(*plan.Plan)
 
-	mu      sync.Mutex
-	body    []byte
-	etag    string
+	mu   sync.Mutex
+	body []byte
+	etag string
+	// sig holds the signature headers relayed with body.
+	sig     http.Header
 	fetched time.Time
 	// held is set once a plan was fetched (Ready reads it without mu,
 	// which a fetch holds).
@@ -55,7 +60,7 @@ func (pr *PlanRelay) Register(mux *http.ServeMux) {
 
 // ServeHTTP implements http.Handler.
 func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, etag, err := pr.plan(r.Context())
+	body, etag, sig, err := pr.plan(r.Context())
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		httpserver.WriteError(w, http.StatusServiceUnavailable, "the collector's plan is unavailable: %v", err)
@@ -66,6 +71,9 @@ func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if etag != "" {
 		w.Header().Set("ETag", etag)
 	}
+	for k, v := range sig {
+		w.Header()[k] = v
+	}
 	w.Write(body)
 }
 
@@ -73,11 +81,14 @@ func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // than MaxAge (and calls OnPlan with it), so that a shuffler learns a new
 // plan's pools even when no app fetches the plan through it.
 func (pr *PlanRelay) Refresh(ctx context.Context) error {
-	_, _, err := pr.plan(ctx)
+	_, _, _, err := pr.plan(ctx)
 	return err
 }
 
-func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
+// signatureHeaders are the headers of a signed plan, relayed unchanged.
+var signatureHeaders = []string{plan.SignatureHeader, plan.SigningKeyHeader, plan.EndorsementsHeader}
+
+func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, http.Header, error) {
 	maxAge := pr.MaxAge
 	if maxAge <= 0 {
 		maxAge = 30 * time.Second
@@ -85,19 +96,19 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.body != nil && time.Since(pr.fetched) < maxAge {
-		return pr.body, pr.etag, nil
+		return pr.body, pr.etag, pr.sig, nil
 	}
-	body, etag, err := pr.fetch(ctx)
+	body, etag, sig, err := pr.fetch(ctx)
 	if err != nil {
 		if pr.Logger != nil {
 			pr.Logger.Warn("fetching the collector's plan", "error", err)
 		}
 		if pr.body != nil {
-			return pr.body, pr.etag, nil
+			return pr.body, pr.etag, pr.sig, nil
 		}
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	pr.body, pr.etag, pr.fetched = body, etag, time.Now()
+	pr.body, pr.etag, pr.sig, pr.fetched = body, etag, sig, time.Now()
 	pr.held.Store(true)
 	if pr.OnPlan != nil {
 		if p, err := plan.Parse(body); err == nil {
@@ -106,33 +117,39 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, error) {
 			pr.Logger.Warn("the collector's plan does not parse; relayed as is", "error", err)
 		}
 	}
-	return body, etag, nil
+	return body, etag, sig, nil
 }
 
-func (pr *PlanRelay) fetch(ctx context.Context) ([]byte, string, error) {
+func (pr *PlanRelay) fetch(ctx context.Context) ([]byte, string, http.Header, error) {
 	c := pr.Client
 	if c == nil {
 		c = &http.Client{Timeout: 10 * time.Second}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(pr.Collector, "/")+"/v1/plan", nil)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlanBytes+1))
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("collector answered %s", resp.Status)
+		return nil, "", nil, fmt.Errorf("collector answered %s", resp.Status)
 	}
 	if len(body) > maxPlanBytes {
-		return nil, "", fmt.Errorf("plan over %d bytes", maxPlanBytes)
+		return nil, "", nil, fmt.Errorf("plan over %d bytes", maxPlanBytes)
 	}
-	return body, resp.Header.Get("ETag"), nil
+	sig := http.Header{}
+	for _, k := range signatureHeaders {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			sig[k] = v
+		}
+	}
+	return body, resp.Header.Get("ETag"), sig, nil
 }

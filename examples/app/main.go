@@ -6,7 +6,8 @@
 // that reports every minute.
 //
 //	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 &
-//	BLANKET_TELEMETRY=on go run ./examples/app -endpoint http://127.0.0.1:8080
+//	BLANKET_TELEMETRY=on go run ./examples/app -endpoint http://127.0.0.1:8080 \
+//		-plan-key "$(blanket collector plan-key --data /tmp/blanket)"
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 
 func main() {
 	endpoint := flag.String("endpoint", "http://127.0.0.1:8080", "Blanket server")
+	planKey := flag.String("plan-key", os.Getenv("BLANKET_PLAN_KEY"), "the collector's plan-signing key, as `blanket collector plan-key --data DIR` prints it (default $BLANKET_PLAN_KEY); a real app compiles it in")
 	dataDir := flag.String("data", "", "telemetry data dir: the outbox, the privacy ledger and the cached plan (default: blanket-example-app in the user cache dir); one per simulated user")
 	screen := flag.String("screen", "search", "the screen value to record")
 	flag.Parse()
@@ -36,6 +38,7 @@ func main() {
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:     client.ModeFromEnvLogged(logger), // BLANKET_TELEMETRY=off|local|on; unset means local
 		Endpoint: *endpoint,
+		PlanKey:  *planKey, // the plan must be signed by this key: a relay cannot swap the collector's key
 		DataDir:  *dataDir,
 		MaxEps0:  8,      // never report with a local budget above 8
 		Logger:   logger, // a failed upload, a fallback to the cached plan, each dropped value or report

@@ -120,6 +120,7 @@ func runChaos(t *testing.T, cfg chaosRun) {
 		p, err := client.NewProvider(ctx, client.Config{
 			Mode:        client.ModeOn,
 			Endpoint:    srv.url,
+			PlanKey:     srv.planKey(),
 			DataDir:     a.dir,
 			MaxEps0:     10,
 			Randomizers: cache,

@@ -159,8 +159,8 @@ type toolRun struct {
 }
 
 // tool runs the tool (examples/chaos/clitool) once as a process.
-func tool(ctx context.Context, bin, dataDir, endpoint string, pl *plan.Plan, screens []string, sums []float64) toolRun {
-	args := []string{"-endpoint", endpoint, "-data", dataDir, "-hold", pl.PeriodLength().String()}
+func tool(ctx context.Context, bin, dataDir, endpoint, planKey string, pl *plan.Plan, screens []string, sums []float64) toolRun {
+	args := []string{"-endpoint", endpoint, "-plan-key", planKey, "-data", dataDir, "-hold", pl.PeriodLength().String()}
 	for _, s := range screens {
 		args = append(args, "-screen", s)
 	}
@@ -222,7 +222,7 @@ func runCLI(t *testing.T, cfg cliRunCfg) {
 	var runs []toolRun
 	run := func(i int, u *cliUser, d int) {
 		wasUp := up.Load()
-		r := tool(ctx, bin, u.dir, srv.url, pl, u.screens[d], u.bytes[d])
+		r := tool(ctx, bin, u.dir, srv.url, srv.planKey(), pl, u.screens[d], u.bytes[d])
 		r.user, r.down = i, !wasUp && !up.Load()
 		runsMu.Lock()
 		runs = append(runs, r)

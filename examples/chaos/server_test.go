@@ -106,6 +106,19 @@ type server struct {
 	killEvent []string // what each kill hit, for the failure output
 }
 
+// planKey returns the plan-signing key of the server's collector, which
+// its apps pin, read from its data dir (generated there when it has not
+// started yet, and then used by it), as an operator does with `blanket
+// collector plan-key`.
+func (s *server) planKey() string {
+	s.t.Helper()
+	k, err := collector.PlanSigningKey(context.Background(), s.data, "")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return plan.FormatSigningKey(k)
+}
+
 // proc is one process of a server.
 type proc struct {
 	cmd   *exec.Cmd

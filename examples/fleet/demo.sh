@@ -21,6 +21,9 @@ if [ -n "${TRAVEL:-}" ]; then
 fi
 data=$(mktemp -d "${TMPDIR:-/tmp}/blanket-demo.XXXXXX")
 server=
+# The key apps pin, read out of band from the collector's data dir before
+# the server starts (blanket serve then signs its plan with it).
+planKey=$("$blanket" collector plan-key --data "$data")
 
 cleanup() {
 	if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
@@ -64,11 +67,11 @@ for _ in $(seq 50); do
 	[ -n "$admin" ] && break
 	sleep 0.1
 done
-echo "   listening on $url; the operator's dashboard and metrics: $admin/"
+echo "   listening on $url; the operator's dashboard and metrics: $admin/; plan key $planKey"
 
 echo "== fleet: simulated app instances reporting through sdk/client"
 status=0
-"$fleet" -endpoint "$url" -wait 2m -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
+"$fleet" -endpoint "$url" -plan-key "$planKey" -wait 2m -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
 if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
 	echo "demo: the server exited; the end of $out/serve.log:" >&2
 	tail -n 20 "$out/serve.log" >&2

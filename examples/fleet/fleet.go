@@ -19,12 +19,16 @@ import (
 // config is the fleet's flags.
 type config struct {
 	endpoint string
-	n        int
-	workers  int
-	seed     uint64
-	zipfS    float64
-	timeout  time.Duration
-	maxEps0  float64
+	// planKey is the collector's plan-signing key the first instance
+	// pins (client.Config.PlanKey); the others report by the plan it
+	// verified.
+	planKey string
+	n       int
+	workers int
+	seed    uint64
+	zipfS   float64
+	timeout time.Duration
+	maxEps0 float64
 	// days is the number of simulated reporting periods (the plan's
 	// period), ending at the start of the current one; active is the
 	// chance that an instance uses the app on a given day, records the
@@ -228,6 +232,7 @@ func (f *fleet) providerConfig(now func() time.Time) client.Config {
 	return client.Config{
 		Mode:        client.ModeOn,
 		Endpoint:    f.cfg.endpoint,
+		PlanKey:     f.cfg.planKey,
 		MaxEps0:     f.cfg.maxEps0,
 		Plan:        f.plan,                   // fetched by the first instance; nil for it
 		Outbox:      client.NewMemoryOutbox(), // not durable: fine for a simulation

@@ -45,7 +45,7 @@ func fleetPooled(t *testing.T, days int) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			var out, log bytes.Buffer
-			ok, err := run(ctx, config{endpoint: url, n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: days, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
+			ok, err := run(ctx, config{endpoint: url, planKey: planKey(url), n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: days, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
 			t.Log("\n" + out.String())
 			if err != nil {
 				t.Fatal(err)

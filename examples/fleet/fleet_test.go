@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,18 @@ import (
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
+
+// planKeys holds the plan-signing key of each server startServer started,
+// by URL (planKey).
+var planKeys sync.Map
+
+// planKey returns the plan-signing key of the server at url, which apps
+// pin.
+func planKey(url string) string {
+	k, _ := planKeys.Load(url)
+	s, _ := k.(string)
+	return s
+}
 
 // startServer runs the shuffler and the collector in process on one
 // loopback address, as `blanket serve` does, for plan p.
@@ -45,6 +58,7 @@ func startServerSettled(t testing.TB, p *plan.Plan, settle time.Duration) string
 	if err != nil {
 		t.Fatal(err)
 	}
+	planKeys.Store(srv.URL, plan.FormatSigningKey(c.PlanSigningKey()))
 	t.Cleanup(func() { c.Close() })
 	s, err := shuffler.Open(ctx, shuffler.Options{
 		Plan: p, Dir: dir + "/shuffler", Collector: srv.URL, ReleaseInterval: 200 * time.Millisecond,
@@ -135,7 +149,7 @@ func runFleet(t *testing.T, c fleetCase) {
 	if v := os.Getenv("BLANKET_FLEET_WORKERS"); v != "" {
 		workers, _ = strconv.Atoi(v)
 	}
-	ok, err := run(ctx, config{endpoint: url, n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: c.days, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
+	ok, err := run(ctx, config{endpoint: url, planKey: planKey(url), n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: c.days, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 	defer cache.Close()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	// The plan, fetched and verified once.
-	first, err := client.NewProvider(ctx, client.Config{Mode: client.ModeOn, Endpoint: url, MaxEps0: 10, Outbox: client.NewMemoryOutbox(), Randomizers: cache, HTTPClient: hc})
+	first, err := client.NewProvider(ctx, client.Config{Mode: client.ModeOn, Endpoint: url, PlanKey: planKey(url), MaxEps0: 10, Outbox: client.NewMemoryOutbox(), Randomizers: cache, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}

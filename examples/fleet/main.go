@@ -48,6 +48,7 @@ import (
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.endpoint, "endpoint", "http://127.0.0.1:8080", "base URL of the Blanket server (shuffler and collector)")
+	flag.StringVar(&cfg.planKey, "plan-key", "", "the collector's plan-signing key, as `blanket collector plan-key --data DIR` prints it (required): the plan is refused unless it signed it")
 	flag.IntVar(&cfg.n, "n", 100000, "number of simulated app instances")
 	flag.IntVar(&cfg.workers, "workers", 32*runtime.GOMAXPROCS(0), "instances running at once (they mostly wait for the shuffler's durable commits)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the ground truth (the randomizers use crypto randomness)")
@@ -74,7 +75,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if flag.NArg() != 0 || cfg.n < 1 || cfg.workers < 1 || !(cfg.zipfS > 1) || cfg.days < 1 || !(cfg.active > 0 && cfg.active <= 1) || cfg.records < 1 {
+	if flag.NArg() != 0 || cfg.planKey == "" || cfg.n < 1 || cfg.workers < 1 || !(cfg.zipfS > 1) || cfg.days < 1 || !(cfg.active > 0 && cfg.active <= 1) || cfg.records < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -25,6 +25,7 @@ func fastConfig(f *fakeServer, dir string) client.Config {
 	return client.Config{
 		Mode:        client.ModeOn,
 		Endpoint:    f.URL,
+		PlanKey:     testPlanKey,
 		DataDir:     dir,
 		MaxEps0:     8,
 		UploadDelay: time.Millisecond,

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -157,13 +155,16 @@ func (p *Provider) closeCachedPlan(ctx context.Context) error {
 		p.log.Warn("blanket closing periods under the cached plan", "step", what, "error", err)
 		return nil
 	}
-	raw, err := os.ReadFile(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)))
-	if err != nil {
-		return nil // none cached: a first start
-	}
-	pl, err := decodePlan(raw)
+	sp, err := readCachedPlan(p.cfg.DataDir, p.planBase)
 	if err != nil {
 		return fail("decode", err)
+	}
+	if sp == nil {
+		return nil // none cached: a first start
+	}
+	pl, err := p.trust.open(sp)
+	if err != nil {
+		return fail("authenticate", err)
 	}
 	digest, now := pl.Digest(), p.now()
 	vals, err := p.outbox.Staged(ctx)

@@ -48,6 +48,7 @@ func crashChild() int {
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:        client.ModeOn,
 		Endpoint:    os.Getenv(childEndpoint),
+		PlanKey:     testPlanKey,
 		DataDir:     os.Getenv(childDir),
 		MaxEps0:     8,
 		BatchSize:   10,

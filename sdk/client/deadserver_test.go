@@ -71,7 +71,8 @@ func cachePlan(t testing.TB, dir, base string, pl *plan.Plan) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, client.PlanCacheFile(base)), b, 0o600); err != nil {
+	sig, _ := plan.SignPlan(testPlanSigner, b, nil).Headers()
+	if err := os.WriteFile(filepath.Join(dir, client.PlanCacheFile(base)), client.CachedPlanFile(b, sig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,6 +115,7 @@ func deadConfig(t testing.TB, f *fakeServer, endpoint, dir string, days int) cli
 	return client.Config{
 		Mode:     client.ModeOn,
 		Endpoint: endpoint,
+		PlanKey:  testPlanKey,
 		DataDir:  dir,
 		MaxEps0:  8,
 		Now:      clk.Now,

@@ -16,6 +16,7 @@
 //	p, err := client.NewProvider(ctx, client.Config{
 //		Mode:     client.ModeFromEnvLogged(logger), // $BLANKET_TELEMETRY: off, local (default) or on
 //		Endpoint: "https://telemetry.example.com",
+//		PlanKey:  "tq7knJGuexpg1nMpln0It1RovF4QhZO5/+9DWnS3Dqo=", // `blanket collector plan-key`
 //		DataDir:  filepath.Join(cacheDir, "myapp", "telemetry"),
 //		MaxEps0:  8,      // refuse any plan asking for more local budget
 //		Logger:   logger, // says what was dropped, and why
@@ -33,7 +34,13 @@
 //
 // In ModeOn, NewProvider fetches the calibrated plan from the collector
 // (GET /v1/plan) and verifies it before reporting anything: it must be
-// calibrated, carry the collector's key, ask no metric for an eps0 above
+// signed by the collector's plan-signing key the app pins
+// (Config.PlanKey), or by a key that one endorsed in a key rollover
+// statement served with it, so that whoever relays the plan cannot swap
+// the collector's key (an unsigned or wrongly signed plan is refused with
+// an error wrapping ErrPlanRefused and plan.ErrUnsigned or
+// plan.ErrBadSignature; a plan cached in DataDir is checked again); and it
+// must be calibrated, carry the collector's key, ask no metric for an eps0 above
 // the app's ceiling Config.MaxEps0, and name only randomizers the app can
 // open (DefaultRandomizers in process, unless Config.Randomizers links
 // others) at the plan's report format version. Otherwise

@@ -33,6 +33,7 @@ func Example() {
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:     client.ModeOn, // usually client.ModeFromEnv()
 		Endpoint: collector.URL,
+		PlanKey:  testPlanKey, // `blanket collector plan-key` prints it
 		DataDir:  dir,
 		MaxEps0:  8,
 		Now:      func() time.Time { return now },
@@ -90,6 +91,7 @@ func ExampleMeter_Categorical() {
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:     client.ModeOn,
 		Endpoint: collector.URL,
+		PlanKey:  testPlanKey,
 		Outbox:   client.NewMemoryOutbox(),
 		MaxEps0:  8,
 	})

@@ -1,6 +1,19 @@
 package client
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
+
+// CachedPlanFile returns the plan cache file (planCacheFile) of a plan
+// served as body with signature sig.
+func CachedPlanFile(body []byte, sig string) []byte {
+	b, err := json.Marshal(signedPlan{Plan: body, Signature: sig})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
 // Internals for the tests of package client_test.
 var (

@@ -1,7 +1,9 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -57,10 +59,13 @@ type fakeServer struct {
 	*httptest.Server
 	priv *report.PrivateKey
 
-	mu      sync.Mutex
-	plan    []byte // served at /v1/plan
-	etag    string // the plan's ETag: its digest, quoted
-	planErr int    // when non-zero, /v1/plan answers this status
+	mu   sync.Mutex
+	plan []byte // served at /v1/plan
+	sig  string // plan's signature (plan.SignatureHeader); "": unsigned
+	// endorsements is served as plan.EndorsementsHeader when not "".
+	endorsements string
+	etag         string // the plan's ETag: its digest, quoted
+	planErr      int    // when non-zero, /v1/plan answers this status
 	// notModified counts plan requests answered 304.
 	notModified int
 	pl          *plan.Plan        // the plan served, for its bindings
@@ -108,6 +113,14 @@ func (f *fakeServer) setRefuse(refuse func(e report.Envelope) string, nameMax in
 	defer f.mu.Unlock()
 	f.refuse, f.nameMax = refuse, nameMax
 }
+
+// testPlanSigner is the plan-signing key of every fake server, from a
+// fixed seed, so that the crash test's child process pins it too;
+// testPlanKey is its public key as Config.PlanKey takes it.
+var (
+	testPlanSigner = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	testPlanKey    = plan.FormatSigningKey(testPlanSigner.Public().(ed25519.PublicKey))
+)
 
 func newFakeServer(t testing.TB, p *plan.Plan) *fakeServer {
 	t.Helper()
@@ -168,6 +181,7 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.plan = b
+	f.sig, f.endorsements = plan.SignPlan(testPlanSigner, b, nil).Headers()
 	f.etag = `"` + p.Digest() + `"`
 	f.pl = clonePlanJSON(p)
 	f.names = nil
@@ -175,6 +189,21 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	for _, m := range p.Metrics {
 		f.names = append(f.names, m.Name)
 	}
+}
+
+// setSignature makes the plan served carry sig and endorsements instead
+// of the signature of testPlanSigner ("" for none).
+func (f *fakeServer) setSignature(sig, endorsements string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sig, f.endorsements = sig, endorsements
+}
+
+// planBytes returns the plan served.
+func (f *fakeServer) planBytes() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.plan
 }
 
 // clonePlanJSON returns a deep copy of p.
@@ -212,7 +241,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/plan":
 		f.mu.Lock()
 		f.gets++
-		b, status, etag := f.plan, f.planErr, f.etag
+		b, sig, end, status, etag := f.plan, f.sig, f.endorsements, f.planErr, f.etag
 		same := r.Header.Get("If-None-Match") == etag
 		if same && status == 0 {
 			f.notModified++
@@ -228,6 +257,12 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if sig != "" {
+			w.Header().Set(plan.SignatureHeader, sig)
+		}
+		if end != "" {
+			w.Header().Set(plan.EndorsementsHeader, end)
+		}
 		w.Write(b)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/reports":
 		body, err := io.ReadAll(r.Body)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant/declare"
@@ -112,16 +114,80 @@ type verifiedPlan struct {
 	cumWeights []float64
 }
 
-// fetchPlan gets and decodes the plan at base + PlanPath. Unknown JSON
-// fields are ignored, so that a newer collector can add fields.
-func fetchPlan(ctx context.Context, hc *http.Client, base string) (*plan.Plan, []byte, error) {
-	return fetchPlanIfChanged(ctx, hc, base, "")
+// planTrust is how an app authenticates the plans it fetches and caches:
+// by the collector's signature, under the pinned plan-signing key
+// (Config.PlanKey), or not at all (Config.InsecureSkipPlanSignature).
+type planTrust struct {
+	// pin is the pinned key; nil skips the signature check.
+	pin ed25519.PublicKey
+	// now is the app's clock, for the endorsements' validity start.
+	now func() time.Time
+}
+
+// signedPlan is a plan's bytes as served and their signature headers;
+// JSON-encoded, it is the plan cache file in DataDir, so that a cached
+// plan is verified again, under the key pinned then, like a fetched one.
+type signedPlan struct {
+	Plan         []byte `json:"plan"`
+	Signature    string `json:"signature,omitempty"`
+	Endorsements string `json:"endorsements,omitempty"`
+}
+
+// open verifies sp's signature (unless t skips it) and decodes its plan.
+// A refusal wraps ErrPlanRefused and plan.ErrUnsigned (no signature) or
+// plan.ErrBadSignature (one that does not verify under the pinned key).
+func (t planTrust) open(sp *signedPlan) (*plan.Plan, error) {
+	if t.pin != nil {
+		sig, err := plan.ParseSignature(sp.Signature, sp.Endorsements)
+		if err == nil {
+			_, err = plan.VerifyPlan(t.pin, sp.Plan, sig, t.now())
+		}
+		if errors.Is(err, plan.ErrUnsigned) {
+			return nil, fmt.Errorf("%w: %w: the server sent no %s header, and this app pins the plan-signing key %s (Config.PlanKey)", ErrPlanRefused, err, plan.SignatureHeader, plan.FormatSigningKey(t.pin))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPlanRefused, err)
+		}
+	}
+	return decodePlan(sp.Plan)
+}
+
+// readCachedPlan reads the plan cache file of the collector at base in
+// dataDir: nil and no error when there is none.
+func readCachedPlan(dataDir, base string) (*signedPlan, error) {
+	raw, err := os.ReadFile(filepath.Join(dataDir, planCacheFile(base)))
+	if err != nil {
+		return nil, nil
+	}
+	var sp signedPlan
+	if err := json.Unmarshal(raw, &sp); err != nil || sp.Plan == nil {
+		return nil, fmt.Errorf("%w: the cached plan %s does not decode", ErrPlanRefused, planCacheFile(base))
+	}
+	return &sp, nil
+}
+
+// writeCachedPlan caches sp for the collector at base in dataDir, best
+// effort: the cache only helps a later offline start.
+func writeCachedPlan(dataDir, base string, sp *signedPlan) {
+	if dataDir == "" || sp == nil {
+		return
+	}
+	if b, err := json.Marshal(sp); err == nil {
+		_ = writeFileAtomic(filepath.Join(dataDir, planCacheFile(base)), b)
+	}
+}
+
+// fetchPlan gets the plan at base + PlanPath and authenticates and
+// decodes it (planTrust.open). Unknown JSON fields are ignored, so that a
+// newer collector can add fields.
+func fetchPlan(ctx context.Context, hc *http.Client, base string, trust planTrust) (*plan.Plan, *signedPlan, error) {
+	return fetchPlanIfChanged(ctx, hc, base, "", trust)
 }
 
 // fetchPlanIfChanged is fetchPlan sending If-None-Match with the digest
 // of the plan the app has, when not ""; it returns a nil plan and no error
 // when the collector answers 304 Not Modified.
-func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest string) (*plan.Plan, []byte, error) {
+func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest string, trust planTrust) (*plan.Plan, *signedPlan, error) {
 	u, err := url.JoinPath(base, PlanPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: endpoint %q: %v", ErrBadConfig, base, err)
@@ -152,11 +218,12 @@ func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest strin
 	if len(body) > maxPlanBytes {
 		return nil, nil, fmt.Errorf("%w: GET %s: plan larger than %d bytes", ErrPlanUnavailable, u, maxPlanBytes)
 	}
-	p, err := decodePlan(body)
+	sp := &signedPlan{Plan: body, Signature: resp.Header.Get(plan.SignatureHeader), Endorsements: strings.Join(resp.Header.Values(plan.EndorsementsHeader), ", ")}
+	p, err := trust.open(sp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	return p, body, nil
+	return p, sp, nil
 }
 
 func decodePlan(b []byte) (*plan.Plan, error) {
@@ -310,31 +377,29 @@ func checkStateful(p *plan.Plan, m *plan.Metric, r sdk.Randomizer, d *sdk.Descri
 	return st, nil
 }
 
-// loadPlan fetches and verifies the plan, waiting for the collector at
-// most timeout. When the collector cannot be reached in time (or answers
-// an error) it falls back to the last verified plan cached in dataDir (if
-// any), verified again, and returns the fetch's error as fetchErr with it;
-// a plan the collector serves but this app refuses is never replaced by
-// the cached one.
-func loadPlan(ctx context.Context, timeout time.Duration, hc *http.Client, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (v *verifiedPlan, fetchErr, err error) {
+// loadPlan fetches, authenticates and verifies the plan, waiting for the
+// collector at most timeout. When the collector cannot be reached in time
+// (or answers an error) it falls back to the last verified plan cached in
+// dataDir (if any), authenticated and verified again, and returns the
+// fetch's error as fetchErr with it; a plan the collector serves but this
+// app refuses (its signature included) is never replaced by the cached
+// one.
+func loadPlan(ctx context.Context, timeout time.Duration, hc *http.Client, base, dataDir string, trust planTrust, maxEps0 float64, cache *RandomizerCache) (v *verifiedPlan, fetchErr, err error) {
 	fctx, cancel := context.WithTimeout(ctx, timeout)
-	p, raw, fetchErr := fetchPlan(fctx, hc, base)
+	p, sp, fetchErr := fetchPlan(fctx, hc, base, trust)
 	cancel()
 	if fetchErr == nil {
 		v, err := verifyPlan(ctx, p, maxEps0, cache)
 		if err != nil {
 			return nil, nil, err
 		}
-		if dataDir != "" {
-			// Best effort: the cache only helps a later offline start.
-			_ = writeFileAtomic(filepath.Join(dataDir, planCacheFile(base)), raw)
-		}
+		writeCachedPlan(dataDir, base, sp)
 		return v, nil, nil
 	}
 	if !errors.Is(fetchErr, ErrPlanUnavailable) || ctx.Err() != nil {
 		return nil, nil, fetchErr
 	}
-	v, err = cachedPlan(ctx, base, dataDir, maxEps0, cache)
+	v, err = cachedPlan(ctx, base, dataDir, trust, maxEps0, cache)
 	switch {
 	case err != nil:
 		return nil, nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
@@ -345,16 +410,17 @@ func loadPlan(ctx context.Context, timeout time.Duration, hc *http.Client, base,
 }
 
 // cachedPlan returns the last verified plan of the collector at base,
-// cached in dataDir, verified again; nil when none is cached.
-func cachedPlan(ctx context.Context, base, dataDir string, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
+// cached in dataDir, authenticated and verified again; nil when none is
+// cached.
+func cachedPlan(ctx context.Context, base, dataDir string, trust planTrust, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
 	if dataDir == "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, planCacheFile(base)))
-	if err != nil {
-		return nil, nil
+	sp, err := readCachedPlan(dataDir, base)
+	if sp == nil || err != nil {
+		return nil, err
 	}
-	p, err := decodePlan(raw)
+	p, err := trust.open(sp)
 	if err != nil {
 		return nil, err
 	}

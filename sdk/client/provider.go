@@ -57,6 +57,22 @@ type Config struct {
 	// PlanEndpoint is the base URL of the collector when it runs apart from
 	// the shuffler. Defaults to Endpoint.
 	PlanEndpoint string
+	// PlanKey is the collector's plan-signing public key, standard base64
+	// of 32 bytes, as `blanket collector plan-key` prints it: the app
+	// refuses a fetched (or cached) plan that is unsigned or whose
+	// signature does not verify under this key, or under a key this one
+	// endorsed through the collector's key rollover statements, so that
+	// whoever relays the plan (a shuffler, a CDN) cannot swap the
+	// collector's report key. Configure it out of band, with the app:
+	// a key fetched from the server it authenticates would pin nothing.
+	// Required in ModeLocal and ModeOn unless Plan is set or
+	// InsecureSkipPlanSignature is true.
+	PlanKey string
+	// InsecureSkipPlanSignature, for local development only, accepts the
+	// plan the server sends without checking its signature, so that
+	// anyone who relays it can read every report; NewProvider logs a
+	// warning. Defaults to false. It is ignored when PlanKey is set.
+	InsecureSkipPlanSignature bool
 	// Plan is a plan to report by instead of fetching one from the
 	// collector; it is verified all the same. It is for simulations that
 	// run many Providers (pass the first one's Provider.Plan), for tests,
@@ -161,6 +177,8 @@ type Provider struct {
 	log  *slog.Logger
 	hc   *http.Client
 	now  func() time.Time
+	// trust authenticates fetched and cached plans (Config.PlanKey).
+	trust planTrust
 	// plan is the verified plan. A Record loads it once and uses that
 	// plan throughout; RefreshPlan swaps it without waiting for Records
 	// (swapPlan, under closeMu, after a closing in progress).
@@ -349,10 +367,10 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 			return nil, err
 		}
 		if mode == ModeLocal {
-			v, err = cachedPlan(ctx, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+			v, err = cachedPlan(ctx, planBase, cfg.DataDir, p.trust, cfg.MaxEps0, p.cache)
 			break
 		}
-		v, fetchErr, err = loadPlan(ctx, p.planTimeout(ctx), p.hc, planBase, cfg.DataDir, cfg.MaxEps0, p.cache)
+		v, fetchErr, err = loadPlan(ctx, p.planTimeout(ctx), p.hc, planBase, cfg.DataDir, p.trust, cfg.MaxEps0, p.cache)
 	}
 	if err != nil {
 		return nil, err
@@ -431,6 +449,18 @@ func (p *Provider) fillDefaults() error {
 	if c.Outbox == nil && c.DataDir == "" {
 		return fmt.Errorf("%w: DataDir is required in mode %s unless Outbox is set", ErrBadConfig, p.mode)
 	}
+	switch {
+	case c.PlanKey != "":
+		pin, err := plan.ParseSigningKey(c.PlanKey)
+		if err != nil {
+			return fmt.Errorf("%w: PlanKey: %w", ErrBadConfig, err)
+		}
+		p.trust.pin = pin
+	case c.Plan == nil && !c.InsecureSkipPlanSignature:
+		return fmt.Errorf("%w: PlanKey is required in mode %s: the collector's plan-signing key (`blanket collector plan-key`), so that a relay cannot swap the plan; set InsecureSkipPlanSignature only for local development", ErrBadConfig, p.mode)
+	case c.Plan == nil:
+		p.log.Warn("blanket plan signature not checked (InsecureSkipPlanSignature): whoever relays the plan can read every report; set Config.PlanKey")
+	}
 	if c.BatchSize < 0 || c.LocalRetention < 0 {
 		return fmt.Errorf("%w: BatchSize = %d, LocalRetention = %d: must be >= 0", ErrBadConfig, c.BatchSize, c.LocalRetention)
 	}
@@ -475,6 +505,7 @@ func (p *Provider) fillDefaults() error {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.trust.now = p.now
 	p.outbox, p.cache = c.Outbox, c.Randomizers
 	return nil
 }
@@ -543,7 +574,7 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 		return false, ErrShutdown
 	}
 	cur := p.currentPlan()
-	pl, raw, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.digest)
+	pl, sp, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.digest, p.trust)
 	if err != nil || pl == nil || pl.Digest() == cur.digest {
 		return false, err
 	}
@@ -554,10 +585,7 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	if changed, err := p.swapPlan(ctx, v); !changed || err != nil {
 		return false, err
 	}
-	if p.cfg.DataDir != "" {
-		// Best effort, as in loadPlan.
-		_ = writeFileAtomic(filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)), raw)
-	}
+	writeCachedPlan(p.cfg.DataDir, p.planBase, sp)
 	p.log.Info("blanket plan changed", "digest", v.digest)
 	return true, nil
 }

@@ -56,6 +56,7 @@ func (s *multi) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	endpoint := flag.String("endpoint", "", "the Blanket server")
+	planKey := flag.String("plan-key", "", "the collector's plan-signing key (blanket collector plan-key)")
 	dataDir := flag.String("data", "", "the user's telemetry data dir")
 	hold := flag.Duration("hold", 0, "hold the clock within the period of this length the run started in")
 	var screens, bytes multi
@@ -83,6 +84,7 @@ func main() {
 	p, err := client.NewProvider(ctx, client.Config{
 		Mode:     client.ModeOn,
 		Endpoint: *endpoint,
+		PlanKey:  *planKey,
 		DataDir:  *dataDir,
 		MaxEps0:  10,
 		Logger:   logger,

@@ -1,0 +1,169 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/client"
+	"github.com/blanket-dp/blanket/sdk/plan"
+	"github.com/blanket-dp/blanket/sdk/report"
+)
+
+func otherSigner(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
+}
+
+// TestProviderRefusesAPlanNotSignedByThePinnedKey serves the plan
+// unsigned, signed by another key, and with a signature of other bytes:
+// NewProvider refuses each with an error that says what is wrong, and
+// nothing is recorded or sent.
+func TestProviderRefusesAPlanNotSignedByThePinnedKey(t *testing.T) {
+	cases := []struct {
+		name string
+		sig  func(body []byte) string
+		want error
+		says string
+	}{
+		{"unsigned", func([]byte) string { return "" }, plan.ErrUnsigned, "no Blanket-Plan-Signature header"},
+		{"another key", func(b []byte) string { s, _ := plan.SignPlan(otherSigner(t), b, nil).Headers(); return s }, plan.ErrBadSignature, "does not verify under the pinned key"},
+		{"other bytes", func(b []byte) string {
+			s, _ := plan.SignPlan(testPlanSigner, append([]byte(" "), b...), nil).Headers()
+			return s
+		}, plan.ErrBadSignature, "does not verify under the pinned key"},
+		{"garbage", func([]byte) string { return "not base64" }, plan.ErrBadSignature, "Blanket-Plan-Signature must be"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeServer(t, nil)
+			f.setSignature(c.sig(f.planBytes()), "")
+			p, err := client.NewProvider(context.Background(), fastConfig(f, t.TempDir()))
+			if !errors.Is(err, client.ErrPlanRefused) || !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("NewProvider: %v; want ErrPlanRefused and %v, saying %q", err, c.want, c.says)
+			}
+			if p != nil || p.Plan() != nil {
+				t.Fatal("a Provider was returned for a refused plan")
+			}
+			if err := p.Meter("app").Categorical("screen").Record(context.Background(), "home"); err != nil {
+				t.Fatalf("Record on the nil Provider: %v", err)
+			}
+			if _, posts := f.requests(); posts != 0 {
+				t.Fatalf("%d uploads under a refused plan", posts)
+			}
+		})
+	}
+}
+
+// TestProviderPlanKeyConfig: without PlanKey a Provider that fetches its
+// plan does not start, naming the field; a PlanKey that does not decode
+// is refused; InsecureSkipPlanSignature takes an unsigned plan; a shipped
+// Config.Plan needs no key.
+func TestProviderPlanKeyConfig(t *testing.T) {
+	f := newFakeServer(t, nil)
+	cfg := fastConfig(f, t.TempDir())
+	cfg.PlanKey = ""
+	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !strings.Contains(err.Error(), "PlanKey is required") {
+		t.Fatalf("no PlanKey: %v; want ErrBadConfig naming PlanKey", err)
+	}
+	cfg.PlanKey = "AAAA"
+	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !errors.Is(err, plan.ErrBadSigningKey) {
+		t.Fatalf("PlanKey AAAA: %v; want ErrBadConfig and plan.ErrBadSigningKey", err)
+	}
+	f.setSignature("", "")
+	cfg.PlanKey, cfg.InsecureSkipPlanSignature = "", true
+	p := newProvider(t, cfg)
+	if p.Plan() == nil {
+		t.Fatal("InsecureSkipPlanSignature: no plan")
+	}
+	shipped := fastConfig(f, t.TempDir())
+	shipped.PlanKey, shipped.Plan = "", p.Plan()
+	if newProvider(t, shipped).Plan() == nil {
+		t.Fatal("Config.Plan without PlanKey: no plan")
+	}
+}
+
+// TestProviderFollowsAPlanKeyRollover: a plan signed by a key the pinned
+// one endorsed is taken; one whose endorsement another key signed is not.
+func TestProviderFollowsAPlanKeyRollover(t *testing.T) {
+	next := otherSigner(t)
+	nextPub := next.Public().(ed25519.PublicKey)
+	for _, c := range []struct {
+		name     string
+		endorser ed25519.PrivateKey
+		ok       bool
+	}{
+		{"endorsed by the pinned key", testPlanSigner, true},
+		{"endorsed by another key", otherSigner(t), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeServer(t, nil)
+			// The test clock stands at t0; the endorsement is valid from
+			// a day before.
+			e := plan.Endorse(c.endorser, nextPub, t0.Add(-24*time.Hour))
+			f.setSignature(plan.SignPlan(next, f.planBytes(), []plan.Endorsement{e}).Headers())
+			p, err := client.NewProvider(context.Background(), fastConfig(f, t.TempDir()))
+			if c.ok {
+				if err != nil {
+					t.Fatalf("NewProvider: %v", err)
+				}
+				p.Shutdown(context.Background())
+				return
+			}
+			if !errors.Is(err, client.ErrPlanRefused) || !errors.Is(err, plan.ErrBadSignature) {
+				t.Fatalf("NewProvider: %v; want ErrPlanRefused and ErrBadSignature", err)
+			}
+		})
+	}
+}
+
+// TestRefreshRefusesASwappedPlan: a running Provider asked to take a plan
+// whose collector key was swapped (re-signed by another key) refuses it and
+// keeps reporting by the plan it has, sealed to the collector's key.
+func TestRefreshRefusesASwappedPlan(t *testing.T) {
+	f := newFakeServer(t, nil)
+	p := newProvider(t, fastConfig(f, t.TempDir()))
+	want := p.Plan().CollectorKey
+	_, pub, err := report.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setPlan(testPlan(pub)) // signed by testPlanSigner: now re-sign it
+	f.setSignature(plan.SignPlan(otherSigner(t), f.planBytes(), nil).Headers())
+	changed, err := p.RefreshPlan(context.Background())
+	if changed || !errors.Is(err, client.ErrPlanRefused) || !errors.Is(err, plan.ErrBadSignature) {
+		t.Fatalf("RefreshPlan = %v, %v; want the swapped plan refused", changed, err)
+	}
+	if got := p.Plan().CollectorKey; got != want {
+		t.Fatalf("collector key %s after a refused refresh, want %s", got, want)
+	}
+}
+
+// TestCachedPlanIsVerifiedAgain: a cached plan whose signature does not
+// verify under the pinned key is not reported by when the collector is
+// unreachable.
+func TestCachedPlanIsVerifiedAgain(t *testing.T) {
+	f := newFakeServer(t, nil)
+	dir := t.TempDir()
+	base := refusingServer(t)
+	sig, _ := plan.SignPlan(otherSigner(t), f.planBytes(), nil).Headers()
+	if err := os.WriteFile(filepath.Join(dir, client.PlanCacheFile(base)), client.CachedPlanFile(f.planBytes(), sig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(f, dir)
+	cfg.Endpoint = base
+	cfg.PlanTimeout = 100 * time.Millisecond
+	_, err := client.NewProvider(context.Background(), cfg)
+	if !errors.Is(err, client.ErrPlanUnavailable) || !errors.Is(err, plan.ErrBadSignature) {
+		t.Fatalf("NewProvider: %v; want ErrPlanUnavailable with the cached plan's ErrBadSignature", err)
+	}
+}

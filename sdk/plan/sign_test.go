@@ -1,0 +1,175 @@
+package plan_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/blanket-dp/blanket/sdk/plan"
+)
+
+func newKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv
+}
+
+// roundTrip encodes s as its headers and decodes them, as a relay and an
+// app do.
+func roundTrip(t *testing.T, s plan.Signature) plan.Signature {
+	t.Helper()
+	sig, end := s.Headers()
+	got, err := plan.ParseSignature(sig, end)
+	if err != nil {
+		t.Fatalf("ParseSignature(%q, %q): %v", sig, end, err)
+	}
+	return got
+}
+
+var (
+	body = []byte(`{"version":1,"collector_key":"AAAA"}`)
+	now  = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+)
+
+func TestSignedPlanVerifiesUnderThePinnedKey(t *testing.T) {
+	pub, priv := newKey(t)
+	s := roundTrip(t, plan.SignPlan(priv, body, nil))
+	k, err := plan.VerifyPlan(pub, body, s, now)
+	if err != nil || !k.Equal(pub) {
+		t.Fatalf("VerifyPlan = %v, %v; want the pinned key", k, err)
+	}
+	parsed, err := plan.ParseSigningKey(plan.FormatSigningKey(pub))
+	if err != nil || !parsed.Equal(pub) {
+		t.Fatalf("ParseSigningKey(FormatSigningKey) = %v, %v", parsed, err)
+	}
+}
+
+func TestSignedPlanRefusesAnyChangedByte(t *testing.T) {
+	pub, priv := newKey(t)
+	s := plan.SignPlan(priv, body, nil)
+	for i := range body {
+		b := bytes.Clone(body)
+		b[i] ^= 1
+		if _, err := plan.VerifyPlan(pub, b, s, now); !errors.Is(err, plan.ErrBadSignature) {
+			t.Fatalf("plan byte %d flipped: err = %v, want ErrBadSignature", i, err)
+		}
+	}
+	for i := range s.Sig {
+		bad := plan.Signature{Sig: bytes.Clone(s.Sig)}
+		bad.Sig[i] ^= 0x80
+		if _, err := plan.VerifyPlan(pub, body, bad, now); !errors.Is(err, plan.ErrBadSignature) {
+			t.Fatalf("signature byte %d flipped: err = %v, want ErrBadSignature", i, err)
+		}
+	}
+	if _, err := plan.VerifyPlan(pub, append(bytes.Clone(body), ' '), s, now); !errors.Is(err, plan.ErrBadSignature) {
+		t.Fatalf("a byte appended: err = %v, want ErrBadSignature", err)
+	}
+}
+
+func TestSignedPlanRefusesAnotherKeyAndNoSignature(t *testing.T) {
+	pub, _ := newKey(t)
+	_, other := newKey(t)
+	if _, err := plan.VerifyPlan(pub, body, plan.SignPlan(other, body, nil), now); !errors.Is(err, plan.ErrBadSignature) {
+		t.Fatalf("signed by another key: err = %v, want ErrBadSignature", err)
+	}
+	if _, err := plan.ParseSignature("", ""); !errors.Is(err, plan.ErrUnsigned) {
+		t.Fatalf("no signature header: err = %v, want ErrUnsigned", err)
+	}
+	if _, err := plan.VerifyPlan(pub, body, plan.Signature{}, now); !errors.Is(err, plan.ErrUnsigned) {
+		t.Fatalf("empty signature: err = %v, want ErrUnsigned", err)
+	}
+	for _, bad := range []string{"not base64!", "AAAA"} {
+		if _, err := plan.ParseSignature(bad, ""); !errors.Is(err, plan.ErrBadSignature) {
+			t.Fatalf("signature %q: err = %v, want ErrBadSignature", bad, err)
+		}
+		if _, err := plan.ParseSigningKey(bad); !errors.Is(err, plan.ErrBadSigningKey) {
+			t.Fatalf("key %q: err = %v, want ErrBadSigningKey", bad, err)
+		}
+	}
+}
+
+// A plan signed with the key the pinned one endorsed verifies, as does one
+// signed at the end of a chain of two rollovers, from either pinned key of
+// the chain; a chain that another key signed, or that starts after the
+// clock, does not.
+func TestSignedPlanFollowsRollovers(t *testing.T) {
+	k0, p0 := newKey(t)
+	k1, p1 := newKey(t)
+	k2, p2 := newKey(t)
+	kx, px := newKey(t)
+	e01 := plan.Endorse(p0, k1, now.Add(-time.Hour))
+	e12 := plan.Endorse(p1, k2, now.Add(-time.Minute))
+	cases := []struct {
+		name   string
+		pinned ed25519.PublicKey
+		signer ed25519.PrivateKey
+		chain  []plan.Endorsement
+		want   ed25519.PublicKey // nil: refused
+	}{
+		{"one rollover", k0, p1, []plan.Endorsement{e01}, k1},
+		{"two rollovers", k0, p2, []plan.Endorsement{e01, e12}, k2},
+		{"pinned to the middle key", k1, p2, []plan.Endorsement{e01, e12}, k2},
+		{"pinned to the newest key", k2, p2, []plan.Endorsement{e01, e12}, k2},
+		{"signed by the old key despite the chain", k0, p0, []plan.Endorsement{e01}, nil},
+		{"endorsed by another key", k0, p1, []plan.Endorsement{plan.Endorse(px, k1, now)}, nil},
+		{"a stranger's key endorsed by another", k0, px, []plan.Endorsement{e01, plan.Endorse(p2, kx, now)}, nil},
+		{"a chain with a gap", k0, p2, []plan.Endorsement{e12}, nil},
+		{"a chain out of order", k0, p2, []plan.Endorsement{e12, e01}, nil},
+		{"an endorsement valid from tomorrow", k0, p1, []plan.Endorsement{plan.Endorse(p0, k1, now.Add(24*time.Hour))}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := roundTrip(t, plan.SignPlan(c.signer, body, c.chain))
+			got, err := plan.VerifyPlan(c.pinned, body, s, now)
+			if c.want == nil {
+				if !errors.Is(err, plan.ErrBadSignature) {
+					t.Fatalf("VerifyPlan = %v, %v; want ErrBadSignature", got, err)
+				}
+				return
+			}
+			if err != nil || !got.Equal(c.want) {
+				t.Fatalf("VerifyPlan = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestEndorsementRoundTrip(t *testing.T) {
+	k1, _ := newKey(t)
+	_, p0 := newKey(t)
+	e := plan.Endorse(p0, k1, now)
+	got, err := plan.ParseEndorsement(e.String())
+	if err != nil || !got.Key.Equal(e.Key) || !got.NotBefore.Equal(e.NotBefore) || !bytes.Equal(got.Signature, e.Signature) {
+		t.Fatalf("ParseEndorsement(String) = %+v, %v; want %+v", got, err, e)
+	}
+	if _, err := plan.ParseEndorsement(e.String()[:20]); !errors.Is(err, plan.ErrBadSignature) {
+		t.Fatalf("truncated endorsement: err = %v, want ErrBadSignature", err)
+	}
+}
+
+// FuzzVerifyPlan feeds arbitrary signature and endorsement headers and
+// plan bytes to what an app runs on them: no input panics, and none
+// verifies under a key that signed nothing.
+func FuzzVerifyPlan(f *testing.F) {
+	_, p0, _ := ed25519.GenerateKey(nil)
+	k1, p1, _ := ed25519.GenerateKey(nil)
+	sig, end := plan.SignPlan(p1, body, []plan.Endorsement{plan.Endorse(p0, k1, now)}).Headers()
+	f.Add(sig, end, body)
+	f.Add("", "", []byte("{}"))
+	f.Add(sig, end+", "+end, body)
+	pinned, _, _ := ed25519.GenerateKey(nil)
+	f.Fuzz(func(t *testing.T, sig, end string, b []byte) {
+		s, err := plan.ParseSignature(sig, end)
+		if err != nil {
+			return
+		}
+		if _, err := plan.VerifyPlan(pinned, b, s, now); err == nil {
+			t.Fatal("a plan verified under a key that signed nothing")
+		}
+	})
+}
