@@ -5,6 +5,7 @@ package accountant
 import (
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -27,6 +28,30 @@ func TestLongitudinalMixedOrientationDeep(t *testing.T) {
 	}
 }
 
+// longitudinalSpec is the plan of TestAllocatePlanLongitudinal and
+// TestAllocatePlanLongitudinalRecomposed: a k-RR metric and a tree protocol
+// over six periods.
+func longitudinalSpec() PlanSpec {
+	return PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
+		{Name: "page", Mech: KRR(4)},
+		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
+	}}
+}
+
+// longitudinalPlanResult calibrates longitudinalSpec once per test process
+// (about 10 s), for both tests.
+var longitudinalPlanResult = sync.OnceValues(func() (*PlanResult, error) { return AllocatePlan(longitudinalSpec()) })
+
+// longitudinalPlan returns longitudinalSpec and its calibration.
+func longitudinalPlan(t *testing.T) (PlanSpec, *PlanResult) {
+	t.Helper()
+	r, err := longitudinalPlanResult()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return longitudinalSpec(), r
+}
+
 // TestAllocatePlanLongitudinalRecomposed re-derives a plan's guarantee
 // with a longitudinal metric the way allocateSeparate's proof goes, apart
 // from its search: the level-mates at 5% of the metric's delta share (a
@@ -35,14 +60,7 @@ func TestLongitudinalMixedOrientationDeep(t *testing.T) {
 // delta minus the tail. The composition must meet the target (the existing
 // TestAllocatePlanLongitudinal allows 1% above it, with another tail).
 func TestAllocatePlanLongitudinalRecomposed(t *testing.T) {
-	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
-		{Name: "page", Mech: KRR(4)},
-		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
-	}}
-	res, err := AllocatePlan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, res := longitudinalPlan(t)
 	page, dark := res.Metrics[0], res.Metrics[1]
 	l := Longitudinal{Tree: 64, Eps0: dark.Eps0, Periods: spec.Rounds, Batch: spec.NMin}
 	mates, tail := l.inferMates(longitudinalTailShare * spec.Delta * dark.Weight)
@@ -68,14 +86,7 @@ func TestAllocatePlanLongitudinalRecomposed(t *testing.T) {
 // the calibrated budgets, meets the target (and is not far below it: the
 // calibration is not wasteful). Joint travel is refused.
 func TestAllocatePlanLongitudinal(t *testing.T) {
-	spec := PlanSpec{Eps: 1, Delta: 1e-6, NMin: 20000, Rounds: 6, Metrics: []PlanMetric{
-		{Name: "page", Mech: KRR(4)},
-		{Name: "dark", Mech: LongitudinalMech{Tree: 64}},
-	}}
-	res, err := AllocatePlan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, res := longitudinalPlan(t)
 	if res.Eps > spec.Eps {
 		t.Fatalf("plan eps %g above the target", res.Eps)
 	}
