@@ -4,8 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/blanket-dp/blanket/internal/secrets"
@@ -21,15 +19,15 @@ const KeyFile = "collector.key"
 // key was created. A key file readable by group or others is refused.
 func LoadOrCreateKey(dir string) (key *report.PrivateKey, created bool, err error) {
 	path := filepath.Join(dir, KeyFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
 		priv, _, err := report.GenerateKey()
 		if err != nil {
-			return nil, false, fmt.Errorf("collector: generating key: %w", err)
+			return nil, fmt.Errorf("collector: generating key: %w", err)
 		}
-		created, err = secrets.Create(path, []byte(base64.StdEncoding.EncodeToString(priv)))
-		if err != nil {
-			return nil, false, fmt.Errorf("collector: writing %s: %w", path, err)
-		}
+		return []byte(base64.StdEncoding.EncodeToString(priv)), nil
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	b, err := secrets.Read(path)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -98,14 +96,15 @@ func decodePlanSigner(text string) (*planSigner, error) {
 // group or others is refused.
 func loadOrCreatePlanSigner(dir string) (s *planSigner, created bool, err error) {
 	path := filepath.Join(dir, PlanKeyFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
 		fresh, err := newPlanSigner()
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		if created, err = secrets.Create(path, []byte(fresh.encode())); err != nil {
-			return nil, false, fmt.Errorf("collector: writing %s: %w", path, err)
-		}
+		return []byte(fresh.encode()), nil
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	b, err := secrets.Read(path)
 	if err != nil {

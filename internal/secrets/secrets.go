@@ -95,17 +95,35 @@ func Create(path string, content []byte) (bool, error) {
 	return true, nil
 }
 
+// CreateIfMissing writes fresh() to path (Create) when no file is there
+// and reports whether this call created it. An error of fresh comes back
+// as it is, one of Create as "secrets: writing PATH: ...".
+func CreateIfMissing(path string, fresh func() ([]byte, error)) (bool, error) {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	content, err := fresh()
+	if err != nil {
+		return false, err
+	}
+	created, err := Create(path, content)
+	if err != nil {
+		return false, fmt.Errorf("secrets: writing %s: %w", path, err)
+	}
+	return created, nil
+}
+
 // LoadOrCreateToken returns the bearer token in path, writing a new random
 // one (32 bytes, base64url) when the file does not exist. It reports whether
 // the token was created.
 func LoadOrCreateToken(path string) (token string, created bool, err error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	created, err = CreateIfMissing(path, func() ([]byte, error) {
 		var b [32]byte
 		rand.Read(b[:])
-		created, err = Create(path, []byte(base64.RawURLEncoding.EncodeToString(b[:])))
-		if err != nil {
-			return "", false, fmt.Errorf("secrets: writing %s: %w", path, err)
-		}
+		return []byte(base64.RawURLEncoding.EncodeToString(b[:])), nil
+	})
+	if err != nil {
+		return "", false, err
 	}
 	token, err = LoadToken(path)
 	return token, created, err
