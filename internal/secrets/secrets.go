@@ -61,37 +61,18 @@ func Read(path string) ([]byte, error) {
 // crash never leaves a partial file and two processes racing to create the
 // same secret agree on one. It reports whether this call created the file.
 func Create(path string, content []byte) (bool, error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := writeTemp(path, content)
 	if err != nil {
 		return false, err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return false, err
-	}
-	if _, err := tmp.Write(append(content, '\n')); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil
 		}
 		return false, err
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	syncDir(filepath.Dir(path))
 	return true, nil
 }
 
@@ -149,33 +130,53 @@ func LoadToken(path string) (string, error) {
 // it writes a temporary file, syncs it and renames it into place, so that
 // a crash leaves the old file or the new one, never a partial one.
 func Replace(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := writeTemp(path, content)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
 		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// writeTemp writes content and a newline to a new temporary file (mode
+// 0600) beside path, synced and closed, and returns its name; the caller
+// moves it into place and removes the name.
+func writeTemp(path string, content []byte) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", err
+	}
+	name := tmp.Name()
+	fail := func(err error) (string, error) {
+		tmp.Close()
+		os.Remove(name)
+		return "", err
+	}
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		return fail(err)
 	}
 	if _, err := tmp.Write(append(content, '\n')); err != nil {
-		tmp.Close()
-		return err
+		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		os.Remove(name)
+		return "", err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
+	return name, nil
+}
+
+// syncDir syncs directory dir, so that a file linked or renamed into it
+// survives a crash (best effort).
+func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
 }
