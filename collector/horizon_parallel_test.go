@@ -10,7 +10,6 @@ import (
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/blanket-dp/blanket/sdk/plan/accounting"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -81,59 +80,6 @@ var parallelHistory = []struct {
 	counts []int64
 }{
 	{0, []int64{300, 200}}, {0, []int64{250, 260}}, {1, []int64{280, 240}}, {2, []int64{260, 250}},
-}
-
-// TestHorizonParallelBetweenBatchAndBasic: with parallel travel the
-// horizon over three days of batches is stated; it is at least the
-// largest guarantee of a single batch (the window composes three rounds,
-// each at least as weak as any batch's) and at most the basic composition
-// of its rounds, each day's at the weakest mechanism of that day (the
-// plan's weights or one of its batches' mixes) at the window's smallest
-// batch and delta/3: a proof as well, which the PLD composition of three
-// rounds beats.
-func TestHorizonParallelBetweenBatchAndBasic(t *testing.T) {
-	ctx := context.Background()
-	f := newCollectorFixture(t, parallelPlan(t, 3))
-	pub := f.c.Plan()
-	largest := 0.0
-	for _, b := range parallelHistory {
-		insertMixBatch(t, f, pub.Epoch(), day(b.day), b.counts)
-		largest = math.Max(largest, batchEps(t, f, b.counts))
-	}
-	h := horizonOf(t, f)
-	planMech, eps0, delta, err := accounting.BatchMechanism(ctx, pub, openBuiltin, pub.Metrics[0].Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 500 // the smallest batch, 500 messages
-	basic := 0.0
-	for d := range 3 {
-		worst := 0.0
-		for _, b := range parallelHistory {
-			if b.day != d {
-				continue
-			}
-			mix, _, err := accounting.ParallelMechanism(ctx, pub, openBuiltin, b.counts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range []accountant.Mechanism{planMech, mix} {
-				r, err := accountant.Epsilon(m, eps0, n, delta/3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst = math.Max(worst, r.Upper)
-			}
-		}
-		basic += worst
-	}
-	t.Logf("horizon %.4f over %d reports; largest batch %.4f; basic composition %.4f", *h.Eps, h.Reports, largest, basic)
-	if h.Reports != 3 || !strings.Contains(h.Note, "parallel travel") {
-		t.Errorf("horizon over %d reports, note %q: want 3, and the note to say what parallel travel composes", h.Reports, h.Note)
-	}
-	if !(*h.Eps >= largest && *h.Eps <= basic) {
-		t.Errorf("horizon eps %.6g, not in [%.6g, %.6g] (the largest batch's, basic composition)", *h.Eps, largest, basic)
-	}
 }
 
 // TestHorizonParallelSkewedMixRaises: one more batch on day 1, of k-RR
