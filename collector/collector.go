@@ -66,6 +66,10 @@ type CollectorOptions struct {
 	// Epsilon computes a batch's central eps. Defaults to
 	// accountant.Epsilon.
 	Epsilon func(m accountant.Mechanism, eps0 float64, n int, delta float64) (accountant.EpsilonResult, error)
+	// SameOperator reports that the shuffler runs in the same process
+	// (blanket serve): the API and the dashboard then say that against
+	// its operator only each report's local eps0 holds (Scope).
+	SameOperator bool
 	// Registerer receives the collector's Prometheus metrics
 	// (blanket_collector_*: batches and reports by outcome, ingest and
 	// estimate latency, calibration time). Defaults to none: they are then

@@ -27,6 +27,8 @@ type MetricList struct {
 	Metrics []MetricSummary `json:"metrics"`
 	// Ingest are the ingest counters since the collector started.
 	Ingest IngestStats `json:"ingest"`
+	// Scope says against whom the stated guarantees hold.
+	Scope Scope `json:"scope"`
 }
 
 // MetricSummary is one metric in GET /v1/metrics.
@@ -85,7 +87,7 @@ func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Held += row.stat.N
 	}
-	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats()}
+	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats(), Scope: c.scope()}
 	for _, s := range byName {
 		out.Metrics = append(out.Metrics, *s)
 	}
@@ -108,6 +110,8 @@ type MetricDetail struct {
 	// periodic data or with ?horizon=0 (a composition may take seconds
 	// when the batches changed: pollers skip it).
 	Horizon *HorizonGuarantee `json:"horizon"`
+	// Scope says against whom the stated guarantees hold.
+	Scope Scope `json:"scope"`
 }
 
 // PeriodEstimate is a metric's estimate from the batches of one reporting
@@ -231,7 +235,7 @@ func (c *Collector) handleMetric(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, http.StatusInternalServerError, "reading statistics failed")
 		return
 	}
-	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}}
+	out := MetricDetail{Name: name, InPlan: inPlan, Periods: []PeriodEstimate{}, Scope: c.scope()}
 	for _, row := range rows {
 		if !periodIn(row.period, from, to) {
 			continue

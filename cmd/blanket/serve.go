@@ -289,7 +289,7 @@ the next start.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg})
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg, SameOperator: true})
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,8 @@ const (
 		{"name":"empty","plugin":"krr","in_plan":true,"epochs":[],"n":0,"malformed":0,"batches":0},
 		{"name":"many","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":100,"malformed":0,"batches":1},
 		{"name":"net/latency_ms","plugin":"summation","in_plan":true,"epochs":["00000000000000e1"],"n":100,"malformed":1,"batches":1},
-		{"name":"toString","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2}]}`
+		{"name":"toString","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2}],
+		"scope":{"against":"the collector and the public","provided":["the shuffler is honest","<b id=scopeinjected>x</b>"],"local_only":"one operator of both roles","same_operator":true,"admission":"none","doc":"docs/threat-model.md"}}`
 )
 
 // edgePeriod returns a period's JSON, estimates "" for null (with an
@@ -143,12 +144,18 @@ func TestPageEdgeCases(t *testing.T) {
 		Metrics  []string `json:"metrics"`
 		Series   int      `json:"series"`
 		Injected bool     `json:"injected"`
+		Scope    string   `json:"scope"`
+		Provided []string `json:"provided"`
+		Warn     bool     `json:"warn"`
 	}
 	const read = `(() => ({
 		error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
 		metrics: [...document.querySelectorAll("section.metric")].map((s) => s.dataset.metric),
 		series: document.querySelectorAll('section.metric[data-metric="toString"] .series-panel svg g.series-group').length,
-		injected: document.getElementById("injected") !== null,
+		injected: document.getElementById("injected") !== null || document.getElementById("scopeinjected") !== null,
+		scope: (document.querySelector("#privacy .scope-against") || {}).textContent || "",
+		provided: [...document.querySelectorAll("#privacy .scope li")].map((li) => li.textContent),
+		warn: !!document.querySelector("#privacy .scope-local.warn"),
 	}))()`
 	if err := page.Eval(ctx, read, &got); err != nil {
 		t.Fatal(err)
@@ -164,7 +171,12 @@ func TestPageEdgeCases(t *testing.T) {
 		t.Error(`metric "toString": no series drawn`)
 	}
 	if got.Injected {
-		t.Error("a category label was inserted as markup")
+		t.Error("a category label or a scope line was inserted as markup")
+	}
+	// The privacy card says against whom the guarantee holds, and warns
+	// when one operator runs both roles.
+	if got.Scope != "Holds against the collector and the public, provided that:" || !slices.Equal(got.Provided, []string{"the shuffler is honest", "<b id=scopeinjected>x</b>"}) || !got.Warn {
+		t.Errorf("scope on the page: %q %q, warning %v", got.Scope, got.Provided, got.Warn)
 	}
 	mu.Lock()
 	defer mu.Unlock()

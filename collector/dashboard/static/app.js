@@ -111,7 +111,7 @@ function render(data) {
   renderPools(data.pools);
   renderIngest(data.list);
   const horizon = Object.values(data.details).map((d) => d.horizon).find((x) => x);
-  renderPrivacy(data.plan, horizon, !!data.list);
+  renderPrivacy(data.plan, horizon, !!data.list, data.list && data.list.scope);
   renderMetrics(data);
   document.body.dataset.ready = "true";
 }
@@ -157,7 +157,18 @@ function meter(frac, over) {
   return m;
 }
 
-function renderPrivacy(plan, hz, isCollector) {
+// scopeNote says against whom the stated guarantees hold (the API's
+// scope; docs/threat-model.md).
+function scopeNote(scope) {
+  if (!scope) return null;
+  return h("div", { class: "scope" },
+    h("p", { class: "scope-against", text: `Holds against ${scope.against}, provided that:` }),
+    h("ul", {}, (scope.provided || []).map((p) => h("li", { text: p }))),
+    h("p", { class: scope.same_operator ? "warn scope-local" : "muted scope-local", text: `Not against ${scope.local_only}.` }),
+  );
+}
+
+function renderPrivacy(plan, hz, isCollector, scope) {
   const box = document.getElementById("privacy");
   const body = document.getElementById("privacy-body");
   body.replaceChildren();
@@ -168,6 +179,8 @@ function renderPrivacy(plan, hz, isCollector) {
   box.hidden = false;
   if (!hz) {
     body.appendChild(h("p", { class: "muted", text: "No reporting period has data yet." }));
+    const note = scopeNote(scope);
+    if (note) body.appendChild(note);
     return;
   }
   const known = hz.eps !== null && hz.eps !== undefined;
@@ -186,6 +199,8 @@ function renderPrivacy(plan, hz, isCollector) {
     ]),
   );
   if (hz.note) body.appendChild(h("p", { class: "muted", text: hz.note }));
+  const note = scopeNote(scope);
+  if (note) body.appendChild(note);
 }
 
 function renderPools(pools) {
