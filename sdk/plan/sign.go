@@ -110,8 +110,8 @@ func (e Endorsement) String() string {
 
 // ParseEndorsement decodes Endorsement.String.
 func ParseEndorsement(s string) (Endorsement, error) {
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil || len(b) != endorsementLen {
+	b, ok := decodeFixed(s, endorsementLen)
+	if !ok {
 		return Endorsement{}, fmt.Errorf("%w: an endorsement must be standard base64 of %d bytes", ErrBadSignature, endorsementLen)
 	}
 	k := ed25519.PublicKeySize
@@ -120,6 +120,18 @@ func ParseEndorsement(s string) (Endorsement, error) {
 		NotBefore: time.Unix(int64(binary.BigEndian.Uint64(b[k:k+8])), 0).UTC(),
 		Signature: bytes.Clone(b[k+8:]),
 	}, nil
+}
+
+// decodeFixed decodes s, standard base64 of n bytes (surrounding spaces
+// ignored), checking its length before decoding, so that a hostile header
+// costs an app no allocation of its size.
+func decodeFixed(s string, n int) ([]byte, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) != base64.StdEncoding.EncodedLen(n) {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	return b, err == nil && len(b) == n
 }
 
 // ParseSigningKey decodes a plan-signing public key: standard base64 of
@@ -171,27 +183,30 @@ func (s Signature) Headers() (sig, endorsements string) {
 
 // ParseSignature decodes the header values of a served plan (Headers): an
 // error wrapping ErrUnsigned when sig is empty, ErrBadSignature when a
-// value does not decode.
+// value does not decode or there are more than MaxEndorsements
+// endorsements. It checks the lengths and the count before decoding.
 func ParseSignature(sig, endorsements string) (Signature, error) {
-	if strings.TrimSpace(sig) == "" {
+	sig = strings.TrimSpace(sig)
+	if sig == "" {
 		return Signature{}, fmt.Errorf("%w: no %s header", ErrUnsigned, SignatureHeader)
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(sig))
-	if err != nil || len(b) != ed25519.SignatureSize {
+	b, ok := decodeFixed(sig, ed25519.SignatureSize)
+	if !ok {
 		return Signature{}, fmt.Errorf("%w: %s must be standard base64 of %d bytes", ErrBadSignature, SignatureHeader, ed25519.SignatureSize)
 	}
 	s := Signature{Sig: b}
-	if strings.TrimSpace(endorsements) != "" {
-		for _, part := range strings.Split(endorsements, ",") {
-			e, err := ParseEndorsement(part)
-			if err != nil {
-				return Signature{}, err
-			}
-			s.Endorsements = append(s.Endorsements, e)
-		}
+	if strings.TrimSpace(endorsements) == "" {
+		return s, nil
 	}
-	if len(s.Endorsements) > MaxEndorsements {
-		return Signature{}, fmt.Errorf("%w: %d endorsements, at most %d", ErrBadSignature, len(s.Endorsements), MaxEndorsements)
+	if n := strings.Count(endorsements, ",") + 1; n > MaxEndorsements {
+		return Signature{}, fmt.Errorf("%w: %s has %d comma-separated values, at most %d endorsements", ErrBadSignature, EndorsementsHeader, n, MaxEndorsements)
+	}
+	for part := range strings.SplitSeq(endorsements, ",") {
+		e, err := ParseEndorsement(part)
+		if err != nil {
+			return Signature{}, err
+		}
+		s.Endorsements = append(s.Endorsements, e)
 	}
 	return s, nil
 }
