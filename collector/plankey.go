@@ -93,8 +93,21 @@ func decodePlanSigner(text string) (*planSigner, error) {
 
 // loadOrCreatePlanSigner returns the signer in dir/PlanKeyFile, generating
 // one on first use; it reports whether it was created. A file readable by
-// group or others is refused.
-func loadOrCreatePlanSigner(dir string) (s *planSigner, created bool, err error) {
+// group or others is refused. It holds the file's lock (secrets.Lock)
+// meanwhile, as every access to the file does, so that it never runs
+// between the read and the write of a rotation.
+func loadOrCreatePlanSigner(ctx context.Context, dir string) (s *planSigner, created bool, err error) {
+	unlock, err := secrets.Lock(ctx, filepath.Join(dir, PlanKeyFile))
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	return readPlanSignerFile(dir)
+}
+
+// readPlanSignerFile is loadOrCreatePlanSigner for a caller that holds the
+// file's lock.
+func readPlanSignerFile(dir string) (s *planSigner, created bool, err error) {
 	path := filepath.Join(dir, PlanKeyFile)
 	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
 		fresh, err := newPlanSigner()
@@ -120,15 +133,23 @@ func loadOrCreatePlanSigner(dir string) (s *planSigner, created bool, err error)
 }
 
 // rotatePlanSignerFile replaces the signer in dir/PlanKeyFile by a new key
-// that the old one endorses from notBefore on.
-func rotatePlanSignerFile(dir string, notBefore time.Time) (old, next *planSigner, err error) {
-	if old, _, err = loadOrCreatePlanSigner(dir); err != nil {
+// that the old one endorses from notBefore on. It holds the file's lock
+// from the read to the write, so that two rotations chain rather than
+// fork (the second endorsing the old key's successor, not the old key)
+// and none is lost.
+func rotatePlanSignerFile(ctx context.Context, dir string, notBefore time.Time) (old, next *planSigner, err error) {
+	path := filepath.Join(dir, PlanKeyFile)
+	unlock, err := secrets.Lock(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	if old, _, err = readPlanSignerFile(dir); err != nil {
 		return nil, nil, err
 	}
 	if next, err = old.rotate(notBefore); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, PlanKeyFile)
 	if err := secrets.Replace(path, []byte(next.encode())); err != nil {
 		return nil, nil, fmt.Errorf("collector: writing %s: %w", path, err)
 	}
@@ -157,7 +178,7 @@ func PlanSigningKey(ctx context.Context, dir, store string) (ed25519.PublicKey, 
 	if err := secrets.EnsureDir(dir); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
-	s, _, err := loadOrCreatePlanSigner(dir)
+	s, _, err := loadOrCreatePlanSigner(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +207,7 @@ func RotatePlanSigningKey(ctx context.Context, dir, store string, notBefore time
 		if err := secrets.EnsureDir(dir); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrOptions, err)
 		}
-		if o, n, err = rotatePlanSignerFile(dir, notBefore); err != nil {
+		if o, n, err = rotatePlanSignerFile(ctx, dir, notBefore); err != nil {
 			return nil, nil, err
 		}
 	}
