@@ -18,10 +18,12 @@ import (
 
 // PlanKeyFile is the file, in the collector's data directory, that holds
 // its plan-signing key with the SQLite store (mode 0600): the first line
-// is the Ed25519 private key's seed (standard base64), each further line
-// an endorsement of the key rollover chain that leads to it, oldest first
-// (plan.Endorsement.String). With PostgreSQL the same text lives in the
-// table plan_signing_key.
+// is plan.SigningSeedPrefix followed by the Ed25519 private key's seed
+// (standard base64), each further line an endorsement of the key rollover
+// chain that leads to it, oldest first (plan.Endorsement.String). With
+// PostgreSQL the same text lives in the table plan_signing_key. Text
+// written by a pre-release build, whose first line is the seed without
+// the prefix, is rewritten with it when first read.
 const PlanKeyFile = "plan-signing.key"
 
 // planSigner is the collector's plan-signing key and the rollover chain
@@ -59,7 +61,7 @@ func (s *planSigner) rotate(notBefore time.Time) (*planSigner, error) {
 
 // encode returns s in the stored form (PlanKeyFile).
 func (s *planSigner) encode() string {
-	lines := []string{base64.StdEncoding.EncodeToString(s.key.Seed())}
+	lines := []string{plan.SigningSeedPrefix + base64.StdEncoding.EncodeToString(s.key.Seed())}
 	for _, e := range s.chain {
 		lines = append(lines, e.String())
 	}
@@ -67,28 +69,31 @@ func (s *planSigner) encode() string {
 }
 
 // decodePlanSigner reads the stored form of a signer and checks that its
-// chain leads to its key.
-func decodePlanSigner(text string) (*planSigner, error) {
+// chain leads to its key. It reports whether the text has the form of a
+// pre-release build, the seed without plan.SigningSeedPrefix, which the
+// caller rewrites (encode).
+func decodePlanSigner(text string) (s *planSigner, old bool, err error) {
 	lines := strings.Fields(text)
 	if len(lines) == 0 {
-		return nil, errors.New("empty")
+		return nil, false, errors.New("empty")
 	}
-	seed, err := base64.StdEncoding.DecodeString(lines[0])
+	b64, ok := strings.CutPrefix(lines[0], plan.SigningSeedPrefix)
+	seed, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("the first line must be standard base64 of a %d-byte Ed25519 seed", ed25519.SeedSize)
+		return nil, false, fmt.Errorf("the first line must be %s followed by standard base64 of a %d-byte Ed25519 seed", plan.SigningSeedPrefix, ed25519.SeedSize)
 	}
-	s := &planSigner{key: ed25519.NewKeyFromSeed(seed)}
+	s = &planSigner{key: ed25519.NewKeyFromSeed(seed)}
 	for i, l := range lines[1:] {
 		e, err := plan.ParseEndorsement(l)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+2, err)
+			return nil, false, fmt.Errorf("line %d: %v", i+2, err)
 		}
 		s.chain = append(s.chain, e)
 	}
 	if n := len(s.chain); n > 0 && !s.chain[n-1].Key.Equal(s.public()) {
-		return nil, errors.New("the last endorsement does not name the key")
+		return nil, false, errors.New("the last endorsement does not name the key")
 	}
-	return s, nil
+	return s, !ok, nil
 }
 
 // loadOrCreatePlanSigner returns the signer in dir/PlanKeyFile, generating
@@ -126,8 +131,14 @@ func readPlanSignerFile(dir string) (s *planSigner, created bool, err error) {
 		}
 		return nil, false, fmt.Errorf("collector: reading the plan-signing key: %w", err)
 	}
-	if s, err = decodePlanSigner(string(b)); err != nil {
+	s, old, err := decodePlanSigner(string(b))
+	if err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %v", secrets.ErrSecretFile, path, err)
+	}
+	if old {
+		if err := secrets.Replace(path, []byte(s.encode())); err != nil {
+			return nil, false, fmt.Errorf("collector: rewriting %s with its seed prefixed: %w", path, err)
+		}
 	}
 	return s, created, nil
 }

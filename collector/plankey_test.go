@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -82,5 +86,75 @@ func TestConcurrentPlanKeyRotationsChain(t *testing.T) {
 		if got, err := plan.VerifyPlan(pin, body, sig, time.Now()); err != nil || !got.Equal(s.public()) {
 			t.Fatalf("pinned to key %d of the chain: VerifyPlan = %v, %v; want the final key", i, got, err)
 		}
+	}
+}
+
+// TestPlanKeyOfAPreReleaseFormatIsRewritten, on either store: a key
+// stored by a pre-release build, its seed without plan.SigningSeedPrefix,
+// is the key PlanSigningKey returns, and is rewritten with the prefix,
+// its chain unchanged.
+func TestPlanKeyOfAPreReleaseFormatIsRewritten(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			store := servertest.StoreOf(t, kind, dir)
+			first, err := newPlanSigner()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := first.rotate(time.Now().Add(-time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := s.encode()
+			old := strings.TrimPrefix(text, plan.SigningSeedPrefix)
+			// stored reads the stored text; set replaces it.
+			var (
+				stored func() string
+				set    func(string)
+			)
+			if kind == "sqlite" {
+				path := filepath.Join(dir, PlanKeyFile)
+				set = func(v string) {
+					if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stored = func() string {
+					b, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return strings.TrimSpace(string(b))
+				}
+			} else {
+				st, err := openPGStore(ctx, store)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.close()
+				set = func(v string) {
+					if _, err := st.pool.Exec(ctx, `INSERT INTO plan_signing_key (id, signer) VALUES (1, $1)`, v); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stored = func() string {
+					var v string
+					if err := st.pool.QueryRow(ctx, `SELECT signer FROM plan_signing_key WHERE id = 1`).Scan(&v); err != nil {
+						t.Fatal(err)
+					}
+					return v
+				}
+			}
+			set(old)
+			k, err := PlanSigningKey(ctx, dir, store)
+			if err != nil || !k.Equal(s.public()) {
+				t.Fatalf("PlanSigningKey = %v, %v; want the stored key", k, err)
+			}
+			if got := stored(); !strings.HasPrefix(got, plan.SigningSeedPrefix) || got != text {
+				t.Fatalf("stored after the first read:\n%s\nwant\n%s", got, text)
+			}
+		})
 	}
 }

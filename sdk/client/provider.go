@@ -58,7 +58,9 @@ type Config struct {
 	// the shuffler. Defaults to Endpoint.
 	PlanEndpoint string
 	// PlanKey is the collector's plan-signing public key, standard base64
-	// of 32 bytes, as `blanket collector plan-key` prints it: the app
+	// of 32 bytes, as `blanket collector plan-key` prints it (never a line
+	// of the collector's key file: the private key's, which starts with
+	// plan.SigningSeedPrefix, is refused with ErrBadConfig): the app
 	// refuses a fetched (or cached) plan that is unsigned or whose
 	// signature does not verify under this key, or under a key this one
 	// endorsed through the collector's key rollover statements, so that

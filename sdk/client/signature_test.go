@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,11 @@ func TestProviderPlanKeyConfig(t *testing.T) {
 	cfg.PlanKey = "AAAA"
 	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !errors.Is(err, plan.ErrBadSigningKey) {
 		t.Fatalf("PlanKey AAAA: %v; want ErrBadConfig and plan.ErrBadSigningKey", err)
+	}
+	// The private key's line of the collector's key file.
+	cfg.PlanKey = plan.SigningSeedPrefix + base64.StdEncoding.EncodeToString(testPlanSigner.Seed())
+	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !errors.Is(err, plan.ErrBadSigningKey) || !strings.Contains(err.Error(), "PRIVATE") {
+		t.Fatalf("PlanKey the private seed: %v; want ErrBadConfig and plan.ErrBadSigningKey saying it is the PRIVATE key", err)
 	}
 	f.setSignature("", "")
 	cfg.PlanKey, cfg.InsecureSkipPlanSignature = "", true

@@ -56,6 +56,14 @@ const (
 // MaxEndorsements bounds the rollover chain a plan may carry.
 const MaxEndorsements = 16
 
+// SigningSeedPrefix starts the line of the collector's key file (and of
+// its PostgreSQL row) that holds the plan-signing private key: the prefix,
+// then standard base64 of the 32-byte Ed25519 seed. The seed alone would
+// look like a public key (standard base64 of 32 bytes); with the prefix an
+// operator cannot mistake it for one, and ParseSigningKey refuses it, so
+// that an app is never configured with the private key.
+const SigningSeedPrefix = "blanket-plan-signing-seed-v1:"
+
 // endorsementLen is the encoded size of an Endorsement: key, validity
 // start, signature.
 const endorsementLen = ed25519.PublicKeySize + 8 + ed25519.SignatureSize
@@ -135,8 +143,13 @@ func decodeFixed(s string, n int) ([]byte, bool) {
 }
 
 // ParseSigningKey decodes a plan-signing public key: standard base64 of
-// the 32-byte Ed25519 key (what `blanket collector plan-key` prints).
+// the 32-byte Ed25519 key (what `blanket collector plan-key` prints). It
+// refuses text holding the private key (SigningSeedPrefix), with an error
+// that says so and does not repeat the text.
 func ParseSigningKey(s string) (ed25519.PublicKey, error) {
+	if strings.Contains(s, SigningSeedPrefix) {
+		return nil, fmt.Errorf("%w: this is the collector's PRIVATE plan-signing key (a line of its key file, starting %s): never configure an app with it; pin the public key that `blanket collector plan-key` prints", ErrBadSigningKey, SigningSeedPrefix)
+	}
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not standard base64: %v", ErrBadSigningKey, s, err)

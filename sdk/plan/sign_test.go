@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"runtime"
 	"strings"
@@ -91,6 +92,25 @@ func TestSignedPlanRefusesAnotherKeyAndNoSignature(t *testing.T) {
 		}
 		if _, err := plan.ParseSigningKey(bad); !errors.Is(err, plan.ErrBadSigningKey) {
 			t.Fatalf("key %q: err = %v, want ErrBadSigningKey", bad, err)
+		}
+	}
+}
+
+// TestParseSigningKeyRefusesThePrivateSeed: the private key's line of the
+// collector's key file, alone, with spaces or with the rest of the file,
+// is refused as a pin with an error that says it is the private key and
+// how to print the public one, and does not repeat the seed.
+func TestParseSigningKeyRefusesThePrivateSeed(t *testing.T) {
+	_, priv := newKey(t)
+	seed := base64.StdEncoding.EncodeToString(priv.Seed())
+	line := plan.SigningSeedPrefix + seed
+	for _, s := range []string{line, " " + line + "\n", line + "\n" + plan.Endorse(priv, priv.Public().(ed25519.PublicKey), now).String()} {
+		_, err := plan.ParseSigningKey(s)
+		if !errors.Is(err, plan.ErrBadSigningKey) || !strings.Contains(err.Error(), "PRIVATE") || !strings.Contains(err.Error(), "blanket collector plan-key") {
+			t.Fatalf("ParseSigningKey(the seed line) = %v; want ErrBadSigningKey saying it is the PRIVATE key and to use blanket collector plan-key", err)
+		}
+		if strings.Contains(err.Error(), seed) {
+			t.Fatalf("the error repeats the private seed: %v", err)
 		}
 	}
 }
