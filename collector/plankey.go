@@ -114,7 +114,7 @@ func loadOrCreatePlanSigner(ctx context.Context, dir string) (s *planSigner, cre
 // file's lock.
 func readPlanSignerFile(dir string) (s *planSigner, created bool, err error) {
 	path := filepath.Join(dir, PlanKeyFile)
-	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
+	b, created, err := secrets.LoadOrCreate(path, func() ([]byte, error) {
 		fresh, err := newPlanSigner()
 		if err != nil {
 			return nil, err
@@ -123,13 +123,6 @@ func readPlanSignerFile(dir string) (s *planSigner, created bool, err error) {
 	})
 	if err != nil {
 		return nil, false, err
-	}
-	b, err := secrets.Read(path)
-	if err != nil {
-		if errors.Is(err, secrets.ErrSecretFile) {
-			return nil, false, err
-		}
-		return nil, false, fmt.Errorf("collector: reading the plan-signing key: %w", err)
 	}
 	s, old, err := decodePlanSigner(string(b))
 	if err != nil {
