@@ -2,7 +2,6 @@ package collector
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -19,7 +18,7 @@ const KeyFile = "collector.key"
 // key was created. A key file readable by group or others is refused.
 func LoadOrCreateKey(dir string) (key *report.PrivateKey, created bool, err error) {
 	path := filepath.Join(dir, KeyFile)
-	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
+	b, created, err := secrets.LoadOrCreate(path, func() ([]byte, error) {
 		priv, _, err := report.GenerateKey()
 		if err != nil {
 			return nil, fmt.Errorf("collector: generating key: %w", err)
@@ -28,13 +27,6 @@ func LoadOrCreateKey(dir string) (key *report.PrivateKey, created bool, err erro
 	})
 	if err != nil {
 		return nil, false, err
-	}
-	b, err := secrets.Read(path)
-	if err != nil {
-		if errors.Is(err, secrets.ErrSecretFile) {
-			return nil, false, err
-		}
-		return nil, false, fmt.Errorf("collector: reading key: %w", err)
 	}
 	raw, err := base64.StdEncoding.DecodeString(string(b))
 	if err != nil {

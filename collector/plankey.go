@@ -18,10 +18,12 @@ import (
 
 // PlanKeyFile is the file, in the collector's data directory, that holds
 // its plan-signing key with the SQLite store (mode 0600): the first line
-// is the Ed25519 private key's seed (standard base64), each further line
-// an endorsement of the key rollover chain that leads to it, oldest first
-// (plan.Endorsement.String). With PostgreSQL the same text lives in the
-// table plan_signing_key.
+// is plan.SigningSeedPrefix followed by the Ed25519 private key's seed
+// (standard base64), each further line an endorsement of the key rollover
+// chain that leads to it, oldest first (plan.Endorsement.String). With
+// PostgreSQL the same text lives in the table plan_signing_key. Text
+// written by a pre-release build, whose first line is the seed without
+// the prefix, is rewritten with it when first read.
 const PlanKeyFile = "plan-signing.key"
 
 // planSigner is the collector's plan-signing key and the rollover chain
@@ -59,7 +61,7 @@ func (s *planSigner) rotate(notBefore time.Time) (*planSigner, error) {
 
 // encode returns s in the stored form (PlanKeyFile).
 func (s *planSigner) encode() string {
-	lines := []string{base64.StdEncoding.EncodeToString(s.key.Seed())}
+	lines := []string{plan.SigningSeedPrefix + base64.StdEncoding.EncodeToString(s.key.Seed())}
 	for _, e := range s.chain {
 		lines = append(lines, e.String())
 	}
@@ -67,36 +69,52 @@ func (s *planSigner) encode() string {
 }
 
 // decodePlanSigner reads the stored form of a signer and checks that its
-// chain leads to its key.
-func decodePlanSigner(text string) (*planSigner, error) {
+// chain leads to its key. It reports whether the text has the form of a
+// pre-release build, the seed without plan.SigningSeedPrefix, which the
+// caller rewrites (encode).
+func decodePlanSigner(text string) (s *planSigner, old bool, err error) {
 	lines := strings.Fields(text)
 	if len(lines) == 0 {
-		return nil, errors.New("empty")
+		return nil, false, errors.New("empty")
 	}
-	seed, err := base64.StdEncoding.DecodeString(lines[0])
+	b64, ok := strings.CutPrefix(lines[0], plan.SigningSeedPrefix)
+	seed, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("the first line must be standard base64 of a %d-byte Ed25519 seed", ed25519.SeedSize)
+		return nil, false, fmt.Errorf("the first line must be %s followed by standard base64 of a %d-byte Ed25519 seed", plan.SigningSeedPrefix, ed25519.SeedSize)
 	}
-	s := &planSigner{key: ed25519.NewKeyFromSeed(seed)}
+	s = &planSigner{key: ed25519.NewKeyFromSeed(seed)}
 	for i, l := range lines[1:] {
 		e, err := plan.ParseEndorsement(l)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", i+2, err)
+			return nil, false, fmt.Errorf("line %d: %v", i+2, err)
 		}
 		s.chain = append(s.chain, e)
 	}
 	if n := len(s.chain); n > 0 && !s.chain[n-1].Key.Equal(s.public()) {
-		return nil, errors.New("the last endorsement does not name the key")
+		return nil, false, errors.New("the last endorsement does not name the key")
 	}
-	return s, nil
+	return s, !ok, nil
 }
 
 // loadOrCreatePlanSigner returns the signer in dir/PlanKeyFile, generating
 // one on first use; it reports whether it was created. A file readable by
-// group or others is refused.
-func loadOrCreatePlanSigner(dir string) (s *planSigner, created bool, err error) {
+// group or others is refused. It holds the file's lock (secrets.Lock)
+// meanwhile, as every access to the file does, so that it never runs
+// between the read and the write of a rotation.
+func loadOrCreatePlanSigner(ctx context.Context, dir string) (s *planSigner, created bool, err error) {
+	unlock, err := secrets.Lock(ctx, filepath.Join(dir, PlanKeyFile))
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	return readPlanSignerFile(dir)
+}
+
+// readPlanSignerFile is loadOrCreatePlanSigner for a caller that holds the
+// file's lock.
+func readPlanSignerFile(dir string) (s *planSigner, created bool, err error) {
 	path := filepath.Join(dir, PlanKeyFile)
-	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
+	b, created, err := secrets.LoadOrCreate(path, func() ([]byte, error) {
 		fresh, err := newPlanSigner()
 		if err != nil {
 			return nil, err
@@ -106,29 +124,36 @@ func loadOrCreatePlanSigner(dir string) (s *planSigner, created bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := secrets.Read(path)
+	s, old, err := decodePlanSigner(string(b))
 	if err != nil {
-		if errors.Is(err, secrets.ErrSecretFile) {
-			return nil, false, err
-		}
-		return nil, false, fmt.Errorf("collector: reading the plan-signing key: %w", err)
-	}
-	if s, err = decodePlanSigner(string(b)); err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %v", secrets.ErrSecretFile, path, err)
+	}
+	if old {
+		if err := secrets.Replace(path, []byte(s.encode())); err != nil {
+			return nil, false, fmt.Errorf("collector: rewriting %s with its seed prefixed: %w", path, err)
+		}
 	}
 	return s, created, nil
 }
 
 // rotatePlanSignerFile replaces the signer in dir/PlanKeyFile by a new key
-// that the old one endorses from notBefore on.
-func rotatePlanSignerFile(dir string, notBefore time.Time) (old, next *planSigner, err error) {
-	if old, _, err = loadOrCreatePlanSigner(dir); err != nil {
+// that the old one endorses from notBefore on. It holds the file's lock
+// from the read to the write, so that two rotations chain rather than
+// fork (the second endorsing the old key's successor, not the old key)
+// and none is lost.
+func rotatePlanSignerFile(ctx context.Context, dir string, notBefore time.Time) (old, next *planSigner, err error) {
+	path := filepath.Join(dir, PlanKeyFile)
+	unlock, err := secrets.Lock(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	if old, _, err = readPlanSignerFile(dir); err != nil {
 		return nil, nil, err
 	}
 	if next, err = old.rotate(notBefore); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, PlanKeyFile)
 	if err := secrets.Replace(path, []byte(next.encode())); err != nil {
 		return nil, nil, fmt.Errorf("collector: writing %s: %w", path, err)
 	}
@@ -157,7 +182,7 @@ func PlanSigningKey(ctx context.Context, dir, store string) (ed25519.PublicKey, 
 	if err := secrets.EnsureDir(dir); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
-	s, _, err := loadOrCreatePlanSigner(dir)
+	s, _, err := loadOrCreatePlanSigner(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +211,7 @@ func RotatePlanSigningKey(ctx context.Context, dir, store string, notBefore time
 		if err := secrets.EnsureDir(dir); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrOptions, err)
 		}
-		if o, n, err = rotatePlanSignerFile(dir, notBefore); err != nil {
+		if o, n, err = rotatePlanSignerFile(ctx, dir, notBefore); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -172,9 +172,15 @@ func (st *pgStore) planSigner(ctx context.Context) (*planSigner, bool, error) {
 	if err := st.pool.QueryRow(ctx, `SELECT signer FROM plan_signing_key WHERE id = 1`).Scan(&text); err != nil {
 		return nil, false, fmt.Errorf("collector: reading the plan-signing key: %w", err)
 	}
-	s, err := decodePlanSigner(text)
+	s, old, err := decodePlanSigner(text)
 	if err != nil {
 		return nil, false, fmt.Errorf("collector: the stored plan-signing key: %w", err)
+	}
+	if old {
+		// Unless a rotation changed the row meanwhile.
+		if _, err := st.pool.Exec(ctx, `UPDATE plan_signing_key SET signer = $1 WHERE id = 1 AND signer = $2`, s.encode(), text); err != nil {
+			return nil, false, fmt.Errorf("collector: rewriting the plan-signing key with its seed prefixed: %w", err)
+		}
 	}
 	return s, tag.RowsAffected() == 1, nil
 }
@@ -191,7 +197,7 @@ func (st *pgStore) rotatePlanSigner(ctx context.Context, notBefore time.Time) (o
 		if err := tx.QueryRow(ctx, `SELECT signer FROM plan_signing_key WHERE id = 1 FOR UPDATE`).Scan(&text); err != nil {
 			return fmt.Errorf("collector: reading the plan-signing key: %w", err)
 		}
-		if old, err = decodePlanSigner(text); err != nil {
+		if old, _, err = decodePlanSigner(text); err != nil {
 			return fmt.Errorf("collector: the stored plan-signing key: %w", err)
 		}
 		if next, err = old.rotate(notBefore); err != nil {

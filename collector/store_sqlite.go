@@ -340,8 +340,8 @@ func (st *sqliteStore) key(context.Context) (*report.PrivateKey, bool, error) {
 	return LoadOrCreateKey(st.keyDir)
 }
 
-func (st *sqliteStore) planSigner(context.Context) (*planSigner, bool, error) {
-	return loadOrCreatePlanSigner(st.keyDir)
+func (st *sqliteStore) planSigner(ctx context.Context) (*planSigner, bool, error) {
+	return loadOrCreatePlanSigner(ctx, st.keyDir)
 }
 
 // lockPublish does nothing: one process owns a SQLite store.

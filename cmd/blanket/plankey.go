@@ -47,7 +47,9 @@ shuffler, a CDN) cannot swap the collector's report key. The key is generated
 when there is none yet (DIR/` + collector.PlanKeyFile + `, mode 0600, or the collector's
 PostgreSQL database), so apps can be configured before the collector first
 starts; the collector started with the same --data and --store signs with it.
-The same works for blanket serve's --data.`,
+The same works for blanket serve's --data. Never configure an app with a line
+of the key file: its first line is the private key (` + plan.SigningSeedPrefix + `…),
+which apps refuse.`,
 		Example: `  blanket collector plan-key --data ./collector-data`,
 		Args:    cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {

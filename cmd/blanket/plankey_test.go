@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -39,6 +43,22 @@ func TestPlanKeyCommands(t *testing.T) {
 	k1 := planKeyOut(t, dir)
 	if k1 == k0 || !strings.Contains(out, "new plan key: "+k1) {
 		t.Fatalf("after the rotation plan-key prints %q; rotate-plan-key said %q", k1, out)
+	}
+	// No line of the key file passes for the key plan-key prints: the
+	// first, the private seed, is refused as such.
+	file, err := os.ReadFile(filepath.Join(dir, collector.PlanKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(file))
+	if len(lines) != 2 {
+		t.Fatalf("%s holds %d lines after one rotation, want the seed and an endorsement", collector.PlanKeyFile, len(lines))
+	}
+	for i, l := range lines {
+		_, err := plan.ParseSigningKey(l)
+		if !errors.Is(err, plan.ErrBadSigningKey) || (i == 0 && !strings.Contains(err.Error(), "PRIVATE")) {
+			t.Fatalf("line %d of %s as a pin: %v; want ErrBadSigningKey (saying PRIVATE for the seed)", i+1, collector.PlanKeyFile, err)
+		}
 	}
 	if _, _, code := execute(t, (&fake{}).env(), "collector", "plan-key"); code != 2 {
 		t.Fatalf("plan-key without --data: exit %d, want 2", code)

@@ -40,20 +40,35 @@ func EnsureDir(dir string) error {
 	return nil
 }
 
-// Read reads a secret file, refusing one that others may read.
+// Read reads a secret file, without its surrounding spaces, refusing one
+// that others may read: an error wrapping ErrSecretFile then, one
+// "secrets: reading PATH: ..." when the file cannot be read.
 func Read(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("secrets: reading %s: %w", path, err)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o, readable by others; run chmod 600 %s", ErrSecretFile, path, fi.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("secrets: reading %s: %w", path, err)
 	}
 	return []byte(strings.TrimSpace(string(b))), nil
+}
+
+// LoadOrCreate returns the content of the secret file path (Read),
+// writing fresh() there first when no file is (CreateIfMissing), and
+// reports whether this call created it. The caller decodes the content.
+func LoadOrCreate(path string, fresh func() ([]byte, error)) (content []byte, created bool, err error) {
+	if created, err = CreateIfMissing(path, fresh); err != nil {
+		return nil, false, err
+	}
+	if content, err = Read(path); err != nil {
+		return nil, false, err
+	}
+	return content, created, nil
 }
 
 // Create writes content to path (mode 0600) unless path exists: it
@@ -115,10 +130,7 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 func LoadToken(path string) (string, error) {
 	b, err := Read(path)
 	if err != nil {
-		if errors.Is(err, ErrSecretFile) {
-			return "", err
-		}
-		return "", fmt.Errorf("secrets: reading token: %w", err)
+		return "", err
 	}
 	if len(b) == 0 {
 		return "", fmt.Errorf("%w: %s is empty", ErrSecretFile, path)

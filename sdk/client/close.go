@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -132,20 +133,21 @@ func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Tim
 }
 
 // closeCachedPlan closes, when a Provider starts, the staged periods that
-// ended under the plan the last run cached in DataDir (planCacheFile), the
-// plan their values were recorded under, before NewProvider takes the
-// collector's plan: when the collector has moved on to a new plan, closing
-// them under it would drop them (Stats.Superseded), as swapPlan prevents
-// for a running Provider. When the collector still serves the cached plan
-// this is the closing NewProvider does anyway. It does nothing when
-// nothing staged under the cached plan has ended, and cannot help when no
-// plan is cached (no DataDir, the cache write failed, the file is gone) or
-// the cached plan no longer passes verifyPlan (a lower MaxEps0, a
-// randomizer gone): then the values of a plan the collector replaced are
-// superseded when they close, as before. It returns only ctx's error;
-// other failures are logged and leave the values staged.
-func (p *Provider) closeCachedPlan(ctx context.Context) error {
-	if p.cfg.DataDir == "" {
+// ended under pl, the plan the last run cached in DataDir (planCacheFile;
+// openCachedPlan), the plan their values were recorded under, before
+// NewProvider takes the collector's plan: when the collector has moved on
+// to a new plan, closing them under it would drop them (Stats.Superseded),
+// as swapPlan prevents for a running Provider. When the collector still
+// serves the cached plan this is the closing NewProvider does anyway. It
+// does nothing when nothing staged under the cached plan has ended, and
+// cannot help when no plan is cached (pl is nil: no DataDir, the cache
+// write failed, the file is gone or does not authenticate) or the cached
+// plan no longer passes verifyPlan (a lower MaxEps0, a randomizer gone):
+// then the values of a plan the collector replaced are superseded when
+// they close, as before. It returns only ctx's error; other failures are
+// logged and leave the values staged.
+func (p *Provider) closeCachedPlan(ctx context.Context, pl *plan.Plan) error {
+	if pl == nil {
 		return nil
 	}
 	fail := func(what string, err error) error {
@@ -154,17 +156,6 @@ func (p *Provider) closeCachedPlan(ctx context.Context) error {
 		}
 		p.log.Warn("blanket closing periods under the cached plan", "step", what, "error", err)
 		return nil
-	}
-	sp, err := readCachedPlan(p.cfg.DataDir, p.planBase)
-	if err != nil {
-		return fail("decode", err)
-	}
-	if sp == nil {
-		return nil // none cached: a first start
-	}
-	pl, err := p.trust.open(sp)
-	if err != nil {
-		return fail("authenticate", err)
 	}
 	digest, now := pl.Digest(), p.now()
 	vals, err := p.outbox.Staged(ctx)

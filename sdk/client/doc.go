@@ -39,7 +39,9 @@
 // statement served with it, so that whoever relays the plan cannot swap
 // the collector's key (an unsigned or wrongly signed plan is refused with
 // an error wrapping ErrPlanRefused and plan.ErrUnsigned or
-// plan.ErrBadSignature; a plan cached in DataDir is checked again); and it
+// plan.ErrBadSignature; a plan cached in DataDir is checked again, and a
+// cache that does not decode or authenticate is ignored with a warning,
+// as if none were cached); and it
 // must be calibrated, carry the collector's key, ask no metric for an eps0 above
 // the app's ceiling Config.MaxEps0, and name only randomizers the app can
 // open (DefaultRandomizers in process, unless Config.Randomizers links

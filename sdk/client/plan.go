@@ -378,53 +378,57 @@ func checkStateful(p *plan.Plan, m *plan.Metric, r sdk.Randomizer, d *sdk.Descri
 }
 
 // loadPlan fetches, authenticates and verifies the plan, waiting for the
-// collector at most timeout. When the collector cannot be reached in time
-// (or answers an error) it falls back to the last verified plan cached in
-// dataDir (if any), authenticated and verified again, and returns the
-// fetch's error as fetchErr with it; a plan the collector serves but this
-// app refuses (its signature included) is never replaced by the cached
-// one.
-func loadPlan(ctx context.Context, timeout time.Duration, hc *http.Client, base, dataDir string, trust planTrust, maxEps0 float64, cache *RandomizerCache) (v *verifiedPlan, fetchErr, err error) {
-	fctx, cancel := context.WithTimeout(ctx, timeout)
-	p, sp, fetchErr := fetchPlan(fctx, hc, base, trust)
+// collector at most planTimeout. When the collector cannot be reached in
+// time (or answers an error) it falls back to cached, the last verified
+// plan cached in DataDir as openCachedPlan returned it (nil: none),
+// verified again, and returns the fetch's error as fetchErr with it; a
+// plan the collector serves but this app refuses (its signature included)
+// is never replaced by the cached one.
+func (p *Provider) loadPlan(ctx context.Context, cached *plan.Plan) (v *verifiedPlan, fetchErr, err error) {
+	fctx, cancel := context.WithTimeout(ctx, p.planTimeout(ctx))
+	pl, sp, fetchErr := fetchPlan(fctx, p.hc, p.planBase, p.trust)
 	cancel()
 	if fetchErr == nil {
-		v, err := verifyPlan(ctx, p, maxEps0, cache)
+		v, err := verifyPlan(ctx, pl, p.cfg.MaxEps0, p.cache)
 		if err != nil {
 			return nil, nil, err
 		}
-		writeCachedPlan(dataDir, base, sp)
+		writeCachedPlan(p.cfg.DataDir, p.planBase, sp)
 		return v, nil, nil
 	}
-	if !errors.Is(fetchErr, ErrPlanUnavailable) || ctx.Err() != nil {
+	if !errors.Is(fetchErr, ErrPlanUnavailable) || ctx.Err() != nil || cached == nil {
 		return nil, nil, fetchErr
 	}
-	v, err = cachedPlan(ctx, base, dataDir, trust, maxEps0, cache)
-	switch {
-	case err != nil:
+	if v, err = verifyPlan(ctx, cached, p.cfg.MaxEps0, p.cache); err != nil {
 		return nil, nil, fmt.Errorf("%w (cached plan: %w)", fetchErr, err)
-	case v == nil:
-		return nil, nil, fetchErr
 	}
 	return v, fetchErr, nil
 }
 
-// cachedPlan returns the last verified plan of the collector at base,
-// cached in dataDir, authenticated and verified again; nil when none is
-// cached.
-func cachedPlan(ctx context.Context, base, dataDir string, trust planTrust, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
-	if dataDir == "" {
-		return nil, nil
+// openCachedPlan returns the plan cached in DataDir for the collector at
+// planBase, authenticated (planTrust.open) but not verified: nil when none
+// is cached, and nil with a warning when the cache file does not decode or
+// its plan does not authenticate under the pinned key (a corrupt file, a
+// tampered plan, a plan signed under a key this app no longer pins). Such
+// a cache is treated as absent, never reported by and never a reason to
+// fail: the next plan fetched replaces it.
+func (p *Provider) openCachedPlan() *plan.Plan {
+	if p.cfg.DataDir == "" {
+		return nil
 	}
-	sp, err := readCachedPlan(dataDir, base)
-	if sp == nil || err != nil {
-		return nil, err
+	sp, err := readCachedPlan(p.cfg.DataDir, p.planBase)
+	if sp == nil && err == nil {
+		return nil
 	}
-	p, err := trust.open(sp)
+	var pl *plan.Plan
+	if err == nil {
+		pl, err = p.trust.open(sp)
+	}
 	if err != nil {
-		return nil, err
+		p.log.Warn("blanket cached plan ignored: it does not decode or authenticate", "file", filepath.Join(p.cfg.DataDir, planCacheFile(p.planBase)), "error", err)
+		return nil
 	}
-	return verifyPlan(ctx, p, maxEps0, cache)
+	return pl
 }
 
 // unanswered reports whether err is a request the server did not answer:

@@ -58,7 +58,9 @@ type Config struct {
 	// the shuffler. Defaults to Endpoint.
 	PlanEndpoint string
 	// PlanKey is the collector's plan-signing public key, standard base64
-	// of 32 bytes, as `blanket collector plan-key` prints it: the app
+	// of 32 bytes, as `blanket collector plan-key` prints it (never a line
+	// of the collector's key file: the private key's, which starts with
+	// plan.SigningSeedPrefix, is refused with ErrBadConfig): the app
 	// refuses a fetched (or cached) plan that is unsigned or whose
 	// signature does not verify under this key, or under a key this one
 	// endorsed through the collector's key rollover statements, so that
@@ -147,7 +149,8 @@ type Config struct {
 	// kept. Defaults to DefaultLocalRetention.
 	LocalRetention int
 	// Logger receives warnings: failed uploads, a plan fetch that fell
-	// back to the cached plan, and one line per Drop (a late Record, an
+	// back to the cached plan, a cached plan ignored because it does not
+	// decode or authenticate, and one line per Drop (a late Record, an
 	// expired period, a refused report) with its metric, period and
 	// reason. Defaults to discarding them.
 	Logger *slog.Logger
@@ -292,7 +295,13 @@ type Stats struct {
 // the plan timeout. In ModeLocal nothing is fetched (nothing leaves the
 // device): the plan is the one an earlier run in ModeOn cached in DataDir,
 // and without one the Provider records nothing (every Record returns nil,
-// Enabled is false, Plan returns nil).
+// Enabled is false, Plan returns nil). A cache file that does not decode,
+// or whose plan does not authenticate under Config.PlanKey (a corrupt or
+// tampered file), counts as no cached plan: NewProvider logs a warning
+// and goes on without it, and the next plan fetched replaces it. A cached
+// plan that authenticates is verified again like a fetched one before it
+// is reported by, and fails NewProvider when refused then (a lower
+// MaxEps0, a randomizer gone).
 //
 // The periods that ended since the last run close under the plan their
 // values were recorded under when the Provider can: before fetching the
@@ -361,16 +370,18 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		}
 		v, err = verifyPlan(ctx, pl, cfg.MaxEps0, p.cache)
 	default:
+		cached := p.openCachedPlan()
 		// Periods that ended under the last run's plan close under it
 		// first, in case the collector serves a new one.
-		if err := p.closeCachedPlan(ctx); err != nil {
+		if err := p.closeCachedPlan(ctx, cached); err != nil {
 			return nil, err
 		}
-		if mode == ModeLocal {
-			v, err = cachedPlan(ctx, planBase, cfg.DataDir, p.trust, cfg.MaxEps0, p.cache)
-			break
+		switch {
+		case mode == ModeOn:
+			v, fetchErr, err = p.loadPlan(ctx, cached)
+		case cached != nil: // ModeLocal fetches nothing
+			v, err = verifyPlan(ctx, cached, cfg.MaxEps0, p.cache)
 		}
-		v, fetchErr, err = loadPlan(ctx, p.planTimeout(ctx), p.hc, planBase, cfg.DataDir, p.trust, cfg.MaxEps0, p.cache)
 	}
 	if err != nil {
 		return nil, err

@@ -3,7 +3,10 @@ package client_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +82,11 @@ func TestProviderPlanKeyConfig(t *testing.T) {
 	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !errors.Is(err, plan.ErrBadSigningKey) {
 		t.Fatalf("PlanKey AAAA: %v; want ErrBadConfig and plan.ErrBadSigningKey", err)
 	}
+	// The private key's line of the collector's key file.
+	cfg.PlanKey = plan.SigningSeedPrefix + base64.StdEncoding.EncodeToString(testPlanSigner.Seed())
+	if _, err := client.NewProvider(context.Background(), cfg); !errors.Is(err, client.ErrBadConfig) || !errors.Is(err, plan.ErrBadSigningKey) || !strings.Contains(err.Error(), "PRIVATE") {
+		t.Fatalf("PlanKey the private seed: %v; want ErrBadConfig and plan.ErrBadSigningKey saying it is the PRIVATE key", err)
+	}
 	f.setSignature("", "")
 	cfg.PlanKey, cfg.InsecureSkipPlanSignature = "", true
 	p := newProvider(t, cfg)
@@ -148,22 +156,99 @@ func TestRefreshRefusesASwappedPlan(t *testing.T) {
 	}
 }
 
-// TestCachedPlanIsVerifiedAgain: a cached plan whose signature does not
-// verify under the pinned key is not reported by when the collector is
-// unreachable.
-func TestCachedPlanIsVerifiedAgain(t *testing.T) {
+// TestUnusableCachedPlanCountsAsNone: a plan cache file that does not
+// decode, or whose plan does not authenticate under the pinned key (its
+// signature made by another key, its collector key swapped under the
+// collector's signature, signed bytes that are no plan), is ignored with
+// a warning naming the file and what is wrong, as if no plan were cached,
+// and is never reported by. In ModeLocal the Provider starts and records
+// nothing; in ModeOn it reports by the plan the collector serves, which
+// replaces the cache; with the collector down NewProvider fails with
+// ErrPlanUnavailable, as with no cache.
+func TestUnusableCachedPlanCountsAsNone(t *testing.T) {
+	const ignored = "blanket cached plan ignored: it does not decode or authenticate"
+	ctx := context.Background()
 	f := newFakeServer(t, nil)
-	dir := t.TempDir()
-	base := refusingServer(t)
-	sig, _ := plan.SignPlan(otherSigner(t), f.planBytes(), nil).Headers()
-	if err := os.WriteFile(filepath.Join(dir, client.PlanCacheFile(base)), client.CachedPlanFile(f.planBytes(), sig), 0o600); err != nil {
+	served := f.planBytes()
+	sig, _ := plan.SignPlan(testPlanSigner, served, nil).Headers()
+	otherSig, _ := plan.SignPlan(otherSigner(t), served, nil).Headers()
+	_, attackerKey, err := report.GenerateKey()
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fastConfig(f, dir)
-	cfg.Endpoint = base
-	cfg.PlanTimeout = 100 * time.Millisecond
-	_, err := client.NewProvider(context.Background(), cfg)
-	if !errors.Is(err, client.ErrPlanUnavailable) || !errors.Is(err, plan.ErrBadSignature) {
-		t.Fatalf("NewProvider: %v; want ErrPlanUnavailable with the cached plan's ErrBadSignature", err)
+	swapped, err := json.Marshal(testPlan(attackerKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPlan := []byte(`"no plan"`)
+	noPlanSig, _ := plan.SignPlan(testPlanSigner, noPlan, nil).Headers()
+	cases := []cacheCase{
+		{"not JSON", "{not json", "does not decode"},
+		{"signed by another key", string(client.CachedPlanFile(served, otherSig)), "does not verify under the pinned key"},
+		{"collector key swapped", string(client.CachedPlanFile(swapped, sig)), "does not verify under the pinned key"},
+		{"signed bytes that are no plan", string(client.CachedPlanFile(noPlan, noPlanSig)), plan.ErrInvalid.Error()},
+	}
+	// start writes the case's cache file for the collector at base in
+	// dir and runs NewProvider in mode; warned then checks the warning.
+	start := func(t *testing.T, dir string, c cacheCase, mode client.Mode, base string) (p *client.Provider, warned func(), err error) {
+		t.Helper()
+		path := filepath.Join(dir, client.PlanCacheFile(base))
+		if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logs := new(logCapture)
+		cfg := fastConfig(f, dir)
+		cfg.Mode, cfg.Endpoint, cfg.Logger = mode, base, logs.logger()
+		p, err = client.NewProvider(ctx, cfg)
+		if p != nil {
+			t.Cleanup(func() { p.Shutdown(ctx) })
+		}
+		return p, func() {
+			t.Helper()
+			rs := logs.records(t, ignored)
+			if len(rs) != 1 || rs[0]["level"] != "WARN" || rs[0]["file"] != path || !strings.Contains(fmt.Sprint(rs[0]["error"]), c.says) {
+				t.Fatalf("logged %v; want one warning naming %s and saying %q", rs, path, c.says)
+			}
+		}, err
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("local", func(t *testing.T) {
+				p, warned, err := start(t, t.TempDir(), c, client.ModeLocal, f.URL)
+				if err != nil {
+					t.Fatalf("NewProvider: %v; want a Provider without a plan", err)
+				}
+				if p.Plan() != nil || p.Meter("app").Categorical("screen").Enabled(ctx) {
+					t.Fatal("ModeLocal reports by an unusable cached plan")
+				}
+				warned()
+			})
+			t.Run("on", func(t *testing.T) {
+				dir := t.TempDir()
+				p, warned, err := start(t, dir, c, client.ModeOn, f.URL)
+				if err != nil {
+					t.Fatalf("NewProvider: %v; want the collector's plan", err)
+				}
+				if p.Plan().Digest() != f.pl.Digest() {
+					t.Fatal("ModeOn reports by another plan than the collector's")
+				}
+				cached, err := os.ReadFile(filepath.Join(dir, client.PlanCacheFile(f.URL)))
+				if err != nil || string(cached) != string(client.CachedPlanFile(served, sig)) {
+					t.Fatalf("cache file %s, %v; want the plan fetched, replacing the unusable one", cached, err)
+				}
+				warned()
+			})
+			t.Run("collector down", func(t *testing.T) {
+				p, warned, err := start(t, t.TempDir(), c, client.ModeOn, refusingServer(t))
+				if p != nil || !errors.Is(err, client.ErrPlanUnavailable) {
+					t.Fatalf("NewProvider: %v; want ErrPlanUnavailable, as with no cached plan", err)
+				}
+				warned()
+			})
+		})
 	}
 }
+
+// cacheCase is a plan cache file and what the warning that ignores it
+// says.
+type cacheCase struct{ name, file, says string }

@@ -56,6 +56,14 @@ const (
 // MaxEndorsements bounds the rollover chain a plan may carry.
 const MaxEndorsements = 16
 
+// SigningSeedPrefix starts the line of the collector's key file (and of
+// its PostgreSQL row) that holds the plan-signing private key: the prefix,
+// then standard base64 of the 32-byte Ed25519 seed. The seed alone would
+// look like a public key (standard base64 of 32 bytes); with the prefix an
+// operator cannot mistake it for one, and ParseSigningKey refuses it, so
+// that an app is never configured with the private key.
+const SigningSeedPrefix = "blanket-plan-signing-seed-v1:"
+
 // endorsementLen is the encoded size of an Endorsement: key, validity
 // start, signature.
 const endorsementLen = ed25519.PublicKeySize + 8 + ed25519.SignatureSize
@@ -110,8 +118,8 @@ func (e Endorsement) String() string {
 
 // ParseEndorsement decodes Endorsement.String.
 func ParseEndorsement(s string) (Endorsement, error) {
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil || len(b) != endorsementLen {
+	b, ok := decodeFixed(s, endorsementLen)
+	if !ok {
 		return Endorsement{}, fmt.Errorf("%w: an endorsement must be standard base64 of %d bytes", ErrBadSignature, endorsementLen)
 	}
 	k := ed25519.PublicKeySize
@@ -122,9 +130,26 @@ func ParseEndorsement(s string) (Endorsement, error) {
 	}, nil
 }
 
+// decodeFixed decodes s, standard base64 of n bytes (surrounding spaces
+// ignored), checking its length before decoding, so that a hostile header
+// costs an app no allocation of its size.
+func decodeFixed(s string, n int) ([]byte, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) != base64.StdEncoding.EncodedLen(n) {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	return b, err == nil && len(b) == n
+}
+
 // ParseSigningKey decodes a plan-signing public key: standard base64 of
-// the 32-byte Ed25519 key (what `blanket collector plan-key` prints).
+// the 32-byte Ed25519 key (what `blanket collector plan-key` prints). It
+// refuses text holding the private key (SigningSeedPrefix), with an error
+// that says so and does not repeat the text.
 func ParseSigningKey(s string) (ed25519.PublicKey, error) {
+	if strings.Contains(s, SigningSeedPrefix) {
+		return nil, fmt.Errorf("%w: this is the collector's PRIVATE plan-signing key (a line of its key file, starting %s): never configure an app with it; pin the public key that `blanket collector plan-key` prints", ErrBadSigningKey, SigningSeedPrefix)
+	}
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not standard base64: %v", ErrBadSigningKey, s, err)
@@ -171,27 +196,30 @@ func (s Signature) Headers() (sig, endorsements string) {
 
 // ParseSignature decodes the header values of a served plan (Headers): an
 // error wrapping ErrUnsigned when sig is empty, ErrBadSignature when a
-// value does not decode.
+// value does not decode or there are more than MaxEndorsements
+// endorsements. It checks the lengths and the count before decoding.
 func ParseSignature(sig, endorsements string) (Signature, error) {
-	if strings.TrimSpace(sig) == "" {
+	sig = strings.TrimSpace(sig)
+	if sig == "" {
 		return Signature{}, fmt.Errorf("%w: no %s header", ErrUnsigned, SignatureHeader)
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(sig))
-	if err != nil || len(b) != ed25519.SignatureSize {
+	b, ok := decodeFixed(sig, ed25519.SignatureSize)
+	if !ok {
 		return Signature{}, fmt.Errorf("%w: %s must be standard base64 of %d bytes", ErrBadSignature, SignatureHeader, ed25519.SignatureSize)
 	}
 	s := Signature{Sig: b}
-	if strings.TrimSpace(endorsements) != "" {
-		for _, part := range strings.Split(endorsements, ",") {
-			e, err := ParseEndorsement(part)
-			if err != nil {
-				return Signature{}, err
-			}
-			s.Endorsements = append(s.Endorsements, e)
-		}
+	if strings.TrimSpace(endorsements) == "" {
+		return s, nil
 	}
-	if len(s.Endorsements) > MaxEndorsements {
-		return Signature{}, fmt.Errorf("%w: %d endorsements, at most %d", ErrBadSignature, len(s.Endorsements), MaxEndorsements)
+	if n := strings.Count(endorsements, ",") + 1; n > MaxEndorsements {
+		return Signature{}, fmt.Errorf("%w: %s has %d comma-separated values, at most %d endorsements", ErrBadSignature, EndorsementsHeader, n, MaxEndorsements)
+	}
+	for part := range strings.SplitSeq(endorsements, ",") {
+		e, err := ParseEndorsement(part)
+		if err != nil {
+			return Signature{}, err
+		}
+		s.Endorsements = append(s.Endorsements, e)
 	}
 	return s, nil
 }

@@ -3,7 +3,10 @@ package plan_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +96,25 @@ func TestSignedPlanRefusesAnotherKeyAndNoSignature(t *testing.T) {
 	}
 }
 
+// TestParseSigningKeyRefusesThePrivateSeed: the private key's line of the
+// collector's key file, alone, with spaces or with the rest of the file,
+// is refused as a pin with an error that says it is the private key and
+// how to print the public one, and does not repeat the seed.
+func TestParseSigningKeyRefusesThePrivateSeed(t *testing.T) {
+	_, priv := newKey(t)
+	seed := base64.StdEncoding.EncodeToString(priv.Seed())
+	line := plan.SigningSeedPrefix + seed
+	for _, s := range []string{line, " " + line + "\n", line + "\n" + plan.Endorse(priv, priv.Public().(ed25519.PublicKey), now).String()} {
+		_, err := plan.ParseSigningKey(s)
+		if !errors.Is(err, plan.ErrBadSigningKey) || !strings.Contains(err.Error(), "PRIVATE") || !strings.Contains(err.Error(), "blanket collector plan-key") {
+			t.Fatalf("ParseSigningKey(the seed line) = %v; want ErrBadSigningKey saying it is the PRIVATE key and to use blanket collector plan-key", err)
+		}
+		if strings.Contains(err.Error(), seed) {
+			t.Fatalf("the error repeats the private seed: %v", err)
+		}
+	}
+}
+
 // A plan signed with the key the pinned one endorsed verifies, as does one
 // signed at the end of a chain of two rollovers, from either pinned key of
 // the chain; a chain that another key signed, or that starts after the
@@ -172,4 +194,50 @@ func FuzzVerifyPlan(f *testing.F) {
 			t.Fatal("a plan verified under a key that signed nothing")
 		}
 	})
+}
+
+// TestParseSignatureBoundsHostileHeaders: a header with more endorsements
+// than an app follows, or a value longer than its fixed length, is refused
+// before it is decoded. The headers here are 1 MiB or more, so decoding
+// one would allocate at least 3/4 MiB; allocBound is far above what the
+// refusal itself takes (its error text, and at most MaxEndorsements parsed
+// endorsements of 104 bytes each) and far below that.
+func TestParseSignatureBoundsHostileHeaders(t *testing.T) {
+	const allocBound = 64 << 10
+	_, p0 := newKey(t)
+	k1, _ := newKey(t)
+	sig, _ := plan.SignPlan(p0, body, nil).Headers()
+	one := plan.Endorse(p0, k1, now).String()
+	chain := func(n int) string { return strings.Repeat(one+", ", n-1) + one }
+	if s, err := plan.ParseSignature(sig, chain(plan.MaxEndorsements)); err != nil || len(s.Endorsements) != plan.MaxEndorsements {
+		t.Fatalf("%d endorsements: %d parsed, %v", plan.MaxEndorsements, len(s.Endorsements), err)
+	}
+	cases := []struct{ name, sig, endorsements string }{
+		{"one endorsement too many", sig, chain(plan.MaxEndorsements + 1)},
+		{"a million commas", sig, strings.Repeat(",", 1<<20)},
+		{"eight thousand endorsements", sig, chain(1 << 13)},
+		{"one endorsement of 1 MiB", sig, strings.Repeat("A", 1<<20)},
+		{"a signature of 1 MiB", strings.Repeat("A", 1<<20), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = plan.ParseSignature(c.sig, c.endorsements) })
+			if !errors.Is(err, plan.ErrBadSignature) {
+				t.Fatalf("err = %v, want ErrBadSignature", err)
+			}
+			if n > allocBound {
+				t.Fatalf("ParseSignature allocated %d bytes to refuse a header of %d bytes, want at most %d: it decoded before checking", n, len(c.sig)+len(c.endorsements), allocBound)
+			}
+		})
+	}
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
