@@ -30,6 +30,12 @@ type epsCall struct {
 // batch's mix (valid messages per metric), and the guarantee is the weaker
 // of the plan's weights and that mix (plan.ParallelMechanism): a batch
 // skewed toward some metrics gives the others less cover.
+//
+// With the plan's max_fake_fraction f > 0 every bound is at the batch's
+// honest floor, n - floor(f n) reports (plan.Plan.HonestReports; the proof
+// is at the top of accountant/declare/fakes.go), and the mix is the least
+// honest share of each metric (accounting.HonestParallelMechanism: the
+// fakes can skew the visible mix).
 func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
 	if n < 1 {
 		return epsValue{}, false
@@ -90,28 +96,35 @@ func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool st
 		// batch's period (accountant.Longitudinal, a one-period window).
 		// The reports it changes can be sent in later periods of the tree,
 		// in batches of at least n_min but perhaps fewer than n: the
-		// level-mates are inferred at the smaller.
-		r, err := accountant.LongitudinalEpsilon(mech, eps0, int(min(n, int64(e.plan.NMin))), 1, delta)
+		// level-mates are inferred at the honest floor of the smaller
+		// (HonestReports does not decrease with n, so it is the smaller
+		// honest floor).
+		r, err := accountant.LongitudinalEpsilon(mech, eps0, e.plan.HonestReports(int(min(n, int64(e.plan.NMin)))), 1, delta)
 		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
 			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
 			return epsValue{}, false
 		}
 		return epsValue{eps: r.Upper, delta: delta}, true
 	}
-	mechs := []accountant.Mechanism{mech}
+	type bound struct {
+		mech accountant.Mechanism
+		n    int
+	}
+	bounds := []bound{{mech, e.plan.HonestReports(int(n))}}
 	if counts != nil {
-		// Parallel travel: the plan's weights and the batch's own mix,
-		// whichever gives the weaker guarantee (see plan.ParallelMechanism).
-		mix, _, err := accounting.ParallelMechanism(ctx, e.plan, c.o.Open, counts)
+		// Parallel travel: the plan's weights and the batch's own mix (its
+		// least honest shares), whichever gives the weaker guarantee (see
+		// plan.ParallelMechanism and plan.HonestParallelMechanism).
+		mix, _, at, err := accounting.HonestParallelMechanism(ctx, e.plan, c.o.Open, counts)
 		if err != nil {
 			c.log.Error("batch guarantee", "pool", pool, "error", err)
 			return epsValue{}, false
 		}
-		mechs = append(mechs, mix)
+		bounds = append(bounds, bound{mix, at})
 	}
 	var worst float64
-	for _, m := range mechs {
-		r, err := c.o.Epsilon(m, eps0, int(n), delta)
+	for _, b := range bounds {
+		r, err := c.o.Epsilon(b.mech, eps0, b.n, delta)
 		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
 			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
 			return epsValue{}, false

@@ -81,6 +81,23 @@ import (
 // most one per such period, among the level-mates that smallest batch
 // holds.
 //
+// Fake reports (accountant/declare/fakes.go). With an epoch's
+// max_fake_fraction f > 0, a batch of n holds at least n - floor(f n)
+// honest reports, the fakes are known to the adversary, and the batch is a
+// post-processing of its honest sub-batch; the honest floor does not
+// decrease with n. So each (epoch, pool) counts at the honest floor of its
+// smallest batch (rounded down first, as above: both roundings only lower
+// the count), under its own epoch's f. With parallel travel a batch's mix
+// is replaced by the least honest share of each metric
+// (accounting.HonestShares), a floor that accountant.ParallelFloor bounds
+// (kept as such a floor key, merged with the others by their smallest
+// weights as above); a batch in which some metric present may have no
+// honest message but the user's (localMix) has no such floor, and then
+// every round of its (epoch, pool) in the window counts as every metric's
+// randomizer alone, at one report (accountant.WorstOf at n = 1: the
+// user's message unshuffled, which every batch's view is a
+// post-processing of).
+//
 // The guarantee stated is the largest eps, at the plan's target delta,
 // over every window of Horizon consecutive periods with data (the weakest
 // window), from the accountant's composition (accountant.NewComposition,
@@ -112,6 +129,10 @@ type HorizonGuarantee struct {
 	// Target is the plan's (eps, delta) over H periods.
 	TargetEps   float64 `json:"target_eps"`
 	TargetDelta float64 `json:"target_delta"`
+	// MaxFakeFraction is the current plan's max_fake_fraction: every
+	// batch counts at its honest floor, under its own epoch's fraction
+	// (omitted when 0).
+	MaxFakeFraction float64 `json:"max_fake_fraction,omitempty"`
 	// Note says what the guarantee covers or why Eps is unknown.
 	Note string `json:"note,omitempty"`
 }
@@ -207,7 +228,7 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	}
 	p := c.plan
 	h := &HorizonGuarantee{Periods: p.HorizonPeriods(), Period: p.PeriodLength().String(), Delta: p.Target.Delta,
-		TargetEps: p.Target.Eps, TargetDelta: p.Target.Delta}
+		TargetEps: p.Target.Eps, TargetDelta: p.Target.Delta, MaxFakeFraction: p.MaxFakeFraction}
 	rowsByMetric, err := c.st.periodParts(ctx)
 	if err != nil {
 		return nil, err
@@ -242,18 +263,32 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	h.Eps = &worst
 	h.Window = &report.PeriodSpan{Start: time.Unix(weakest.start, 0).UTC(), End: time.Unix(min(weakest.end, maxJSONTime), 0).UTC()}
 	h.Reports = len(weakest.in)
-	h.Note = horizonNote(weakest.loads)
+	fakes := false
+	for k := range weakest.loads {
+		if pl, err := c.epochPlan(ctx, k.epoch); err == nil && pl != nil && pl.MaxFakeFraction > 0 {
+			fakes = true
+		}
+	}
+	h.Note = horizonNote(weakest.loads, fakes)
 	return h, nil
 }
 
-// horizonNote says what the composition of a window with loads covers.
-func horizonNote(loads map[poolKey]poolLoad) string {
+// horizonNote says what the composition of a window with loads covers;
+// fakes says whether an epoch of the window has a max_fake_fraction.
+func horizonNote(loads map[poolKey]poolLoad, fakes bool) string {
 	note := "every user's reports of every metric in the weakest window of the horizon, each metric's at its smallest batch in the window (an upper bound)"
-	var tree, parallel, together bool
+	var tree, parallel, together, local bool
 	for _, ld := range loads {
 		tree = tree || ld.trees > 0
 		parallel = parallel || len(ld.mixes) > 0
 		together = together || len(ld.mixes) > maxHorizonMixes
+		local = local || slices.Contains(ld.mixes, localMix)
+	}
+	if fakes {
+		note += "; each batch counted at its honest floor, n - floor(f n) for its plan's max_fake_fraction f"
+	}
+	if local {
+		note += "; a parallel batch in which a metric may hold no honest message but the user's (its messages no more than the fakes allowed) leaves its pool's reports in the window unshuffled (local eps0)"
 	}
 	if tree {
 		note += "; a state metric's (tree protocol) node reports that the window's states can change, after the window to the end of the last tree it meets included, at the smallest batch of those periods"
@@ -500,10 +535,12 @@ var errNoMechanism = errors.New("collector: horizon guarantee unknown")
 // significant digits: a smaller batch only weakens the bound, so this
 // dominates the composition at each period's own size, and the accountant
 // composes a few homogeneous parts in a fraction of the time of as many
-// different parts as periods, so the API answers within seconds). A
-// parallel pool's round is accountant.WorstOf the plan's weights and its
-// mixes (parallelRound); a tree protocol's part is
-// accountant.LongitudinalPart over its trees and reports.
+// different parts as periods, so the API answers within seconds), at that
+// batch's honest floor under the epoch's max_fake_fraction. A parallel
+// pool's round is accountant.WorstOf the plan's weights and its mixes
+// (parallelRound), at one report when a mix has no honest floor
+// (localMix); a tree protocol's part is accountant.LongitudinalPart over
+// its trees and reports.
 func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad, delta float64) (float64, error) {
 	keys := slices.SortedFunc(maps.Keys(loads), func(a, b poolKey) int {
 		return cmp.Or(strings.Compare(a.epoch, b.epoch), strings.Compare(a.pool, b.pool))
@@ -541,9 +578,16 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}
+		// The honest floor of the smallest batch, under the epoch's own
+		// max_fake_fraction (the identity at 0).
+		n := pl.HonestReports(int(ld.n))
 		if pl.Travel == string(accountant.TravelParallel) {
-			if mech, err = c.parallelRound(ctx, pl, mech, ld.bound); err != nil {
+			var local bool
+			if mech, local, err = c.parallelRound(ctx, pl, mech, ld.bound); err != nil {
 				return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+			}
+			if local {
+				n = 1
 			}
 		}
 		isLong, err := accountant.IsLongitudinal(mech)
@@ -556,7 +600,7 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		if isLong {
 			long = append(long, tree{len(ps), ld})
 		}
-		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: int(ld.n), Rounds: ld.reports})
+		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: n, Rounds: ld.reports})
 	}
 	// A tree protocol's reports are not independent across periods: its
 	// part is the protocol's own (accountant.LongitudinalPart) over the
@@ -565,7 +609,7 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 	var tails float64
 	for _, t := range long {
 		budget := 0.05 * delta / float64(len(long))
-		p, tail, err := accountant.LongitudinalPart(ps[t.at].Mech, ps[t.at].Eps0, int(t.ld.n), t.ld.trees, t.ld.reports, budget)
+		p, tail, err := accountant.LongitudinalPart(ps[t.at].Mech, ps[t.at].Eps0, ps[t.at].N, t.ld.trees, t.ld.reports, budget)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
 		}

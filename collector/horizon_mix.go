@@ -17,7 +17,9 @@ import (
 // The mixes of metrics of parallel batches, as the horizon composes them
 // (the proof is at the top of horizon.go): read per period, keyed by their
 // proportions, and bounded one by one or, past a few, together
-// (accountant.ParallelFloor).
+// (accountant.ParallelFloor). Under a max_fake_fraction a batch's mix is
+// keyed by its least honest shares instead, a floor (floorKey), or by
+// localMix when it has none (honestMixKey).
 
 // mixCover is what the dominance of horizonWindows needs of a parallel
 // pool's load, computed once per window: the mixes its bound keeps, or
@@ -28,12 +30,19 @@ type mixCover struct {
 	kept   map[string]bool
 	floors map[string][]float64
 	least  map[string][]float64
+	// local is whether a mix (or the bound) is localMix; bad whether a
+	// mix does not parse (it covers and is covered by nothing).
+	local, bad bool
 }
 
 // newMixCover returns the mixCover of ld.
 func newMixCover(ld poolLoad) mixCover {
 	c := mixCover{kept: map[string]bool{}, least: map[string][]float64{}}
 	for _, k := range ld.bound {
+		if k == localMix {
+			c.kept[k], c.local = true, true
+			continue
+		}
 		_, floor, err := parseBound(k)
 		if err != nil {
 			continue // covers nothing
@@ -48,8 +57,13 @@ func newMixCover(ld poolLoad) mixCover {
 		c.floors[strings.Split(k, ":")[1]] = floor
 	}
 	for _, m := range ld.mixes {
+		if m == localMix {
+			c.local = true
+			continue
+		}
 		w, err := mixWeights(m)
 		if err != nil {
+			c.bad = true
 			continue // composeParts reports it
 		}
 		var present []float64
@@ -73,8 +87,12 @@ func newMixCover(ld poolLoad) mixCover {
 // covers reports whether a round bounded as c dominates a batch of each
 // of mixes (summarised as d): each is one of the mixes c keeps, or its
 // weights are at least c's floor for the same metrics
-// (accountant.ParallelFloor; see the top of the file).
+// (accountant.ParallelFloor; see the top of the file); localMix only by
+// a round bounded as local too.
 func (c mixCover) covers(d mixCover, mixes []string) bool {
+	if d.bad || (d.local && !c.local) {
+		return false
+	}
 	if c.floors == nil {
 		for _, m := range mixes {
 			if !c.kept[m] {
@@ -94,10 +112,10 @@ func (c mixCover) covers(d mixCover, mixes []string) bool {
 			}
 		}
 	}
-	return len(d.least) > 0 || len(mixes) == 0
+	return len(d.least) > 0 || d.local || len(mixes) == 0
 }
 
-// periodMixes returns the distinct mixes of metrics (mixKey) of the
+// periodMixes returns the distinct mixes of metrics (honestMixKey) of the
 // batches of a parallel plan pl's epoch in period, sorted: each batch's
 // valid reports per metric, as stored by ingest (one row per metric with
 // reports), as its guarantee was computed from them.
@@ -125,7 +143,7 @@ func (c *Collector) periodMixes(ctx context.Context, pl *plan.Plan, epoch string
 	seen := map[string]bool{}
 	var out []string
 	for _, id := range order {
-		k := mixKey(counts[id])
+		k := honestMixKey(pl, counts[id])
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)
@@ -159,6 +177,52 @@ func mixKey(counts []int64) string {
 	return sb.String()
 }
 
+// localMix is the mix key of a parallel batch in which a metric present
+// may hold no honest message but one user's (accounting.HonestShares is
+// not ok): no floor bounds it, and composeParts counts its (epoch, pool)'s
+// rounds as every metric's randomizer alone, at one report.
+const localMix = "local"
+
+// honestMixKey returns the key of a parallel batch of pl with counts valid
+// messages per metric: its mixKey when no message may be fake
+// (max_fake_fraction 0, or a batch too small for one fake), else the
+// floorKey of its least honest shares (accounting.HonestShares), or
+// localMix when they have none.
+func honestMixKey(pl *plan.Plan, counts []int64) string {
+	least, fakes, ok := accounting.HonestShares(pl, counts)
+	switch {
+	case fakes == 0:
+		return mixKey(counts)
+	case !ok:
+		return localMix
+	}
+	return floorKey(least)
+}
+
+// floorKey writes the floor weights w (one per metric, 0 for a metric
+// absent) as an element of parallelBound, "floor:SUPPORT:W,W,...", each
+// weight rounded down to a multiple of 1/floorGrid (one below 1/floorGrid
+// is kept as it is: a floor is positive).
+func floorKey(w []float64) string {
+	var sb strings.Builder
+	sb.WriteString("floor:" + supportOf(w) + ":")
+	first := true
+	for _, x := range w {
+		if x == 0 {
+			continue
+		}
+		if q := math.Floor(x*floorGrid) / floorGrid; q > 0 {
+			x = q
+		}
+		if !first {
+			sb.WriteByte(',')
+		}
+		first = false
+		sb.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return sb.String()
+}
+
 // parseMix reads a mixKey back into counts.
 func parseMix(k string) ([]int64, error) {
 	fs := strings.Split(k, ",")
@@ -177,45 +241,65 @@ func parseMix(k string) ([]int64, error) {
 // plan pl is bounded by in a window whose batches' mixes are bounded by
 // bound (parallelBound): accountant.WorstOf the plan's weights (planMech),
 // each mix's plan.ParallelMechanism and each floor's
-// accountant.ParallelFloor.
-func (c *Collector) parallelRound(ctx context.Context, pl *plan.Plan, planMech accountant.Mechanism, bound []string) (accountant.Mechanism, error) {
+// accountant.ParallelFloor. With localMix in bound it is instead
+// accountant.WorstOf every metric's randomizer alone, and local is true:
+// the round is to be taken at one report (see the top of horizon.go).
+func (c *Collector) parallelRound(ctx context.Context, pl *plan.Plan, planMech accountant.Mechanism, bound []string) (mech accountant.Mechanism, local bool, err error) {
+	if slices.Contains(bound, localMix) {
+		all, _, err := accounting.ParallelMechanism(ctx, pl, c.o.Open, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		par, ok := all.(accountant.ParallelMech)
+		if !ok {
+			return nil, false, fmt.Errorf("collector: the parallel mechanism of plan %s is %s", pl.Epoch(), all)
+		}
+		return accountant.WorstOf(par.Parts...), true, nil
+	}
 	mechs := []accountant.Mechanism{planMech}
 	for _, k := range bound {
 		counts, floor, err := parseBound(k)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(counts) != len(pl.Metrics) {
-			return nil, fmt.Errorf("collector: mix %q of a plan of %d metrics", k, len(pl.Metrics))
+			return nil, false, fmt.Errorf("collector: mix %q of a plan of %d metrics", k, len(pl.Metrics))
 		}
 		m, _, err := accounting.ParallelMechanism(ctx, pl, c.o.Open, counts)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if floor != nil {
 			par, ok := m.(accountant.ParallelMech)
 			if !ok || len(par.Parts) != len(floor) {
-				return nil, fmt.Errorf("collector: the parallel mechanism of floor %q is %s", k, m)
+				return nil, false, fmt.Errorf("collector: the parallel mechanism of floor %q is %s", k, m)
 			}
 			m = accountant.ParallelFloor(floor, par.Parts...)
 		}
 		mechs = append(mechs, m)
 	}
-	return accountant.WorstOf(mechs...), nil
+	return accountant.WorstOf(mechs...), false, nil
 }
 
 // parallelBound returns what composeParts bounds a round of a parallel
 // pool by, besides the plan's weights, when a window's batches have the
-// given distinct mixes (mixKey): the mixes themselves when there are at
-// most maxHorizonMixes, else one floor per set of metrics present (its
+// given distinct mixes (honestMixKey): the mixes themselves when there are
+// at most maxHorizonMixes, else one floor per set of metrics present (its
 // smallest weight of each, rounded down to a multiple of 1/floorGrid,
-// floorKey), sorted.
+// floorKey), and localMix when a mix is, sorted. A mix's weights are its
+// proportions or, for a floor key, its floor: every honest mix they stand
+// for has weights at least those, hence at least their smallest.
 func parallelBound(mixes []string) []string {
 	if len(mixes) <= maxHorizonMixes {
 		return mixes
 	}
 	floors := map[string][]float64{}
+	local := false
 	for _, k := range mixes {
+		if k == localMix {
+			local = true
+			continue
+		}
 		w, err := mixWeights(k)
 		if err != nil {
 			return mixes // not a mix: composeParts reports it
@@ -231,33 +315,34 @@ func parallelBound(mixes []string) []string {
 		}
 	}
 	var out []string
-	for support, f := range floors {
-		var sb strings.Builder
-		sb.WriteString("floor:" + support + ":")
-		first := true
-		for _, x := range f {
-			if x == 0 {
-				continue
-			}
-			if q := math.Floor(x*floorGrid) / floorGrid; q > 0 {
-				x = q
-			}
-			if !first {
-				sb.WriteByte(',')
-			}
-			first = false
-			sb.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
-		}
-		out = append(out, sb.String())
+	for _, f := range floors {
+		out = append(out, floorKey(f))
+	}
+	if local {
+		out = append(out, localMix)
 	}
 	slices.Sort(out)
 	return out
 }
 
 // mixWeights returns the weights of a mix (mixKey) as
-// plan.ParallelMechanism computes them, one per metric (0 for a metric
-// absent).
+// plan.ParallelMechanism computes them, or of a floor key its floor, one
+// per metric (0 for a metric absent).
 func mixWeights(k string) ([]float64, error) {
+	if strings.HasPrefix(k, "floor:") {
+		present, floor, err := parseBound(k)
+		if err != nil {
+			return nil, err
+		}
+		w := make([]float64, len(present))
+		j := 0
+		for i, p := range present {
+			if p > 0 {
+				w[i], j = floor[j], j+1
+			}
+		}
+		return w, nil
+	}
 	counts, err := parseMix(k)
 	if err != nil {
 		return nil, err

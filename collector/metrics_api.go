@@ -15,6 +15,7 @@ import (
 
 	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -144,6 +145,10 @@ type PeriodEstimate struct {
 	// mean. Null when no estimate can be made (EstimateError says why).
 	Estimates     []ItemEstimate `json:"estimates"`
 	EstimateError string         `json:"estimate_error,omitempty"`
+	// MaxFakeFraction is the epoch's plan's max_fake_fraction: at most
+	// that fraction of each batch's valid messages may be fake, and every
+	// guarantee is computed for the batch's honest floor (omitted when 0).
+	MaxFakeFraction float64 `json:"max_fake_fraction,omitempty"`
 	// Guarantee is the weakest central guarantee among the batches: that
 	// of the batch with the largest eps (the smallest one). Null when a
 	// batch with valid reports has no known guarantee.
@@ -181,6 +186,14 @@ type BatchGuarantee struct {
 	// the valid messages of the batch, which carry every metric (joint) or
 	// one each (parallel).
 	Messages int64 `json:"messages"`
+	// Honest is, under a max_fake_fraction f (PeriodEstimate), the
+	// honest floor of Messages, Messages - floor(f Messages), which the
+	// guarantee counts in place of Messages (omitted when f is 0). As
+	// with Messages, a tree protocol's level-mates are inferred at the
+	// honest floor of the smaller of Messages and n_min, and a parallel
+	// batch in which a metric may hold no honest message but the user's
+	// has the local guarantee (one report).
+	Honest int64 `json:"honest,omitempty"`
 	// Batch is the batch id.
 	Batch string `json:"batch"`
 }
@@ -193,8 +206,10 @@ type BatchInfo struct {
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
 	// Messages is the number of shuffled messages its guarantee is for
-	// (see BatchGuarantee).
+	// (see BatchGuarantee), and Honest their honest floor under a
+	// max_fake_fraction (omitted when it is 0).
 	Messages int64 `json:"messages"`
+	Honest   int64 `json:"honest,omitempty"`
 	// Eps and Delta are its central guarantee; null when unknown.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
@@ -323,7 +338,25 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 	// Held batches included: against the collector, which received them,
 	// their reports have their own batch's guarantee (ingest.go).
 	e.BatchList, e.Guarantee = batchInfos(batches)
+	withHonest(p, &e)
 	return e, nil
+}
+
+// withHonest adds to e the assumption its guarantees are computed under
+// when its epoch's plan p has a max_fake_fraction: the fraction, and each
+// batch's honest floor (the count the accountant was given).
+func withHonest(p *plan.Plan, e *PeriodEstimate) {
+	if p == nil || p.MaxFakeFraction == 0 {
+		return
+	}
+	e.MaxFakeFraction = p.MaxFakeFraction
+	honest := func(messages int64) int64 { return int64(p.HonestReports(int(max(messages, 0)))) }
+	for i := range e.BatchList {
+		e.BatchList[i].Honest = honest(e.BatchList[i].Messages)
+	}
+	if e.Guarantee != nil {
+		e.Guarantee.Honest = honest(e.Guarantee.Messages)
+	}
 }
 
 // addHeld adds the held batches (held: their merged statistics, by
@@ -354,7 +387,8 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 			Held: row.stat.N, BatchList: []BatchInfo{},
 			EstimateError: fmt.Sprintf("no estimate yet: the period's batches hold %d valid reports, fewer than n_min; they wait for more of the period", row.stat.N),
 		}
-		if p, err := c.epochPlan(ctx, row.epoch); err == nil {
+		p, err := c.epochPlan(ctx, row.epoch)
+		if err == nil && p != nil {
 			if m := p.Metric(row.metric); m != nil {
 				e.Version = m.Version
 			}
@@ -364,6 +398,7 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 			return err
 		}
 		e.BatchList, e.Guarantee = batchInfos(batches)
+		withHonest(p, &e)
 		out.Periods = append(out.Periods, e)
 		added = true
 	}

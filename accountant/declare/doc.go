@@ -3,8 +3,10 @@
 // randomizer's Declaration of its output distributions at one local budget
 // (a full Matrix, the Atoms of its worst-case neighbouring pairs, Bins on
 // segments of the likelihood-ratio plane, or only eps0), the Travel mode
-// of a plan's metrics, and the limits the accountant accepts (MaxEps0,
-// MaxTree, MaxRounds).
+// of a plan's metrics, the limits the accountant accepts (MaxEps0,
+// MaxTree, MaxRounds), and the honest floor of a batch when some of its
+// reports may be fake (HonestFloor: the one conversion of a batch's size
+// to the accountant's n under a plan's max_fake_fraction).
 //
 // It is data only and imports nothing beyond the standard library, so that
 // a randomizer plugin and an app link no math library. Whether a

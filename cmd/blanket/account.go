@@ -99,6 +99,8 @@ Privacy over time: --rounds T (every command, default 1) covers T reports of
 one user, each shuffled in its own batch of n; the guarantee is per user over
 all of them (composed through privacy loss distributions).
 
+` + fakesHelp + `
+
 ` + longitudinalHelp + `
 
 ` + mechHelp + "\n\nRegistered mechanisms: " + strings.Join(e.registry.Names(), ", ") + ".",
@@ -192,9 +194,10 @@ func newEpsCmd(e *env) *cobra.Command {
 		rounds = newRoundsValue()
 		delta  = floatValue{rule: probRule}
 		users  = newCountValue()
+		fakes  = newFakeFlag()
 	)
 	cmd := &cobra.Command{
-		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T] [--users U]",
+		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T] [--users U] [--max-fake-fraction F]",
 		Short: "Central eps at a given delta",
 		Long: `Print the central eps of n shuffled reports at the given delta: a sound upper
 bound, a lower bound and every baseline. When shuffling cannot improve on the
@@ -202,6 +205,8 @@ local guarantee at this n, eps = eps0 (T eps0 over T rounds) and a note says
 so.
 
 ` + roundsHelp + `
+
+` + fakesHelp + `
 
 --json prints one object with the keys mechanism, eps0, n, rounds, delta,
 eps_upper, eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
@@ -238,14 +243,15 @@ trees, levels, mates, tail, local and users.
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account eps")
 			var r epsReport
 			if long {
-				r, err = computeLongitudinalEps(e, l, m.String(), n.v, rounds.v, usersOf(users), delta.v)
+				r, err = computeLongitudinalEps(e, l, m.String(), fakes.honest(n.v), rounds.v, fakes.honest(usersOf(users)), delta.v)
 			} else {
-				r, err = computeEps(e, m, e0, n.v, rounds.v, delta.v)
+				r, err = computeEps(e, m, e0, fakes.honest(n.v), rounds.v, delta.v)
 			}
 			finish()
 			if err != nil {
 				return err
 			}
+			fakes.mark(&r.N, &r.fakeAssumption, n.v, r.Longitudinal, usersOf(users))
 			if mf.json {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
@@ -258,6 +264,7 @@ trees, levels, mates, tail, local and users.
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	cmd.Flags().Var(users, "users", usersUsage)
+	fakes.add(cmd)
 	return cmd
 }
 
@@ -269,14 +276,17 @@ func newDeltaCmd(e *env) *cobra.Command {
 		rounds = newRoundsValue()
 		eps    = floatValue{rule: epsRule}
 		users  = newCountValue()
+		fakes  = newFakeFlag()
 	)
 	cmd := &cobra.Command{
-		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T] [--users U]",
+		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T] [--users U] [--max-fake-fraction F]",
 		Short: "Central delta at a given eps",
 		Long: `Print the central delta of n shuffled reports at the given eps: a sound upper
 bound, a lower bound and every baseline.
 
 ` + roundsHelp + `
+
+` + fakesHelp + `
 
 --json prints one object with the keys mechanism, eps0, n, rounds, eps,
 delta_upper, delta_lower, baselines (the eight of 'blanket account eps', null
@@ -312,10 +322,14 @@ the delta among a few candidates; every candidate is a sound bound.
 			}
 			if long {
 				finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
-				r, err := computeLongitudinalDelta(e, l, m.String(), n.v, rounds.v, usersOf(users), eps.v)
+				r, err := computeLongitudinalDelta(e, l, m.String(), fakes.honest(n.v), rounds.v, fakes.honest(usersOf(users)), eps.v)
 				finish()
 				if err != nil {
 					return err
+				}
+				fakes.mark(&r.N, &r.fakeAssumption, n.v, nil, 0)
+				if r.Longitudinal != nil && fakes.v > 0 {
+					r.Longitudinal.Users, r.Longitudinal.HonestUsers = usersOf(users), fakes.honest(usersOf(users))
 				}
 				if mf.json {
 					return writeJSON(cmd.OutOrStdout(), r)
@@ -324,21 +338,22 @@ the delta among a few candidates; every candidate is a sound bound.
 			}
 			start := time.Now()
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
-			res, bl, err := computeDelta(e, m, e0, n.v, rounds.v, eps.v)
+			res, bl, err := computeDelta(e, m, e0, fakes.honest(n.v), rounds.v, eps.v)
 			finish()
 			if err != nil {
 				return err
 			}
 			r := deltaReport{
-				Mechanism:  m.String(),
-				Eps0:       e0,
-				N:          n.v,
-				Rounds:     rounds.v,
-				Eps:        eps.v,
-				DeltaUpper: num(res.Upper),
-				DeltaLower: num(res.Lower),
-				Baselines:  newBaselineSet(bl),
-				Seconds:    time.Since(start).Seconds(),
+				Mechanism:      m.String(),
+				Eps0:           e0,
+				N:              n.v,
+				fakeAssumption: fakes.assumption(n.v),
+				Rounds:         rounds.v,
+				Eps:            eps.v,
+				DeltaUpper:     num(res.Upper),
+				DeltaLower:     num(res.Lower),
+				Baselines:      newBaselineSet(bl),
+				Seconds:        time.Since(start).Seconds(),
 			}
 			if mf.json {
 				return writeJSON(cmd.OutOrStdout(), r)
@@ -352,6 +367,7 @@ the delta among a few candidates; every candidate is a sound bound.
 	cmd.Flags().Var(&eps, "eps", "central eps, "+epsRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	cmd.Flags().Var(users, "users", usersUsage)
+	fakes.add(cmd)
 	return cmd
 }
 
@@ -392,9 +408,10 @@ func newCalibrateCmd(e *env) *cobra.Command {
 		rounds = newRoundsValue()
 		eps    = floatValue{rule: epsRule}
 		delta  = floatValue{rule: probRule}
+		fakes  = newFakeFlag()
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N [--rounds T]",
+		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N [--rounds T] [--max-fake-fraction F]",
 		Short: "Largest local budget eps0 that meets a central (eps, delta) target",
 		Long: `Print the largest total local budget eps0 whose sound upper bound meets the
 central target (eps, delta) at n users, the guarantee achieved at that eps0, and
@@ -406,6 +423,8 @@ With --rounds T the target covers all T reports of a user: eps0 is the budget
 of each of them.
 
 ` + roundsHelp + `
+
+` + fakesHelp + `
 
 --json prints one object with the keys mechanism, eps, delta, n, rounds, eps0,
 achieved (eps_upper, eps_lower, local_eps, amplified, tight), baselines (the
@@ -429,11 +448,13 @@ the eps0 found.`,
 			if err := requireFlags(cmd, "eps", "delta", "n"); err != nil {
 				return err
 			}
-			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: n.v, Rounds: rounds.v}
+			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: fakes.honest(n.v), Rounds: rounds.v}
 			// An error asking the mechanism for its declaration is left to
 			// the calibration, which reports it at the eps0 it tries.
 			if long, err := isLongitudinal(m); err == nil && long {
-				return runLongitudinalCalibrate(cmd, e, m, t, mf.json)
+				return runLongitudinalCalibrate(cmd, e, m, t, mf.json, func(r *calibrateReport) {
+					fakes.mark(&r.N, &r.fakeAssumption, n.v, nil, 0)
+				})
 			}
 			start := time.Now()
 			var (
@@ -464,12 +485,13 @@ the eps0 found.`,
 				return fmt.Errorf("baselines: %w", blErr)
 			}
 			r := calibrateReport{
-				Mechanism: m.String(),
-				Eps:       t.Eps,
-				Delta:     t.Delta,
-				N:         t.N,
-				Rounds:    rounds.v,
-				Eps0:      num(c.Eps0),
+				Mechanism:      m.String(),
+				Eps:            t.Eps,
+				Delta:          t.Delta,
+				N:              n.v,
+				fakeAssumption: fakes.assumption(n.v),
+				Rounds:         rounds.v,
+				Eps0:           num(c.Eps0),
 				Achieved: achieved{
 					EpsUpper:  num(c.Achieved.Upper),
 					EpsLower:  num(c.Achieved.Lower),
@@ -491,5 +513,6 @@ the eps0 found.`,
 	cmd.Flags().Var(&delta, "delta", "target central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
+	fakes.add(cmd)
 	return cmd
 }

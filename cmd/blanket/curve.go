@@ -22,10 +22,11 @@ func newCurveCmd(e *env) *cobra.Command {
 		points = intValue{min: 2, max: maxPoints, v: 20}
 		delta  = floatValue{rule: probRule}
 		users  = newCountValue()
+		fakes  = newFakeFlag()
 		plotTo string
 	)
 	cmd := &cobra.Command{
-		Use:   "curve --mech SPEC --n N|LO:HI --eps0 E|LO:HI [--rounds T|LO:HI] --delta D",
+		Use:   "curve --mech SPEC --n N|LO:HI --eps0 E|LO:HI [--rounds T|LO:HI] --delta D [--max-fake-fraction F]",
 		Short: "Central eps over a range of n, eps0 or rounds, as CSV, JSON or a plot",
 		Long: `Sweep the central eps over a range of n (--n LO:HI), of eps0 (--eps0 LO:HI) or
 of the number of rounds (--rounds LO:HI); exactly one of the three is a range,
@@ -50,6 +51,8 @@ baselines basic_composition, kov15 and clone_composed, which start at T = 2).
 For a longitudinal tree protocol --rounds is the window in periods (a sweep over
 rounds sweeps the window), the baseline columns hold local (the others are
 empty) and the JSON objects have the key longitudinal of 'blanket account eps'.
+
+` + fakesHelp + `
 
 Points are computed concurrently, one per CPU (GOMAXPROCS); progress is shown
 on stderr when it is a terminal.
@@ -117,7 +120,11 @@ on stderr when it is a terminal.
 			if err := checkUsers(users, m, long); err != nil {
 				return err
 			}
-			point := func(p curvePoint) (epsReport, error) { return computeEps(e, m, p.eps0, p.n, p.rounds, delta.v) }
+			// Every point is computed for the honest floor of its n
+			// (--max-fake-fraction; n itself without it), and says so.
+			point := func(p curvePoint) (epsReport, error) {
+				return computeEps(e, m, p.eps0, fakes.honest(p.n), p.rounds, delta.v)
+			}
 			switch {
 			case long:
 				// Every point is its own window: a tree protocol has no
@@ -127,12 +134,12 @@ on stderr when it is a terminal.
 					if err != nil {
 						return epsReport{}, err
 					}
-					return computeLongitudinalEps(e, l, m.String(), p.n, p.rounds, usersOf(users), delta.v)
+					return computeLongitudinalEps(e, l, m.String(), fakes.honest(p.n), p.rounds, fakes.honest(usersOf(users)), delta.v)
 				}
 			case rounds.isRange:
 				// One composition for the sweep: every point shares its
 				// memoised single-report evaluations.
-				base, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0.lo, N: int(n.lo), Rounds: pts[0].rounds})
+				base, err := e.engine.compose(accountant.Part{Mech: m, Eps0: eps0.lo, N: fakes.honest(int(n.lo)), Rounds: pts[0].rounds})
 				if err != nil {
 					return err
 				}
@@ -142,7 +149,7 @@ on stderr when it is a terminal.
 					if err != nil {
 						return epsReport{}, err
 					}
-					return composedEps(c, m, p.eps0, p.n, p.rounds, delta.v, start)
+					return composedEps(c, m, p.eps0, fakes.honest(p.n), p.rounds, delta.v, start)
 				}
 			}
 			var onDone func(int)
@@ -157,6 +164,7 @@ on stderr when it is a terminal.
 				if err != nil {
 					return r, fmt.Errorf("%v: %w", pts[i], err)
 				}
+				fakes.mark(&r.N, &r.fakeAssumption, pts[i].n, r.Longitudinal, usersOf(users))
 				return r, nil
 			}, onDone)
 			if err != nil {
@@ -191,7 +199,7 @@ on stderr when it is a terminal.
 			if long && x == axisRounds {
 				xLabel = "W (window, periods)"
 			}
-			return plotCurve(plotTo, curveTitle(m, x, eps0.lo, int(n.lo), T, delta.v),
+			return plotCurve(plotTo, curveTitle(m, x, eps0.lo, int(n.lo), T, delta.v, fakes.v),
 				xLabel, "central eps (upper, lower, baselines)", xs, rows, names)
 		}),
 	}
@@ -202,6 +210,7 @@ on stderr when it is a terminal.
 	cmd.Flags().Var(&points, "points", "number of points of the range, an integer in [2, "+strconv.Itoa(maxPoints)+"]")
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(users, "users", usersUsage)
+	fakes.add(cmd)
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the curves to this .svg, .png or .pdf file")
 	return cmd
 }
@@ -261,12 +270,16 @@ func (a curveAxis) label() string {
 	}
 }
 
-// curveTitle names the mechanism, the fixed parameters and delta.
-func curveTitle(m accountant.Mechanism, x curveAxis, eps0 float64, n, rounds int, delta float64) string {
+// curveTitle names the mechanism, the fixed parameters and delta, and a
+// fraction of fake reports when not 0.
+func curveTitle(m accountant.Mechanism, x curveAxis, eps0 float64, n, rounds int, delta, fakes float64) string {
 	mech := shorten(m.String(), 60)
 	over := ""
 	if rounds > 1 {
 		over = fmt.Sprintf(", T = %d", rounds)
+	}
+	if fakes > 0 {
+		over += fmt.Sprintf(", fakes <= %g n", fakes)
 	}
 	switch x {
 	case axisN:

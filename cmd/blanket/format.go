@@ -68,9 +68,10 @@ func num(v float64) *float64 {
 
 // epsReport is the result of `account eps` and one point of `account curve`.
 type epsReport struct {
-	Mechanism string      `json:"mechanism"`
-	Eps0      float64     `json:"eps0"`
-	N         int         `json:"n"`
+	Mechanism string  `json:"mechanism"`
+	Eps0      float64 `json:"eps0"`
+	N         int     `json:"n"`
+	fakeAssumption
 	Rounds    int         `json:"rounds"`
 	Delta     float64     `json:"delta"`
 	EpsUpper  *float64    `json:"eps_upper"`
@@ -87,9 +88,10 @@ type epsReport struct {
 
 // deltaReport is the result of `account delta`.
 type deltaReport struct {
-	Mechanism  string      `json:"mechanism"`
-	Eps0       float64     `json:"eps0"`
-	N          int         `json:"n"`
+	Mechanism string  `json:"mechanism"`
+	Eps0      float64 `json:"eps0"`
+	N         int     `json:"n"`
+	fakeAssumption
 	Rounds     int         `json:"rounds"`
 	Eps        float64     `json:"eps"`
 	DeltaUpper *float64    `json:"delta_upper"`
@@ -113,10 +115,11 @@ type achieved struct {
 // calibrateReport is the result of `account calibrate`. Its baselines are
 // the largest eps0 each baseline allows.
 type calibrateReport struct {
-	Mechanism string      `json:"mechanism"`
-	Eps       float64     `json:"eps"`
-	Delta     float64     `json:"delta"`
-	N         int         `json:"n"`
+	Mechanism string  `json:"mechanism"`
+	Eps       float64 `json:"eps"`
+	Delta     float64 `json:"delta"`
+	N         int     `json:"n"`
+	fakeAssumption
 	Rounds    int         `json:"rounds"`
 	Eps0      *float64    `json:"eps0"`
 	Achieved  achieved    `json:"achieved"`
@@ -190,6 +193,7 @@ func writeEpsTable(w io.Writer, r *epsReport) error {
 	t.row("mechanism", r.Mechanism)
 	t.row("eps0", fmtNum(r.Eps0))
 	t.row("n", strconv.Itoa(r.N))
+	r.fakeAssumption.rows(t)
 	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("delta", fmtNum(r.Delta))
 	t.row("")
@@ -231,6 +235,7 @@ func writeDeltaTable(w io.Writer, r *deltaReport) error {
 	t.row("mechanism", r.Mechanism)
 	t.row("eps0", fmtNum(r.Eps0))
 	t.row("n", strconv.Itoa(r.N))
+	r.fakeAssumption.rows(t)
 	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("eps", fmtNum(r.Eps))
 	t.row("")
@@ -263,6 +268,7 @@ func writeCalibrateTable(w io.Writer, r *calibrateReport) error {
 	t.row("target eps", fmtNum(r.Eps))
 	t.row("target delta", fmtNum(r.Delta))
 	t.row("n", strconv.Itoa(r.N))
+	r.fakeAssumption.rows(t)
 	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("")
 	t.row("bound", "largest eps0")
@@ -324,13 +330,21 @@ func writeNotes(w io.Writer, notes []string) error {
 var curveColumns = []string{"n", "eps0", "rounds", "delta", "eps_upper", "eps_lower", "local_eps", "amplified", "tight"}
 
 // writeCurveCSV writes one row per point; missing values are empty cells.
+// With --max-fake-fraction the columns max_fake_fraction and honest_n
+// follow n.
 func writeCurveCSV(w io.Writer, rows []epsReport) error {
 	cw := csv.NewWriter(w)
 	names := baselineSet{}.names()
+	fakes := false
 	if len(rows) > 0 {
 		names = rows[0].Baselines.names()
+		fakes = rows[0].MaxFakeFraction > 0
 	}
-	if err := cw.Write(append(append(append([]string(nil), curveColumns...), names...), "seconds")); err != nil {
+	cols := append([]string(nil), curveColumns...)
+	if fakes {
+		cols = slices.Insert(cols, 1, "max_fake_fraction", "honest_n")
+	}
+	if err := cw.Write(append(append(cols, names...), "seconds")); err != nil {
 		return err
 	}
 	cell := func(v *float64) string {
@@ -340,14 +354,17 @@ func writeCurveCSV(w io.Writer, rows []epsReport) error {
 		return strconv.FormatFloat(*v, 'g', -1, 64)
 	}
 	for _, r := range rows {
-		rec := []string{
-			strconv.Itoa(r.N),
+		rec := []string{strconv.Itoa(r.N)}
+		if fakes {
+			rec = append(rec, strconv.FormatFloat(r.MaxFakeFraction, 'g', -1, 64), strconv.Itoa(r.HonestN))
+		}
+		rec = append(rec,
 			strconv.FormatFloat(r.Eps0, 'g', -1, 64),
 			strconv.Itoa(r.Rounds),
 			strconv.FormatFloat(r.Delta, 'g', -1, 64),
 			cell(r.EpsUpper), cell(r.EpsLower), cell(r.LocalEps),
 			strconv.FormatBool(r.Amplified), strconv.FormatBool(r.Tight),
-		}
+		)
 		for _, name := range names {
 			rec = append(rec, cell(r.Baselines[name]))
 		}

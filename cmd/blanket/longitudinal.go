@@ -63,6 +63,9 @@ type longitudinalParts struct {
 	Tail       float64  `json:"tail"`
 	Local      *float64 `json:"local"`
 	Users      int      `json:"users"`
+	// HonestUsers is, with --max-fake-fraction, the honest floor of Users
+	// the transcript bound is computed for (omitted without).
+	HonestUsers int `json:"honest_users,omitempty"`
 }
 
 // longitudinalDeltaParts is the breakdown of a tree protocol's delta, the
@@ -78,6 +81,8 @@ type longitudinalDeltaParts struct {
 	Tail       float64  `json:"tail"`
 	Local      *float64 `json:"local"`
 	Users      int      `json:"users"`
+	// HonestUsers is as in longitudinalParts.
+	HonestUsers int `json:"honest_users,omitempty"`
 }
 
 // longitudinalOf returns the Longitudinal of m at eps0 when m is a tree
@@ -260,7 +265,7 @@ func writeLongitudinalRows(t *table, p *longitudinalParts) {
 	t.row("  levels", strconv.Itoa(p.Levels))
 	t.row("  mates", strconv.Itoa(p.Mates))
 	t.row("  tail", fmtNum(p.Tail))
-	t.row("  users", usersCell(p.Users))
+	t.row("  users", usersCell(p.Users, p.HonestUsers))
 }
 
 // writeLongitudinalDeltaRows adds the parts of a tree protocol's delta to a
@@ -276,7 +281,7 @@ func writeLongitudinalDeltaRows(t *table, p *longitudinalDeltaParts) {
 	t.row("  levels", strconv.Itoa(p.Levels))
 	t.row("  mates", strconv.Itoa(p.Mates))
 	t.row("  tail", fmtNum(p.Tail))
-	t.row("  users", usersCell(p.Users))
+	t.row("  users", usersCell(p.Users, p.HonestUsers))
 }
 
 func transcriptCell(v *float64, users int) string {
@@ -286,9 +291,12 @@ func transcriptCell(v *float64, users int) string {
 	return fmtOpt(v)
 }
 
-func usersCell(users int) string {
-	if users == 0 {
+func usersCell(users, honest int) string {
+	switch {
+	case users == 0:
 		return "not assumed"
+	case honest > 0:
+		return fmt.Sprintf("%d (honest: %d)", users, honest)
 	}
 	return strconv.Itoa(users)
 }
@@ -306,13 +314,17 @@ func longitudinalNotes(amplified, anyNA bool) []string {
 	return notes
 }
 
-// runLongitudinalCalibrate is the calibrate command on a tree protocol.
-func runLongitudinalCalibrate(cmd *cobra.Command, e *env, m accountant.Mechanism, t accountant.Target, asJSON bool) error {
+// runLongitudinalCalibrate is the calibrate command on a tree protocol;
+// edit, when not nil, completes the report before it is written.
+func runLongitudinalCalibrate(cmd *cobra.Command, e *env, m accountant.Mechanism, t accountant.Target, asJSON bool, edit func(*calibrateReport)) error {
 	finish := e.startStatus(cmd.ErrOrStderr(), "blanket account calibrate")
 	r, err := calibrateLongitudinal(e, m, t)
 	finish()
 	if err != nil {
 		return err
+	}
+	if edit != nil {
+		edit(&r)
 	}
 	if asJSON {
 		return writeJSON(cmd.OutOrStdout(), r)

@@ -20,15 +20,19 @@ import (
 
 // planReport is the --json summary of 'blanket plan'.
 type planReport struct {
-	Target    plan.Target     `json:"target"`
-	NMin      int             `json:"n_min"`
-	Travel    string          `json:"travel"`
-	Period    string          `json:"period"`
-	Horizon   int             `json:"horizon"`
-	Rounds    int             `json:"rounds"`
-	Guarantee *plan.Guarantee `json:"guarantee"`
-	Metrics   []planMetricRow `json:"metrics"`
-	Digest    string          `json:"digest"`
+	Target plan.Target `json:"target"`
+	NMin   int         `json:"n_min"`
+	// MaxFakeFraction is the plan's max_fake_fraction and HonestNMin the
+	// honest floor of n_min it was calibrated at (both omitted at 0).
+	MaxFakeFraction float64         `json:"max_fake_fraction,omitempty"`
+	HonestNMin      int             `json:"honest_n_min,omitempty"`
+	Travel          string          `json:"travel"`
+	Period          string          `json:"period"`
+	Horizon         int             `json:"horizon"`
+	Rounds          int             `json:"rounds"`
+	Guarantee       *plan.Guarantee `json:"guarantee"`
+	Metrics         []planMetricRow `json:"metrics"`
+	Digest          string          `json:"digest"`
 }
 
 // planMetricRow is one metric of a planReport.
@@ -86,10 +90,17 @@ The calibrated plan (YAML, the same fields plus version, eps0, delta per metric
 and the guarantee) goes to -o, or to stdout. A summary goes to stdout when -o is
 given and to stderr otherwise: a table of metric, plugin, weight, eps0 and delta
 share with the guarantee and the allocation rule, or with --json one object
-with the keys target, n_min, travel, rounds, guarantee {eps, delta, rule,
-rounds (omitted for one)}, metrics
+with the keys target, n_min, max_fake_fraction and honest_n_min (omitted when
+the plan's max_fake_fraction is 0), travel, rounds, guarantee {eps, delta,
+rule, rounds (omitted for one)}, metrics
 [{name, plugin, version, weight, eps0, delta}] and digest (SHA-256 of the
 calibrated plan).
+
+A plan's max_fake_fraction f (default 0) assumes that at most a fraction f of
+any batch's valid reports are fake (bought or stolen credentials, known to the
+adversary): the plan is calibrated at the honest floor of n_min,
+n_min - floor(f n_min), and the collector states every guarantee at the honest
+floor of its batches (docs/accounting.md §11).
 
 Calibration is not bit-for-bit reproducible (the accountant sums in parallel):
 eps0 can differ in its last digits between runs. Publish one calibration:
@@ -150,6 +161,9 @@ func weightOf(m plan.Metric) float64 {
 func newPlanReport(p *plan.Plan) planReport {
 	r := planReport{Target: p.Target, NMin: p.NMin, Travel: p.Travel, Period: p.PeriodLength().String(), Horizon: p.HorizonPeriods(),
 		Rounds: p.HorizonPeriods(), Guarantee: p.Guarantee, Digest: p.Digest(), Metrics: []planMetricRow{}}
+	if p.MaxFakeFraction > 0 {
+		r.MaxFakeFraction, r.HonestNMin = p.MaxFakeFraction, p.HonestReports(p.NMin)
+	}
 	for _, m := range p.Metrics {
 		r.Metrics = append(r.Metrics, planMetricRow{Name: m.Name, Plugin: m.Plugin, Version: m.Version, Weight: weightOf(m), Eps0: m.Eps0, Delta: m.Delta})
 	}
@@ -173,6 +187,11 @@ func writePlanTable(w io.Writer, p *plan.Plan) error {
 		over = fmt.Sprintf(" over any %d consecutive periods of %s (%s)", h, fmtPeriod(p.PeriodLength()), fmtPeriod(time.Duration(h)*p.PeriodLength()))
 	}
 	t.row("target", fmt.Sprintf("eps %s, delta %s%s at n_min = %d (travel %s)", fmtNum(p.Target.Eps), fmtNum(p.Target.Delta), over, p.NMin, p.Travel))
+	if p.MaxFakeFraction > 0 {
+		t.row("fake reports", fmt.Sprintf("at most %s of a batch's valid reports (max_fake_fraction): calibrated at the honest floor of n_min, %d reports", fmtNum(p.MaxFakeFraction), p.HonestReports(p.NMin)))
+	} else {
+		t.row("fake reports", "none assumed (max_fake_fraction 0): every valid report counts as honest")
+	}
 	if g := p.Guarantee; g != nil {
 		t.row("guarantee", fmt.Sprintf("eps %s, delta %s per user%s", fmtNum(g.Eps), fmtNum(g.Delta), over))
 		t.row("rule", strings.TrimSpace(g.Rule))

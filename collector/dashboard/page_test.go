@@ -23,7 +23,7 @@ import (
 // with an unknown eps, a name with a slash, many categories, and a label
 // that is markup (it must show as text).
 const (
-	edgePlan = `{"version":1,"target":{"eps":1,"delta":1e-6},"n_min":100,"period":"24h0m0s","horizon":7,"metrics":[
+	edgePlan = `{"version":1,"target":{"eps":1,"delta":1e-6},"n_min":100,"period":"24h0m0s","horizon":7,"max_fake_fraction":0.1,"metrics":[
 		{"name":"toString","plugin":"krr","categories":["a","b"],"eps0":0.5},
 		{"name":"constructor","plugin":"krr","categories":["a","b"],"eps0":0.5},
 		{"name":"empty","plugin":"krr","categories":["a","b"],"eps0":0.5},
@@ -50,8 +50,8 @@ func edgePeriod(start, estimates string, n int) string {
 	if estimates != "" {
 		est = `"confidence":0.95,"estimates":` + estimates
 	}
-	return fmt.Sprintf(`{"start":%s,"end":%s,"epoch":"00000000000000e1","current":true,"plugin":"krr","version":"1","eps0":0.5,"n":%d,"malformed":0,"batches":1,%s,"guarantee":{"eps":0.3,"delta":1e-7,"n":%d,"messages":%d,"batch":"00"},"batch_list":[]}`,
-		s, e, n, est, n, n)
+	return fmt.Sprintf(`{"start":%s,"end":%s,"epoch":"00000000000000e1","current":true,"plugin":"krr","version":"1","eps0":0.5,"n":%d,"malformed":0,"batches":1,%s,"max_fake_fraction":0.1,"guarantee":{"eps":0.3,"delta":1e-7,"n":%d,"messages":%d,"honest":%d,"batch":"00"},"batch_list":[]}`,
+		s, e, n, est, n, n, n-n/10)
 }
 
 // categories returns estimates of labels, value i+1 each.
@@ -72,7 +72,7 @@ func edgeDetail(name string) (string, bool) {
 	switch name {
 	case "toString", "constructor":
 		periods = []string{edgePeriod("2024-01-01T00:00:00Z", ab, 100), edgePeriod("2024-01-02T00:00:00Z", ab, 100)}
-		horizon = `{"periods":7,"period":"24h0m0s","eps":null,"delta":1e-6,"reports":2,"target_eps":1,"target_delta":1e-6,"note":"not composed"}`
+		horizon = `{"periods":7,"period":"24h0m0s","eps":null,"delta":1e-6,"reports":2,"target_eps":1,"target_delta":1e-6,"max_fake_fraction":0.1,"note":"not composed"}`
 	case "empty":
 	case "net/latency_ms":
 		periods = []string{edgePeriod("2024-01-01T00:00:00Z", categories("sum", "mean"), 50), edgePeriod("2024-01-02T00:00:00Z", "", 50)}
@@ -147,9 +147,13 @@ func TestPageEdgeCases(t *testing.T) {
 		Scope    string   `json:"scope"`
 		Provided []string `json:"provided"`
 		Warn     bool     `json:"warn"`
+		Plan     string   `json:"plan"`
+		Latest   string   `json:"latest"`
 	}
 	const read = `(() => ({
 		error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
+		plan: document.getElementById("plan-body").textContent,
+		latest: [...document.querySelectorAll('section.metric[data-metric="toString"] .eps-panel p')].map((p) => p.textContent).join(" "),
 		metrics: [...document.querySelectorAll("section.metric")].map((s) => s.dataset.metric),
 		series: document.querySelectorAll('section.metric[data-metric="toString"] .series-panel svg g.series-group').length,
 		injected: document.getElementById("injected") !== null || document.getElementById("scopeinjected") !== null,
@@ -177,6 +181,13 @@ func TestPageEdgeCases(t *testing.T) {
 	// when one operator runs both roles.
 	if got.Scope != "Holds against the collector and the public, provided that:" || !slices.Equal(got.Provided, []string{"the shuffler is honest", "<b id=scopeinjected>x</b>"}) || !got.Warn {
 		t.Errorf("scope on the page: %q %q, warning %v", got.Scope, got.Provided, got.Warn)
+	}
+	// The plan's max_fake_fraction and a batch's honest count are shown.
+	if !strings.Contains(got.Plan, "max fake fraction") || !strings.Contains(got.Plan, "0.1 of a batch's valid reports may be fake") {
+		t.Errorf("the plan panel does not show max_fake_fraction 0.1: %q", got.Plan)
+	}
+	if !strings.Contains(got.Latest, "counted as 90 honest") {
+		t.Errorf("the latest guarantee does not show its honest count: %q", got.Latest)
 	}
 	mu.Lock()
 	defer mu.Unlock()

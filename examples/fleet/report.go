@@ -297,6 +297,8 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 	H := f.plan.HorizonPeriods()
 	var genEps0 float64
 	fmt.Fprintf(f.log, "  calibrating the baselines (the generic clone bound over %d periods) for the error comparison\n", H)
+	// The baselines are calibrated where the plan is: at the honest floor
+	// of n_min (n_min itself unless the plan has a max_fake_fraction).
 	genName := fmt.Sprintf("generic clone bound composed over %d periods, same (eps, delta, n_min)", H)
 	switch f.plan.Travel {
 	case "joint", "parallel":
@@ -311,7 +313,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		} else {
 			share = f.plan.Target.Eps
 		}
-		gen, err := accountant.Calibrate(mech, accountant.Target{Eps: f.plan.Target.Eps, Delta: f.plan.Target.Delta, N: f.plan.NMin, Rounds: H})
+		gen, err := accountant.Calibrate(mech, accountant.Target{Eps: f.plan.Target.Eps, Delta: f.plan.Target.Delta, N: f.plan.HonestReports(f.plan.NMin), Rounds: H})
 		if err != nil {
 			return fmt.Errorf("generic calibration: %w", err)
 		}
@@ -323,7 +325,7 @@ func (f *fleet) compare(ctx context.Context, served []item) error {
 		// The plan composes the metrics' reports; the baseline is the
 		// generic clone bound with today's linear split of the target.
 		genName = fmt.Sprintf("generic clone bound composed over %d periods, linear split of (eps, delta)", H)
-		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.NMin, Rounds: H})
+		gen, err := accountant.Calibrate(accountant.Generic(), accountant.Target{Eps: share, Delta: m.Delta, N: f.plan.HonestReports(f.plan.NMin), Rounds: H})
 		if err != nil {
 			return fmt.Errorf("generic calibration: %w", err)
 		}

@@ -68,9 +68,22 @@ type Plan struct {
 	// the field would compute another epoch and have their reports
 	// refused, so set it only for apps on SDKs that know it.
 	Grace int `yaml:"grace,omitempty" json:"grace,omitempty"`
+	// MaxFakeFraction is the largest fraction of any batch's valid
+	// reports that may be adversarial: fake reports sent with bought or
+	// stolen credentials, whose values the adversary knows. Every
+	// guarantee is then computed for the honest floor of a batch of n,
+	// n - floor(MaxFakeFraction n) reports (HonestReports; the proof is at
+	// the top of accountant/declare/fakes.go): calibration at the honest
+	// floor of NMin, each batch's guarantee and the horizon's at the
+	// honest floor of their batches. Defaults to 0: every valid report is
+	// honest, as before the field. Must be in [0, 1). Setting it changes
+	// the plan's digest (its epoch): SDKs older than the field would
+	// compute another epoch and have their reports refused.
+	MaxFakeFraction float64 `yaml:"max_fake_fraction,omitempty" json:"max_fake_fraction,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
-	// Guarantee is the per-user guarantee at NMin, set by accounting.Calibrate.
+	// Guarantee is the per-user guarantee at NMin (at its honest floor
+	// with MaxFakeFraction), set by accounting.Calibrate.
 	Guarantee *Guarantee `yaml:"guarantee,omitempty" json:"guarantee,omitempty"`
 	// CollectorKey is the collector's HPKE public key (base64), set by the
 	// collector when it publishes the plan.
@@ -144,7 +157,8 @@ func (m *Metric) Aggregation() string {
 // Guarantee is a computed central guarantee.
 type Guarantee struct {
 	// Eps and Delta are the per-user central guarantee at NMin, across
-	// every metric (over Rounds periods when set).
+	// every metric (over Rounds periods when set), with at most
+	// MaxFakeFraction of each batch's reports fake.
 	Eps   float64 `yaml:"eps" json:"eps"`
 	Delta float64 `yaml:"delta" json:"delta"`
 	// Rule describes how the budget was allocated.
@@ -239,6 +253,9 @@ func (p *Plan) Validate() error {
 		}
 		p.Period = d.String()
 	}
+	if !declare.ValidFakeFraction(p.MaxFakeFraction) {
+		return invalid("max_fake_fraction = %v, must be a fraction in [0, 1) of a batch's reports that may be fake (0 or omitted: none)", p.MaxFakeFraction)
+	}
 	if p.Horizon < 0 || p.Horizon > declare.MaxRounds {
 		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, declare.MaxRounds)
 	}
@@ -288,6 +305,12 @@ func (p *Plan) Validate() error {
 	}
 	return nil
 }
+
+// HonestReports returns the honest floor of a batch of n valid reports
+// under the plan's MaxFakeFraction (declare.HonestFloor): the number of
+// reports every guarantee of such a batch is computed for. It is n when
+// MaxFakeFraction is 0.
+func (p *Plan) HonestReports(n int) int { return declare.HonestFloor(n, p.MaxFakeFraction) }
 
 // Calibrated reports whether every metric has an eps0.
 func (p *Plan) Calibrated() bool {
@@ -425,8 +448,9 @@ func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 
 // Digest returns a hex SHA-256 of the plan's canonical JSON: clients and
 // the collector use it to tell plan versions apart. Fields added to the
-// format later (period, horizon, a metric's aggregate) are omitted while
-// unset, and Validate unsets an aggregate of "sum", so that a plan written
+// format later (period, horizon, grace, max_fake_fraction, a metric's
+// aggregate) are omitted while unset (a max_fake_fraction of 0 or -0
+// too), and Validate unsets an aggregate of "sum", so that a plan written
 // before them keeps its digest, hence its epoch.
 func (p *Plan) Digest() string {
 	b, _ := json.Marshal(p)

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -76,5 +77,66 @@ func TestPools(t *testing.T) {
 	}
 	if p.MetricIndex("sync/bytes") != 2 || p.MetricIndex("nope") != -1 {
 		t.Fatal("MetricIndex")
+	}
+}
+
+// TestMaxFakeFraction checks the plan's max_fake_fraction: a fraction in
+// [0, 1) is taken, and anything else is refused with an error naming the
+// field; 0, -0 and no field are one plan (the same digest, hence epoch),
+// and a fraction above 0 is another.
+func TestMaxFakeFraction(t *testing.T) {
+	const base = "target: {eps: 1, delta: 1e-6}\nn_min: 100\nmetrics: [{name: a, plugin: krr}]\n"
+	for _, v := range []string{"1", "1.0", "1.5", "-0.1", "-1", ".nan", ".inf", "-.inf"} {
+		_, err := plan.Parse([]byte(base + "max_fake_fraction: " + v + "\n"))
+		if !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), "max_fake_fraction") {
+			t.Errorf("max_fake_fraction: %s: err = %v, want ErrInvalid naming max_fake_fraction", v, err)
+		}
+	}
+	// Not a number: the YAML decoder's error (it names the line).
+	if _, err := plan.Parse([]byte(base + "max_fake_fraction: 10%\n")); !errors.Is(err, plan.ErrInvalid) {
+		t.Errorf("max_fake_fraction: 10%%: err = %v, want ErrInvalid", err)
+	}
+	none, err := plan.Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.MaxFakeFraction != 0 || none.HonestReports(100) != 100 {
+		t.Errorf("no max_fake_fraction: %v, honest floor of 100 = %d, want 0 and 100", none.MaxFakeFraction, none.HonestReports(100))
+	}
+	for _, v := range []string{"0", "0.0", "-0", "-0.0"} {
+		p, err := plan.Parse([]byte(base + "max_fake_fraction: " + v + "\n"))
+		if err != nil {
+			t.Fatalf("max_fake_fraction: %s: %v", v, err)
+		}
+		if p.Digest() != none.Digest() {
+			t.Errorf("max_fake_fraction: %s: digest differs from the plan without the field", v)
+		}
+		y, err := p.YAML()
+		if err != nil || strings.Contains(string(y), "max_fake_fraction") {
+			t.Errorf("max_fake_fraction: %s: YAML %v writes the field:\n%s", v, err, y)
+		}
+	}
+	p, err := plan.Parse([]byte(base + "max_fake_fraction: 0.1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxFakeFraction != 0.1 || p.HonestReports(100) != 90 || p.HonestReports(10000) != 9000 {
+		t.Errorf("max_fake_fraction 0.1: %v, honest floors %d, %d; want 90 of 100 and 9000 of 10000", p.MaxFakeFraction, p.HonestReports(100), p.HonestReports(10000))
+	}
+	if p.Digest() == none.Digest() {
+		t.Error("max_fake_fraction 0.1 leaves the digest (the epoch) unchanged")
+	}
+	y, err := p.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := plan.Parse(y)
+	if err != nil || q.MaxFakeFraction != 0.1 || q.Digest() != p.Digest() {
+		t.Errorf("YAML round trip: %v, max_fake_fraction %v, same digest %v\n%s", err, q.MaxFakeFraction, q.Digest() == p.Digest(), y)
+	}
+	// Set in code, Validate checks it too.
+	p.MaxFakeFraction = math.NaN()
+	if err := p.Validate(); !errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), "max_fake_fraction") {
+		t.Errorf("NaN set in code: Validate = %v, want ErrInvalid naming max_fake_fraction", err)
 	}
 }

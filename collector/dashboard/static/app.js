@@ -130,6 +130,9 @@ function renderPlan(plan) {
     kv([
       ["target", `(ε, δ) = (${fmt.eps(plan.target.eps)}, ${fmt.delta(plan.target.delta)}) per user over ${plan.horizon || 1} period(s)`],
       ["n_min", fmt.int(plan.n_min)],
+      ["max fake fraction", plan.max_fake_fraction
+        ? `${plan.max_fake_fraction} of a batch's valid reports may be fake: every guarantee counts its honest floor, n − ⌊${plan.max_fake_fraction} n⌋`
+        : "0: every valid report assumed honest"],
       ["travel", plan.travel || "separate"],
       ["period", plan.period ? fmt.duration(plan.period) : "none"],
       ["horizon", plan.horizon ? `${plan.horizon} periods` : "–"],
@@ -196,6 +199,7 @@ function renderPrivacy(plan, hz, isCollector, scope) {
       ["covers", `every user, any ${hz.periods} consecutive periods of ${fmt.duration(hz.period)}`],
       ["weakest window", hz.window ? `${fmt.day(hz.window.start)} to ${fmt.day(hz.window.end)}` : "–"],
       ["reports composed", `${hz.reports} per user`],
+      ["max fake fraction", hz.max_fake_fraction ? `${hz.max_fake_fraction}: each batch at its honest floor` : "0"],
     ]),
   );
   if (hz.note) body.appendChild(h("p", { class: "muted", text: hz.note }));
@@ -456,7 +460,8 @@ function epsPanel(periods) {
   );
   const last = periods[periods.length - 1];
   if (last.guarantee) {
-    box.appendChild(h("p", { class: "muted", text: `latest: (ε, δ) = (${fmt.eps(last.guarantee.eps)}, ${fmt.delta(last.guarantee.delta)}) for its batch of ${fmt.int(last.guarantee.messages)} messages` }));
+    const honest = last.guarantee.honest ? `, counted as ${fmt.int(last.guarantee.honest)} honest (max fake fraction ${last.max_fake_fraction})` : "";
+    box.appendChild(h("p", { class: "muted", text: `latest: (ε, δ) = (${fmt.eps(last.guarantee.eps)}, ${fmt.delta(last.guarantee.delta)}) for its batch of ${fmt.int(last.guarantee.messages)} messages${honest}` }));
   }
   return box;
 }

@@ -30,7 +30,11 @@ func Mechanism(ctx context.Context, r sdk.Randomizer, name string) accountant.Fu
 // Calibrate opens every metric's randomizer, sets every metric's eps0 so
 // that the plan meets its target per user over its horizon, every report
 // in a batch of NMin (accountant.AllocatePlan: every metric's reports in
-// all the horizon's periods composed), and records the guarantee. A
+// all the horizon's periods composed), and records the guarantee. With a
+// MaxFakeFraction the batch of NMin counts its honest floor only
+// (plan.Plan.HonestReports; at least that many of any batch of NMin or
+// more are honest, and the fakes contribute no blanket:
+// accountant/declare/fakes.go). A
 // stateful randomizer (sdk.Description.Stateful) needs separate travel:
 // under joint or parallel travel the plan is refused with an error
 // wrapping plan.ErrInvalid that names the metric.
@@ -50,7 +54,7 @@ func CalibrateRounds(ctx context.Context, p *plan.Plan, open plan.Opener, rounds
 	if rounds != p.HorizonPeriods() {
 		p.Horizon = rounds
 	}
-	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.NMin, Travel: accountant.Travel(p.Travel), Rounds: rounds}
+	spec := accountant.PlanSpec{Eps: p.Target.Eps, Delta: p.Target.Delta, NMin: p.HonestReports(p.NMin), Travel: accountant.Travel(p.Travel), Rounds: rounds}
 	for i := range p.Metrics {
 		m := &p.Metrics[i]
 		r, err := open(ctx, m.Plugin, m.Config())

@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -203,5 +204,65 @@ func TestCalibrateAggregate(t *testing.T) {
 		if p.Calibrated() {
 			t.Errorf("categorical metric with aggregate %s: the plan was calibrated", a)
 		}
+	}
+}
+
+// TestCalibrateFakeFraction: a plan with max_fake_fraction 0.1 and n_min
+// 100 is calibrated at its honest floor, 90 reports. The reference is
+// the accountant's own calibration of the metric's mechanism, built here
+// from the plugin's declarations (not through accounting.Mechanism), at n
+// = 90 directly; it must match within calibrateTol and be farther than
+// that from the calibration at 100 (eps0 1.61 and 1.67 here), so the
+// check tells the two apart. Joint travel with one metric is one
+// accountant.Calibrate (separate travel adds a factor search to relative
+// 1e-3), and a k-RR of 3 categories at n 100 calibrates in 30 ms.
+func TestCalibrateFakeFraction(t *testing.T) {
+	// calibrateTol: accountant.Calibrate is not bit-for-bit reproducible
+	// (it sums in parallel), and its search stops within relative 1e-6 of
+	// the largest proven eps0; two calibrations of one target agree to
+	// well within 1e-5.
+	const calibrateTol = 1e-5
+	ctx := context.Background()
+	y := "target: {eps: 1, delta: 1e-6}\nn_min: 100\ntravel: joint\nmax_fake_fraction: 0.1\nmetrics: [{name: a, plugin: krr, categories: [x, y, z]}]\n"
+	p, err := plan.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := accounting.Calibrate(ctx, p, open); err != nil {
+		t.Fatal(err)
+	}
+	r, err := open(ctx, "krr", p.Metrics[0].Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	krr := accountant.FuncMech{Name: "krr", Declare: func(e float64) (*accountant.Declaration, error) { return r.Declare(ctx, e) }}
+	mech := accountant.JointMech{Parts: []accountant.Mechanism{krr}, Weights: []float64{1}}
+	at := func(n int) float64 {
+		c, err := accountant.Calibrate(mech, accountant.Target{Eps: 1, Delta: 1e-6, N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Eps0
+	}
+	honest, all := at(90), at(100)
+	got := p.Metrics[0].Eps0
+	if math.Abs(got-honest) > calibrateTol*honest {
+		t.Errorf("eps0 %v with max_fake_fraction 0.1 of n_min 100; the accountant at n = 90 gives %v", got, honest)
+	}
+	if math.Abs(all-honest) <= 2*calibrateTol*honest {
+		t.Fatalf("eps0 at n = 100 (%v) and 90 (%v) are too close to tell apart", all, honest)
+	}
+	// The guarantee recorded meets the target, and the batch of n_min
+	// re-evaluated at its 90 honest reports meets it.
+	bm, eps0, delta, err := accounting.BatchMechanism(ctx, p, open, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := accountant.Epsilon(bm, eps0, 90, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Upper > p.Target.Eps*(1+reevalTol) || p.Guarantee.Eps > p.Target.Eps {
+		t.Errorf("at 90 honest reports: eps %v, recorded %v; target %v", e.Upper, p.Guarantee.Eps, p.Target.Eps)
 	}
 }

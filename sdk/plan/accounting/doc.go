@@ -2,8 +2,10 @@
 // Calibrate sets every metric's local budget eps0 so that a plan meets its
 // target per user over its horizon, and BatchMechanism and
 // ParallelMechanism give the mechanism whose central guarantee a shuffled
-// batch of a calibrated plan has. The collector and the CLI call it; an app
-// never does (package plan alone links no accountant).
+// batch of a calibrated plan has (HonestParallelMechanism when some of a
+// parallel batch's messages may be fake: plan.Plan.MaxFakeFraction). The
+// collector and the CLI call it; an app never does (package plan alone
+// links no accountant).
 //
 //	p, err := plan.Load("plan.yaml")
 //	err = accounting.Calibrate(ctx, p, open) // fills Eps0 and Guarantee
