@@ -1,5 +1,7 @@
 package collector
 
+import "fmt"
+
 // Scope says against whom the guarantees the collector states hold
 // (docs/threat-model.md). The central (eps, delta) of a batch, and the
 // horizon's, are proven for the batch's reports as the shuffler released
@@ -31,6 +33,7 @@ const (
 	scopeLocalOnly = "a shuffler and a collector run by one party, or colluding: only each report's local eps0 holds against them"
 	scopeShuffler  = "the shuffler is honest: it keeps no sender, shuffles with crypto randomness, and adds or holds back no report"
 	scopeHonest    = "the other reports of each batch come from honest devices running the plan's randomizer"
+	scopeFakesFmt  = "at most a fraction %g of each batch's valid reports is fake (the plan's max_fake_fraction), and the rest come from honest devices running the plan's randomizer: every guarantee counts only that honest floor"
 	scopeNoAdmit   = "nothing checks that: anyone who can reach the shuffler's upload port can add reports to a batch and weaken it"
 	scopeSameOp    = "this server runs the shuffler and the collector together: against its operator only each report's local eps0 holds"
 	admissionNone  = "none"
@@ -45,6 +48,9 @@ func (c *Collector) scope() Scope {
 		SameOperator: c.o.SameOperator,
 		Admission:    admissionNone,
 		Doc:          "docs/threat-model.md",
+	}
+	if f := c.plan.MaxFakeFraction; f > 0 {
+		s.Provided[1] = fmt.Sprintf(scopeFakesFmt, f)
 	}
 	if c.o.SameOperator {
 		s.Provided = append(s.Provided, scopeSameOp)

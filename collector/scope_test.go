@@ -17,6 +17,7 @@ import (
 func TestScopeInAPI(t *testing.T) {
 	p := testPlan(t, 10)
 	f := newCollectorFixture(t, p)
+	honest := scopeHonest
 	check := func(name string, s Scope, same bool) {
 		t.Helper()
 		if s.Against != scopeAgainst || s.LocalOnly != scopeLocalOnly || s.Doc != "docs/threat-model.md" {
@@ -27,7 +28,7 @@ func TestScopeInAPI(t *testing.T) {
 		}
 		// No admission yet: the scope must say that nothing keeps fake
 		// reports out.
-		if s.Admission != admissionNone || !slices.Contains(s.Provided, scopeNoAdmit) || !slices.Contains(s.Provided, scopeShuffler) || !slices.Contains(s.Provided, scopeHonest) {
+		if s.Admission != admissionNone || !slices.Contains(s.Provided, scopeNoAdmit) || !slices.Contains(s.Provided, scopeShuffler) || !slices.Contains(s.Provided, honest) {
 			t.Errorf("%s: admission %q, provided %q", name, s.Admission, s.Provided)
 		}
 	}
@@ -51,4 +52,13 @@ func TestScopeInAPI(t *testing.T) {
 	check("list, same operator", list.Scope, true)
 	getJSON(t, srv.URL+"/v1/metrics/"+url.PathEscape(metric), &d)
 	check("detail, same operator", d.Scope, true)
+
+	// Under a max_fake_fraction the scope states the honest floor
+	// instead of an all-honest batch.
+	pf := testPlan(t, 10)
+	pf.MaxFakeFraction = 0.1
+	ff := newCollectorFixture(t, pf)
+	honest = "at most a fraction 0.1 of each batch's valid reports is fake (the plan's max_fake_fraction), and the rest come from honest devices running the plan's randomizer: every guarantee counts only that honest floor"
+	getJSON(t, ff.srv.URL+"/v1/metrics", &list)
+	check("list, max_fake_fraction 0.1", list.Scope, false)
 }
