@@ -49,6 +49,8 @@ const (
 	MaxSealedLen = 64 << 10
 	// MaxBatchReports bounds the reports of one envelope upload or batch.
 	MaxBatchReports = 1 << 22
+	// MaxTokenLen bounds an envelope's admission token in bytes.
+	MaxTokenLen = 512
 )
 
 // SuiteX25519ChaCha is the one HPKE suite in use: DHKEM(X25519, HKDF-SHA256),
@@ -82,26 +84,38 @@ type Envelope struct {
 	// Sealed is the HPKE ciphertext (encapsulated key followed by the
 	// sealed report).
 	Sealed []byte
+	// Token is the admission token for Metric's pool and period (package
+	// admission), empty when the app has none. The shuffler checks and
+	// spends it, and never forwards it: it is not part of the report.
+	Token []byte
 }
 
-const envelopeMagic = "BLE1"
+// envelopeMagic starts an envelope. BLE2 added the admission token; the
+// pre-release BLE1 is refused.
+const envelopeMagic = "BLE2"
 
-// AppendEnvelope appends the encoding of e to b.
+// AppendEnvelope appends the encoding of e to b. It panics when e.Token is
+// longer than MaxTokenLen (a programmer error: tokens are fixed-size).
 func AppendEnvelope(b []byte, e Envelope) []byte {
+	if len(e.Token) > MaxTokenLen {
+		panic(fmt.Sprintf("report: token of %d bytes, limit %d", len(e.Token), MaxTokenLen))
+	}
 	b = append(b, envelopeMagic...)
 	b = append(b, e.ID[:]...)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(e.Metric)))
 	b = append(b, e.Metric...)
 	b = binary.BigEndian.AppendUint16(b, e.Suite)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Sealed)))
-	return append(b, e.Sealed...)
+	b = append(b, e.Sealed...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(e.Token)))
+	return append(b, e.Token...)
 }
 
 // EncodeEnvelopes returns the upload body for envs.
 func EncodeEnvelopes(envs []Envelope) []byte {
 	n := 8
 	for _, e := range envs {
-		n += 4 + 16 + 2 + len(e.Metric) + 2 + 4 + len(e.Sealed)
+		n += 4 + 16 + 2 + len(e.Metric) + 2 + 4 + len(e.Sealed) + 2 + len(e.Token)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, "BLU1"...)
@@ -174,6 +188,13 @@ func (r *reader) envelope() Envelope {
 		r.fail("sealed length %d outside [1,%d]", sl, MaxSealedLen)
 	}
 	e.Sealed = append([]byte(nil), r.take(sl, "sealed report")...)
+	tl := int(r.u16("token length"))
+	if r.err == nil && tl > MaxTokenLen {
+		r.fail("token length %d over %d", tl, MaxTokenLen)
+	}
+	if tok := r.take(tl, "token"); tl > 0 && tok != nil {
+		e.Token = append([]byte(nil), tok...)
+	}
 	return e
 }
 
@@ -202,9 +223,9 @@ func DecodeEnvelopes(b []byte) ([]Envelope, error) {
 	if n > MaxBatchReports {
 		return nil, fmt.Errorf("%w: %d envelopes, limit %d", ErrTooLarge, n, MaxBatchReports)
 	}
-	// Each envelope takes at least 33 bytes: cap the preallocation by what
+	// Each envelope takes at least 32 bytes: cap the preallocation by what
 	// the body can hold.
-	out := make([]Envelope, 0, min(int(n), len(b)/33))
+	out := make([]Envelope, 0, min(int(n), len(b)/32))
 	for i := range int(n) {
 		e := r.envelope()
 		if r.err != nil {

@@ -9,7 +9,8 @@ import (
 func TestEnvelopeRoundTrip(t *testing.T) {
 	envs := []Envelope{
 		{ID: NewID(), Metric: "ui/screen", Suite: SuiteX25519ChaCha, Sealed: []byte{1, 2, 3}},
-		{ID: NewID(), Metric: "sync/bytes", Suite: SuiteX25519ChaCha, Sealed: bytes.Repeat([]byte{9}, 100)},
+		{ID: NewID(), Metric: "sync/bytes", Suite: SuiteX25519ChaCha, Sealed: bytes.Repeat([]byte{9}, 100), Token: bytes.Repeat([]byte{7}, 96)},
+		{ID: NewID(), Metric: "m", Suite: SuiteX25519ChaCha, Sealed: []byte{4}, Token: bytes.Repeat([]byte{8}, MaxTokenLen)},
 	}
 	got, err := DecodeEnvelopes(EncodeEnvelopes(envs))
 	if err != nil {
@@ -19,7 +20,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		t.Fatalf("got %d envelopes, want %d", len(got), len(envs))
 	}
 	for i := range envs {
-		if got[i].ID != envs[i].ID || got[i].Metric != envs[i].Metric || got[i].Suite != envs[i].Suite || !bytes.Equal(got[i].Sealed, envs[i].Sealed) {
+		if got[i].ID != envs[i].ID || got[i].Metric != envs[i].Metric || got[i].Suite != envs[i].Suite || !bytes.Equal(got[i].Sealed, envs[i].Sealed) || !bytes.Equal(got[i].Token, envs[i].Token) {
 			t.Errorf("envelope %d: got %+v, want %+v", i, got[i], envs[i])
 		}
 	}
@@ -49,6 +50,9 @@ func TestDecodeErrors(t *testing.T) {
 		"trailing":     append(append([]byte{}, good...), 0),
 		"huge count":   {'B', 'L', 'U', '1', 0xff, 0xff, 0xff, 0xff},
 		"count beyond": {'B', 'L', 'U', '1', 0, 0, 0, 2},
+		// The pre-release envelope without a token field.
+		"BLE1": append([]byte("BLU1\x00\x00\x00\x01BLE1"), good[12:len(good)-2]...),
+		"long token":   append(append([]byte{}, good[:len(good)-2]...), 0x02, 0x01),
 	}
 	for name, b := range cases {
 		if _, err := DecodeEnvelopes(b); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
