@@ -84,7 +84,7 @@ audit: ## the deep audit grids (*_audit_test.go, build tag audit), and the store
 test-short: ## fast tests only
 	$(GO) test -short -count=1 ./...
 
-bench: ## benchmarks (accountant, plugins); numbers go in the closing notes
+bench: ## benchmarks (accountant, plugins, admission tokens); numbers go in the closing notes
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 lint: ## gofmt, go vet, staticcheck, on the audit files too (CI runs it)
