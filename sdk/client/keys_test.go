@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"testing"
+
+	"github.com/blanket-dp/blanket/sdk/report"
 )
 
 // TestSealsEachPeriodToItsKey: the collector publishes its next key, valid
@@ -48,5 +50,46 @@ func TestSealsEachPeriodToItsKey(t *testing.T) {
 	}
 	if st := p.Stats(); st.Superseded != 0 || st.Messages != 3 {
 		t.Errorf("stats %+v: want 3 messages, none superseded by the rotation", st)
+	}
+}
+
+// TestPlanChangeSealsEndedPeriodsWithTheNewKeys: an app that missed the
+// publication of the collector's next key (it fetched no plan since)
+// staged a value for the key's first period; when it next refreshes, the
+// collector serves a new plan (another epoch) with that key. The ended
+// period closes under the plan it was staged under, as a plan change
+// always does, but sealed to the key the new plan's schedule gives it,
+// since keys are the collector's and not a plan's: the collector would
+// open it with that key only.
+func TestPlanChangeSealsEndedPeriodsWithTheNewKeys(t *testing.T) {
+	f := newFakeServer(t, nil)
+	cfg, clk, o := planChangeConfig(t, f)
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	a := p.Plan()
+	clk.Advance(day) // period 1
+	period1 := a.ReportPeriod(clk.Now())
+	newKey := f.rotate(t, period1.Start) // unseen by the app
+	if err := p.Meter("app").Categorical("screen").Record(ctx, "home"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(day) // period 1 ends, not closed yet
+	f.mu.Lock()
+	served := clonePlanJSON(f.pl)
+	f.mu.Unlock()
+	b := nextPlan(f, served, planChanges[0].change)
+	if changed, err := p.RefreshPlan(ctx); !changed || err != nil || p.Plan().Epoch() != b.Epoch() {
+		t.Fatalf("RefreshPlan = %v, %v; want the new plan", changed, err)
+	}
+	pending, err := o.Pending(ctx, 10)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("outbox: %d reports, %v; want period 1's", len(pending), err)
+	}
+	bind := periodBinding(a, "app/screen", period1)
+	if _, err := report.Open(f.privs[newKey], bind, pending[0].Sealed); err != nil {
+		t.Errorf("period 1's report does not open under its key %s (the new plan's schedule): %v", newKey, err)
+	}
+	if _, err := report.Open(f.priv, bind, pending[0].Sealed); err == nil {
+		t.Errorf("period 1's report was sealed to the old key, by the stale schedule")
 	}
 }
