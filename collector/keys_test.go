@@ -74,6 +74,136 @@ func privateKeyKept(t *testing.T, c *Collector, id string) bool {
 	return kept
 }
 
+// rotationRig is a collector rotating its report key (KeyRotation
+// every) and a real shuffler on loopback HTTP, on one fake clock, and
+// apps (SDK Providers with their own outboxes) reporting through them
+// one value a day; every step runs half an hour after a day's start.
+type rotationRig struct {
+	t    *testing.T
+	c    *Collector
+	clk  *fakeClock
+	apps []*client.Provider
+	// sw serves mux, the collector's routes, unless a test swaps it.
+	sw   *swapHandler
+	mux  *http.ServeMux
+	logs *logBuffer
+	reg  *prometheus.Registry
+}
+
+// rigOffset is when in a day the rig's steps run.
+const rigOffset = 30 * time.Minute
+
+// newRotationRig starts a rig of apps on the test plan with n_min nMin and
+// one period of grace, the key slack an hour, on the store
+// BLANKET_TEST_STORE names; the collector has looked at its keys once.
+func newRotationRig(t *testing.T, nMin, apps int, every time.Duration) *rotationRig {
+	t.Helper()
+	ctx := context.Background()
+	r := &rotationRig{t: t, clk: &fakeClock{}, logs: &logBuffer{}, reg: prometheus.NewRegistry(), sw: &swapHandler{}, mux: http.NewServeMux()}
+	r.clk.at(day(0), rigOffset)
+	p := testPlan(t, nMin)
+	p.Grace = 1
+	dir := t.TempDir()
+	var err error
+	r.c, err = OpenCollector(ctx, CollectorOptions{Plan: p, Dir: dir, Store: servertest.Store(t, dir), Open: openBuiltin, Token: testToken,
+		Logger: slog.New(slog.NewTextHandler(r.logs, nil)), Epsilon: quickEpsilon, Registerer: r.reg,
+		Now: r.clk.Now, KeyRotation: every, KeySlack: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.c.Close()
+		if t.Failed() {
+			t.Logf("the collector's log:\n%s", r.logs)
+		}
+	})
+	r.c.Register(r.mux)
+	r.sw.set(r.mux)
+	csrv := newServer(t, r.sw)
+	sf := newShufflerFixture(t, shuffler.Options{Plan: r.c.Plan(), Collector: csrv.URL, Token: testToken, Now: r.clk.Now, ReleaseInterval: 5 * time.Millisecond})
+	sf.run(t)
+	r.keep() // publishes the second key
+	r.apps = make([]*client.Provider, apps)
+	for i := range r.apps {
+		pr, err := client.NewProvider(ctx, client.Config{
+			Mode: client.ModeOn, Endpoint: sf.srv.URL, PlanEndpoint: csrv.URL, PlanKey: plan.FormatSigningKey(r.c.PlanSigningKey()),
+			DataDir: t.TempDir(), MaxEps0: 10, UploadDelay: time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+			PlanRefresh: -1, Now: r.clk.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pr.Shutdown(context.Background()) })
+		r.apps[i] = pr
+	}
+	return r
+}
+
+// keep is one pass of the collector's Run.
+func (r *rotationRig) keep() {
+	r.t.Helper()
+	if err := r.c.keepKeys(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// record has every app record a value in day d.
+func (r *rotationRig) record(d int) {
+	r.t.Helper()
+	for i, pr := range r.apps {
+		if err := pr.Meter("").Categorical(metric).Record(context.Background(), []string{"home", "search", "settings", "profile"}[(i+d)%4]); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// nextDay moves the clock to day d+1; the apps refresh the plan and send
+// day d.
+func (r *rotationRig) nextDay(d int) {
+	r.t.Helper()
+	r.clk.at(day(d+1), rigOffset)
+	for _, pr := range r.apps {
+		if _, err := pr.RefreshPlan(context.Background()); err != nil {
+			r.t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := pr.Flush(ctx); err != nil {
+			r.t.Fatal(err)
+		}
+		cancel()
+	}
+}
+
+// ingested reports whether period's batches hold n reports, valid or
+// malformed.
+func (r *rotationRig) ingested(period report.Period, n int64) bool {
+	r.t.Helper()
+	batches, err := r.c.st.batchList(context.Background(), metric, r.c.Epoch(), period)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var got int64
+	for _, b := range batches {
+		got += b.n + b.malformed
+	}
+	return got == n
+}
+
+// settle, at step d (day d+1), waits until day d-1 is ingested (its
+// deadline, its end and one period of grace, has passed: the shuffler
+// releases it), then has the collector look at its keys, and checks that
+// the next key is published ahead of its first period.
+func (r *rotationRig) settle(d int) {
+	r.t.Helper()
+	if d >= 1 {
+		waitFor(r.t, fmt.Sprintf("day %d ingested", d-1), func() bool { return r.ingested(day(d-1), int64(len(r.apps))) })
+	}
+	r.keep()
+	if ks := r.c.Plan().CollectorKeys; ks[len(ks)-1].From <= r.clk.Now().Unix() {
+		r.t.Fatalf("day %d: the plan lists no pending key: %+v", d, ks)
+	}
+}
+
 // TestKeyRotationMidStream is attack (d) of issue 25: a thief who steals
 // the collector's keys later must not open old batches, while apps
 // reporting across scheduled rotations lose nothing. Six apps (SDK
@@ -98,103 +228,30 @@ func privateKeyKept(t *testing.T, c *Collector, id string) bool {
 func TestKeyRotationMidStream(t *testing.T) {
 	const nMin, apps, days = 4, 6, 7
 	ctx := context.Background()
-	var clk fakeClock
-	// Each day's step runs half an hour after the period boundary.
-	const offset = 30 * time.Minute
-	clk.at(day(0), offset)
-	p := testPlan(t, nMin)
-	p.Grace = 1
-	logs := &logBuffer{}
-	reg := prometheus.NewRegistry()
-	dir := t.TempDir()
-	c, err := OpenCollector(ctx, CollectorOptions{Plan: p, Dir: dir, Store: servertest.Store(t, dir), Open: openBuiltin, Token: testToken,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), Epsilon: quickEpsilon, Registerer: reg,
-		Now: clk.Now, KeyRotation: 48 * time.Hour, KeySlack: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the collector's log:\n%s", logs)
-		}
-	})
-	sw := &swapHandler{}
-	mux := http.NewServeMux()
-	c.Register(mux)
-	sw.set(mux)
-	csrv := newServer(t, sw)
-	sf := newShufflerFixture(t, shuffler.Options{Plan: c.Plan(), Collector: csrv.URL, Token: testToken, Now: clk.Now, ReleaseInterval: 5 * time.Millisecond})
-	sf.run(t)
-	keep := func() {
-		t.Helper()
-		if err := c.keepKeys(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keep() // publishes the second key
+	r := newRotationRig(t, nMin, apps, 48*time.Hour)
+	c, ps, sw, mux, ingested, keep := r.c, r.apps, r.sw, r.mux, r.ingested, r.keep
 	epoch := c.Epoch()
 	first := c.Plan().CollectorKeys
 	if len(first) != 2 || first[0].From != 0 || first[1].From != day(3).Start {
 		t.Fatalf("after the first look the plan lists %+v; want the first key and the next from day 3", first)
 	}
-
-	ps := make([]*client.Provider, apps)
-	for i := range ps {
-		ps[i], err = client.NewProvider(ctx, client.Config{
-			Mode: client.ModeOn, Endpoint: sf.srv.URL, PlanEndpoint: csrv.URL, PlanKey: plan.FormatSigningKey(c.PlanSigningKey()),
-			DataDir: t.TempDir(), MaxEps0: 10, UploadDelay: time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-			PlanRefresh: -1, Now: clk.Now,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ps[i].Shutdown(ctx)
-	}
 	// down answers 503 to batches (the plan is still served).
-	down := func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/batches" {
+	down := func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v1/batches" {
 			http.Error(w, "collector down", http.StatusServiceUnavailable)
 			return
 		}
-		mux.ServeHTTP(w, r)
-	}
-	// ingested reports whether period's batches hold n reports, valid or
-	// malformed.
-	ingested := func(period report.Period, n int64) bool {
-		batches, err := c.st.batchList(ctx, metric, epoch, period)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got int64
-		for _, b := range batches {
-			got += b.n + b.malformed
-		}
-		return got == n
+		mux.ServeHTTP(w, req)
 	}
 	const lost = 4 // the day whose batch comes after its key's erasure
 	for d := range days + 1 {
 		if d < days {
-			for i, pr := range ps {
-				if err := pr.Meter("").Categorical(metric).Record(ctx, []string{"home", "search", "settings", "profile"}[(i+d)%4]); err != nil {
-					t.Fatal(err)
-				}
-			}
+			r.record(d)
 		}
 		if d == lost+1 {
 			sw.set(http.HandlerFunc(down)) // before the shuffler releases day 4
 		}
-		clk.at(day(d+1), offset)
-		for _, pr := range ps { // the apps refresh the plan and send day d
-			if _, err := pr.RefreshPlan(ctx); err != nil {
-				t.Fatal(err)
-			}
-			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			if err := pr.Flush(fctx); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-		}
+		r.nextDay(d)
 		if d == lost+2 {
 			// Day 4's key (from day 3) is erased at day 5's boundary plus
 			// the grace and the slack, before its batch comes.
@@ -209,15 +266,10 @@ func TestKeyRotationMidStream(t *testing.T) {
 			sw.set(mux)
 			waitFor(t, "day 4's batch delivered", func() bool { return ingested(day(lost), apps) })
 		}
-		// Day d-1's deadline (its end and one period of grace) has passed:
-		// the shuffler releases it and the collector takes it.
-		if d >= 1 && d-1 != lost {
-			waitFor(t, fmt.Sprintf("day %d ingested", d-1), func() bool { return ingested(day(d-1), apps) })
-		}
-		keep()
-		// The next key is always published ahead of its first period.
-		if ks := c.Plan().CollectorKeys; ks[len(ks)-1].From <= clk.Now().Unix() {
-			t.Fatalf("day %d: the plan lists no pending key: %+v", d, ks)
+		if d-1 != lost {
+			r.settle(d)
+		} else {
+			keep()
 		}
 	}
 
@@ -250,18 +302,18 @@ func TestKeyRotationMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.epoch != epoch {
-			t.Errorf("a statistic of epoch %s: the rotations made a new epoch (the plan's is %s)", r.epoch, epoch)
+	for _, row := range rows {
+		if row.epoch != epoch {
+			t.Errorf("a statistic of epoch %s: the rotations made a new epoch (the plan's is %s)", row.epoch, epoch)
 		}
 	}
 	if c.Epoch() != epoch || ps[0].Plan().Epoch() != epoch {
 		t.Errorf("epochs %s (collector), %s (app), want %s throughout", c.Epoch(), ps[0].Plan().Epoch(), epoch)
 	}
-	if st := c.Stats(); st.KeyDeleted != apps || servertest.Gathered(t, reg, "blanket_collector_reports_key_deleted_total") != apps {
+	if st := c.Stats(); st.KeyDeleted != apps || servertest.Gathered(t, r.reg, "blanket_collector_reports_key_deleted_total") != apps {
 		t.Errorf("stats %+v: want the %d reports of day %d counted as sealed to a deleted key", st, apps, lost)
 	}
-	if !strings.Contains(logs.String(), "batch of a period whose report key was deleted") {
+	if !strings.Contains(r.logs.String(), "batch of a period whose report key was deleted") {
 		t.Error("no log line says why day 4's batch did not open")
 	}
 
