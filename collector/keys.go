@@ -100,6 +100,7 @@ package collector
 // hold no private key; see docs/operating.md.
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -138,9 +139,15 @@ func ReportKeyFile(id string) string { return "report-" + id + ".key" }
 
 // The states of a report key (ReportKey.State).
 const (
+	// KeyPending is a key published whose first period has not begun.
 	KeyPending = "pending"
-	KeyActive  = "active"
+	// KeyActive is the key of the current period.
+	KeyActive = "active"
+	// KeyRetired is a key a later one replaced, still opening the late
+	// reports of its own periods.
 	KeyRetired = "retired"
+	// KeyDeleted is a key whose private half was erased (or is past its
+	// time): nothing opens with it any more.
 	KeyDeleted = "deleted"
 )
 
@@ -389,8 +396,12 @@ func (k *keyKeeper) check(ctx context.Context, moveOut bool) error {
 			if r.deleted != 0 || r.private == nil {
 				continue
 			}
+			// A file of the same key left by a move that did not commit
+			// is taken as it is.
 			if err := k.files.write(r.id, r.private); err != nil {
-				return keyChange{}, err
+				if had, rerr := k.files.read(r.id); rerr != nil || !bytes.Equal(had, r.private) {
+					return keyChange{}, err
+				}
 			}
 			ch.moveOut = append(ch.moveOut, r.id)
 		}
