@@ -57,19 +57,22 @@ package collector
 // as malformed, like junk: its content is never read, it counts toward no
 // estimate and no guarantee. K(p) never changes once p has begun: a key
 // is added only with a start at least the lead (KeyLead, at least one
-// period) after the clock of whoever adds it, and the only key ever
-// removed from the schedule is a pending one (rotate-key withdraws the
-// pending key it replaces), whose start is after now; a batch of p
-// reaches the collector only after p ended. Changes to the schedule
+// period) after the clock of whoever adds it (but the first, from 0, and
+// only to an empty schedule, when nothing can have been sealed), and the
+// only key ever removed from the schedule is a pending one (rotate-key
+// withdraws the pending key it replaces), whose start is after now; a
+// batch of p reaches the collector only after p ended. (This assumes the
+// clocks of the collectors and of whoever runs rotate-key agree to within
+// the lead.) Changes to the schedule
 // follow each other under the publication lock (PostgreSQL's advisory
 // lock, SQLite's write lock), and an ingest reads the schedule from the
 // store whenever its copy is more than a second old, so replicas agree
 // on K(p). An app seals p, after p ended, by the schedule it fetched
 // last: it holds K(p) when it fetched after K(p) was added, at least the
 // lead before p began. With the SDK's hourly refresh and a lead of at
-// least an hour, an app that reaches the collector holds K(p) when it
-// seals p; one that could not fetch the plan for longer seals to the old
-// key and its reports of the new key's periods count as malformed. The
+// least an hour, an app that fetches the plan on schedule holds K(p)
+// when it seals p; one that could not fetch it for longer seals to the
+// old key and its reports of the new key's periods count as malformed. The
 // scheduled rotation publishes the next key a whole rotation interval
 // before it is used (as soon as the key before it becomes active), so
 // only an app without a plan fetch for that long misses it.
