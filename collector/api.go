@@ -24,7 +24,8 @@ func (c *Collector) RegisterAPI(mux *http.ServeMux) {
 }
 
 func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
-	etag := `"` + c.plan.Digest() + `"`
+	s := c.served.Load()
+	etag := `"` + s.etag + `"`
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
@@ -32,12 +33,12 @@ func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(plan.SignatureHeader, c.planSig)
+	w.Header().Set(plan.SignatureHeader, s.sig)
 	w.Header().Set(plan.SigningKeyHeader, plan.FormatSigningKey(c.signer.public()))
-	if c.planEnd != "" {
-		w.Header().Set(plan.EndorsementsHeader, c.planEnd)
+	if s.end != "" {
+		w.Header().Set(plan.EndorsementsHeader, s.end)
 	}
-	w.Write(c.planJSON)
+	w.Write(s.json)
 }
 
 // etagMatch reports whether an If-None-Match header value matches etag

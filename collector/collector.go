@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/internal/pgdb"
@@ -36,17 +38,43 @@ type CollectorOptions struct {
 	// is reused (plan calibration is not bit-for-bit reproducible, and
 	// statistics of different calibrations never merge). Required.
 	Plan *plan.Plan
-	// Dir is the data directory: with the SQLite store, the key file
-	// (KeyFile) and, unless Store names another, the database
+	// Dir is the data directory: with the SQLite store, the plan-signing
+	// key file (PlanKeyFile), the report keys' files unless KeyDir names
+	// another directory, and, unless Store names another, the database
 	// Dir/collector.db. Required unless Store is a PostgreSQL URL.
 	Dir string
-	// Store is where the collector keeps its plans, batches and
-	// statistics: a PostgreSQL URL (postgres://… or postgresql://…; its
-	// tables go in the schema blanket_collector, the key with them, so
-	// that every replica serves the same plan and key: package doc,
-	// Replicas), or the path of a SQLite file, for one process. Defaults
-	// to Dir/collector.db.
+	// Store is where the collector keeps its plans, report key schedule,
+	// batches and statistics: a PostgreSQL URL (postgres://… or
+	// postgresql://…; its tables go in the schema blanket_collector, the
+	// keys with them unless KeyDir is set, so that every replica serves
+	// the same plan and keys: package doc, Replicas), or the path of a
+	// SQLite file, for one process. Defaults to Dir/collector.db.
 	Store string
+	// KeyDir is the directory holding the private halves of the report
+	// keys, one file each (ReportKeyFile, mode 0600): with PostgreSQL the
+	// database then holds only their public halves and schedule, so that
+	// a dump of it holds no private key; replicas must share the
+	// directory. Defaults to Dir with SQLite and to the database with
+	// PostgreSQL.
+	KeyDir string
+	// KeyRotation is how long each report key is active: the next key is
+	// published as soon as one becomes active and is used from the first
+	// period boundary KeyRotation after it (Run does it; keys.go). It is
+	// at least one period. Defaults to 0: the key rotates only by
+	// RotateReportKey (blanket collector rotate-key).
+	KeyRotation time.Duration
+	// KeySlack is how long after a retired key's last period's deadline
+	// (its end plus the plans' grace) its private half is kept for
+	// batches still on their way; then it is erased. Defaults to
+	// DefaultKeySlack; negative means none.
+	KeySlack time.Duration
+	// KeyLead is the least time between a new key's publication and its
+	// first period, when longer than one period. Defaults to
+	// DefaultKeyLead.
+	KeyLead time.Duration
+	// Now is the clock that decides the keys' states and rotations.
+	// Defaults to time.Now.
+	Now func() time.Time
 	// Open opens the metrics' randomizers; it is called for every
 	// statistic estimated, so it should cache (Plugins.Open does).
 	// Required.
@@ -78,23 +106,28 @@ type CollectorOptions struct {
 }
 
 // Collector is the analyzer role: it publishes the calibrated plan with its
-// public key (GET /v1/plan), ingests shuffled batches (POST /v1/batches):
+// report key schedule (GET /v1/plan), ingests shuffled batches (POST /v1/batches):
 // opens each report, accumulates the valid ones with the metric's plugin,
 // and stores the merged statistic per metric and epoch, atomically and at
 // most once per batch id; and it serves estimates with their central
 // guarantee (GET /v1/metrics, GET /v1/metrics/{name}).
 type Collector struct {
-	o        CollectorOptions
-	log      *slog.Logger
-	key      *report.PrivateKey
-	plan     *plan.Plan
-	planJSON []byte
-	// signer signs the published plan; planSig is planJSON's signature
-	// headers (plan.SignatureHeader, plan.EndorsementsHeader).
-	signer           *planSigner
-	planSig, planEnd string
-	epoch            string
-	st               store
+	o   CollectorOptions
+	log *slog.Logger
+	// plan is the current epoch's plan, without its key schedule.
+	plan *plan.Plan
+	// served is the plan served at GET /v1/plan: plan with the key
+	// schedule, signed (republish).
+	served atomic.Pointer[servedPlan]
+	// signer signs the published plan.
+	signer *planSigner
+	// keys keeps the report keys; retention is how long a retired key
+	// opens reports after its last period ended (the plans' longest
+	// grace plus KeySlack).
+	keys      *keyKeeper
+	retention time.Duration
+	epoch     string
+	st        store
 	// cur is the current epoch. Batches of earlier ones (late reports
 	// of apps that had not fetched the current plan) open under theirs,
 	// loaded when first needed (epochByID).
@@ -128,9 +161,10 @@ func clonePlan(p *plan.Plan) (*plan.Plan, error) {
 	return &c, nil
 }
 
-// OpenCollector opens (creating) the collector's key and database in
-// o.Dir, publishes the plan (calibrating it if needed) and opens the
-// metrics' randomizers.
+// OpenCollector opens (creating) the collector's database in o.Dir or
+// o.Store and its report keys (the first generated at the first start),
+// publishes the plan (calibrating it if needed) with the key schedule and
+// opens the metrics' randomizers. Run keeps the keys from then on.
 func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) {
 	if o.Plan == nil {
 		return nil, fmt.Errorf("%w: Plan is required", ErrOptions)
@@ -150,17 +184,17 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if o.Epsilon == nil {
 		o.Epsilon = accountant.Epsilon
 	}
+	if err := o.keyDefaults(); err != nil {
+		return nil, err
+	}
 	st, err := openStore(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	key, created, err := st.key(ctx)
-	if err != nil {
+	keys := newKeyKeeper(st, o.KeyDir, o.Now)
+	if err := keys.open(ctx, o.Logger); err != nil {
 		st.close()
 		return nil, err
-	}
-	if created {
-		o.Logger.Info("generated the collector's key")
 	}
 	signer, created, err := st.planSigner(ctx)
 	if err != nil {
@@ -173,7 +207,7 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	c := &Collector{
 		o:        o,
 		log:      o.Logger,
-		key:      key,
+		keys:     keys,
 		signer:   signer,
 		st:       st,
 		epsCache: map[epsKey]epsValue{},
@@ -187,6 +221,10 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 		st.close()
 		return nil, err
 	}
+	if err := c.openKeys(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(c.m); err != nil {
 			st.close()
@@ -197,9 +235,9 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 }
 
 // Plan returns a copy of the published plan (calibrated, with the
-// collector's key).
+// collector's report key schedule as served).
 func (c *Collector) Plan() *plan.Plan {
-	p, _ := clonePlan(c.plan)
+	p, _ := clonePlan(c.served.Load().plan)
 	return p
 }
 
@@ -211,8 +249,12 @@ func (c *Collector) Epoch() string { return c.epoch }
 // what apps pin (client.Config.PlanKey, encoded by plan.FormatSigningKey).
 func (c *Collector) PlanSigningKey() ed25519.PublicKey { return c.signer.public() }
 
-// PublicKey returns the collector's public key bytes.
-func (c *Collector) PublicKey() *report.PublicKey { return c.key.PublicKey() }
+// PublicKey returns the public half of the report key that seals the
+// current period's reports (by Now).
+func (c *Collector) PublicKey() *report.PublicKey {
+	ring := c.keys.held()
+	return ring.keys[ring.forPeriod(c.plan.ReportPeriod(c.o.Now()))].pub
+}
 
 // Close closes the database. The randomizers belong to the caller's
 // Opener. Close is idempotent.
@@ -235,4 +277,34 @@ func openStore(ctx context.Context, o CollectorOptions) (store, error) {
 		path = filepath.Join(o.Dir, DBFile)
 	}
 	return openSQLiteStore(ctx, path, o.Dir)
+}
+
+// keyDefaults sets the key options' defaults: KeyDir (with SQLite, Dir),
+// KeySlack, KeyLead and Now. A KeyRotation shorter than the plan's
+// period is refused.
+func (o *CollectorOptions) keyDefaults() error {
+	if o.KeyDir == "" && !pgdb.IsURL(o.Store) {
+		o.KeyDir = o.Dir
+	}
+	if o.KeyDir != "" {
+		if err := secrets.EnsureDir(o.KeyDir); err != nil {
+			return fmt.Errorf("%w: KeyDir: %v", ErrOptions, err)
+		}
+	}
+	switch {
+	case o.KeySlack == 0:
+		o.KeySlack = DefaultKeySlack
+	case o.KeySlack < 0:
+		o.KeySlack = 0
+	}
+	if o.KeyLead <= 0 {
+		o.KeyLead = DefaultKeyLead
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if per := o.Plan.PeriodLength(); o.KeyRotation < 0 || o.KeyRotation > 0 && o.KeyRotation < per {
+		return fmt.Errorf("%w: KeyRotation = %v, must be 0 (off) or at least the plan's period, %v", ErrOptions, o.KeyRotation, per)
+	}
+	return nil
 }

@@ -356,11 +356,7 @@ func sigkillDuringIngest(t *testing.T, n int) {
 	if code := getJSON(t, "http://"+c1.addr+"/v1/plan", &pub); code != http.StatusOK {
 		t.Fatalf("GET /v1/plan: %d", code)
 	}
-	raw, _ := base64.StdEncoding.DecodeString(pub.CollectorKey)
-	pk, err := report.ParsePublicKey(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pk := keyOf(t, &pub, today)
 	s := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealKRRIn(t, &pub, metric, pk, krrValues(n, 4), 4, today))), nil)
 	closeAll(t, s.s)
@@ -507,12 +503,13 @@ func keyAndCalibrationPersist(t *testing.T, travel string) {
 	c1 := openCollector(t, dir, raw)
 	p1, e1, k1 := c1.Plan(), c1.Epoch(), c1.PublicKey().Bytes()
 	c1.Close()
-	if !p1.Calibrated() || p1.Travel != travel || p1.CollectorKey != base64.StdEncoding.EncodeToString(k1) {
+	if !p1.Calibrated() || p1.Travel != travel || len(p1.CollectorKeys) != 1 || p1.CollectorKeys[0].Key != base64.StdEncoding.EncodeToString(k1) {
 		t.Fatalf("published plan %+v", p1)
 	}
+	keyFile := filepath.Join(dir, ReportKeyFile(p1.CollectorKeys[0].ID))
 	sqliteStore := servertest.Store(t, dir) == "" // else the key is in the database
 	if runtime.GOOS != "windows" && sqliteStore {
-		fi, err := os.Stat(filepath.Join(dir, KeyFile))
+		fi, err := os.Stat(keyFile)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("key file: %v, mode %v", err, fi.Mode())
 		}
@@ -527,7 +524,7 @@ func keyAndCalibrationPersist(t *testing.T, travel string) {
 	}
 	// A key readable by others is refused.
 	if runtime.GOOS != "windows" && sqliteStore {
-		os.Chmod(filepath.Join(dir, KeyFile), 0o644)
+		os.Chmod(keyFile, 0o644)
 		if _, err := OpenCollector(context.Background(), CollectorOptions{Plan: raw, Dir: dir, Open: openBuiltin}); err == nil {
 			t.Fatal("opened with a world-readable key")
 		}
@@ -641,9 +638,8 @@ func TestCollectorPlanAndNotFound(t *testing.T) {
 	if code := getJSON(t, f.srv.URL+"/v1/plan", &p); code != http.StatusOK {
 		t.Fatal(code)
 	}
-	raw, err := base64.StdEncoding.DecodeString(p.CollectorKey)
-	if err != nil || string(raw) != string(f.c.PublicKey().Bytes()) || !p.Calibrated() {
-		t.Fatalf("plan key %q", p.CollectorKey)
+	if pk := keyOf(t, &p, today); string(pk.Bytes()) != string(f.c.PublicKey().Bytes()) || !p.Calibrated() {
+		t.Fatalf("plan keys %+v", p.CollectorKeys)
 	}
 	for _, path := range []string{"/v1/metrics/no/such", "/v1/metrics/"} {
 		if code := getJSON(t, f.srv.URL+path, nil); code != http.StatusNotFound {
@@ -689,8 +685,7 @@ func endToEnd(t *testing.T, n int) {
 
 	var pub plan.Plan
 	getJSON(t, srv.URL+"/v1/plan", &pub)
-	raw, _ := base64.StdEncoding.DecodeString(pub.CollectorKey)
-	pk, _ := report.ParsePublicKey(raw)
+	pk := keyOf(t, &pub, today)
 	values := krrValues(n, 9)
 	sealed := sealKRRIn(t, &pub, metric, pk, values, 9, today)
 	// The reports arrive as uploads of 500 from as many connections; the

@@ -1,5 +1,5 @@
 // Package collector is the analyzer role of Blanket: it publishes the
-// calibrated plan with its public key, opens the reports of the shuffled
+// calibrated plan with its report key schedule, opens the reports of the shuffled
 // batches the shuffler (package collector/shuffler) forwards, aggregates
 // them with each metric's plugin, and serves estimates with their central
 // privacy guarantee, per batch and over the plan's horizon. The shuffler
@@ -13,6 +13,7 @@
 //	c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: dir, Open: ps.Open, Token: tok})
 //	mux := http.NewServeMux()
 //	c.Register(mux)
+//	go c.Run(ctx) // rotates and erases the report keys
 //
 // # Pools and travel
 //
@@ -35,11 +36,12 @@
 // released batch holds at least n_min reports of one plan and one period,
 // and a report replayed into another period's batch does not open. The
 // collector opens a batch under its epoch's plan only, loading an earlier
-// epoch from its database when needed, and keeps statistics and estimates
-// per metric, epoch and period. A batch whose pool key lacks the epoch or
-// the period tag is refused (422); one of an epoch it never published
-// (under its key), or of a period length its epoch's plan does not have,
-// is acknowledged once with every report malformed; one of an epoch
+// epoch from its database when needed, with the report key of its period
+// (keys.go), and keeps statistics and estimates per metric, epoch and
+// period. A batch whose pool key lacks the epoch or the period tag is
+// refused (422); one of an epoch it never published, of a period length
+// its epoch's plan does not have, or of a period whose report key was
+// deleted, is acknowledged once with every report malformed; one of an epoch
 // published but whose plugins do not open here is refused with 500,
 // nothing stored, so that the shuffler retries it (another replica, or
 // this one once the plugin is back, counts it).
@@ -52,7 +54,8 @@
 //
 // # HTTP API
 //
-//	GET  /v1/plan             the calibrated plan as JSON, collector_key = base64 HPKE public key,
+//	GET  /v1/plan             the calibrated plan as JSON, collector_keys = the report key schedule
+//	                          (plan.CollectorKey: id, base64 HPKE public key, first period),
 //	                          signed: Blanket-Plan-Signature (PlanSigningKey, PlanKeyFile)
 //	POST /v1/batches          body: report.EncodeBatch bytes; Authorization: Bearer <token>
 //	  200 IngestResult: {"batch", "metric", "epoch", "period": {"start", "end"}, "duplicate", "reports", "n", "malformed", "held", "parts", "eps", "delta"}
@@ -73,7 +76,9 @@
 //
 // collector.db:
 //
-//	epochs(epoch PK, source, key, plan)   every published plan
+//	epochs(epoch PK, source, plan)        every published plan, without its key schedule
+//	report_keys(id PK, public, valid_from, created, deleted)  the report key schedule;
+//	                          the private halves are files report-<id>.key (ReportKeyFile)
 //	batches(id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held; PK (id, metric, epoch))
 //	statistics(metric, epoch, period_start, period_len, stat, batches; PK (metric, epoch, period_start))
 //	held_statistics(as statistics)        the held batches' merged statistics
@@ -92,17 +97,20 @@
 //
 // With CollectorOptions.Store a PostgreSQL URL, the collector keeps its
 // state in that database (schema blanket_collector, created and migrated at
-// start), its private key included, and any number of collector processes
+// start), its report keys' private halves included unless KeyDir names a
+// directory every replica shares, and any number of collector processes
 // may share it, behind one address for the shufflers. The first replica to
-// start generates the key and publishes (calibrates) the plan; the others,
-// serialized by an advisory lock, reuse both, so every replica serves the
-// same plan and key. A batch is counted once whichever replica ingests it,
+// start generates the first key and publishes (calibrates) the plan; the
+// others, serialized by an advisory lock, reuse both, and every change of
+// the key schedule is made under the same lock, so every replica serves
+// the same plan and keys. A batch is counted once whichever replica ingests it,
 // however often (its id is the primary key of the table ingested, written
 // in the ingest's transaction), and the statistics are merged under row
 // locks (store_postgres.go has the argument). Opening reports (HPKE) is
 // the collector's main cost: throughput grows with the replicas' cores.
 //
 // Epochs: statistics merge only within an epoch and period; the epoch is
-// the first 16 hex digits of the published plan's digest (which covers
-// every eps0 and the key).
+// the first 16 hex digits of the published plan's digest without its key
+// schedule (plan.Plan.EpochDigest: it covers every eps0, not the keys, so
+// a key rotation is no new epoch; keys.go says why that is sound).
 package collector

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -98,8 +97,9 @@ type poolState struct {
 	metrics []*metricState
 }
 
-// publish sets the published plan: a stored calibration of the same
-// configured plan and key, or a new one.
+// publish sets the current epoch's plan: a stored calibration of the same
+// configured plan, or a new one. The key schedule is not part of it
+// (keys.go): openKeys serves it with the schedule.
 func (c *Collector) publish(ctx context.Context) error {
 	src, err := clonePlan(c.o.Plan)
 	if err != nil {
@@ -108,9 +108,8 @@ func (c *Collector) publish(ctx context.Context) error {
 	if err := src.Validate(); err != nil {
 		return err
 	}
-	src.CollectorKey = ""
+	src.CollectorKeys = nil
 	source := src.Digest()
-	pubKey := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
 
 	var pub *plan.Plan
 	var stored []byte
@@ -121,7 +120,7 @@ func (c *Collector) publish(ctx context.Context) error {
 		return fmt.Errorf("collector: publishing the plan: %w", err)
 	}
 	defer unlock()
-	if stored, err = c.st.calibration(ctx, source, pubKey); err != nil {
+	if stored, err = c.st.calibration(ctx, source); err != nil {
 		return fmt.Errorf("collector: stored plans: %w", err)
 	}
 	if stored != nil {
@@ -158,13 +157,12 @@ func (c *Collector) publish(ctx context.Context) error {
 			}
 			c.m.calibration.Set(time.Since(start).Seconds())
 		}
-		pub.CollectorKey = pubKey
 		b, err := pub.JSON()
 		if err != nil {
 			return err
 		}
-		epoch := pub.Digest()[:EpochLen]
-		if err := c.st.addEpoch(ctx, epoch, source, pubKey, b); err != nil {
+		epoch := pub.Epoch()
+		if err := c.st.addEpoch(ctx, epoch, source, b); err != nil {
 			return fmt.Errorf("collector: storing plan: %w", err)
 		}
 		c.log.Info("published a new plan epoch", "epoch", epoch)
@@ -175,20 +173,15 @@ func (c *Collector) publish(ctx context.Context) error {
 	c.plan = pub
 	c.epoch = c.cur.epoch
 	c.plans[c.epoch] = pub
-	if c.planJSON, err = pub.JSON(); err != nil {
-		return err
-	}
-	c.planSig, c.planEnd = plan.SignPlan(c.signer.key, c.planJSON, c.signer.chain).Headers()
 	return nil
 }
 
-// EarlierPlans returns the plans published before the current one under
-// the collector's key, for the shuffler to keep taking their apps' late
-// reports (shuffler.Options.EarlierPlans). An old plan that no longer
-// parses is left out.
+// EarlierPlans returns the plans published before the current one, for
+// the shuffler to keep taking their apps' late reports
+// (shuffler.Options.EarlierPlans). An old plan that no longer parses is
+// left out.
 func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
-	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	stored, err := c.st.plans(ctx, key, c.epoch)
+	stored, err := c.st.plans(ctx, c.epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +195,12 @@ func (c *Collector) EarlierPlans(ctx context.Context) ([]*plan.Plan, error) {
 }
 
 // errUnknownEpoch reports an epoch whose reports this collector cannot
-// open: not published under its key, or its plugins no longer open it.
+// open: not published by it.
 var errUnknownEpoch = errors.New("unknown epoch")
 
 // epochByID returns the epoch of id: the current one, an open earlier one,
-// or one this collector published under its current key, opened from the
-// database (and kept open).
+// or one this collector published, opened from the database (and kept
+// open).
 func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, error) {
 	if id == c.epoch {
 		return c.cur, nil
@@ -217,13 +210,12 @@ func (c *Collector) epochByID(ctx context.Context, id string) (*epochState, erro
 	if e := c.opened[id]; e != nil {
 		return e, nil
 	}
-	key := base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes())
-	b, err := c.st.epochPlan(ctx, id, key)
+	b, err := c.st.epochPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if b == nil {
-		return nil, fmt.Errorf("%w: %q was not published by this collector (under its current key)", errUnknownEpoch, id)
+		return nil, fmt.Errorf("%w: %q was not published by this collector", errUnknownEpoch, id)
 	}
 	e, err := c.openStored(ctx, b)
 	if err != nil {
@@ -259,7 +251,7 @@ func (c *Collector) epochPlan(ctx context.Context, epoch string) (*plan.Plan, er
 	if p != nil {
 		return p, nil
 	}
-	b, err := c.st.epochPlan(ctx, epoch, "")
+	b, err := c.st.epochPlan(ctx, epoch)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,11 @@ import (
 )
 
 // Checks are the collector's readiness checks: "collector store" (its
-// database answers), "plan" (the published plan is calibrated) and
-// "plugins" (every metric of the current plan has its plugin running). A
+// database answers), "plan" (the published plan is calibrated), "report
+// keys" (the private half of every key not deleted is at hand, as Run
+// last read them: a key directory not shared with this replica shows
+// here) and "plugins" (every metric of the current plan has its plugin
+// running). A
 // plugin process that died is restarted in the background, under the
 // host's own start timeout, never inside the probe: a probe's short
 // deadline would kill a slow start over and over.
@@ -23,6 +26,17 @@ func (c *Collector) Checks() []health.Check {
 				return errors.New("not calibrated")
 			}
 			return nil
+		}},
+		{Name: "report keys", Ready: func(context.Context) error {
+			ring := c.keys.held()
+			now := c.o.Now().Unix()
+			var errs []error
+			for i, k := range ring.keys {
+				if k.priv == nil && ring.state(i, now, c.retention) != KeyDeleted {
+					errs = append(errs, k.privErr)
+				}
+			}
+			return errors.Join(errs...)
 		}},
 		{Name: "plugins", Ready: func(ctx context.Context) error {
 			var errs []error

@@ -193,8 +193,9 @@ type ingestion struct {
 	// here (resolve): it is acknowledged once, all malformed.
 	unopenable error
 	// epoch is the epoch of the batch's tag, whose plan its reports
-	// open under (resolve).
+	// open under (resolve), and key the report key of its period.
 	epoch *epochState
+	key   *ringKey
 	// group is the batch's rows and statistics (openAndAccumulate).
 	group batchGroup
 	res   IngestResult
@@ -204,9 +205,10 @@ type ingestion struct {
 // that of its pool key's epoch tag (report.PeriodPoolKey), whose reports
 // are bound to the key's reporting period. A key without an epoch or a
 // period tag is refused: no per-period guarantee could cover its reports.
-// A batch of an epoch not published under this key, or of a period its
-// epoch's apps never seal for, has no report that can open here
-// (unopenable).
+// A batch of an epoch this collector did not publish, of a period its
+// epoch's apps never seal for, or of a period whose report key was
+// deleted (keys.go) has no report that can open here (unopenable). The
+// batch's reports open under the key of its period (keyFor).
 func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error) {
 	in := &ingestion{}
 	b, err := report.DecodeBatch(body)
@@ -247,6 +249,14 @@ func (c *Collector) resolve(ctx context.Context, body []byte) (*ingestion, error
 		return in, nil
 	}
 	in.epoch, in.res.Epoch = e, e.epoch
+	k, err := c.keyFor(ctx, in.period)
+	switch {
+	case errors.Is(err, ErrKeyDeleted), errors.Is(err, errNoKey):
+		in.unopenable = err
+	case err != nil:
+		return in, err
+	}
+	in.key = k
 	return in, nil
 }
 
@@ -286,7 +296,7 @@ func (c *Collector) admit(ctx context.Context, in *ingestion) error {
 func (c *Collector) openAndAccumulate(ctx context.Context, in *ingestion) error {
 	e := in.epoch
 	binding, reportBytes, _ := e.binding(in.pool, in.period)
-	plain := c.openAll(binding, reportBytes, in.b.Sealed)
+	plain := c.openAll(in.key.priv, binding, reportBytes, in.b.Sealed)
 	parts, n, err := c.accumulate(ctx, e, in.pool, plain)
 	if err != nil {
 		return err
@@ -396,8 +406,9 @@ func (c *Collector) commit(ctx context.Context, id report.ID, g batchGroup, res 
 	return false, nil
 }
 
-// ingestUnopenable records batch b, tagged with an epoch whose reports
-// cannot open here (why), as all malformed, once.
+// ingestUnopenable records batch b, whose reports cannot open here (why:
+// an unknown epoch, a period of another length, a deleted key), as all
+// malformed, once.
 func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, tag string, period report.Period, res IngestResult, why error) (IngestResult, error) {
 	res.Epoch, res.Malformed = tag, int64(len(b.Sealed))
 	rec := batchRecord{id: b.ID, metric: pool, epoch: tag, malformed: res.Malformed, period: period}
@@ -413,6 +424,12 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 		label = pool
 	}
 	c.c.addReports(label, 0, res.Malformed)
+	if errors.Is(why, ErrKeyDeleted) {
+		c.c.keyDeleted.Add(res.Malformed)
+		c.log.Warn("batch of a period whose report key was deleted: its reports cannot be opened any more and are counted malformed (it came later than the plans' grace and the key slack allow)",
+			"batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
+		return res, nil
+	}
 	c.log.Warn("batch of an epoch whose reports cannot open here: all counted malformed", "batch", res.Batch, "metric", b.Metric, "reports", len(b.Sealed), "why", why)
 	return res, nil
 }

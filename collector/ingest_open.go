@@ -117,10 +117,10 @@ func checkAccumulated(s *sdk.Statistic, ms *metricState, n int) error {
 	return nil
 }
 
-// openAll opens the sealed reports of a batch with binding, in parallel.
-// It returns the plaintexts of those that open and, when reportBytes > 0,
-// have that length.
-func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]byte) [][]byte {
+// openAll opens the sealed reports of a batch with key and binding, in
+// parallel. It returns the plaintexts of those that open and, when
+// reportBytes > 0, have that length.
+func (c *Collector) openAll(key *report.PrivateKey, binding report.Binding, reportBytes int, sealed [][]byte) [][]byte {
 	out := make([][]byte, len(sealed))
 	workers := max(1, min(c.o.Workers, len(sealed)/64))
 	var wg sync.WaitGroup
@@ -132,7 +132,7 @@ func (c *Collector) openAll(binding report.Binding, reportBytes int, sealed [][]
 		}
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				if pt, err := report.Open(c.key, binding, sealed[i]); err == nil && (reportBytes <= 0 || len(pt) == reportBytes) {
+				if pt, err := report.Open(key, binding, sealed[i]); err == nil && (reportBytes <= 0 || len(pt) == reportBytes) {
 					out[i] = pt
 				}
 			}
@@ -167,4 +167,7 @@ type IngestStats struct {
 	// (IngestResult.Held).
 	Held        int64 `json:"held"`
 	HeldReports int64 `json:"held_reports"`
+	// KeyDeleted counts the reports (of Malformed) of batches of a period
+	// whose report key was deleted: they arrived too late to be opened.
+	KeyDeleted int64 `json:"key_deleted"`
 }

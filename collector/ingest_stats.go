@@ -15,6 +15,9 @@ type collectorCounters struct {
 	held atomic.Int64
 	// unauthorized and failed count POST /v1/batches answered 401 and 500.
 	unauthorized, failed atomic.Int64
+	// keyDeleted counts the reports of batches of a period whose report
+	// key was deleted (in the malformed ones too).
+	keyDeleted atomic.Int64
 	// reports holds a *reportCounts per pool of the batches ingested
 	// (a metric with separate travel, the plan's pool otherwise): Stats
 	// sums them, blanket_collector_reports_total shows them per pool.
@@ -57,7 +60,7 @@ func (c *collectorCounters) eachPool(f func(pool string, rc *reportCounts)) {
 func (c *Collector) Stats() IngestStats {
 	st := IngestStats{
 		Batches: c.c.batches.Load(), Duplicates: c.c.duplicates.Load(), Bad: c.c.bad.Load(),
-		Refused: c.c.refused.Load(), Held: c.c.held.Load(),
+		Refused: c.c.refused.Load(), Held: c.c.held.Load(), KeyDeleted: c.c.keyDeleted.Load(),
 	}
 	c.c.eachPool(func(_ string, rc *reportCounts) {
 		st.Reports += rc.valid.Load()

@@ -3,7 +3,6 @@ package collector
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -403,9 +402,9 @@ func (c *Collector) addHeld(ctx context.Context, out *MetricDetail, held []statR
 		added = true
 	}
 	if added {
-		// By epoch in the order published (one not published under the
-		// key first, as the statistics are listed), then period.
-		stored, err := c.st.plans(ctx, base64.StdEncoding.EncodeToString(c.key.PublicKey().Bytes()), "")
+		// By epoch in the order published (one not published first, as
+		// the statistics are listed), then period.
+		stored, err := c.st.plans(ctx, "")
 		if err != nil {
 			return err
 		}

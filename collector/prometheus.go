@@ -35,6 +35,7 @@ type collectorMetrics struct {
 
 	batches, reports, planInfo *prometheus.Desc
 	heldBatches, heldReports   *prometheus.Desc
+	keyDeleted, reportKeys     *prometheus.Desc
 }
 
 func newCollectorMetrics(c *Collector) *collectorMetrics {
@@ -61,6 +62,10 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 			"Ingested batches with fewer than n_min valid reports of an epoch: stored and counted, their reports held out of every estimate until later batches of the same pool, epoch and period bring them to n_min.", nil, nil),
 		heldReports: prometheus.NewDesc("blanket_collector_reports_held_total",
 			"Valid reports of ingested batches held out of every estimate at ingest (part of result=\"valid\" of blanket_collector_reports_total), by pool.", []string{"pool"}, nil),
+		keyDeleted: prometheus.NewDesc("blanket_collector_reports_key_deleted_total",
+			"Reports of batches of a period whose report key was deleted: they came later than the plans' grace and the key slack allow, cannot be opened and are counted malformed.", nil, nil),
+		reportKeys: prometheus.NewDesc("blanket_collector_report_keys",
+			"The collector's report keys by state: pending (published, not used yet), active, retired (still opening the reports of their periods), deleted (private half erased).", []string{"state"}, nil),
 	}
 }
 
@@ -71,6 +76,8 @@ func (m *collectorMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.planInfo
 	ch <- m.heldBatches
 	ch <- m.heldReports
+	ch <- m.keyDeleted
+	ch <- m.reportKeys
 	m.ingestSeconds.Describe(ch)
 	m.estimateSeconds.Describe(ch)
 	m.calibration.Describe(ch)
@@ -95,6 +102,17 @@ func (m *collectorMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.heldReports, prometheus.CounterValue, float64(rc.held.Load()), pool)
 	})
 	ch <- prometheus.MustNewConstMetric(m.planInfo, prometheus.GaugeValue, 1, m.c.epoch)
+	ch <- prometheus.MustNewConstMetric(m.keyDeleted, prometheus.CounterValue, float64(c.keyDeleted.Load()))
+	states := map[string]int{KeyPending: 0, KeyActive: 0, KeyRetired: 0, KeyDeleted: 0}
+	if ring := m.c.keys.held(); ring != nil {
+		now := m.c.o.Now().Unix()
+		for i := range ring.keys {
+			states[ring.state(i, now, m.c.retention)]++
+		}
+	}
+	for state, n := range states {
+		ch <- prometheus.MustNewConstMetric(m.reportKeys, prometheus.GaugeValue, float64(n), state)
+	}
 	m.ingestSeconds.Collect(ch)
 	m.estimateSeconds.Collect(ch)
 	m.calibration.Collect(ch)

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -62,7 +61,7 @@ func (s *swappingShuffler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		p.CollectorKey = base64.StdEncoding.EncodeToString(s.attackerKey)
+		p.CollectorKeys = []plan.CollectorKey{plan.NewCollectorKey(s.attackerKey, 0)}
 		b, err := p.JSON()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -155,8 +154,8 @@ func TestAppRefusesAPlanWhoseKeyARelaySwapped(t *testing.T) {
 				}
 				return
 			}
-			if st.Recorded != 1 || st.Accepted != 1 || p.Plan().CollectorKey != cf.c.Plan().CollectorKey {
-				t.Fatalf("through an honest relay: %+v, collector key %s", st, p.Plan().CollectorKey)
+			if st.Recorded != 1 || st.Accepted != 1 || p.Plan().CollectorKeys[0].ID != cf.c.Plan().CollectorKeys[0].ID {
+				t.Fatalf("through an honest relay: %+v, collector keys %+v", st, p.Plan().CollectorKeys)
 			}
 		})
 	}

@@ -9,15 +9,20 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// store is where a collector keeps its key, published plans, batches and
-// statistics: sqliteStore, the embedded default for one process, or
-// pgStore, shared by replicas on one PostgreSQL database. Every method
-// that writes commits before it returns.
+// store is where a collector keeps its report key schedule, published
+// plans, batches and statistics: sqliteStore, the embedded default for
+// one process, or pgStore, shared by replicas on one PostgreSQL database.
+// Every method that writes commits before it returns.
 type store interface {
-	// key returns the collector's private key, generated and stored on
-	// first use (every replica of a database shares it); created says
-	// whether this call generated it.
-	key(ctx context.Context) (key *report.PrivateKey, created bool, err error)
+	// reportKeys returns the report key schedule (keys.go), by start,
+	// with the private halves the database keeps.
+	reportKeys(ctx context.Context) ([]keyRow, error)
+	// changeKeys changes the schedule in one transaction under the
+	// publication lock, so that the changes of every replica and of
+	// blanket collector rotate-key follow each other: change gets the
+	// schedule as it is under the lock and returns the change to make.
+	// Nothing is written when change fails or returns an empty change.
+	changeKeys(ctx context.Context, change func([]keyRow) (keyChange, error)) error
 	// planSigner returns the collector's plan-signing key and its
 	// rollover chain, generated and stored on first use (every replica
 	// shares it); created says whether this call generated it.
@@ -26,16 +31,16 @@ type store interface {
 	// unlock (so that replicas starting together calibrate once).
 	lockPublish(ctx context.Context) (unlock func(), err error)
 	// calibration returns the latest plan published for the configured
-	// plan digest source under key, or nil.
-	calibration(ctx context.Context, source, key string) ([]byte, error)
-	// addEpoch records a published plan (nothing when epoch is recorded).
-	addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error
-	// plans returns the plans published under key other than epoch
-	// except, newest first.
-	plans(ctx context.Context, key, except string) ([]storedEpoch, error)
-	// epochPlan returns the plan published as epoch, under key unless
-	// key is "", or nil.
-	epochPlan(ctx context.Context, epoch, key string) ([]byte, error)
+	// plan digest source, or nil.
+	calibration(ctx context.Context, source string) ([]byte, error)
+	// addEpoch records a published plan, without its key schedule
+	// (nothing when epoch is recorded).
+	addEpoch(ctx context.Context, epoch, source string, plan []byte) error
+	// plans returns the plans published other than epoch except, newest
+	// first.
+	plans(ctx context.Context, except string) ([]storedEpoch, error)
+	// epochPlan returns the plan published as epoch, or nil.
+	epochPlan(ctx context.Context, epoch string) ([]byte, error)
 	// hasBatch reports whether batch id was ingested.
 	hasBatch(ctx context.Context, id report.ID) (bool, error)
 	// commitBatch records batch id and its group in one transaction

@@ -29,16 +29,20 @@ package collector
 // transaction. Two replicas can never both publish the same held batch,
 // nor leave one held behind a publication.
 //
-// Every replica serves the same plan and key: the key is generated once
-// (the first insert into collector_key wins, the others read it), and a
-// replica publishes under a session advisory lock (lockPublish), so that
-// replicas starting together calibrate once and the others reuse the
-// stored calibration.
+// Every replica serves the same plan and report key schedule: the
+// schedule (report_keys) changes only under the publication's session
+// advisory lock (lockPublish), in one transaction that reads it under the
+// lock, so that a key is generated once however many replicas find it
+// due (the first makes it, the others find it made), and an erasure or a
+// withdrawal is never lost to a concurrent addition; a replica publishes
+// its plan under the same lock, so that replicas starting together
+// calibrate once and the others reuse the stored calibration (keys.go
+// argues why every replica then opens a period's reports with the same
+// key).
 
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -118,6 +122,26 @@ var pgMigrations = []string{
 		id integer PRIMARY KEY CHECK (id = 1),
 		signer text NOT NULL
 	)`,
+	// The report key schedule (keys.go) replaces the one report key,
+	// which the published plans carried: a database of that build is
+	// refused, not migrated. private is NULL with a key directory and
+	// once erased (deleted, Unix seconds, set).
+	`DO $$ BEGIN
+		IF EXISTS (SELECT 1 FROM collector_key) THEN
+			RAISE EXCEPTION 'blanket_collector holds the report key of an earlier build (table collector_key), which kept one key and no schedule; this build keeps a key schedule and does not migrate it: start the collector on a new database (reports sealed to the old key no longer open)';
+		END IF;
+	END $$;
+	DROP TABLE collector_key;
+	ALTER TABLE epochs DROP COLUMN key;
+	CREATE INDEX epochs_source ON epochs (source, seq);
+	CREATE TABLE report_keys (
+		id text PRIMARY KEY,
+		public bytea NOT NULL,
+		valid_from bigint NOT NULL UNIQUE,
+		created bigint NOT NULL,
+		deleted bigint,
+		private bytea
+	)`,
 }
 
 // pgStore is the collector's state in PostgreSQL, shared by replicas.
@@ -135,28 +159,58 @@ func openPGStore(ctx context.Context, url string) (*pgStore, error) {
 	return &pgStore{pool: pool}, nil
 }
 
-func (st *pgStore) key(ctx context.Context) (*report.PrivateKey, bool, error) {
-	priv, _, err := report.GenerateKey()
+// pgKeyRows reads the report key schedule through q.
+func pgKeyRows(ctx context.Context, q pgdb.Querier) ([]keyRow, error) {
+	return pgdb.Collect(ctx, q, `SELECT id, public, valid_from, created, coalesce(deleted, 0), private FROM report_keys ORDER BY valid_from`,
+		func(row pgx.CollectableRow) (keyRow, error) {
+			var r keyRow
+			err := row.Scan(&r.id, &r.public, &r.from, &r.created, &r.deleted, &r.private)
+			return r, err
+		})
+}
+
+func (st *pgStore) reportKeys(ctx context.Context) ([]keyRow, error) {
+	return pgKeyRows(ctx, st.pool)
+}
+
+// changeKeys runs under the publication lock (store).
+func (st *pgStore) changeKeys(ctx context.Context, change func([]keyRow) (keyChange, error)) error {
+	unlock, err := st.lockPublish(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("collector: generating key: %w", err)
+		return fmt.Errorf("collector: locking the key schedule: %w", err)
 	}
-	tag, err := st.pool.Exec(ctx, `INSERT INTO collector_key (id, key) VALUES (1, $1) ON CONFLICT DO NOTHING`, base64.StdEncoding.EncodeToString(priv))
-	if err != nil {
-		return nil, false, fmt.Errorf("collector: storing the key: %w", err)
-	}
-	var b64 string
-	if err := st.pool.QueryRow(ctx, `SELECT key FROM collector_key WHERE id = 1`).Scan(&b64); err != nil {
-		return nil, false, fmt.Errorf("collector: reading the key: %w", err)
-	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, false, fmt.Errorf("collector: the stored key is not base64: %w", err)
-	}
-	key, err := report.ParsePrivateKey(raw)
-	if err != nil {
-		return nil, false, fmt.Errorf("collector: the stored key: %w", err)
-	}
-	return key, tag.RowsAffected() == 1, nil
+	defer unlock()
+	return pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		rows, err := pgKeyRows(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ch, err := change(rows)
+		if err != nil || ch.empty() {
+			return err
+		}
+		for _, id := range ch.withdraw {
+			if _, err := tx.Exec(ctx, `DELETE FROM report_keys WHERE id = $1`, id); err != nil {
+				return err
+			}
+		}
+		for _, r := range ch.add {
+			if _, err := tx.Exec(ctx, `INSERT INTO report_keys (id, public, valid_from, created, private) VALUES ($1, $2, $3, $4, $5)`, r.id, r.public, r.from, r.created, r.private); err != nil {
+				return err
+			}
+		}
+		for _, id := range ch.erase {
+			if _, err := tx.Exec(ctx, `UPDATE report_keys SET private = NULL, deleted = $2 WHERE id = $1 AND deleted IS NULL`, id, ch.at); err != nil {
+				return err
+			}
+		}
+		for _, id := range ch.moveOut {
+			if _, err := tx.Exec(ctx, `UPDATE report_keys SET private = NULL WHERE id = $1`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (st *pgStore) planSigner(ctx context.Context) (*planSigner, bool, error) {
@@ -237,26 +291,26 @@ func (st *pgStore) one(ctx context.Context, q string, args ...any) ([]byte, erro
 	return b, err
 }
 
-func (st *pgStore) calibration(ctx context.Context, source, key string) ([]byte, error) {
-	return st.one(ctx, `SELECT plan FROM epochs WHERE source = $1 AND key = $2 ORDER BY seq DESC LIMIT 1`, source, key)
+func (st *pgStore) calibration(ctx context.Context, source string) ([]byte, error) {
+	return st.one(ctx, `SELECT plan FROM epochs WHERE source = $1 ORDER BY seq DESC LIMIT 1`, source)
 }
 
-func (st *pgStore) addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error {
-	_, err := st.pool.Exec(ctx, `INSERT INTO epochs (epoch, source, key, plan) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, epoch, source, key, plan)
+func (st *pgStore) addEpoch(ctx context.Context, epoch, source string, plan []byte) error {
+	_, err := st.pool.Exec(ctx, `INSERT INTO epochs (epoch, source, plan) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, epoch, source, plan)
 	return err
 }
 
-func (st *pgStore) plans(ctx context.Context, key, except string) ([]storedEpoch, error) {
-	return pgdb.Collect(ctx, st.pool, `SELECT epoch, plan FROM epochs WHERE key = $1 AND epoch <> $2 ORDER BY seq DESC`,
+func (st *pgStore) plans(ctx context.Context, except string) ([]storedEpoch, error) {
+	return pgdb.Collect(ctx, st.pool, `SELECT epoch, plan FROM epochs WHERE epoch <> $1 ORDER BY seq DESC`,
 		func(r pgx.CollectableRow) (storedEpoch, error) {
 			var e storedEpoch
 			err := r.Scan(&e.epoch, &e.plan)
 			return e, err
-		}, key, except)
+		}, except)
 }
 
-func (st *pgStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
-	return st.one(ctx, `SELECT plan FROM epochs WHERE epoch = $1 AND ($2 = '' OR key = $2)`, epoch, key)
+func (st *pgStore) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
+	return st.one(ctx, `SELECT plan FROM epochs WHERE epoch = $1`, epoch)
 }
 
 func (st *pgStore) hasBatch(ctx context.Context, id report.ID) (bool, error) {

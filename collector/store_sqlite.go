@@ -15,14 +15,26 @@ var sqliteSchema = []string{
 	// epochs holds every plan the collector has published. epoch is the
 	// first 16 hex digits of the published plan's digest; source is the
 	// digest of the plan as configured (before calibration), so that a
-	// restart with the same plan file reuses the same calibration.
+	// restart with the same plan file reuses the same calibration. plan
+	// is the published plan without the key schedule (which is not part
+	// of the epoch: keys.go).
 	`CREATE TABLE IF NOT EXISTS epochs (
 		epoch TEXT PRIMARY KEY,
 		source TEXT NOT NULL,
-		key TEXT NOT NULL,
 		plan BLOB NOT NULL
 	)`,
-	`CREATE INDEX IF NOT EXISTS epochs_source ON epochs (source, key)`,
+	`CREATE INDEX IF NOT EXISTS epochs_source ON epochs (source)`,
+	// report_keys is the report key schedule (keys.go): every key's id,
+	// public half and first period's start (valid_from, Unix seconds),
+	// when it was generated and when its private half was erased (NULL
+	// while kept). The private halves are files in the key directory.
+	`CREATE TABLE IF NOT EXISTS report_keys (
+		id TEXT PRIMARY KEY,
+		public BLOB NOT NULL,
+		valid_from INTEGER NOT NULL UNIQUE,
+		created INTEGER NOT NULL,
+		deleted INTEGER
+	)`,
 	// ingested has the id of every batch ingested, whatever it held (a
 	// batch of pooled travel in which no message opens has no row in
 	// batches): what makes ingestion idempotent.
@@ -89,20 +101,30 @@ var sqliteSchema = []string{
 var sqliteNewest = map[string]string{"batches": "held"}
 
 // openSQLiteStore opens (creating) the collector's database at path, with
-// the key in keyDir.
+// the plan-signing key in keyDir. A file of a build whose epochs carried
+// the one report key (before the key schedule) is refused.
 func openSQLiteStore(ctx context.Context, path, keyDir string) (*sqliteStore, error) {
 	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest})
 	if err != nil {
+		return nil, err
+	}
+	var old int
+	if err := db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('epochs') WHERE name = 'key'`).Scan(&old); err != nil || old > 0 {
+		db.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s was written by an earlier build, whose plans carried its one report key; this build keeps a key schedule and does not migrate it: move it aside to start a new one", ErrKeyStore, path)
+		}
 		return nil, err
 	}
 	return &sqliteStore{db: db, keyDir: keyDir}, nil
 }
 
 // sqliteStore is the collector's state in one SQLite file, for one
-// process, and its key in a file beside it.
+// process; the private halves of its report keys and its plan-signing key
+// are files (keys.go, plankey.go).
 type sqliteStore struct {
 	db *sqlitedb.DB
-	// keyDir holds the key file (KeyFile).
+	// keyDir holds the plan-signing key file (PlanKeyFile).
 	keyDir string
 	hooks
 }
@@ -259,9 +281,9 @@ func anySlice(s []string) []any {
 	return out
 }
 
-func (st *sqliteStore) epochPlan(ctx context.Context, epoch, key string) ([]byte, error) {
+func (st *sqliteStore) epochPlan(ctx context.Context, epoch string) ([]byte, error) {
 	var b []byte
-	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ? AND (? = '' OR key = ?)`, epoch, key, key).Scan(&b)
+	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE epoch = ?`, epoch).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -336,8 +358,74 @@ func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, peri
 	return out, rows.Err()
 }
 
-func (st *sqliteStore) key(context.Context) (*report.PrivateKey, bool, error) {
-	return LoadOrCreateKey(st.keyDir)
+func (st *sqliteStore) reportKeys(ctx context.Context) ([]keyRow, error) {
+	return sqliteKeyRows(ctx, st.db.R)
+}
+
+// sqliteQuerier is a handle or a transaction.
+type sqliteQuerier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// sqliteKeyRows reads the report key schedule through q.
+func sqliteKeyRows(ctx context.Context, q sqliteQuerier) ([]keyRow, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, public, valid_from, created, deleted FROM report_keys ORDER BY valid_from`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []keyRow
+	for rows.Next() {
+		var r keyRow
+		var deleted sql.NullInt64
+		if err := rows.Scan(&r.id, &r.public, &r.from, &r.created, &deleted); err != nil {
+			return nil, err
+		}
+		r.deleted = deleted.Int64
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// changeKeys runs in a write transaction: SQLite's write lock, taken at
+// its start, orders it with every other writer of the file (another
+// process's blanket collector rotate-key too).
+func (st *sqliteStore) changeKeys(ctx context.Context, change func([]keyRow) (keyChange, error)) error {
+	tx, err := st.db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := sqliteKeyRows(ctx, tx)
+	if err != nil {
+		return err
+	}
+	ch, err := change(rows)
+	if err != nil || ch.empty() {
+		return err
+	}
+	if len(ch.moveOut) > 0 {
+		return fmt.Errorf("%w: a SQLite store keeps no private half to move out", ErrKeyStore)
+	}
+	for _, id := range ch.withdraw {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM report_keys WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	for _, r := range ch.add {
+		if r.private != nil {
+			return fmt.Errorf("%w: a SQLite store keeps the private halves in files", ErrKeyStore)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO report_keys (id, public, valid_from, created) VALUES (?, ?, ?, ?)`, r.id, r.public, r.from, r.created); err != nil {
+			return err
+		}
+	}
+	for _, id := range ch.erase {
+		if _, err := tx.ExecContext(ctx, `UPDATE report_keys SET deleted = ? WHERE id = ? AND deleted IS NULL`, ch.at, id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 func (st *sqliteStore) planSigner(ctx context.Context) (*planSigner, bool, error) {
@@ -347,22 +435,22 @@ func (st *sqliteStore) planSigner(ctx context.Context) (*planSigner, bool, error
 // lockPublish does nothing: one process owns a SQLite store.
 func (st *sqliteStore) lockPublish(context.Context) (func(), error) { return func() {}, nil }
 
-func (st *sqliteStore) calibration(ctx context.Context, source, key string) ([]byte, error) {
+func (st *sqliteStore) calibration(ctx context.Context, source string) ([]byte, error) {
 	var b []byte
-	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? AND key = ? ORDER BY rowid DESC LIMIT 1`, source, key).Scan(&b)
+	err := st.db.R.QueryRowContext(ctx, `SELECT plan FROM epochs WHERE source = ? ORDER BY rowid DESC LIMIT 1`, source).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	return b, err
 }
 
-func (st *sqliteStore) addEpoch(ctx context.Context, epoch, source, key string, plan []byte) error {
-	_, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, key, plan) VALUES (?, ?, ?, ?)`, epoch, source, key, plan)
+func (st *sqliteStore) addEpoch(ctx context.Context, epoch, source string, plan []byte) error {
+	_, err := st.db.W.ExecContext(ctx, `INSERT OR IGNORE INTO epochs (epoch, source, plan) VALUES (?, ?, ?)`, epoch, source, plan)
 	return err
 }
 
-func (st *sqliteStore) plans(ctx context.Context, key, except string) ([]storedEpoch, error) {
-	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE key = ? AND epoch != ? ORDER BY rowid DESC`, key, except)
+func (st *sqliteStore) plans(ctx context.Context, except string) ([]storedEpoch, error) {
+	rows, err := st.db.R.QueryContext(ctx, `SELECT epoch, plan FROM epochs WHERE epoch != ? ORDER BY rowid DESC`, except)
 	if err != nil {
 		return nil, err
 	}

@@ -19,20 +19,29 @@ import (
 func newCollectorCmd(e *env) *cobra.Command {
 	var (
 		sf        serverFlags
+		kf        keyFlags
 		tokenFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "collector --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8081]",
 		Short: "Run the collector (analyzer) role alone",
-		Long: `Run the collector: it publishes the calibrated plan with its HPKE public key
-(GET /v1/plan), ingests shuffled batches from the shuffler (POST /v1/batches,
-bearer token), opens every report with its private key and the metric's
-binding, aggregates the valid ones with the metric's plugin, and serves
-estimates with confidence intervals and the central (eps, delta) of the batches
-(GET /v1/metrics, GET /v1/metrics/{name}).
+		Long: `Run the collector: it publishes the calibrated plan with its HPKE report key
+schedule (GET /v1/plan), ingests shuffled batches from the shuffler (POST
+/v1/batches, bearer token), opens every report with the private key of its
+period and the metric's binding, aggregates the valid ones with the metric's
+plugin, and serves estimates with confidence intervals and the central (eps,
+delta) of the batches (GET /v1/metrics, GET /v1/metrics/{name}).
 
-State lives in DIR: collector.key (generated at the first start, mode 0600),
-plan-signing.key (the Ed25519 key that signs the plan, likewise: apps pin its
+Report keys: the first is generated at the first start; --key-rotation
+publishes the next key a rotation ahead and uses it from a period boundary,
+'blanket collector rotate-key' schedules one by hand. A retired key opens the
+reports of its periods until the plan's grace and --key-slack after its last
+period, and is then erased. Their private halves are files
+report-<id>.key (mode 0600) in DIR, or in --key-dir, or, with PostgreSQL and
+no --key-dir, rows of the database.
+
+State lives in DIR: the report keys, plan-signing.key (the Ed25519 key that
+signs the plan, generated at the first start, mode 0600: apps pin its
 public half, which 'blanket collector plan-key' prints), collector.db
 (SQLite) and the bearer token the shuffler must present, --token-file
 (default DIR/batch.token, generated when missing; give the shuffler a copy). An uncalibrated plan is calibrated at the first start and
@@ -41,7 +50,8 @@ often it is delivered.
 
 Replicas: with --store postgres://…, any number of collector processes (on
 any machines) share one PostgreSQL database: the first to start generates the
-key and calibrates the plan, and every replica serves that plan and key; a
+first key and calibrates the plan, and every replica serves that plan and the
+key schedule (with --key-dir, give every replica the same directory); a
 batch is counted once whichever replica ingests it, however often; put them
 behind one address (a load balancer polling GET /readyz) for the shufflers.
 Give every replica the same --token-file. Opening reports (HPKE) is the
@@ -52,6 +62,9 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			p, logger, err := sf.setup(cmd)
 			if err != nil {
+				return err
+			}
+			if err := kf.check(); err != nil {
 				return err
 			}
 			if tokenFile == "" {
@@ -75,7 +88,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg})
+			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg}))
 			if err != nil {
 				return err
 			}
@@ -97,11 +110,12 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			printListening(cmd, "collector admin", adminURL, append([]string{"GET  /                     the dashboard"}, adminOpsRoutes...)...)
 			printPlanKey(cmd, c)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", c.Plan().NMin, "metrics", metricNames(c.Plan()))
-			return serveHTTP(ctx, logger, ln, mux, nil)
+			return serveHTTP(ctx, logger, ln, mux, c.Run)
 		}),
 	}
 	sf.add(cmd, "127.0.0.1:8081")
+	kf.add(cmd)
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
-	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd())
+	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd(), newRotateKeyCmd())
 	return cmd
 }

@@ -153,7 +153,7 @@ var (
 	}
 	collectorRoutes = []string{
 		"GET  /                     the dashboard (estimates, series, guarantees)",
-		"GET  /v1/plan              the calibrated plan with the collector's key, signed (Blanket-Plan-Signature)",
+		"GET  /v1/plan              the calibrated plan with the collector's report key schedule, signed (Blanket-Plan-Signature)",
 		"GET  /v1/metrics           metrics with data",
 		"GET  /v1/metrics/{name}    estimates, confidence intervals and central guarantee",
 		"POST /v1/batches           shuffled batches (bearer token)",
@@ -211,6 +211,7 @@ func newServeCmd(e *env) *cobra.Command {
 	var (
 		sf serverFlags
 		tf shufflerFlags
+		kf keyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8080]",
@@ -225,7 +226,7 @@ databases in the data directory:
              n_min (once it holds 2·n_min and has settled), at the deadline
              whole.
   collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
-             calibrated plan with its public key, opens and aggregates the batches,
+             calibrated plan with its report keys, opens and aggregates the batches,
              serves estimates with their central (eps, delta).
   dashboard  GET /: a web page of each metric's latest estimates with
              intervals, its series over periods, reports per period against
@@ -249,13 +250,15 @@ remote collector, so the two roles share nothing but the wire format.
 
 With --store postgres://…, both roles keep their state in that PostgreSQL
 database instead (schemas blanket_shuffler and blanket_collector), the
-collector key included; see blanket shuffler and blanket collector for
+report keys' private halves included unless --key-dir is given; see blanket
+shuffler and blanket collector for
 running each role as replicas.
 
 An uncalibrated plan is calibrated at the first start and that calibration is
-kept in DIR (restarts with the same plan reuse it). The collector key is
-generated at the first start (DIR/collector.key, mode 0600), and so is the
-key that signs the plan (DIR/plan-signing.key), whose public half every app
+kept in DIR (restarts with the same plan reuse it). The collector's first
+report key is generated at the first start (DIR/report-<id>.key, mode 0600, or
+in --key-dir), rotated by --key-rotation or 'blanket collector rotate-key',
+and so is the key that signs the plan (DIR/plan-signing.key), whose public half every app
 pins: 'blanket collector plan-key --data DIR' prints it, and serve prints it
 at start. SIGINT or SIGTERM shuts down gracefully; released batches not yet acknowledged are sent again at
 the next start.`,
@@ -268,6 +271,9 @@ the next start.`,
 				return err
 			}
 			if err := tf.check(); err != nil {
+				return err
+			}
+			if err := kf.check(); err != nil {
 				return err
 			}
 			if sf.store != "" && !pgdb.IsURL(sf.store) {
@@ -289,7 +295,7 @@ the next start.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg, SameOperator: true})
+			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg, SameOperator: true}))
 			if err != nil {
 				return err
 			}
@@ -328,11 +334,12 @@ the next start.`,
 			}, adminOpsRoutes...)...)
 			printPlanKey(cmd, c)
 			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
-			return serveHTTP(ctx, logger, ln, mux, s.Run)
+			return serveHTTP(ctx, logger, ln, mux, runBoth(s.Run, c.Run))
 		}),
 	}
 	sf.add(cmd, "127.0.0.1:8080")
 	tf.add(cmd)
+	kf.add(cmd)
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -277,14 +276,15 @@ func appReports(t *testing.T, base, metric string, values []string) []report.Env
 	if code := getJSON(t, base+"/v1/plan", &p); code != http.StatusOK {
 		t.Fatalf("GET /v1/plan: %d", code)
 	}
-	raw, err := base64.StdEncoding.DecodeString(p.CollectorKey)
+	ks, err := p.KeySchedule()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, err := report.ParsePublicKey(raw)
-	if err != nil {
-		t.Fatal(err)
+	k, ok := ks.For(p.ReportPeriod(time.Now()))
+	if !ok {
+		t.Fatalf("no key of %+v seals the current period", p.CollectorKeys)
 	}
+	pk := k.Key
 	m := p.Metric(metric)
 	r, err := builtin.Open(context.Background(), m.Plugin, m.Config())
 	if err != nil {
@@ -468,7 +468,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	var viaShuffler, direct plan.Plan
 	getJSON(t, s.url+"/v1/plan", &viaShuffler)
 	getJSON(t, c.url+"/v1/plan", &direct)
-	if viaShuffler.CollectorKey == "" || viaShuffler.Digest() != direct.Digest() {
+	if len(viaShuffler.CollectorKeys) == 0 || viaShuffler.Digest() != direct.Digest() {
 		t.Fatal("the shuffler does not relay the collector's plan")
 	}
 	// Signed by the key plan-key prints, as served and as relayed.
@@ -495,7 +495,7 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	}
 	// The shuffler's data directory holds no key, the collector's no
 	// reports.
-	if _, err := os.Stat(filepath.Join(sdir, collector.KeyFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(sdir, collector.ReportKeyFile(direct.CollectorKeys[0].ID))); err == nil {
 		t.Error("shuffler directory holds a collector key")
 	}
 	if _, err := os.Stat(filepath.Join(cdir, shuffler.DBFile)); err == nil {

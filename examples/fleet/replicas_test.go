@@ -169,8 +169,8 @@ func TestReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.Epoch() != served.Epoch() || pl.CollectorKey != served.CollectorKey {
-		t.Fatalf("the shuffler relays epoch %s, key %s; the collectors serve epoch %s, key %s", pl.Epoch(), pl.CollectorKey, served.Epoch(), served.CollectorKey)
+	if pl.Epoch() != served.Epoch() || pl.Digest() != served.Digest() {
+		t.Fatalf("the shuffler relays epoch %s, keys %+v; the collectors serve epoch %s, keys %+v", pl.Epoch(), pl.CollectorKeys, served.Epoch(), served.CollectorKeys)
 	}
 	t.Logf("%v: 2 collectors and 2 shufflers up, plan epoch %s", time.Since(began).Round(time.Millisecond), pl.Epoch())
 

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -279,16 +278,17 @@ func measure(t *testing.T, s setup, name string, procs []*proc, shufflers []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := base64.StdEncoding.DecodeString(p.CollectorKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := report.ParsePublicKey(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().Unix()
 	period := report.Period{Start: now / 86400 * 86400, Length: 86400}
+	ks, err := p.KeySchedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := ks.For(period)
+	if !ok {
+		t.Fatalf("no key of %+v seals %s", p.CollectorKeys, period)
+	}
+	pk := k.Key
 	key := report.PeriodPoolKey(metric, p.Epoch(), period)
 	m := p.Metric(metric)
 	r, err := krr.New(krr.Options{Categories: m.Categories, Other: m.Other})

@@ -1,5 +1,5 @@
-// Package secrets keeps the servers' secret files (the collector's key,
-// the batch token) and their data directories: files of mode 0600,
+// Package secrets keeps the servers' secret files (the collector's report
+// keys and plan-signing key, the batch token) and their data directories: files of mode 0600,
 // created atomically, refused when others may read them.
 package secrets
 
@@ -148,6 +148,17 @@ func Replace(path string, content []byte) error {
 	}
 	defer os.Remove(tmp)
 	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// Remove removes the secret file at path and syncs its directory, so that
+// the removal survives a crash. It unlinks the file only: its bytes may
+// remain in the disk's free blocks and in snapshots or backups.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil {
 		return err
 	}
 	syncDir(filepath.Dir(path))

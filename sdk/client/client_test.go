@@ -158,6 +158,10 @@ func TestPlanRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, otherPub, err := report.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		edit    func(p *plan.Plan)
 		maxEps0 float64
@@ -169,11 +173,16 @@ func TestPlanRefusals(t *testing.T) {
 		"bad plugin config":  {edit: func(p *plan.Plan) { p.Metrics[2].Params = map[string]string{"k": "zero"} }, want: client.ErrPluginUnavailable},
 		"uncalibrated eps0":  {edit: func(p *plan.Plan) { p.Metrics[0].Eps0 = 0 }, want: client.ErrNotCalibrated},
 		"no guarantee":       {edit: func(p *plan.Plan) { p.Guarantee = nil }, want: client.ErrNotCalibrated},
-		"missing key":        {edit: func(p *plan.Plan) { p.CollectorKey = "" }, want: client.ErrNoCollectorKey},
-		"key not base64":     {edit: func(p *plan.Plan) { p.CollectorKey = "not base64!" }, want: client.ErrNoCollectorKey},
-		"key wrong length":   {edit: func(p *plan.Plan) { p.CollectorKey = "AAAA" }, want: client.ErrNoCollectorKey},
-		"unknown travel":     {edit: func(p *plan.Plan) { p.Travel = "broadcast" }, want: plan.ErrInvalid},
-		"invalid plan":       {edit: func(p *plan.Plan) { p.NMin = 1 }, want: plan.ErrInvalid},
+		"missing key":        {edit: func(p *plan.Plan) { p.CollectorKeys = nil }, want: client.ErrNoCollectorKey},
+		"key not base64":     {edit: func(p *plan.Plan) { p.CollectorKeys[0].Key = "not base64!" }, want: client.ErrNoCollectorKey},
+		"key wrong length":   {edit: func(p *plan.Plan) { p.CollectorKeys[0].Key = "AAAA" }, want: plan.ErrBadKeySchedule},
+		"key of another id":  {edit: func(p *plan.Plan) { p.CollectorKeys[0].ID = "0000000000000000" }, want: plan.ErrBadKeySchedule},
+		"keys out of order": {edit: func(p *plan.Plan) {
+			p.CollectorKeys = append(p.CollectorKeys, p.CollectorKeys[0])
+			p.CollectorKeys[0] = plan.NewCollectorKey(otherPub, 86400)
+		}, want: plan.ErrBadKeySchedule},
+		"unknown travel": {edit: func(p *plan.Plan) { p.Travel = "broadcast" }, want: plan.ErrInvalid},
+		"invalid plan":   {edit: func(p *plan.Plan) { p.NMin = 1 }, want: plan.ErrInvalid},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

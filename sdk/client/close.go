@@ -72,10 +72,20 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
 	cur := p.plan.Load()
-	if cur.digest == v.digest {
+	switch {
+	case cur.etag == v.etag:
 		return false, nil // a concurrent refresh took it
+	case cur.digest == v.digest:
+		// The same epoch under another key schedule (the collector
+		// published its next key, or dropped a deleted one): what is
+		// staged is v's, and closes under v's schedule.
+		p.plan.Store(v)
+		return true, nil
 	}
-	if err := p.closeEnded(ctx, cur, p.now(), false); err != nil {
+	// The ended periods close under the plan they were staged under, with
+	// the collector's key schedule as v (just fetched) has it: keys are
+	// the collector's, not a plan's.
+	if err := p.closeEnded(ctx, cur.withKeys(v.keys), p.now(), false); err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -157,7 +167,7 @@ func (p *Provider) closeCachedPlan(ctx context.Context, pl *plan.Plan) error {
 		p.log.Warn("blanket closing periods under the cached plan", "step", what, "error", err)
 		return nil
 	}
-	digest, now := pl.Digest(), p.now()
+	digest, now := pl.EpochDigest(), p.now()
 	vals, err := p.outbox.Staged(ctx)
 	if err != nil {
 		return fail("read", err)
@@ -178,6 +188,13 @@ func (p *Provider) closeCachedPlan(ctx context.Context, pl *plan.Plan) error {
 		return fail("close", err)
 	}
 	return nil
+}
+
+// withKeys returns v with the collector key schedule keys.
+func (v *verifiedPlan) withKeys(keys plan.KeySchedule) *verifiedPlan {
+	c := *v
+	c.keys = keys
+	return &c
 }
 
 // holds reports whether g has a value or draw of the plan of digest.
@@ -317,12 +334,18 @@ type sealed struct {
 	incomplete bool
 }
 
-// seal seals plaintext under binding for period and wraps it in an
-// envelope of pool, tagged with plan v's epoch and the period
-// (report.PeriodPoolKey).
+// seal seals plaintext under binding for period, to the collector's key
+// of that period in plan v's key schedule, and wraps it in an envelope of
+// pool, tagged with plan v's epoch and the period (report.PeriodPoolKey).
+// A period no key of the schedule covers (its keys were all deleted) is
+// refused with ErrNoCollectorKey: it stays staged until it expires.
 func seal(v *verifiedPlan, pool string, period report.Period, binding report.Binding, plaintext []byte) (*report.Envelope, error) {
 	binding.Period = period
-	b, err := report.Seal(v.key, binding, plaintext)
+	key, ok := v.keys.For(period)
+	if !ok {
+		return nil, fmt.Errorf("client: %s: %w: no key of the plan's schedule seals period %s (its first starts at %d)", pool, ErrNoCollectorKey, period, v.keys[0].From)
+	}
+	b, err := report.Seal(key.Key, binding, plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s: seal: %w", pool, err)
 	}

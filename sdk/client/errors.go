@@ -21,7 +21,9 @@ var (
 	ErrPluginUnavailable = errors.New("client: randomizer unavailable")
 	// ErrNotCalibrated reports a plan without eps0 for every metric.
 	ErrNotCalibrated = errors.New("client: plan is not calibrated")
-	// ErrNoCollectorKey reports a plan without a valid collector public key.
+	// ErrNoCollectorKey reports a plan without a valid collector key
+	// schedule (wrapping plan.ErrBadKeySchedule), or a period no key of
+	// the schedule seals.
 	ErrNoCollectorKey = errors.New("client: plan has no valid collector key")
 	// ErrUnknownMetric reports an instrument whose metric is not in the plan.
 	ErrUnknownMetric = errors.New("client: metric not in the plan")

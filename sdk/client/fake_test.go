@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,7 +45,7 @@ func testPlan(pub []byte) *plan.Plan {
 		p.Metrics[i].Version, p.Metrics[i].Eps0, p.Metrics[i].Delta = "1", testEps0, 1e-6/3
 	}
 	if pub != nil {
-		p.CollectorKey = base64.StdEncoding.EncodeToString(pub)
+		p.CollectorKeys = []plan.CollectorKey{plan.NewCollectorKey(pub, 0)}
 	}
 	return p
 }
@@ -54,10 +53,14 @@ func testPlan(pub []byte) *plan.Plan {
 // fakeServer is a shuffler and collector in one, as far as the client can
 // tell: it serves a plan and takes uploads, deduplicating by report id like
 // the real shuffler, and opens every report with the collector's private
-// key.
+// key of the report's period in the plan it serves (rotate adds keys).
 type fakeServer struct {
 	*httptest.Server
-	priv *report.PrivateKey
+	// priv is the first key; privs every key by id.
+	priv  *report.PrivateKey
+	privs map[string]*report.PrivateKey
+	// sealedTo counts the reports opened per key id.
+	sealedTo map[string]int
 
 	mu   sync.Mutex
 	plan []byte // served at /v1/plan
@@ -146,7 +149,8 @@ func startFake(p *plan.Plan) (*fakeServer, error) {
 	if p == nil {
 		p = testPlan(pub)
 	}
-	f := &fakeServer{priv: sk, ids: map[report.ID]int{}, keys: map[string]int{}, opened: map[string][][]byte{}, refused: map[report.ID]int{}}
+	f := &fakeServer{priv: sk, privs: map[string]*report.PrivateKey{sk.ID(): sk}, sealedTo: map[string]int{},
+		ids: map[report.ID]int{}, keys: map[string]int{}, opened: map[string][][]byte{}, refused: map[report.ID]int{}}
 	f.setPlan(p)
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f, nil
@@ -189,6 +193,34 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 	for _, m := range p.Metrics {
 		f.names = append(f.names, m.Name)
 	}
+}
+
+// rotate adds a new collector key to the plan served, sealing the periods
+// from from (Unix seconds) on, and returns its id.
+func (f *fakeServer) rotate(t testing.TB, from int64) string {
+	t.Helper()
+	priv, pub, err := report.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := report.ParsePrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.privs[sk.ID()] = sk
+	p := clonePlanJSON(f.pl)
+	f.mu.Unlock()
+	p.CollectorKeys = append(p.CollectorKeys, plan.NewCollectorKey(pub, from))
+	f.setPlan(p)
+	return sk.ID()
+}
+
+// sealedCounts returns a copy of the reports opened per key id.
+func (f *fakeServer) sealedCounts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.sealedTo)
 }
 
 // setSignature makes the plan served carry sig and endorsements instead
@@ -321,9 +353,20 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			if period.IsZero() && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: no reporting period", e.ID, e.Metric)
 			}
-			pt, err := report.Open(f.priv, periodBinding(f.pl, pool, period), e.Sealed)
+			// As the collector: the key of the report's period, by the
+			// schedule served.
+			priv := f.priv
+			if ks, kerr := f.pl.KeySchedule(); kerr == nil {
+				if k, ok := ks.For(period); ok && f.privs[k.ID] != nil {
+					priv = f.privs[k.ID]
+				}
+			}
+			pt, err := report.Open(priv, periodBinding(f.pl, pool, period), e.Sealed)
 			if err != nil && f.openErr == nil {
 				f.openErr = fmt.Errorf("report %s of %q: %w", e.ID, e.Metric, err)
+			}
+			if err == nil {
+				f.sealedTo[priv.ID()]++
 			}
 			if !strings.HasPrefix(pool, plan.PoolPrefix) || err != nil {
 				f.opened[pool] = append(f.opened[pool], pt)

@@ -29,7 +29,7 @@ func newMeanServer(t *testing.T, travel string) *fakeServer {
 	t.Helper()
 	f := newFakeServer(t, nil)
 	pl := testPlan(nil)
-	pl.CollectorKey = fakeKey(t, f)
+	pl.CollectorKeys = fakeKeys(t, f)
 	pl.Travel = travel
 	pl.Metrics = append(pl.Metrics, plan.Metric{Name: latencyMetric, Plugin: "laplace", Lo: 0, Hi: 100, Aggregate: plan.AggregateMean,
 		Version: "1", Eps0: testEps0, Delta: 1e-6 / 4})

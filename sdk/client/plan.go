@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -96,10 +95,18 @@ func (ms *metricState) clamp(x float64) float64 { return max(ms.lo, min(ms.hi, x
 
 // verifiedPlan is a plan that passed every check of verifyPlan.
 type verifiedPlan struct {
-	plan    *plan.Plan
-	digest  string
-	epoch   string // plan.Plan.Epoch: digest[:plan.EpochLen]
-	key     *report.PublicKey
+	plan *plan.Plan
+	// digest is the plan's EpochDigest, which tags what is staged under
+	// it: a rotation of the collector's key changes the plan but not its
+	// epoch, and drops nothing staged.
+	digest string
+	epoch  string // plan.Plan.Epoch: digest[:plan.EpochLen]
+	// etag is the plan's Digest, key schedule included: what a refresh
+	// asks the collector whether it still serves.
+	etag string
+	// keys is the collector's key schedule: a period's report is sealed
+	// to the key of its period (plan.KeySchedule.For).
+	keys    plan.KeySchedule
 	metrics map[string]*metricState
 	// travel is the plan's travel mode, never "".
 	travel declare.Travel
@@ -242,8 +249,9 @@ func refuse(kind error, format string, args ...any) error {
 }
 
 // verifyPlan checks a plan against the app's limits and opens the
-// randomizer of every metric: the plan must be calibrated, carry a collector
-// key and use a known travel mode; every metric's eps0 must be at most maxEps0
+// randomizer of every metric: the plan must be calibrated, carry a
+// well-formed collector key schedule (plan.Plan.KeySchedule) and use a
+// known travel mode; every metric's eps0 must be at most maxEps0
 // and within its randomizer's range, and its randomizer must open with the
 // plan's report format version.
 func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *RandomizerCache) (*verifiedPlan, error) {
@@ -255,18 +263,11 @@ func verifyPlan(ctx context.Context, p *plan.Plan, maxEps0 float64, cache *Rando
 	if travel == "" {
 		travel = declare.TravelSeparate
 	}
-	if p.CollectorKey == "" {
-		return nil, refuse(ErrNoCollectorKey, "collector_key is empty")
-	}
-	kb, err := base64.StdEncoding.DecodeString(p.CollectorKey)
+	keys, err := p.KeySchedule()
 	if err != nil {
-		return nil, refuse(ErrNoCollectorKey, "collector_key is not standard base64: %v", err)
+		return nil, fmt.Errorf("%w: %w: %w", ErrPlanRefused, ErrNoCollectorKey, err)
 	}
-	key, err := report.ParsePublicKey(kb)
-	if err != nil {
-		return nil, refuse(ErrNoCollectorKey, "collector_key: %v", err)
-	}
-	v := &verifiedPlan{plan: p, digest: p.Digest(), key: key, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
+	v := &verifiedPlan{plan: p, digest: p.EpochDigest(), etag: p.Digest(), keys: keys, travel: travel, metrics: make(map[string]*metricState, len(p.Metrics))}
 	v.epoch = v.digest[:plan.EpochLen]
 	bindings := p.Bindings()
 	v.bindings = bindings

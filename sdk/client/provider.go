@@ -585,8 +585,8 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 		return false, ErrShutdown
 	}
 	cur := p.currentPlan()
-	pl, sp, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.digest, p.trust)
-	if err != nil || pl == nil || pl.Digest() == cur.digest {
+	pl, sp, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.etag, p.trust)
+	if err != nil || pl == nil || pl.Digest() == cur.etag {
 		return false, err
 	}
 	v, err := verifyPlan(ctx, pl, p.cfg.MaxEps0, p.cache)
@@ -597,7 +597,7 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 		return false, err
 	}
 	writeCachedPlan(p.cfg.DataDir, p.planBase, sp)
-	p.log.Info("blanket plan changed", "digest", v.digest)
+	p.log.Info("blanket plan changed", "digest", v.etag, "epoch", v.epoch)
 	return true, nil
 }
 

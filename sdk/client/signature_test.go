@@ -140,7 +140,7 @@ func TestProviderFollowsAPlanKeyRollover(t *testing.T) {
 func TestRefreshRefusesASwappedPlan(t *testing.T) {
 	f := newFakeServer(t, nil)
 	p := newProvider(t, fastConfig(f, t.TempDir()))
-	want := p.Plan().CollectorKey
+	want := p.Plan().CollectorKeys[0].ID
 	_, pub, err := report.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestRefreshRefusesASwappedPlan(t *testing.T) {
 	if changed || !errors.Is(err, client.ErrPlanRefused) || !errors.Is(err, plan.ErrBadSignature) {
 		t.Fatalf("RefreshPlan = %v, %v; want the swapped plan refused", changed, err)
 	}
-	if got := p.Plan().CollectorKey; got != want {
+	if got := p.Plan().CollectorKeys[0].ID; got != want {
 		t.Fatalf("collector key %s after a refused refresh, want %s", got, want)
 	}
 }

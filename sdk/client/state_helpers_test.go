@@ -35,7 +35,7 @@ func stateServer(t *testing.T) *fakeServer {
 func statePlan(t *testing.T, f *fakeServer, plugin string, params map[string]string, categories ...string) *plan.Plan {
 	t.Helper()
 	pl := testPlan(nil)
-	pl.CollectorKey = fakeKey(t, f)
+	pl.CollectorKeys = fakeKeys(t, f)
 	pl.Metrics = append(pl.Metrics, plan.Metric{Name: stateMetric, Plugin: plugin, Categories: categories, Params: params,
 		Version: "1", Eps0: testEps0, Delta: 1e-6 / 4})
 	return pl

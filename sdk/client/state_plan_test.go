@@ -57,7 +57,7 @@ func TestStateNewPlanFreshState(t *testing.T) {
 		want := map[string]struct {
 			last  int
 			state []byte
-		}{a.Digest(): {1, calls[1].next}, b.Digest(): {3, calls[3].next}}[s.Plan]
+		}{a.EpochDigest(): {1, calls[1].next}, b.EpochDigest(): {3, calls[3].next}}[s.Plan]
 		if s.Last != a.ReportPeriod(t0.AddDate(0, 0, want.last)) || string(s.State) != string(want.state) {
 			t.Errorf("state of plan %.8s: %+v; want the last step's, of period %d", s.Plan, s, want.last)
 		}

@@ -71,7 +71,7 @@ func TestStateCarriedForward(t *testing.T) {
 		t.Errorf("stats %+v, want 5 steps, %d messages, 2 recorded", st, len(withReport))
 	}
 	states, err := o.States(ctx)
-	if err != nil || len(states) != 1 || !bytes.Equal(states[0].State, calls[4].next) || states[0].Plan != f.pl.Digest() {
+	if err != nil || len(states) != 1 || !bytes.Equal(states[0].State, calls[4].next) || states[0].Plan != f.pl.EpochDigest() {
 		t.Errorf("stored states %+v, %v; want the last step's, under the plan", states, err)
 	}
 	carried, err := o.Carried(ctx)
@@ -158,7 +158,7 @@ func TestStateStepWithoutReport(t *testing.T) {
 		}
 	}
 	// The period without a report is closed for the metric all the same.
-	if _, err := o.Stage(ctx, client.Value{Pool: stateMetric, Metric: stateMetric, Plan: f.pl.Digest(), Kind: sdk.InputCategorical, Category: "a",
+	if _, err := o.Stage(ctx, client.Value{Pool: stateMetric, Metric: stateMetric, Plan: f.pl.EpochDigest(), Kind: sdk.InputCategorical, Category: "a",
 		Period: f.pl.ReportPeriod(t0.AddDate(0, 0, 1))}); !errors.Is(err, client.ErrPeriodClosed) {
 		t.Errorf("staging into the stepped period without a report: %v, want ErrPeriodClosed", err)
 	}
@@ -335,7 +335,7 @@ func TestStateReplayRefused(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "DELETE FROM closed_periods WHERE pool = ? AND start = ?", stateMetric, period0.Start); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Stage(ctx, client.Value{Pool: stateMetric, Metric: stateMetric, Plan: f.pl.Digest(), Period: period0, Kind: sdk.InputCategorical, Category: "false"}); err != nil {
+	if _, err := o.Stage(ctx, client.Value{Pool: stateMetric, Metric: stateMetric, Plan: f.pl.EpochDigest(), Period: period0, Kind: sdk.InputCategorical, Category: "false"}); err != nil {
 		t.Fatalf("staging into period 0 once the outbox forgot it was closed: %v", err)
 	}
 	flush(t, p) // closes period 0 again

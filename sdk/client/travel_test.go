@@ -25,7 +25,7 @@ func newPooledServer(t *testing.T, travel string) *fakeServer {
 	t.Helper()
 	f := newFakeServer(t, nil)
 	pl := testPlan(nil)
-	pl.CollectorKey = fakeKey(t, f)
+	pl.CollectorKeys = fakeKeys(t, f)
 	pl.Travel = travel
 	if travel == "parallel" {
 		pl.Metrics[2].Weight = 2
@@ -34,8 +34,8 @@ func newPooledServer(t *testing.T, travel string) *fakeServer {
 	return f
 }
 
-// fakeKey returns the collector key f's plan was served with.
-func fakeKey(t *testing.T, f *fakeServer) string {
+// fakeKeys returns the collector key schedule f's plan was served with.
+func fakeKeys(t *testing.T, f *fakeServer) []plan.CollectorKey {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -43,7 +43,7 @@ func fakeKey(t *testing.T, f *fakeServer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.CollectorKey
+	return p.CollectorKeys
 }
 
 // TestJointTravel records the test plan's three metrics under joint

@@ -82,11 +82,12 @@ func TestAggregateValidation(t *testing.T) {
 // aggregate, recorded before the field existed: adding it must not change
 // the epoch of any plan already published (its apps' staged values and
 // reports are bound to it). Both an uncalibrated plan and one with the
-// fields Calibrate and the collector set are pinned.
+// fields Calibrate sets are pinned, and a key schedule changes the digest
+// but not the epoch digest.
 func TestDigestWithoutAggregate(t *testing.T) {
 	const (
 		exampleDigest    = "284878835902722112241c89b769f9a3f8de4baad29be62fa4224d8ec69736fd"
-		calibratedDigest = "8874b34526fc8249bbf3d595ba495a4910bd9f09399a1992e0de490541b56733"
+		calibratedDigest = "6d4e03225b54443616e9be1b62bbba4b6f51636a546f1a06156d4abff35e63cf" // without a collector key (the key schedule replaced collector_key)
 	)
 	for name, src := range map[string]string{
 		"omitted": example,
@@ -105,10 +106,15 @@ func TestDigestWithoutAggregate(t *testing.T) {
 		}
 		p.Metrics[2].Eps0, p.Metrics[2].Version, p.Metrics[2].Delta = 1.5, "1", 1e-7
 		p.Guarantee = &plan.Guarantee{Eps: 1, Delta: 1e-6, Rule: "by hand"}
-		p.CollectorKey = "AAAA"
 		if got := p.Digest(); got != calibratedDigest {
 			t.Errorf("%s, calibrated by hand: digest %s, want %s", name, got, calibratedDigest)
 		}
+		// The collector's key schedule is in the digest, not the epoch.
+		p.CollectorKeys = []plan.CollectorKey{{ID: "00112233aabbccdd", Key: "AAAA", From: 0}}
+		if p.Digest() == calibratedDigest || p.EpochDigest() != calibratedDigest {
+			t.Errorf("%s, with a key schedule: digest %s, epoch digest %s; want a new digest and the epoch digest %s", name, p.Digest(), p.EpochDigest(), calibratedDigest)
+		}
+		p.CollectorKeys = nil
 		p.Metrics[2].Aggregate = plan.AggregateMean
 		if p.Digest() == calibratedDigest {
 			t.Errorf("%s: aggregate mean is not in the digest", name)

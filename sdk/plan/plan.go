@@ -85,9 +85,11 @@ type Plan struct {
 	// Guarantee is the per-user guarantee at NMin (at its honest floor
 	// with MaxFakeFraction), set by accounting.Calibrate.
 	Guarantee *Guarantee `yaml:"guarantee,omitempty" json:"guarantee,omitempty"`
-	// CollectorKey is the collector's HPKE public key (base64), set by the
-	// collector when it publishes the plan.
-	CollectorKey string `yaml:"collector_key,omitempty" json:"collector_key,omitempty"`
+	// CollectorKeys is the collector's report key schedule, set by the
+	// collector when it publishes the plan: every HPKE public key whose
+	// private half it holds, by the first reporting period each seals
+	// (keys.go). It is not part of the plan's epoch (EpochDigest).
+	CollectorKeys []CollectorKey `yaml:"collector_keys,omitempty" json:"collector_keys,omitempty"`
 }
 
 // Target is a central (eps, delta) target.
@@ -400,11 +402,25 @@ func (p *Plan) Weights() []float64 {
 // EpochLen is the length of an epoch id: hex digits of the plan's digest.
 const EpochLen = 16
 
-// Epoch returns the plan's epoch id: the first EpochLen hex digits of its
-// digest. Statistics of different epochs never merge, and reports carry
-// the epoch of the plan they were sealed under (report.Binding,
+// Epoch returns the plan's epoch id: the first EpochLen hex digits of
+// EpochDigest. Statistics of different epochs never merge, and reports
+// carry the epoch of the plan they were sealed under (report.Binding,
 // report.PeriodPoolKey).
-func (p *Plan) Epoch() string { return p.Digest()[:EpochLen] }
+func (p *Plan) Epoch() string { return p.EpochDigest()[:EpochLen] }
+
+// EpochDigest returns the digest (as Digest) of the plan without its
+// collector key schedule: what reports pooled, opened and merged together
+// must share (metrics, plugins, versions, eps0, period, travel). A
+// rotation of the collector's key changes the plan's Digest but not its
+// EpochDigest, so it splits no period's crowd across two epochs' pools;
+// the key a report is sealed to is bound by the seal itself
+// (report.Seal). An app tags what it stages with it, so that a rotation
+// does not drop a period's values.
+func (p *Plan) EpochDigest() string {
+	c := *p
+	c.CollectorKeys = nil
+	return c.Digest()
+}
 
 // Bindings returns the binding each metric's reports are sealed under in
 // this plan, in plan order: its name, plugin, version and eps0 as
@@ -446,8 +462,9 @@ func (p *Plan) YAML() ([]byte, error) { return yaml.Marshal(p) }
 // JSON returns the plan as indented JSON.
 func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 
-// Digest returns a hex SHA-256 of the plan's canonical JSON: clients and
-// the collector use it to tell plan versions apart. Fields added to the
+// Digest returns a hex SHA-256 of the plan's canonical JSON, the key
+// schedule included: clients and the collector use it to tell plan
+// versions apart (the ETag of GET /v1/plan). Fields added to the
 // format later (period, horizon, grace, max_fake_fraction, a metric's
 // aggregate) are omitted while unset (a max_fake_fraction of 0 or -0
 // too), and Validate unsets an aggregate of "sum", so that a plan written

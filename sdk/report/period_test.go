@@ -41,7 +41,7 @@ func TestPeriodBinding(t *testing.T) {
 	}
 	// The HPKE info, period included: the wire format (a change would
 	// leave every report sealed so far unopenable).
-	if got, want := string(bind.info()), "blanket/report/v2\x00m\x00krr\x001\x002\x000123456789abcdef\x00period=1763596800+86400"; got != want {
+	if got, want := string(sealInfo(bind, "00112233aabbccdd")), "blanket/report/v3\x00m\x00krr\x001\x002\x000123456789abcdef\x00period=1763596800+86400\x00key=00112233aabbccdd"; got != want {
 		t.Errorf("info = %q, want %q", got, want)
 	}
 	// A pooled message's binding carries the period too.

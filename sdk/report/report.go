@@ -315,9 +315,10 @@ func DecodeBatch(p []byte) (Batch, error) {
 	return b, nil
 }
 
-// Binding is what a sealed report is bound to: the HPKE info. A report
-// sealed for one metric, plugin, version, eps0 or plan epoch does not open
-// under another.
+// Binding is what a sealed report is bound to: the HPKE info, with the
+// id of the collector key it is sealed to (PublicKey.ID). A report sealed
+// for one metric, plugin, version, eps0, plan epoch or period does not
+// open under another.
 type Binding struct {
 	// Metric is the metric name.
 	Metric string
@@ -336,8 +337,10 @@ type Binding struct {
 	Period Period
 }
 
+// info is the binding's part of the HPKE info (sealInfo adds the key id);
+// PoolBinding hashes the metrics' infos.
 func (b Binding) info() []byte {
-	return []byte("blanket/report/v2\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch +
+	return []byte("blanket/report/v3\x00" + b.Metric + "\x00" + b.Plugin + "\x00" + b.Version + "\x00" + strconv.FormatFloat(b.Eps0, 'g', -1, 64) + "\x00" + b.Epoch +
 		"\x00period=" + b.Period.String())
 }
 
@@ -438,6 +441,28 @@ func suite() (hpke.KEM, hpke.KDF, hpke.AEAD) {
 	return hpke.DHKEM(ecdh.X25519()), hpke.HKDFSHA256(), hpke.ChaCha20Poly1305()
 }
 
+// sealInfo is the HPKE info of a report bound to b and sealed to the key
+// of id: naming the key makes a report sealed to one key of the collector's
+// schedule fail to open under any other by the info as well as by the
+// KEM, whatever the keys' history.
+func sealInfo(b Binding, id string) []byte {
+	return append(b.info(), "\x00key="+id...)
+}
+
+// KeyIDLen is the length of a key id (PublicKey.ID): hex digits.
+const KeyIDLen = 16
+
+// KeyID returns the id of the collector public key pub (its bytes): the
+// first KeyIDLen hex digits of SHA-256 of "blanket report key\x00" and the
+// key. The plan's key schedule names keys by it, and every sealed report's
+// HPKE info carries it.
+func KeyID(pub []byte) string {
+	h := sha256.New()
+	h.Write([]byte("blanket report key\x00"))
+	h.Write(pub)
+	return hex.EncodeToString(h.Sum(nil))[:KeyIDLen]
+}
+
 // GenerateKey returns a new collector key pair: the private key bytes (keep
 // secret) and the public key bytes (publish in the plan).
 func GenerateKey() (priv, pub []byte, err error) {
@@ -454,7 +479,10 @@ func GenerateKey() (priv, pub []byte, err error) {
 }
 
 // PublicKey is a parsed collector public key.
-type PublicKey struct{ k hpke.PublicKey }
+type PublicKey struct {
+	k  hpke.PublicKey
+	id string
+}
 
 // ParsePublicKey parses public key bytes.
 func ParsePublicKey(b []byte) (*PublicKey, error) {
@@ -463,11 +491,15 @@ func ParsePublicKey(b []byte) (*PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: public key: %v", ErrMalformed, err)
 	}
-	return &PublicKey{k}, nil
+	return &PublicKey{k: k, id: KeyID(b)}, nil
 }
 
 // PrivateKey is a parsed collector private key.
-type PrivateKey struct{ k hpke.PrivateKey }
+type PrivateKey struct {
+	k hpke.PrivateKey
+	// id is the public half's KeyID.
+	id string
+}
 
 // ParsePrivateKey parses private key bytes.
 func ParsePrivateKey(b []byte) (*PrivateKey, error) {
@@ -476,34 +508,41 @@ func ParsePrivateKey(b []byte) (*PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: private key: %v", ErrMalformed, err)
 	}
-	return &PrivateKey{k}, nil
+	return &PrivateKey{k: k, id: KeyID(k.PublicKey().Bytes())}, nil
 }
 
 // PublicKey returns the public half.
-func (k *PrivateKey) PublicKey() *PublicKey { return &PublicKey{k.k.PublicKey()} }
+func (k *PrivateKey) PublicKey() *PublicKey { return &PublicKey{k: k.k.PublicKey(), id: k.id} }
+
+// ID returns the id of the key's public half (KeyID).
+func (k *PrivateKey) ID() string { return k.id }
 
 // Bytes returns the public key bytes.
 func (k *PublicKey) Bytes() []byte { return k.k.Bytes() }
 
-// Seal seals a randomized report to the collector's key, bound to b. It
-// fails with ErrNoPeriod when b has no period.
+// ID returns the key's id (KeyID).
+func (k *PublicKey) ID() string { return k.id }
+
+// Seal seals a randomized report to the collector's key pk, bound to b
+// and to pk's id. It fails with ErrNoPeriod when b has no period.
 func Seal(pk *PublicKey, b Binding, report []byte) ([]byte, error) {
 	if b.Period.IsZero() {
 		return nil, fmt.Errorf("report: sealing a report of %q: %w", b.Metric, ErrNoPeriod)
 	}
 	_, kdf, aead := suite()
-	return hpke.Seal(pk.k, kdf, aead, b.info(), report)
+	return hpke.Seal(pk.k, kdf, aead, sealInfo(b, pk.id), report)
 }
 
 // Open opens a sealed report; it fails with ErrOpen when the ciphertext was
-// not sealed to this key with this binding, or was altered, and when b
-// has no period (wrapping ErrNoPeriod too: no report is sealed so).
+// not sealed to this key (and its id) with this binding, or was altered,
+// and when b has no period (wrapping ErrNoPeriod too: no report is sealed
+// so).
 func Open(sk *PrivateKey, b Binding, sealed []byte) ([]byte, error) {
 	if b.Period.IsZero() {
 		return nil, fmt.Errorf("%w: binding of %q: %w", ErrOpen, b.Metric, ErrNoPeriod)
 	}
 	_, kdf, aead := suite()
-	pt, err := hpke.Open(sk.k, kdf, aead, b.info(), sealed)
+	pt, err := hpke.Open(sk.k, kdf, aead, sealInfo(b, sk.id), sealed)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOpen, err)
 	}

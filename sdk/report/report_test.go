@@ -109,6 +109,36 @@ func TestSealOpen(t *testing.T) {
 	}
 }
 
+// TestKeyIDNamesTheKey: a key's id is the same from its public bytes, its
+// parsed public half and its private half, 16 hex digits, and differs
+// between keys; a report sealed to one key of a schedule does not open
+// under the next.
+func TestKeyIDNamesTheKey(t *testing.T) {
+	priv1, pub1, _ := GenerateKey()
+	priv2, pub2, _ := GenerateKey()
+	pk1, _ := ParsePublicKey(pub1)
+	sk1, _ := ParsePrivateKey(priv1)
+	sk2, _ := ParsePrivateKey(priv2)
+	id := KeyID(pub1)
+	if len(id) != KeyIDLen || pk1.ID() != id || sk1.ID() != id || sk1.PublicKey().ID() != id {
+		t.Fatalf("ids %q %q %q %q", id, pk1.ID(), sk1.ID(), sk1.PublicKey().ID())
+	}
+	if KeyID(pub2) == id || sk2.ID() != KeyID(pub2) {
+		t.Fatalf("two keys, ids %q and %q", id, KeyID(pub2))
+	}
+	bind := Binding{Metric: "ui/screen", Plugin: "krr", Version: "1", Eps0: 2, Epoch: "0123456789abcdef", Period: Period{Start: 86400, Length: 86400}}
+	sealed, err := Seal(pk1, bind, []byte("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(sk2, bind, sealed); !errors.Is(err, ErrOpen) {
+		t.Errorf("sealed to key 1, opened under key 2: err = %v, want ErrOpen", err)
+	}
+	if got, err := Open(sk1, bind, sealed); err != nil || string(got) != "r" {
+		t.Errorf("Open under its own key = %q, %v", got, err)
+	}
+}
+
 func FuzzDecodeEnvelopes(f *testing.F) {
 	f.Add(EncodeEnvelopes([]Envelope{{Metric: "m", Suite: 1, Sealed: []byte{1, 2}}}))
 	f.Add([]byte("BLU1\x00\x00\x00\x01BLE1"))
