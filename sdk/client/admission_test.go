@@ -268,6 +268,39 @@ func TestTokensFetchedAheadForEveryPool(t *testing.T) {
 	}
 }
 
+// TestTokensFetchedForThePlansPool: under joint and parallel travel the
+// plan has one pool, whose pool keys of the current and the next period
+// are asked at start; the period's message goes with its token.
+func TestTokensFetchedForThePlansPool(t *testing.T) {
+	for _, travel := range []string{"joint", "parallel"} {
+		t.Run(travel, func(t *testing.T) {
+			f := newPooledServer(t, travel)
+			ti := newTestIssuer(t, newTestClock(), nil)
+			f.setAdmission(client.AdmissionTokens, shufflerCheck(ti.verifier))
+			cfg, clk := admissionConfig(t, f, ti, t.TempDir())
+			p := newProvider(t, cfg)
+			waitStats(t, p, "the tokens of two periods", func(s client.Stats) bool { return s.Tokens == 2 })
+			pl := p.Plan()
+			_, asked := ti.requests()
+			for d := range 2 {
+				k := report.PeriodPoolKey(pl.Pool(""), pl.Epoch(), pl.ReportPeriod(t0.Add(time.Duration(d)*day)))
+				if asked[k] != 1 || len(asked) != 2 {
+					t.Errorf("asked %v at start; want the pool keys of %s in two periods, once each", asked, pl.Pool(""))
+				}
+			}
+			ctx := context.Background()
+			m := p.Meter("app")
+			if err := errors.Join(m.Categorical("screen").Record(ctx, "home"), m.Categorical("feature").Record(ctx, "a"), m.Sum("bytes").Record(ctx, 3)); err != nil {
+				t.Fatal(err)
+			}
+			closeAndFlush(t, p, clk)
+			if st := p.Stats(); st.Messages != 1 || st.Accepted != 1 || st.Rejected != 0 {
+				t.Errorf("stats %+v: want the period's message accepted with its token", st)
+			}
+		})
+	}
+}
+
 // TestTokenRequestSurvivesCrash: a Provider stores its token request
 // before it sends it; the issuer commits the grants, and the Provider
 // dies (its outbox closed under it, no Shutdown) before it reads the
