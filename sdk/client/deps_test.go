@@ -9,15 +9,18 @@ import (
 // maxAppDeps bounds the packages an app links through sdk/client
 // (go list -deps, the standard library's included): 222 when this test was
 // written, against 416 when the app SDK linked the plugin host and the
-// accountant. The margin leaves room for small additions; a new
+// accountant; 241 with the admission client (package admission and
+// circl's OPRF). The margin leaves room for small additions; a new
 // dependency tree of a hundred packages fails it.
 const maxAppDeps = 280
 
 // forbiddenAppDeps are the import paths (a trailing "/" means the path and
 // everything under it) that sdk/client must not link by default: gRPC and
 // protobuf, go-plugin and its logger, gonum and Google's
-// differential-privacy library (through the laplace randomizer), and
-// Blanket's own accountant, plugin host, transport and plan calibration.
+// differential-privacy library (through the laplace randomizer), Blanket's
+// own accountant, plugin host, transport and plan calibration, and the
+// server half of admission tokens (the issuer, its JWT check and go-jose):
+// an app links only package admission, the OPRF client.
 // An app opts into them through Config.Randomizers (see
 // DefaultRandomizers).
 var forbiddenAppDeps = []string{
@@ -33,6 +36,9 @@ var forbiddenAppDeps = []string{
 	"github.com/blanket-dp/blanket/sdk/rpc",
 	"github.com/blanket-dp/blanket/sdk/proto/",
 	"github.com/blanket-dp/blanket/sdk/plan/accounting",
+	"github.com/blanket-dp/blanket/admission/issuer",
+	"github.com/blanket-dp/blanket/admission/auth",
+	"github.com/go-jose/",
 }
 
 // TestAppDependenciesStayLight lists what sdk/client links (go list

@@ -126,11 +126,48 @@
 // a Record into a closed period (DropLate, Stats.Late), a period that
 // expired unsent (DropExpired, Stats.Expired), a report the shuffler
 // refused (DropRefused: named in its 202 answer, Stats.Rejected, or an
-// upload of it alone answered 400 or 413, Stats.Dropped). Each is logged
+// upload of it alone answered 400 or 413, Stats.Dropped; DropTokenInvalid,
+// DropTokenSpent and DropNoToken when it refused the report's admission
+// token, or its lack of one), a report for which no admission token could
+// be obtained by its period's deadline (DropNoToken, Stats.NoToken). Each is logged
 // as a warning through Config.Logger with its reason, metric and period,
 // and passed to Config.OnDrop when set: on a goroutine of the Provider's,
 // in order, with no lock held (it may call the Provider), and it must not
 // block.
+//
+// # Admission
+//
+// A shuffler open to the Internet may require admission tokens: it takes
+// an envelope only with a valid token of its pool key (pool, plan epoch,
+// period), not spent before, and an issuer grants each authenticated app
+// instance at most one per pool key, blinded (package admission), so that
+// a token spent at the shuffler does not tell which instance fetched it.
+// The plan route says so (AdmissionHeader: AdmissionTokens); NewProvider
+// in ModeOn then fails with ErrCredentialRequired unless
+// Config.Credential is set:
+//
+//	cfg.Credential = func(ctx context.Context) (string, error) { return idToken(ctx) } // the instance's JWT
+//	cfg.Issuer = "https://tokens.example.com"                                         // defaults to Endpoint
+//
+// With a Credential, in ModeOn, the Provider fetches tokens at start,
+// every Config.UploadInterval and at Flush, never on the Record path: in
+// one request, for every pool of the plan (each metric's under separate
+// travel, the plan's pool under joint and parallel travel) in the current
+// period and the next Config.TokenPrefetch (default 1), whatever the app
+// recorded, and for the pool keys of reports sealed without one yet. So
+// what the issuer sees (the instance, the pool keys, the times it asks)
+// does not depend on which metrics the app used, and, fetched a period
+// ahead, does not point at an upload; only an app that did not run before
+// a period asks for that period's pool keys shortly before it uploads its
+// reports. A request is stored in the outbox, with its blinds, before it
+// is sent, and sent again as it is after a crash or a failed POST: the
+// issuer answers the same blinded elements with the same evaluations. The
+// issuer's refusals are stored and not asked again (a period it does not
+// grant yet is asked again a period later). A report is uploaded only
+// with its pool key's token (reports waiting for one hold back no
+// other), and dropped unsent at its period's deadline when none could be
+// obtained (DropNoToken, uncharged: UploadNoToken). ModeLocal and ModeOff
+// never contact the issuer.
 //
 // # Travel
 //
@@ -229,8 +266,12 @@
 // attempt, bounded by Config.ShutdownTimeout, and none when the server did
 // not answer this run (so a short-lived tool never waits on a dead
 // server at exit); what it does not send waits in the outbox for the next
-// run. An outbox file of a pre-release schema version is refused when
-// opened, with an error that says so: nothing migrates it.
+// run. With admission tokens the outbox also holds each token request's
+// inputs and blinds until the issuer answered it, and the tokens until
+// their period's deadline: with them the tokens spent can be linked to
+// this instance, so they never leave the device. An outbox file of a
+// pre-release schema version is refused when opened, with an error that
+// says so: nothing migrates it.
 //
 // # The ledger
 //

@@ -34,10 +34,33 @@ const (
 	// of it went unanswered, the shuffler may hold that copy, which is
 	// then counted: see UploadUnknown.)
 	DropRefused DropReason = "refused"
+	// DropNoToken is a sealed report that never had an admission token
+	// (Config.Credential): none could be obtained for its pool key before
+	// its period's deadline (the end plus the grace, when the shuffler
+	// stops taking it), because the issuer refused it (Detail gives the
+	// issuer's code and reason: the pool is not admitted, the period is
+	// not granted, this instance was granted another token of it) or
+	// could not be reached or authenticate the instance (Stats.NoToken;
+	// the report was never uploaded, and is not charged: UploadNoToken);
+	// or a report the shuffler refused because it carried none (code
+	// token_missing: the Provider has no Credential, and the shuffler
+	// requires tokens; Stats.Rejected).
+	DropNoToken DropReason = "no_token"
+	// DropTokenInvalid is a report the shuffler refused because its
+	// admission token does not verify for its pool key (code
+	// token_invalid: the issuer's key changed, or the token was damaged;
+	// Stats.Rejected).
+	DropTokenInvalid DropReason = "token_invalid"
+	// DropTokenSpent is a report the shuffler refused because its
+	// admission token was spent already with another envelope (code
+	// token_spent; Stats.Rejected): another process on the outbox sent
+	// one of the same pool key, or the shuffler's spent set is wrong.
+	DropTokenSpent DropReason = "token_spent"
 )
 
 // Drop is telemetry the app recorded that will not reach the collector:
-// a late Record, an expired period or a refused report. Every Drop is
+// a late Record, an expired period, a refused report, or one without an
+// admission token. Every Drop is
 // logged through Config.Logger (a warning with the metric, the period and
 // the reason) and, when Config.OnDrop is set, passed to it.
 type Drop struct {

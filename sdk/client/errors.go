@@ -48,6 +48,12 @@ var (
 	// same outbox changed the period since it was read. The Provider
 	// reads the period again.
 	ErrStalePeriod = errors.New("client: the staged period changed")
+	// ErrCredentialRequired reports, from NewProvider in ModeOn, a server
+	// whose plan route answers that its shuffler takes only envelopes
+	// with an admission token (AdmissionHeader: AdmissionTokens) to a
+	// Provider without Config.Credential, which fetches none: every
+	// report would be refused.
+	ErrCredentialRequired = errors.New("client: the shuffler requires admission tokens: set Config.Credential")
 	// ErrShutdown reports a call after Shutdown.
 	ErrShutdown = errors.New("client: provider is shut down")
 )

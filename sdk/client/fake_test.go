@@ -102,12 +102,28 @@ type fakeServer struct {
 	nameMax int
 	// refused counts the refusals per id.
 	refused map[report.ID]int
+	// admission, when set, is the plan route's client.AdmissionHeader.
+	admission string
+	// tokenCheck, when set, is asked about every envelope not stored
+	// before (a duplicate is answered as one, whatever its token), as the
+	// shuffler checks admission tokens: a code refuses the envelope,
+	// named in the 202 answer with the code and why. It runs with mu
+	// held.
+	tokenCheck func(e report.Envelope) (code, why string)
 }
 
 // envelopeError is an entry of the errors of the shuffler's 202 answer.
 type envelopeError struct {
 	Index int    `json:"index"`
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
+}
+
+// setAdmission sets admission and tokenCheck.
+func (f *fakeServer) setAdmission(header string, check func(e report.Envelope) (code, why string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.admission, f.tokenCheck = header, check
 }
 
 // setRefuse sets refuse and nameMax.
@@ -278,6 +294,9 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		if same && status == 0 {
 			f.notModified++
 		}
+		if f.admission != "" {
+			w.Header().Set(client.AdmissionHeader, f.admission)
+		}
 		f.mu.Unlock()
 		if status != 0 {
 			http.Error(w, "plan unavailable", status)
@@ -332,6 +351,14 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 					if f.nameMax == 0 || len(named) < f.nameMax {
 						named = append(named, envelopeError{Index: i, Error: why})
 					}
+					continue
+				}
+			}
+			if f.tokenCheck != nil && f.ids[e.ID] == 0 {
+				if code, why := f.tokenCheck(e); code != "" {
+					rej++
+					f.refused[e.ID]++
+					named = append(named, envelopeError{Index: i, Error: why, Code: code})
 					continue
 				}
 			}

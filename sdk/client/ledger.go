@@ -27,9 +27,9 @@ type LedgerEntry struct {
 	// are not uploaded and not charged.
 	LocalReports int64
 	// Upload says what became of the entry's report: kept on the device,
-	// waiting for upload, acknowledged by the shuffler, refused by it, or
-	// dropped after a 400 or 413; see UploadUnknown for when it is not
-	// known.
+	// waiting for upload, acknowledged by the shuffler, refused by it,
+	// dropped after a 400 or 413, or dropped unsent for want of an
+	// admission token; see UploadUnknown for when it is not known.
 	Upload UploadState
 	// RefusedEps0 is the eps0 of the entry's report when the shuffler
 	// refused it (Upload is UploadRefused): it is no longer in Eps0 nor
@@ -84,6 +84,13 @@ const (
 	// stays: such an answer names no envelope, and may come from a proxy
 	// on the way as well as from the shuffler.
 	UploadDropped UploadState = "dropped"
+	// UploadNoToken is a report dropped from the outbox at its period's
+	// deadline without ever being uploaded, because no admission token of
+	// its pool key could be obtained (Config.Credential; DropNoToken). Its
+	// charge is removed: no upload carried it, so it never left the
+	// device. (One an earlier upload without a token carried is
+	// UploadUnknown, charged.)
+	UploadNoToken UploadState = "no_token"
 )
 
 // LedgerWindow sums the ledger over the plan's horizon: the

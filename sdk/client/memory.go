@@ -27,7 +27,15 @@ type MemoryOutbox struct {
 	closed  map[periodKey]bool
 	states  map[memStateKey]MetricState
 	carried map[string]Value
-	shut    bool
+	// reqs are the token requests by id; reqPools the request of each
+	// pool key asked; tokens what is stored per pool key. They are made
+	// at the first write: the fleet example runs 100,000 outboxes without
+	// admission.
+	reqs     map[int64]TokenRequest
+	lastReq  int64
+	reqPools map[string]int64
+	tokens   map[string]PoolToken
+	shut     bool
 }
 
 type memStateKey struct {
@@ -273,10 +281,16 @@ func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelop
 			break
 		}
 		if !m.gone && !m.local {
-			out = append(out, m.env)
+			out = append(out, o.withToken(m.env))
 		}
 	}
 	return out, nil
+}
+
+// withToken returns e with the token stored for its pool key, if any.
+func (o *MemoryOutbox) withToken(e report.Envelope) report.Envelope {
+	e.Token = slices.Clone(o.tokens[e.Metric].Token)
+	return e
 }
 
 // Sending implements Outbox.
@@ -302,9 +316,9 @@ func (o *MemoryOutbox) Sending(ctx context.Context, ids []report.ID) ([]bool, er
 // Ack implements Outbox.
 func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) error {
 	switch s {
-	case UploadAcknowledged, UploadRefused, UploadDropped, UploadUnknown:
+	case UploadAcknowledged, UploadRefused, UploadNoToken, UploadDropped, UploadUnknown:
 	default:
-		return fmt.Errorf("client: memory outbox: Ack with upload state %q, want acknowledged, refused, dropped or unknown", s)
+		return fmt.Errorf("client: memory outbox: Ack with upload state %q, want acknowledged, refused, no_token, dropped or unknown", s)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -313,16 +327,24 @@ func (o *MemoryOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) 
 	}
 	for _, id := range ids {
 		if i, ok := o.ids[id]; ok {
-			o.envs[i-o.removed].gone = true
+			m := &o.envs[i-o.removed]
+			m.gone = true
 			delete(o.ids, id)
+			if t, ok := o.tokens[m.env.Metric]; ok && t.Token != nil {
+				t.Token = nil
+				o.tokens[m.env.Metric] = t
+			}
 		}
 		for _, l := range o.charged[id] {
 			if l.Upload != UploadPending {
 				continue
 			}
 			l.Upload = s
-			if s == UploadRefused {
+			switch s {
+			case UploadRefused:
 				l.RefusedEps0, l.Eps0, l.Reports = l.Eps0, 0, 0
+			case UploadNoToken:
+				l.Eps0, l.Reports = 0, 0
 			}
 		}
 		delete(o.charged, id)
@@ -422,5 +444,163 @@ func (o *MemoryOutbox) Close() error {
 	o.envs, o.ids, o.ledger, o.values, o.draws, o.closed = nil, nil, nil, nil, nil, nil
 	o.charged = nil
 	o.states, o.carried = nil, nil
+	o.reqs, o.reqPools, o.tokens = nil, nil, nil
 	return nil
+}
+
+// AddTokenRequest implements Outbox.
+func (o *MemoryOutbox) AddTokenRequest(ctx context.Context, r TokenRequest) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return 0, err
+	}
+	for _, pool := range r.Pools {
+		if _, ok := o.reqPools[pool]; ok {
+			return 0, fmt.Errorf("client: memory outbox: pool key %q is in a stored token request already", pool)
+		}
+	}
+	if o.reqs == nil {
+		o.reqs, o.reqPools = map[int64]TokenRequest{}, map[string]int64{}
+	}
+	o.lastReq++
+	r.ID, r.Pools, r.Pending = o.lastReq, slices.Clone(r.Pools), slices.Clone(r.Pending)
+	o.reqs[r.ID] = r
+	for _, pool := range r.Pools {
+		o.reqPools[pool] = r.ID
+	}
+	return r.ID, nil
+}
+
+// TokenRequests implements Outbox.
+func (o *MemoryOutbox) TokenRequests(ctx context.Context) ([]TokenRequest, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]TokenRequest, 0, len(o.reqs))
+	for _, r := range o.reqs {
+		r.Pools, r.Pending = slices.Clone(r.Pools), slices.Clone(r.Pending)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b TokenRequest) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// SettleTokenRequest implements Outbox.
+func (o *MemoryOutbox) SettleTokenRequest(ctx context.Context, id int64, answer []PoolToken) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return err
+	}
+	r, ok := o.reqs[id]
+	if !ok {
+		return nil
+	}
+	o.removeRequest(r)
+	if o.tokens == nil {
+		o.tokens = map[string]PoolToken{}
+	}
+	for _, t := range answer {
+		t.Token = slices.Clone(t.Token)
+		o.tokens[t.PoolKey] = t
+	}
+	return nil
+}
+
+// removeRequest removes r.
+func (o *MemoryOutbox) removeRequest(r TokenRequest) {
+	delete(o.reqs, r.ID)
+	for _, pool := range r.Pools {
+		if o.reqPools[pool] == r.ID {
+			delete(o.reqPools, pool)
+		}
+	}
+}
+
+// PoolTokens implements Outbox.
+func (o *MemoryOutbox) PoolTokens(ctx context.Context) ([]PoolToken, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]PoolToken, 0, len(o.tokens))
+	for _, t := range o.tokens {
+		t.Token = slices.Clone(t.Token)
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b PoolToken) int { return cmp.Compare(a.PoolKey, b.PoolKey) })
+	return out, nil
+}
+
+// DiscardToken implements Outbox.
+func (o *MemoryOutbox) DiscardToken(ctx context.Context, poolKey string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return err
+	}
+	delete(o.tokens, poolKey)
+	return nil
+}
+
+// ForgetTokens implements Outbox.
+func (o *MemoryOutbox) ForgetTokens(ctx context.Context, now int64) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range o.reqs {
+		if r.Deadline <= now {
+			o.removeRequest(r)
+			n++
+		}
+	}
+	for k, t := range o.tokens {
+		if t.Deadline <= now {
+			delete(o.tokens, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PendingWithToken implements Outbox.
+func (o *MemoryOutbox) PendingWithToken(ctx context.Context, limit int) ([]report.Envelope, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []report.Envelope
+	for _, m := range o.envs {
+		if len(out) >= limit {
+			break
+		}
+		if !m.gone && !m.local && o.tokens[m.env.Metric].Token != nil {
+			out = append(out, o.withToken(m.env))
+		}
+	}
+	return out, nil
+}
+
+// Tokenless implements Outbox.
+func (o *MemoryOutbox) Tokenless(ctx context.Context) ([]TokenlessEnvelope, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []TokenlessEnvelope
+	for _, m := range o.envs {
+		if !m.gone && !m.local && o.tokens[m.env.Metric].Token == nil {
+			out = append(out, TokenlessEnvelope{ID: m.env.ID, PoolKey: m.env.Metric, Sent: m.sent})
+		}
+	}
+	return out, nil
 }

@@ -63,7 +63,8 @@ type Outbox interface {
 	// error.
 	ClosePeriod(ctx context.Context, c PeriodClose) error
 	// Pending returns up to limit stored envelopes that are to be uploaded
-	// (not Local) and not yet acknowledged, oldest first.
+	// (not Local) and not yet acknowledged, oldest first, each with the
+	// token stored for its pool key, if any (Envelope.Token).
 	Pending(ctx context.Context, limit int) ([]report.Envelope, error)
 	// Sending marks stored envelopes as sent, before an upload of them,
 	// and reports for each of ids whether it was marked so already: an
@@ -73,10 +74,12 @@ type Outbox interface {
 	// its period's deadline is refused as late). Unknown ids count as
 	// sent.
 	Sending(ctx context.Context, ids []report.ID) (sentBefore []bool, err error)
-	// Ack removes uploaded envelopes from the outbox and sets the upload
-	// state of their ledger entries (those still UploadPending) to s:
+	// Ack removes uploaded envelopes from the outbox, marks the tokens of
+	// their pool keys spent (PoolToken.Spent) and sets the upload state of
+	// their ledger entries (those still UploadPending) to s:
 	// UploadAcknowledged, UploadRefused (which also removes the entries'
 	// charge: Reports and Eps0 go to 0, the eps0 to RefusedEps0),
+	// UploadNoToken (which removes the charge: Reports and Eps0 go to 0),
 	// UploadDropped or UploadUnknown. Unknown ids are ignored.
 	Ack(ctx context.Context, ids []report.ID, s UploadState) error
 	// DropLocal removes local envelopes of periods that started on days
@@ -94,6 +97,39 @@ type Outbox interface {
 	// the Metric, the Period it was the value of, the Kind and the
 	// Category (or Sum); its other fields are zero.
 	Carried(ctx context.Context) ([]Value, error)
+
+	// Admission tokens (admission.go): the requests for tokens stored
+	// before they are sent, and per pool key the token, or what became of
+	// it.
+
+	// AddTokenRequest stores r before it is sent and returns its id (r.ID
+	// is ignored). It stores nothing and fails when a pool key of r is in
+	// a stored request already.
+	AddTokenRequest(ctx context.Context, r TokenRequest) (int64, error)
+	// TokenRequests returns the stored requests, oldest first.
+	TokenRequests(ctx context.Context) ([]TokenRequest, error)
+	// SettleTokenRequest removes the request of id and stores, in the same
+	// step, the issuer's answer to it: a PoolToken per pool key answered,
+	// each replacing what is stored for its pool key. When no request of
+	// id is stored (another process on the outbox settled it) it stores
+	// nothing and returns nil.
+	SettleTokenRequest(ctx context.Context, id int64, answer []PoolToken) error
+	// PoolTokens returns what is stored per pool key, ordered by pool
+	// key.
+	PoolTokens(ctx context.Context) ([]PoolToken, error)
+	// DiscardToken removes what is stored for poolKey.
+	DiscardToken(ctx context.Context, poolKey string) error
+	// ForgetTokens removes the requests and pool keys whose Deadline is
+	// at or before now (Unix seconds) and returns how many it removed.
+	ForgetTokens(ctx context.Context, now int64) (int, error)
+	// PendingWithToken is Pending restricted to the envelopes whose pool
+	// key (Envelope.Metric) has a token stored, each with its token
+	// (Envelope.Token), so that envelopes waiting for a token do not hold
+	// back the others.
+	PendingWithToken(ctx context.Context, limit int) ([]report.Envelope, error)
+	// Tokenless returns the envelopes Pending would return whose pool key
+	// has no token stored, oldest first.
+	Tokenless(ctx context.Context) ([]TokenlessEnvelope, error)
 	// Close releases the outbox.
 	Close() error
 }
@@ -248,6 +284,63 @@ func checkStep(st *StateStep, cur *MetricState, p report.Period) error {
 		return fmt.Errorf("%w: %q was stepped to period %s already, period %s is not after it", ErrPeriodClosed, st.Metric, cur.Last, p)
 	}
 	return nil
+}
+
+// TokenRequest is a request for admission tokens, stored in the outbox
+// before it is sent (Outbox.AddTokenRequest), so that after a crash or a
+// failed POST the same request is sent again: the issuer answers a
+// blinded element it evaluated before with the same evaluation, and
+// refuses another for a pool key it granted.
+type TokenRequest struct {
+	// ID identifies the stored request; the outbox sets it.
+	ID int64
+	// Pools are the pool keys asked (report.PeriodPoolKey), in the
+	// request's order.
+	Pools []string
+	// Pending is the request's state (admission.Pending.MarshalBinary):
+	// the inputs and blinds. It is secret: it links the tokens to the
+	// request, which names the instance.
+	Pending []byte
+	// Deadline is the Unix second from which the request is forgotten
+	// (Outbox.ForgetTokens): the latest deadline of its pool keys.
+	Deadline int64
+}
+
+// PoolToken is what the outbox holds for one pool key once the issuer
+// answered for it: a token, a token spent (its envelope left the
+// outbox), or the issuer's refusal.
+type PoolToken struct {
+	// PoolKey is the pool key (report.PeriodPoolKey).
+	PoolKey string
+	// Token is the token's binary form (admission.Token.MarshalBinary),
+	// nil once spent or when refused.
+	Token []byte
+	// Refused is the issuer's refusal code (admission.RefusedPool, ...),
+	// "" unless refused; Reason is its explanation.
+	Refused, Reason string
+	// Deadline is the Unix second from which it is forgotten
+	// (Outbox.ForgetTokens): the end of the pool key's period plus the
+	// grace, after which the shuffler takes no envelope of it.
+	Deadline int64
+	// Retry, for a refusal, is the Unix second from which the pool key
+	// may be asked again (a period the issuer does not grant yet); 0:
+	// never.
+	Retry int64
+}
+
+// Spent reports whether t is a token spent: neither a token nor a
+// refusal.
+func (t PoolToken) Spent() bool { return t.Token == nil && t.Refused == "" }
+
+// TokenlessEnvelope is an envelope to upload whose pool key has no token
+// stored (Outbox.Tokenless).
+type TokenlessEnvelope struct {
+	// ID is the envelope's id.
+	ID report.ID
+	// PoolKey is the envelope's pool key (report.Envelope.Metric).
+	PoolKey string
+	// Sent reports whether an upload carried it (Outbox.Sending).
+	Sent bool
 }
 
 // Charge is one metric's share of a report in the ledger.

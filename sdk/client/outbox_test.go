@@ -366,3 +366,118 @@ func TestSQLiteOutboxReopen(t *testing.T) {
 		t.Errorf("after reopen: Stage into the closed period: %v, want ErrPeriodClosed", err)
 	}
 }
+
+// TestOutboxTokens checks the admission tokens of the Outbox contract on
+// every implementation: a stored request until it is settled, a pool key
+// in one request at a time, the answer replacing what a pool key held,
+// envelopes with a token uploaded apart from those without (which do not
+// hold them back), Ack spending the token, and ForgetTokens past the
+// deadline.
+func TestOutboxTokens(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range outboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			o := open()
+			defer o.Close()
+			// Three envelopes, oldest first: a and c will get a token, b not.
+			var cs []client.PeriodClose
+			for _, m := range []string{"a", "b", "c"} {
+				c := sealedClose(m, "2026-01-01", false)
+				if err := o.ClosePeriod(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+			key := func(i int) string { return cs[i].Envelope.Metric }
+			id, err := o.AddTokenRequest(ctx, client.TokenRequest{Pools: []string{key(0), key(1), key(2)}, Pending: []byte("blinds"), Deadline: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.AddTokenRequest(ctx, client.TokenRequest{Pools: []string{"x", key(1)}, Pending: []byte("other"), Deadline: 100}); err == nil {
+				t.Error("a second request of a pool key in a stored request was stored")
+			}
+			reqs, err := o.TokenRequests(ctx)
+			if err != nil || len(reqs) != 1 || reqs[0].ID != id || !slices.Equal(reqs[0].Pools, []string{key(0), key(1), key(2)}) || string(reqs[0].Pending) != "blinds" || reqs[0].Deadline != 100 {
+				t.Fatalf("TokenRequests = %+v, %v; want the one stored", reqs, err)
+			}
+			if tl, err := o.Tokenless(ctx); err != nil || len(tl) != 3 {
+				t.Fatalf("Tokenless before the answer = %+v, %v; want the 3 envelopes", tl, err)
+			}
+			answer := []client.PoolToken{
+				{PoolKey: key(0), Token: []byte("token a"), Deadline: 100},
+				{PoolKey: key(1), Refused: "pool", Reason: "no", Deadline: 100},
+				{PoolKey: key(2), Token: []byte("token c"), Deadline: 200},
+			}
+			if err := o.SettleTokenRequest(ctx, id, answer); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.SettleTokenRequest(ctx, id, []client.PoolToken{{PoolKey: key(0), Token: []byte("again"), Deadline: 100}}); err != nil {
+				t.Fatalf("settling a request settled already: %v", err)
+			}
+			if reqs, _ := o.TokenRequests(ctx); len(reqs) != 0 {
+				t.Errorf("TokenRequests after settling = %+v, want none", reqs)
+			}
+			if _, err := o.AddTokenRequest(ctx, client.TokenRequest{Pools: []string{key(1)}, Pending: []byte("b again"), Deadline: 100}); err != nil {
+				t.Errorf("a pool key of a settled request asked again: %v", err)
+			}
+			got, err := o.PendingWithToken(ctx, 10)
+			if err != nil || len(got) != 2 || got[0].ID != cs[0].Envelope.ID || string(got[0].Token) != "token a" || got[1].ID != cs[2].Envelope.ID || string(got[1].Token) != "token c" {
+				t.Fatalf("PendingWithToken = %+v, %v; want a and c with their tokens", got, err)
+			}
+			if got, _ := o.PendingWithToken(ctx, 1); len(got) != 1 || got[0].ID != cs[0].Envelope.ID {
+				t.Errorf("PendingWithToken(1) = %+v, want a", got)
+			}
+			all, _ := o.Pending(ctx, 10)
+			if len(all) != 3 || string(all[0].Token) != "token a" || all[1].Token != nil || string(all[2].Token) != "token c" {
+				t.Errorf("Pending = %+v, want a, b, c, with the tokens of a and c", all)
+			}
+			if tl, err := o.Tokenless(ctx); err != nil || len(tl) != 1 || tl[0].ID != cs[1].Envelope.ID || tl[0].PoolKey != key(1) || tl[0].Sent {
+				t.Errorf("Tokenless = %+v, %v; want b, not sent", tl, err)
+			}
+			if err := o.Ack(ctx, []report.ID{cs[0].Envelope.ID}, client.UploadAcknowledged); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack(ctx, []report.ID{cs[1].Envelope.ID}, client.UploadNoToken); err != nil {
+				t.Fatal(err)
+			}
+			pts, err := o.PoolTokens(ctx)
+			if err != nil || len(pts) != 3 {
+				t.Fatalf("PoolTokens = %+v, %v", pts, err)
+			}
+			byKey := map[string]client.PoolToken{}
+			for _, pt := range pts {
+				byKey[pt.PoolKey] = pt
+			}
+			if pt := byKey[key(0)]; !pt.Spent() || pt.Deadline != 100 {
+				t.Errorf("the token of an acknowledged envelope: %+v, want spent", pt)
+			}
+			if pt := byKey[key(1)]; pt.Refused != "pool" || pt.Spent() {
+				t.Errorf("a refused pool key: %+v, want the refusal", pt)
+			}
+			if pt := byKey[key(2)]; string(pt.Token) != "token c" {
+				t.Errorf("the token of an envelope not acknowledged: %+v", pt)
+			}
+			l, _ := o.Ledger(ctx)
+			for _, e := range l {
+				if e.Metric == "b" && (e.Upload != client.UploadNoToken || e.Reports != 0 || e.Eps0 != 0) {
+					t.Errorf("ledger of a report dropped for want of a token: %+v, want no_token and uncharged", e)
+				}
+			}
+			if err := o.DiscardToken(ctx, key(2)); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := o.PendingWithToken(ctx, 10); len(got) != 0 {
+				t.Errorf("PendingWithToken after the token was discarded = %+v, want none", got)
+			}
+			if n, err := o.ForgetTokens(ctx, 100); err != nil || n != 3 {
+				t.Errorf("ForgetTokens(100) = %d, %v; want the two pool keys and the request of deadline 100", n, err)
+			}
+			if pts, _ := o.PoolTokens(ctx); len(pts) != 0 {
+				t.Errorf("PoolTokens after ForgetTokens = %+v", pts)
+			}
+			if reqs, _ := o.TokenRequests(ctx); len(reqs) != 0 {
+				t.Errorf("TokenRequests after ForgetTokens = %+v", reqs)
+			}
+		})
+	}
+}

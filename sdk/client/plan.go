@@ -31,6 +31,22 @@ const (
 	ReportsPath = "/v1/reports"
 )
 
+// AdmissionHeader is the header of the plan route's answer saying
+// whether the server's shuffler takes envelopes without an admission
+// token: AdmissionTokens (it does not: a Provider needs
+// Config.Credential) or AdmissionOpen. A server that predates admission
+// sends none, which counts as open.
+const AdmissionHeader = "Blanket-Admission"
+
+// Values of AdmissionHeader.
+const (
+	// AdmissionTokens: the shuffler takes only envelopes with a valid
+	// admission token of their pool key, not spent before.
+	AdmissionTokens = "tokens"
+	// AdmissionOpen: the shuffler takes envelopes without a token.
+	AdmissionOpen = "open"
+)
+
 // maxPlanBytes bounds a plan response.
 const maxPlanBytes = 8 << 20
 
@@ -138,6 +154,8 @@ type signedPlan struct {
 	Plan         []byte `json:"plan"`
 	Signature    string `json:"signature,omitempty"`
 	Endorsements string `json:"endorsements,omitempty"`
+	// Admission is the answer's AdmissionHeader, not cached.
+	Admission string `json:"-"`
 }
 
 // open verifies sp's signature (unless t skips it) and decodes its plan.
@@ -193,7 +211,8 @@ func fetchPlan(ctx context.Context, hc *http.Client, base string, trust planTrus
 
 // fetchPlanIfChanged is fetchPlan sending If-None-Match with the digest
 // of the plan the app has, when not ""; it returns a nil plan and no error
-// when the collector answers 304 Not Modified.
+// when the collector answers 304 Not Modified, with a signedPlan holding
+// only the answer's AdmissionHeader.
 func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest string, trust planTrust) (*plan.Plan, *signedPlan, error) {
 	u, err := url.JoinPath(base, PlanPath)
 	if err != nil {
@@ -212,8 +231,9 @@ func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest strin
 		return nil, nil, fmt.Errorf("%w: GET %s: %w", ErrPlanUnavailable, u, err)
 	}
 	defer resp.Body.Close()
+	admission := strings.TrimSpace(resp.Header.Get(AdmissionHeader))
 	if resp.StatusCode == http.StatusNotModified && digest != "" {
-		return nil, nil, nil
+		return nil, &signedPlan{Admission: admission}, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlanBytes+1))
 	if err != nil {
@@ -225,7 +245,7 @@ func fetchPlanIfChanged(ctx context.Context, hc *http.Client, base, digest strin
 	if len(body) > maxPlanBytes {
 		return nil, nil, fmt.Errorf("%w: GET %s: plan larger than %d bytes", ErrPlanUnavailable, u, maxPlanBytes)
 	}
-	sp := &signedPlan{Plan: body, Signature: resp.Header.Get(plan.SignatureHeader), Endorsements: strings.Join(resp.Header.Values(plan.EndorsementsHeader), ", ")}
+	sp := &signedPlan{Plan: body, Signature: resp.Header.Get(plan.SignatureHeader), Endorsements: strings.Join(resp.Header.Values(plan.EndorsementsHeader), ", "), Admission: admission}
 	p, err := trust.open(sp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
@@ -384,11 +404,16 @@ func checkStateful(p *plan.Plan, m *plan.Metric, r sdk.Randomizer, d *sdk.Descri
 // plan cached in DataDir as openCachedPlan returned it (nil: none),
 // verified again, and returns the fetch's error as fetchErr with it; a
 // plan the collector serves but this app refuses (its signature included)
-// is never replaced by the cached one.
+// is never replaced by the cached one. An answer saying that the
+// shuffler requires admission tokens fails with ErrCredentialRequired
+// when the Provider has no Config.Credential.
 func (p *Provider) loadPlan(ctx context.Context, cached *plan.Plan) (v *verifiedPlan, fetchErr, err error) {
 	fctx, cancel := context.WithTimeout(ctx, p.planTimeout(ctx))
 	pl, sp, fetchErr := fetchPlan(fctx, p.hc, p.planBase, p.trust)
 	cancel()
+	if fetchErr == nil && sp.Admission == AdmissionTokens && p.cfg.Credential == nil {
+		return nil, nil, fmt.Errorf("%w (GET %s answered %s: %s)", ErrCredentialRequired, p.planBase, AdmissionHeader, sp.Admission)
+	}
 	if fetchErr == nil {
 		v, err := verifyPlan(ctx, pl, p.cfg.MaxEps0, p.cache)
 		if err != nil {

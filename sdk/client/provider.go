@@ -37,6 +37,8 @@ const (
 	DefaultShutdownTimeout = time.Second
 	// DefaultPlanRefresh is the default of Config.PlanRefresh.
 	DefaultPlanRefresh = time.Hour
+	// DefaultTokenPrefetch is the default of Config.TokenPrefetch.
+	DefaultTokenPrefetch = 1
 	// DefaultLocalRetention is the default of Config.LocalRetention.
 	DefaultLocalRetention = 7
 	// OutboxFile is the SQLite outbox's file name in Config.DataDir.
@@ -168,6 +170,31 @@ type Config struct {
 	// Now is the clock that places Records in reporting periods and ends
 	// them. Defaults to time.Now. A simulation may pass a faster clock.
 	Now func() time.Time
+	// Credential returns the app instance's bearer token for the
+	// admission issuer: a JWT signed by the operator's identity provider
+	// naming the instance (an app with a login has one). When set, in
+	// ModeOn, the Provider fetches an admission token for every pool of
+	// the plan ahead of each period (TokenPrefetch) and uploads a report
+	// only with the token of its pool key; a report whose token cannot be
+	// obtained before its period's deadline is dropped (DropNoToken). It
+	// is called before each request to the issuer, on a goroutine of the
+	// Provider's, never on the Record path, and should return promptly (a
+	// cached token, refreshed as the app does). Defaults to nil: no token
+	// is fetched or sent; NewProvider then fails with
+	// ErrCredentialRequired when the server says its shuffler requires
+	// tokens (AdmissionHeader). ModeLocal and ModeOff never call it.
+	Credential func(ctx context.Context) (string, error)
+	// Issuer is the base URL of the admission issuer, which serves POST
+	// Issuer/v1/tokens. Defaults to Endpoint.
+	Issuer string
+	// TokenPrefetch is how many periods after the current one the
+	// Provider fetches admission tokens for, so that it holds a period's
+	// tokens before the period starts and asks the issuer apart from when
+	// it uploads. Defaults to 1 (0 means the default); negative fetches
+	// for the current period only. The issuer grants a few periods ahead
+	// (issuer.DefaultPrefetch, 3); pool keys further ahead are refused
+	// and asked again a period later.
+	TokenPrefetch int
 }
 
 // Provider records values under a verified plan and uploads them. It is the
@@ -192,7 +219,10 @@ type Provider struct {
 
 	ownOutbox, ownCache bool
 
-	up       *uploader
+	up *uploader
+	// admit fetches admission tokens; nil without Config.Credential or
+	// outside ModeOn.
+	admit    *admitter
 	upCancel context.CancelFunc
 	upDone   chan struct{}
 	// drops hands Drops to Config.OnDrop; nil without one.
@@ -206,6 +236,9 @@ type Provider struct {
 	// have ended, as of the last closing: a Record before it does not
 	// look for periods to close. 0: look.
 	nextClose atomic.Int64
+	// noCredentialWarned is set once RefreshPlan warned that the
+	// shuffler requires tokens the Provider cannot fetch.
+	noCredentialWarned atomic.Bool
 
 	stats struct {
 		recorded, skipped, late, messages atomic.Int64
@@ -213,6 +246,7 @@ type Provider struct {
 		expired, incomplete, superseded   atomic.Int64
 		uploaded, retries, dropped        atomic.Int64
 		accepted, duplicates, rejected    atomic.Int64
+		noToken, tokens, tokensRefused    atomic.Int64
 	}
 }
 
@@ -275,6 +309,14 @@ type Stats struct {
 	// 413, dropped from the outbox so as not to block it (UploadDropped),
 	// each a Drop.
 	Dropped int64
+	// NoToken counts reports dropped unsent at their period's deadline
+	// because no admission token of their pool key could be obtained
+	// (UploadNoToken), each a Drop (DropNoToken).
+	NoToken int64
+	// Tokens counts the admission tokens the issuer granted this
+	// Provider (Config.Credential), TokensRefused the pool keys it
+	// refused.
+	Tokens, TokensRefused int64
 }
 
 // NewProvider returns a Provider for cfg. In ModeOff it touches neither
@@ -409,6 +451,9 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		p.log.Warn("blanket closing periods", "error", err)
 	}
 	if mode == ModeOn {
+		if p.admit, err = newAdmitter(p); err != nil {
+			return nil, err
+		}
 		if p.up, err = newUploader(p); err != nil {
 			return nil, err
 		}
@@ -510,6 +555,13 @@ func (p *Provider) fillDefaults() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.TokenPrefetch == 0 {
+		c.TokenPrefetch = DefaultTokenPrefetch
+	}
+	c.TokenPrefetch = max(c.TokenPrefetch, 0)
+	if c.Issuer == "" {
+		c.Issuer = c.Endpoint
+	}
 	if p.hc == nil {
 		p.hc = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
@@ -586,6 +638,9 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	}
 	cur := p.currentPlan()
 	pl, sp, err := fetchPlanIfChanged(ctx, p.hc, p.planBase, cur.etag, p.trust)
+	if err == nil && sp.Admission == AdmissionTokens && p.cfg.Credential == nil && !p.noCredentialWarned.Swap(true) {
+		p.log.Warn("blanket: the shuffler now requires admission tokens and this app has no Config.Credential: its reports will be refused (token_missing)")
+	}
 	if err != nil || pl == nil || pl.Digest() == cur.etag {
 		return false, err
 	}
@@ -628,10 +683,12 @@ func (p *Provider) Meter(scope string) *Meter {
 }
 
 // Flush closes the reporting periods that have ended (as an upload tick
-// does), then uploads every pending report, retrying with backoff, and
-// returns when the outbox holds none or ctx is done (then with ctx's error
-// and the last upload error). Values of the period still open stay
-// staged. It returns nil at once outside ModeOn.
+// does), fetches the admission tokens missing (with Config.Credential),
+// then uploads every pending report, retrying with backoff, and returns
+// when the outbox holds none or ctx is done (then with ctx's error and the
+// last upload error). Values of the period still open stay staged, and
+// reports still without an admission token stay in the outbox, waiting
+// for one. It returns nil at once outside ModeOn.
 func (p *Provider) Flush(ctx context.Context) error {
 	if p == nil || p.up == nil {
 		return nil
@@ -647,6 +704,14 @@ func (p *Provider) Flush(ctx context.Context) error {
 		}
 		p.log.Warn("blanket closing periods", "error", err)
 	}
+	if p.admit != nil {
+		if _, err := p.admit.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			p.log.Warn("blanket admission tokens", "error", err)
+		}
+	}
 	return p.up.drain(ctx)
 }
 
@@ -656,20 +721,23 @@ func (p *Provider) Stats() Stats {
 		return Stats{}
 	}
 	return Stats{
-		Recorded:   p.stats.recorded.Load(),
-		Skipped:    p.stats.skipped.Load(),
-		Late:       p.stats.late.Load(),
-		Messages:   p.stats.messages.Load(),
-		Steps:      p.stats.steps.Load(),
-		Expired:    p.stats.expired.Load(),
-		Incomplete: p.stats.incomplete.Load(),
-		Superseded: p.stats.superseded.Load(),
-		Uploaded:   p.stats.uploaded.Load(),
-		Accepted:   p.stats.accepted.Load(),
-		Duplicates: p.stats.duplicates.Load(),
-		Rejected:   p.stats.rejected.Load(),
-		Retries:    p.stats.retries.Load(),
-		Dropped:    p.stats.dropped.Load(),
+		Recorded:      p.stats.recorded.Load(),
+		Skipped:       p.stats.skipped.Load(),
+		Late:          p.stats.late.Load(),
+		Messages:      p.stats.messages.Load(),
+		Steps:         p.stats.steps.Load(),
+		Expired:       p.stats.expired.Load(),
+		Incomplete:    p.stats.incomplete.Load(),
+		Superseded:    p.stats.superseded.Load(),
+		Uploaded:      p.stats.uploaded.Load(),
+		Accepted:      p.stats.accepted.Load(),
+		Duplicates:    p.stats.duplicates.Load(),
+		Rejected:      p.stats.rejected.Load(),
+		Retries:       p.stats.retries.Load(),
+		Dropped:       p.stats.dropped.Load(),
+		NoToken:       p.stats.noToken.Load(),
+		Tokens:        p.stats.tokens.Load(),
+		TokensRefused: p.stats.tokensRefused.Load(),
 	}
 }
 

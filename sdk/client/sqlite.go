@@ -354,7 +354,14 @@ func (o *SQLiteOutbox) checkStaged(ctx context.Context, tx *sql.Tx, c PeriodClos
 
 // Pending implements Outbox.
 func (o *SQLiteOutbox) Pending(ctx context.Context, limit int) ([]report.Envelope, error) {
-	rows, err := o.db.QueryContext(ctx, "SELECT id, metric, suite, sealed FROM outbox WHERE local = 0 ORDER BY seq LIMIT ?", limit)
+	return o.pending(ctx, `SELECT o.id, o.metric, o.suite, o.sealed, t.token FROM outbox o
+		LEFT JOIN pool_tokens t ON t.pool_key = o.metric WHERE o.local = 0 ORDER BY o.seq LIMIT ?`, limit)
+}
+
+// pending reads the envelopes of query, which selects id, metric, suite,
+// sealed and token and takes the limit.
+func (o *SQLiteOutbox) pending(ctx context.Context, query string, limit int) ([]report.Envelope, error) {
+	rows, err := o.db.QueryContext(ctx, query, limit)
 	if err != nil {
 		return nil, o.errf("pending: %w", err)
 	}
@@ -366,7 +373,7 @@ func (o *SQLiteOutbox) Pending(ctx context.Context, limit int) ([]report.Envelop
 			e     report.Envelope
 			suite int
 		)
-		if err := rows.Scan(&id, &e.Metric, &suite, &e.Sealed); err != nil {
+		if err := rows.Scan(&id, &e.Metric, &suite, &e.Sealed, &e.Token); err != nil {
 			return nil, o.errf("pending: %w", err)
 		}
 		if len(id) != len(e.ID) {
@@ -444,8 +451,10 @@ func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) 
 	case UploadAcknowledged, UploadDropped, UploadUnknown:
 	case UploadRefused:
 		ledger = "UPDATE period_ledger SET upload = ?, refused_eps0 = eps0, eps0 = 0, reports = 0 WHERE upload = 'pending' AND report IN "
+	case UploadNoToken:
+		ledger = "UPDATE period_ledger SET upload = ?, eps0 = 0, reports = 0 WHERE upload = 'pending' AND report IN "
 	default:
-		return fmt.Errorf("client: outbox %s: Ack with upload state %q, want acknowledged, refused, dropped or unknown", o.path, s)
+		return fmt.Errorf("client: outbox %s: Ack with upload state %q, want acknowledged, refused, no_token, dropped or unknown", o.path, s)
 	}
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -453,6 +462,9 @@ func (o *SQLiteOutbox) Ack(ctx context.Context, ids []report.ID, s UploadState) 
 	}
 	defer tx.Rollback()
 	err = forIDChunks(ids, func(in string, args []any) error {
+		if err := spendTokens(ctx, tx, in, args); err != nil {
+			return o.errf("ack: tokens: %w", err)
+		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE id IN "+in, args...); err != nil {
 			return o.errf("ack: %w", err)
 		}

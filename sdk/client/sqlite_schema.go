@@ -21,7 +21,12 @@ import (
 // plan and randomizer configuration: a new plan starts a new run) with
 // the last period stepped, written in the transaction that commits that
 // period's envelope, and their last value in carried_values, which every
-// period without a Record reports again.
+// period without a Record reports again. Admission tokens: token_requests
+// holds each request for tokens from before it is sent until the issuer
+// answered it (its pool keys in token_request_pools), pool_tokens per
+// pool key the token, or that it was spent, or the issuer's refusal, until
+// the period's deadline; an envelope takes the token of its pool key
+// (outbox.metric) when it is uploaded.
 const outboxSchema = `
 CREATE TABLE outbox (
 	seq    INTEGER PRIMARY KEY AUTOINCREMENT, -- upload order
@@ -92,12 +97,31 @@ CREATE TABLE carried_values (
 	kind     INTEGER NOT NULL,            -- sdk.InputKind
 	category TEXT    NOT NULL DEFAULT '', -- categorical
 	total    REAL    NOT NULL DEFAULT 0   -- real
+);
+CREATE TABLE token_requests (
+	id       INTEGER PRIMARY KEY AUTOINCREMENT,
+	pending  BLOB    NOT NULL,            -- admission.Pending, binary: secret
+	deadline INTEGER NOT NULL             -- Unix seconds: forgotten from then on
+);
+CREATE TABLE token_request_pools (
+	pool_key TEXT    PRIMARY KEY,         -- report.PeriodPoolKey
+	request  INTEGER NOT NULL REFERENCES token_requests (id) ON DELETE CASCADE,
+	seq      INTEGER NOT NULL             -- its place in the request
+);
+CREATE INDEX token_request_pools_request ON token_request_pools (request, seq);
+CREATE TABLE pool_tokens (
+	pool_key TEXT    PRIMARY KEY,         -- report.PeriodPoolKey
+	token    BLOB,                        -- admission.Token; NULL once spent, or refused
+	refused  TEXT    NOT NULL DEFAULT '', -- the issuer's refusal code
+	reason   TEXT    NOT NULL DEFAULT '',
+	deadline INTEGER NOT NULL,            -- Unix seconds: forgotten from then on
+	retry    INTEGER NOT NULL DEFAULT 0   -- a refusal: ask again from then on; 0: never
 );`
 
 // outboxSchemaVersion is the version (PRAGMA user_version) of
 // outboxSchema. Files of earlier versions were written by pre-release
 // SDKs; nothing migrates them.
-const outboxSchemaVersion = 7
+const outboxSchemaVersion = 8
 
 // createSchema creates the schema in a new file (PRAGMA user_version 0), in
 // one transaction, and refuses a file of another version.

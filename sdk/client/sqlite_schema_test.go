@@ -12,12 +12,12 @@ import (
 )
 
 // TestOutboxRefusesOtherVersions: an outbox file of a schema version
-// written by a pre-release SDK (1 to 6), or by a newer client, is refused
+// written by a pre-release SDK (1 to 7), or by a newer client, is refused
 // when opened with an error that says which, and left as it was; a file
 // of the current version opens again.
 func TestOutboxRefusesOtherVersions(t *testing.T) {
 	ctx := context.Background()
-	for v, want := range map[int]string{1: "pre-release", 2: "pre-release", 6: "pre-release", 8: "newer"} {
+	for v, want := range map[int]string{1: "pre-release", 2: "pre-release", 7: "pre-release", 9: "newer"} {
 		t.Run(fmt.Sprint(v), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), client.OutboxFile)
 			db, err := sql.Open("sqlite", path)

@@ -60,12 +60,27 @@ type ackBody struct {
 	Duplicates *int64 `json:"duplicates"`
 	Rejected   *int64 `json:"rejected"`
 	// Errors names rejected envelopes by their index in the upload, with
-	// the reason; the shuffler names only the first few.
+	// the reason and, for some, a code (codeToken...); the shuffler names
+	// only the first few.
 	Errors []struct {
 		Index int    `json:"index"`
 		Error string `json:"error"`
+		Code  string `json:"code"`
 	} `json:"errors"`
 }
+
+// The codes of the shuffler's refusals of an envelope's admission token
+// (ackBody.Errors).
+const (
+	// codeTokenMissing: the envelope carried no token, and the shuffler
+	// requires one.
+	codeTokenMissing = "token_missing"
+	// codeTokenInvalid: the token does not verify for the envelope's pool
+	// key.
+	codeTokenInvalid = "token_invalid"
+	// codeTokenSpent: the token was spent with another envelope.
+	codeTokenSpent = "token_spent"
+)
 
 func newUploader(p *Provider) (*uploader, error) {
 	u, err := url.JoinPath(p.cfg.Endpoint, ReportsPath)
@@ -85,17 +100,34 @@ func (u *uploader) notify() {
 
 // run is the background loop: it uploads UploadDelay after a closing
 // committed a report (so that the reports of a burst of closings go in one
-// request), and every UploadInterval closes the periods that ended and
-// uploads (also reports left from an earlier run), until ctx is
-// cancelled.
+// request) or admission tokens were stored, and every UploadInterval
+// closes the periods that ended and uploads (also reports left from an
+// earlier run), until ctx is cancelled. Beside it run the plan refresh
+// and, with Config.Credential, the fetching of admission tokens.
 func (u *uploader) run(ctx context.Context) {
 	tick := time.NewTicker(u.p.cfg.UploadInterval)
 	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait() // run returns once the loops below have stopped
+	if u.p.admit != nil {
+		// Admission tokens are fetched apart, at start and every
+		// UploadInterval, so that a slow issuer never holds uploads back.
+		wg.Go(func() {
+			t := time.NewTicker(u.p.cfg.UploadInterval)
+			defer t.Stop()
+			for {
+				u.admit(ctx)
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
 	if u.p.cfg.PlanRefresh > 0 && u.p.cfg.Plan == nil {
 		// The plan is refreshed apart, so that a slow collector never
-		// holds uploads back; run returns once it has stopped.
-		var wg sync.WaitGroup
-		defer wg.Wait()
+		// holds uploads back.
 		wg.Go(func() {
 			t := time.NewTicker(u.p.cfg.PlanRefresh)
 			defer t.Stop()
@@ -129,6 +161,19 @@ func (u *uploader) run(ctx context.Context) {
 		if err := u.drain(ctx); err != nil && ctx.Err() == nil {
 			u.p.log.Warn("blanket upload", "error", err)
 		}
+	}
+}
+
+// admit runs the admitter once (a round of its work, admission.go) and
+// wakes the loop when it stored a token, so that the envelopes waiting
+// for it go.
+func (u *uploader) admit(ctx context.Context) {
+	granted, err := u.p.admit.run(ctx)
+	if err != nil && ctx.Err() == nil {
+		u.p.log.Warn("blanket admission tokens", "error", err)
+	}
+	if granted {
+		u.notify()
 	}
 }
 
@@ -178,7 +223,14 @@ func (u *uploader) step(ctx context.Context) (done bool, err error) {
 		// Another drain failed while this one waited for sendMu.
 		return false, nil
 	}
-	envs, err := u.p.outbox.Pending(ctx, n)
+	var envs []report.Envelope
+	if u.p.admit != nil {
+		// Only envelopes with their pool key's token: the others wait
+		// for it without holding these back.
+		envs, err = u.p.outbox.PendingWithToken(ctx, n)
+	} else {
+		envs, err = u.p.outbox.Pending(ctx, n)
+	}
 	if err != nil {
 		u.failed(ctx, err, 0)
 		return false, err
@@ -223,7 +275,7 @@ func (u *uploader) step(ctx context.Context) (done bool, err error) {
 			return false, aerr
 		}
 		u.p.stats.dropped.Add(1)
-		u.p.drop(refusedDrop(envs[0], err.Error()))
+		u.p.drop(refusedDrop(envs[0], err.Error(), ""))
 		return false, nil
 	}
 	var ra time.Duration
@@ -257,9 +309,10 @@ func (u *uploader) step(ctx context.Context) (done bool, err error) {
 // Every refusal is a Drop (of an unknown metric when it was not named).
 func (u *uploader) settle(ctx context.Context, envs []report.Envelope, sentBefore []bool, ack *ackBody) error {
 	named := map[int]string{}
+	codes := map[int]string{}
 	for _, e := range ack.Errors {
 		if e.Index >= 0 && e.Index < len(envs) {
-			named[e.Index] = e.Error
+			named[e.Index], codes[e.Index] = e.Error, e.Code
 		}
 	}
 	var refused, others []int
@@ -308,7 +361,15 @@ func (u *uploader) settle(ctx context.Context, envs []report.Envelope, sentBefor
 		}
 	}
 	for _, i := range refused {
-		u.p.drop(refusedDrop(envs[i], named[i]))
+		if c := codes[i]; c == codeTokenInvalid || c == codeTokenMissing {
+			// The token held for the pool key, if any, is not one the
+			// shuffler takes: forget it, so that a fresh one is asked
+			// for if the period is still granted.
+			if err := u.p.outbox.DiscardToken(ctx, envs[i].Metric); err != nil {
+				u.p.log.Warn("blanket discarding a refused admission token", "error", err)
+			}
+		}
+		u.p.drop(refusedDrop(envs[i], named[i], codes[i]))
 	}
 	for range unnamed {
 		u.p.drop(Drop{Reason: DropRefused, Detail: fmt.Sprintf("one of %d reports the shuffler refused in an upload of %d without naming them", unnamed, len(envs))})
@@ -324,10 +385,20 @@ func (u *uploader) settle(ctx context.Context, envs []report.Envelope, sentBefor
 	return nil
 }
 
-// refusedDrop returns the Drop of envelope e refused for reason.
-func refusedDrop(e report.Envelope, reason string) Drop {
+// refusedDrop returns the Drop of envelope e refused for reason, with
+// the shuffler's code ("" when it gave none).
+func refusedDrop(e report.Envelope, reason, code string) Drop {
 	pool, _, period, _ := report.ParsePoolKey(e.Metric)
-	return dropPeriod(DropRefused, pool, period, reason)
+	r := DropRefused
+	switch code {
+	case codeTokenMissing:
+		r = DropNoToken
+	case codeTokenInvalid:
+		r = DropTokenInvalid
+	case codeTokenSpent:
+		r = DropTokenSpent
+	}
+	return dropPeriod(r, pool, period, reason)
 }
 
 // noAnswer records that the server did not answer a request, with err.

@@ -51,8 +51,8 @@ func TestDecodeErrors(t *testing.T) {
 		"huge count":   {'B', 'L', 'U', '1', 0xff, 0xff, 0xff, 0xff},
 		"count beyond": {'B', 'L', 'U', '1', 0, 0, 0, 2},
 		// The pre-release envelope without a token field.
-		"BLE1": append([]byte("BLU1\x00\x00\x00\x01BLE1"), good[12:len(good)-2]...),
-		"long token":   append(append([]byte{}, good[:len(good)-2]...), 0x02, 0x01),
+		"BLE1":       append([]byte("BLU1\x00\x00\x00\x01BLE1"), good[12:len(good)-2]...),
+		"long token": append(append([]byte{}, good[:len(good)-2]...), 0x02, 0x01),
 	}
 	for name, b := range cases {
 		if _, err := DecodeEnvelopes(b); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
