@@ -270,6 +270,13 @@ func (o *MemoryOutbox) ClosePeriod(ctx context.Context, c PeriodClose) error {
 
 // Pending implements Outbox.
 func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelope, error) {
+	return o.pending(ctx, limit, false)
+}
+
+// pending returns up to limit envelopes to send, oldest first, each with
+// the token stored for its pool key; with needToken only those that have
+// one.
+func (o *MemoryOutbox) pending(ctx context.Context, limit int, needToken bool) ([]report.Envelope, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.check(ctx); err != nil {
@@ -280,7 +287,7 @@ func (o *MemoryOutbox) Pending(ctx context.Context, limit int) ([]report.Envelop
 		if len(out) >= limit {
 			break
 		}
-		if !m.gone && !m.local {
+		if !m.gone && !m.local && (!needToken || o.tokens[m.env.Metric].Token != nil) {
 			out = append(out, o.withToken(m.env))
 		}
 	}
@@ -572,21 +579,7 @@ func (o *MemoryOutbox) ForgetTokens(ctx context.Context, now int64) (int, error)
 
 // PendingWithToken implements Outbox.
 func (o *MemoryOutbox) PendingWithToken(ctx context.Context, limit int) ([]report.Envelope, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.check(ctx); err != nil {
-		return nil, err
-	}
-	var out []report.Envelope
-	for _, m := range o.envs {
-		if len(out) >= limit {
-			break
-		}
-		if !m.gone && !m.local && o.tokens[m.env.Metric].Token != nil {
-			out = append(out, o.withToken(m.env))
-		}
-	}
-	return out, nil
+	return o.pending(ctx, limit, true)
 }
 
 // Tokenless implements Outbox.
