@@ -293,3 +293,18 @@ func TestInfoIsInjective(t *testing.T) {
 		t.Errorf("Info of a key without a period: %v, want ErrMalformed", err)
 	}
 }
+
+// TestCheckPoolKeyRefusesControlCharacters: a NUL in a pool key reached
+// PostgreSQL's text column and failed the whole token request with a 503
+// (review of issue 25); no pool key the SDK makes has one.
+func TestCheckPoolKeyRefusesControlCharacters(t *testing.T) {
+	good := report.PeriodPoolKey("ui", "00000000000000e1", report.Period{Start: 86400, Length: 86400})
+	if _, err := CheckPoolKey(good); err != nil {
+		t.Fatalf("%q: %v", good, err)
+	}
+	for _, bad := range []string{"u\x00i#00000000000000e1#86400+86400", "ui\n#00000000000000e1#86400+86400", "u\x7fi#00000000000000e1#86400+86400"} {
+		if _, err := CheckPoolKey(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%q: err %v, want ErrMalformed", bad, err)
+		}
+	}
+}

@@ -50,6 +50,8 @@ package admission
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -133,7 +135,8 @@ func Info(poolKey string) ([]byte, error) {
 
 // CheckPoolKey returns the period of poolKey, or an error wrapping
 // ErrMalformed unless it is a pool key with a period
-// (report.ParsePoolKey), valid UTF-8 (it travels in JSON) and of 1 to
+// (report.ParsePoolKey), valid UTF-8 (it travels in JSON) without control
+// characters, and of 1 to
 // MaxPoolKeyLen bytes.
 func CheckPoolKey(poolKey string) (report.Period, error) {
 	if len(poolKey) == 0 || len(poolKey) > MaxPoolKeyLen {
@@ -141,6 +144,11 @@ func CheckPoolKey(poolKey string) (report.Period, error) {
 	}
 	if !utf8.ValidString(poolKey) {
 		return report.Period{}, fmt.Errorf("%w: pool key %q is not UTF-8", ErrMalformed, poolKey)
+	}
+	// Control characters (NUL among them, which PostgreSQL's text refuses
+	// and would fail a whole request) are in no pool key the SDK makes.
+	if i := strings.IndexFunc(poolKey, unicode.IsControl); i >= 0 {
+		return report.Period{}, fmt.Errorf("%w: pool key %q has a control character at byte %d", ErrMalformed, poolKey, i)
 	}
 	_, _, period, err := report.ParsePoolKey(poolKey)
 	if err != nil {

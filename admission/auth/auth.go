@@ -82,10 +82,17 @@ type Options struct {
 	// a key id it lacks (at most once per MinRefetch).
 	JWKSURL string
 	// Issuer, when set, is the iss every token must carry. Defaults to
-	// any (the identity still includes the token's iss).
+	// any (the identity still includes the token's iss). Set it: a
+	// provider that issues one subject's tokens under two iss values
+	// otherwise gives that instance two identities, two tokens per pool
+	// and period.
 	Issuer string
 	// Audience, when set, must be among every token's aud. Defaults to
-	// any.
+	// any. Set it: the bound of one token per instance, pool and period
+	// is only as strong as the cost of a new identity, and a key set
+	// shared by many tenants (a hosted login service signing every
+	// project's tokens with one set) lets anyone with their own project
+	// mint identities the issuer would accept.
 	Audience string
 	// Leeway is the clock skew allowed on exp, nbf and iat. Defaults to
 	// one minute.

@@ -162,10 +162,14 @@ func (s *keySource) mayAttempt() bool {
 }
 
 // attempt fetches the key set, recording when and how. The caller holds
-// fetchMu.
+// fetchMu. The fetch does not follow ctx's cancellation (FetchTimeout
+// bounds it): ctx is one request's, and a client that hung up would
+// otherwise fail the fetch and spend the MinRefetch slot, so that a
+// caller closing connections once a minute could keep a rotated-in key
+// unknown and a removed one trusted for good (review of issue 25).
 func (s *keySource) attempt(ctx context.Context) error {
 	s.lastAttempt = s.o.Now()
-	s.lastErr = s.fetch(ctx)
+	s.lastErr = s.fetch(context.WithoutCancel(ctx))
 	return s.lastErr
 }
 

@@ -145,3 +145,28 @@ func (c *clockT) add(d time.Duration) {
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 }
+
+// TestKeySetFetchOutlivesACancelledRequest: a caller that hangs up (its
+// context cancelled) while its unknown key id makes the issuer fetch the
+// key set must not fail the fetch and so spend the refetch slot: an
+// attacker doing that once a minute would keep a rotated-in key unknown
+// (and a removed one trusted) for good. Before the fix the app's JWT of
+// the new key was refused as "key set unavailable".
+func TestKeySetFetchOutlivesACancelledRequest(t *testing.T) {
+	k1, k2 := newSigner(t, "k1", jose.ES256), newSigner(t, "k2", jose.ES256)
+	srv := newJWKSServer(t, keySet(t, k1))
+	c := &clockT{t: testNow}
+	a, err := New(context.Background(), Options{JWKSURL: srv.URL, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.serve(keySet(t, k1, k2), false) // the provider rotates k2 in
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Authenticate(ctx, newSigner(t, "zz", jose.ES256).sign(t, claims("x"))); err == nil {
+		t.Fatal("a JWT of an unknown key authenticated")
+	}
+	if _, err := a.Authenticate(context.Background(), k2.sign(t, claims("device-1"))); err != nil {
+		t.Errorf("the app's JWT of the rotated-in key after a cancelled fetch: %v", err)
+	}
+}

@@ -31,7 +31,13 @@ func IsURL(s string) bool {
 // statement waits on a lock longer than lock_timeout (the commit fails,
 // the upload is answered 503 and retried). Advisory locks that may wait
 // long (migrations, a plan's calibration) are taken by polling (Lock).
+//
+// Every store's proof sketch assumes READ COMMITTED (a statement sees
+// what committed before it began): it is set here, so that a database or
+// role whose default is REPEATABLE READ cannot void them (the review of
+// issue 25 found the issuer granting one identity two tokens under it).
 var sessionSettings = map[string]string{
+	"default_transaction_isolation":       "read committed",
 	"lock_timeout":                        "30s",
 	"idle_in_transaction_session_timeout": "60s",
 	"tcp_keepalives_idle":                 "30",
