@@ -45,6 +45,10 @@ type config struct {
 	// poll is the interval between polls of the collector. Defaults to
 	// 250 ms.
 	poll time.Duration
+	// ids mints each instance's JWT (Config.Credential), so that the
+	// instances get admission tokens; nil for a server run with
+	// --admission open.
+	ids *identities
 }
 
 // Roles of the plan's metrics in the simulation.
@@ -163,7 +167,7 @@ func (f *fleet) waitReady(ctx context.Context) error {
 // setup fetches the plan through a first Provider (which verifies it),
 // assigns the metrics their roles and places the simulated days.
 func (f *fleet) setup(ctx context.Context) error {
-	p, err := client.NewProvider(ctx, f.providerConfig(nil))
+	p, err := client.NewProvider(ctx, f.providerConfig(nil, 0))
 	if err != nil {
 		return err
 	}
@@ -224,12 +228,17 @@ func (f *fleet) setup(ctx context.Context) error {
 // clock now (nil: the real one). The grace of a staged period covers the
 // whole simulation: an instance that skips days reports its last active
 // day at its next Record (or at the end), days later in simulated time.
-func (f *fleet) providerConfig(now func() time.Time) client.Config {
+func (f *fleet) providerConfig(now func() time.Time, id uint64) client.Config {
 	grace := time.Duration(0) // the first Provider, before the plan is known
 	if f.plan != nil {
 		grace = time.Duration(f.cfg.days+1) * f.plan.PeriodLength()
 	}
+	var cred func(context.Context) (string, error)
+	if f.cfg.ids != nil {
+		cred = func(context.Context) (string, error) { return f.cfg.ids.mint(id) }
+	}
 	return client.Config{
+		Credential:  cred,
 		Mode:        client.ModeOn,
 		Endpoint:    f.cfg.endpoint,
 		PlanKey:     f.cfg.planKey,
@@ -288,7 +297,7 @@ func (f *fleet) runInstance(ctx context.Context, j job) error {
 	days := f.pop.instance(id, j.only)
 	var clock atomic.Int64
 	clock.Store(f.first.UnixNano())
-	p, err := client.NewProvider(ctx, f.providerConfig(func() time.Time { return time.Unix(0, clock.Load()) }))
+	p, err := client.NewProvider(ctx, f.providerConfig(func() time.Time { return time.Unix(0, clock.Load()) }, id))
 	if err != nil {
 		return err
 	}

@@ -60,9 +60,31 @@ func main() {
 	flag.Float64Var(&cfg.active, "active", 0.15, "chance that an instance uses the app on a given day")
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
+	jwtKey := flag.String("jwt-key", "", "the demo identity provider's private key (as -write-jwt-key writes it): each instance gets a JWT signed with it (iss and aud "+demoIssuer+") and with it admission tokens; leave empty for a server run with --admission open")
+	writeKey := flag.String("write-jwt-key", "", "create the demo identity provider's key in this file and its public key set in the -write-jwks file, then exit")
+	writeJWKS := flag.String("write-jwks", "", "with -write-jwt-key: where to write the public JSON Web Key Set (blanket serve --jwks)")
 	shot := flag.String("screenshot", "", "after the run, write a PNG of the server's dashboard to this file (needs Chromium; prints the dashboard's URL without it)")
 	dash := flag.String("dashboard", "", "base URL of blanket serve's admin listener: the dashboard to screenshot, and where the simulated days are closed once every report is sent; defaults to -endpoint")
 	flag.Parse()
+	if *writeKey != "" || *writeJWKS != "" {
+		if *writeKey == "" || *writeJWKS == "" {
+			fmt.Fprintln(os.Stderr, "fleet: -write-jwt-key and -write-jwks go together")
+			os.Exit(2)
+		}
+		if err := writeIdentityKeys(*writeKey, *writeJWKS); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *jwtKey != "" {
+		ids, err := loadIdentities(*jwtKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet: -jwt-key:", err)
+			os.Exit(2)
+		}
+		cfg.ids = ids
+	}
 	cfg.admin = *dash
 	if *cpuprofile != "" {
 		pf, err := os.Create(*cpuprofile)
