@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
@@ -20,6 +21,7 @@ func newCollectorCmd(e *env) *cobra.Command {
 	var (
 		sf        serverFlags
 		tokenFile string
+		admits    string
 	)
 	cmd := &cobra.Command{
 		Use:   "collector --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8081]",
@@ -44,6 +46,11 @@ any machines) share one PostgreSQL database: the first to start generates the
 key and calibrates the plan, and every replica serves that plan and key; a
 batch is counted once whichever replica ingests it, however often; put them
 behind one address (a load balancer polling GET /readyz) for the shufflers.
+
+--shuffler-admission says what the shufflers feeding it enforce: tokens (the
+default: they run --admission tokens) or open. The collector cannot check
+it; it states it in the scope of its guarantees (GET /v1/metrics, the
+dashboard) and in the Blanket-Admission header of GET /v1/plan.
 Give every replica the same --token-file. Opening reports (HPKE) is the
 collector's main cost, so throughput grows with the replicas' cores.`,
 		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081
@@ -52,6 +59,9 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			p, logger, err := sf.setup(cmd)
 			if err != nil {
+				return err
+			}
+			if err := checkAdmissionMode("shuffler-admission", admits); err != nil {
 				return err
 			}
 			if tokenFile == "" {
@@ -75,7 +85,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg})
+			c, err := collector.OpenCollector(ctx, collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg, ShufflerAdmission: admits})
 			if err != nil {
 				return err
 			}
@@ -102,6 +112,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 	}
 	sf.add(cmd, "127.0.0.1:8081")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
+	cmd.Flags().StringVar(&admits, "shuffler-admission", admission.AdmissionTokens, "what the shufflers enforce, stated in the scope of the guarantees: tokens (they run --admission tokens) or open")
 	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd())
 	return cmd
 }

@@ -108,7 +108,7 @@ guarantee of every batch.
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newAccountCmd(e), newPluginCmd(e), newVersionCmd())
-	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e))
+	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e), newIssuerCmd(e))
 	return root
 }
 
