@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
@@ -450,6 +451,17 @@ func checkServe(t *testing.T, planFile string, n int) {
 		`blanket_plugin_restarts_total{plugin="krr"} 0`, "go_goroutines", "process_resident_memory_bytes")
 	var p1 plan.Plan
 	getJSON(t, s.url+"/v1/plan", &p1)
+	// --admission open: said in the plan's header and in the scope.
+	resp, err := http.Get(s.url + "/v1/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var list collector.MetricList
+	getJSON(t, s.url+"/v1/metrics", &list)
+	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionOpen || list.Scope.Admission != admission.AdmissionOpen {
+		t.Errorf("serve --admission open: %s %q, scope admission %q; want open", admission.AdmissionHeader, got, list.Scope.Admission)
+	}
 	s.stop(t)
 
 	s2 := startServer(t, args...)
