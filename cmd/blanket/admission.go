@@ -189,8 +189,8 @@ its own.
 (calibrated, with its collector_key: they make its epoch); the issuer grants
 only its pools, its epoch and its period length, for the current period, the
 plan's grace after it (as the shuffler takes its reports) and three periods
-ahead. Repeat --plan to keep granting an
-earlier plan while its late reports come in.
+ahead. Repeat --plan to keep granting an earlier plan while its late reports
+come in.
 
 State lives in DIR: admission.seed (generated at the first start, mode 0600,
 printed at start), the secret from which every pool key's OPRF key derives;
