@@ -140,13 +140,13 @@ func TestReplicas(t *testing.T) {
 	t.Cleanup(front.Close)
 
 	startCollector := func(slot int, name string) *replica {
-		r := startReplica(ctx, t, &procs, bin, dir, name, "collector", "--data", filepath.Join(dir, fmt.Sprintf("collector-%d", slot+1)),
+		r := startReplica(ctx, t, &procs, bin, dir, name, "collector", "--shuffler-admission", "open", "--data", filepath.Join(dir, fmt.Sprintf("collector-%d", slot+1)),
 			"--plan", planFile, "--store", collectorDB, "--token-file", token, "--addr", "127.0.0.1:0")
 		lb.setBackend(slot, r.url)
 		return r
 	}
 	startShuffler := func(slot int, name string) *replica {
-		return startReplica(ctx, t, &procs, bin, dir, name, "shuffler", "--data", filepath.Join(dir, fmt.Sprintf("shuffler-%d", slot+1)),
+		return startReplica(ctx, t, &procs, bin, dir, name, "shuffler", "--admission", "open", "--data", filepath.Join(dir, fmt.Sprintf("shuffler-%d", slot+1)),
 			"--plan", planFile, "--store", shufflerDB, "--token-file", token, "--collector", front.URL,
 			"--addr", "127.0.0.1:0", "--release-interval", "100ms", "--settle", "1ms")
 	}
