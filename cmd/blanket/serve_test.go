@@ -186,7 +186,7 @@ func TestServerCommandUsageErrors(t *testing.T) {
 		{[]string{"collector", "--data", dir, "--plan", testPlanFile, "--shuffler-admission", "none"}, "--shuffler-admission"},
 		{[]string{"issuer", "--data", dir, "--plan", testPlanFile}, "--jwks"},
 		{[]string{"issuer", "--data", dir, "--jwks", "keys.json"}, "--plan"},
-		{[]string{"issuer", "--data", dir, "--jwks", "keys.json", "--plan", testPlanFile}, "collector_key"},
+		{[]string{"issuer", "--data", dir, "--jwks", "keys.json", "--plan", testPlanFile}, "not a plan a collector publishes (calibrated)"},
 	} {
 		_, stderr, code := execute(t, defaultEnv(), tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
