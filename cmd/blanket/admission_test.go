@@ -306,14 +306,7 @@ func admissionFlood(t *testing.T, nMin int) {
 	if !strings.Contains(s.out.String(), "blanket admission seed "+filepath.Join(dir, "data", issuer.SeedFile)) {
 		t.Errorf("serve does not print the seed's path:\n%s", s.out)
 	}
-	resp, err := http.Get(s.url + "/v1/plan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionTokens {
-		t.Errorf("GET /v1/plan: %s %q, want %q", admission.AdmissionHeader, got, admission.AdmissionTokens)
-	}
+	wantAdmissionHeader(t, "GET /v1/plan", s.url)
 
 	vals, truth := values(nMin)
 	admitted := appReports(t, s.url, "ui/screen", vals)
@@ -469,14 +462,7 @@ func killRoles(t *testing.T, instances, nMin, kills int) {
 	shufflerArgs := []string{"shuffler", "--data", sdir, "--plan", planFile, "--collector", c.url, "--token-file", filepath.Join(cdir, "batch.token"),
 		"--admission-seed", seedFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn"}
 	sh := startProc(t, "shuffler", bin, shufflerArgs...)
-	resp, err = http.Get(sh.url + "/v1/plan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionTokens {
-		t.Errorf("the shuffler's relayed plan: %s %q, want %q", admission.AdmissionHeader, got, admission.AdmissionTokens)
-	}
+	wantAdmissionHeader(t, "the shuffler's relayed plan", sh.url)
 
 	vals, _ := values(instances)
 	envs := appReports(t, sh.url, "ui/screen", vals)
@@ -658,4 +644,18 @@ func killRoles(t *testing.T, instances, nMin, kills int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	periodCount(t, c.url, "ui/screen", instances)
+}
+
+// wantAdmissionHeader checks that the plan route at url says that its
+// shuffler takes only envelopes with tokens.
+func wantAdmissionHeader(t *testing.T, what, url string) {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionTokens {
+		t.Errorf("%s: %s %q, want %q", what, admission.AdmissionHeader, got, admission.AdmissionTokens)
+	}
 }
