@@ -108,3 +108,37 @@ func (b *Bytes) UnmarshalText(text []byte) error {
 	*b = out[:n]
 	return nil
 }
+
+// AdmissionHeader is the response header with which the plan route (GET
+// /v1/plan of blanket serve, and a shuffler's relay of it) says what the
+// shuffler behind it asks of each envelope: AdmissionTokens or
+// AdmissionOpen. An app without a credential reads it to tell its
+// operator what is missing.
+const AdmissionHeader = "Blanket-Admission"
+
+// Values of AdmissionHeader.
+const (
+	// AdmissionTokens: every envelope must carry an admission token of
+	// its pool key, not spent before.
+	AdmissionTokens = "tokens"
+	// AdmissionOpen: the shuffler takes envelopes without a token
+	// (anyone who can reach its upload port can add reports).
+	AdmissionOpen = "open"
+)
+
+// Codes of the shuffler's refusals of an envelope for its token (the
+// "code" of an upload answer's errors, POST /v1/reports). None is worth
+// a retry of the same envelope.
+const (
+	// UploadTokenMissing: the envelope carries no token, and the
+	// shuffler takes none without.
+	UploadTokenMissing = "token_missing"
+	// UploadTokenInvalid: the token does not decode, or is not a token of
+	// the envelope's pool key (forged, of another pool or period, or
+	// issued under another seed than the shuffler's).
+	UploadTokenInvalid = "token_invalid"
+	// UploadTokenSpent: the token was spent by another envelope (a
+	// retry of the same envelope, same report id, is a duplicate
+	// instead).
+	UploadTokenSpent = "token_spent"
+)

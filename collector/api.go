@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
 
@@ -28,6 +29,9 @@ func (c *Collector) handlePlan(w http.ResponseWriter, r *http.Request) {
 	etag := `"` + s.etag + `"`
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
+	if a := c.o.ShufflerAdmission; a != "" {
+		w.Header().Set(admission.AdmissionHeader, a)
+	}
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

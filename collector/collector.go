@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -98,6 +99,16 @@ type CollectorOptions struct {
 	// (blanket serve): the API and the dashboard then say that against
 	// its operator only each report's local eps0 holds (Scope).
 	SameOperator bool
+	// ShufflerAdmission declares what the shufflers that feed the
+	// collector ask of each envelope: admission.AdmissionTokens (an
+	// admission token, one per authenticated app instance, pool and
+	// period: shuffler.Options.Admission) or admission.AdmissionOpen
+	// (nothing). The API and the dashboard state it (Scope), and GET
+	// /v1/plan sends it in the admission.AdmissionHeader. The collector
+	// cannot check it: blanket serve sets it from its own shuffler, and
+	// blanket collector from --shuffler-admission. Defaults to open,
+	// without the header: nothing is claimed.
+	ShufflerAdmission string
 	// Registerer receives the collector's Prometheus metrics
 	// (blanket_collector_*: batches and reports by outcome, ingest and
 	// estimate latency, calibration time). Defaults to none: they are then
@@ -171,6 +182,11 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	}
 	if o.Open == nil {
 		return nil, fmt.Errorf("%w: Open is required", ErrOptions)
+	}
+	switch o.ShufflerAdmission {
+	case "", admission.AdmissionTokens, admission.AdmissionOpen:
+	default:
+		return nil, fmt.Errorf("%w: ShufflerAdmission = %q, must be %q or %q", ErrOptions, o.ShufflerAdmission, admission.AdmissionTokens, admission.AdmissionOpen)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -1,6 +1,10 @@
 package collector
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/blanket-dp/blanket/admission"
+)
 
 // Scope says against whom the guarantees the collector states hold
 // (docs/threat-model.md). The central (eps, delta) of a batch, and the
@@ -20,8 +24,11 @@ type Scope struct {
 	// SameOperator reports that this process runs the shuffler too
 	// (blanket serve): its operator is then a party LocalOnly names.
 	SameOperator bool `json:"same_operator"`
-	// Admission says what keeps fake reports out of the batches: "none"
-	// (anyone who can reach the shuffler's upload port can add reports).
+	// Admission says what keeps fake reports out of the batches, as
+	// CollectorOptions.ShufflerAdmission declares it: "tokens" (each
+	// report carried an admission token, one per authenticated app
+	// instance, pool and period) or "open" (nothing: anyone who can reach
+	// the shuffler's upload port can add reports).
 	Admission string `json:"admission"`
 	// Doc names the threat model.
 	Doc string `json:"doc"`
@@ -35,8 +42,8 @@ const (
 	scopeHonest    = "the other reports of each batch come from honest devices running the plan's randomizer"
 	scopeFakesFmt  = "at most a fraction %g of each batch's valid reports is fake (the plan's max_fake_fraction), and the rest come from honest devices running the plan's randomizer: every guarantee counts only that honest floor"
 	scopeNoAdmit   = "nothing checks that: anyone who can reach the shuffler's upload port can add reports to a batch and weaken it"
+	scopeTokens    = "each report in a batch carried an admission token: one per authenticated app instance, pool and period, so fake reports need stolen or bought credentials, at most one per credential per pool and period"
 	scopeSameOp    = "this server runs the shuffler and the collector together: against its operator only each report's local eps0 holds"
-	admissionNone  = "none"
 )
 
 // scope returns the collector's Scope.
@@ -46,8 +53,11 @@ func (c *Collector) scope() Scope {
 		Provided:     []string{scopeShuffler, scopeHonest, scopeNoAdmit},
 		LocalOnly:    scopeLocalOnly,
 		SameOperator: c.o.SameOperator,
-		Admission:    admissionNone,
+		Admission:    admission.AdmissionOpen,
 		Doc:          "docs/threat-model.md",
+	}
+	if c.o.ShufflerAdmission == admission.AdmissionTokens {
+		s.Admission, s.Provided[2] = admission.AdmissionTokens, scopeTokens
 	}
 	if f := c.plan.MaxFakeFraction; f > 0 {
 		s.Provided[1] = fmt.Sprintf(scopeFakesFmt, f)

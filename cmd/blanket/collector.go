@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
@@ -21,6 +22,7 @@ func newCollectorCmd(e *env) *cobra.Command {
 		sf        serverFlags
 		kf        keyFlags
 		tokenFile string
+		admits    string
 	)
 	cmd := &cobra.Command{
 		Use:   "collector --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8081]",
@@ -54,6 +56,11 @@ first key and calibrates the plan, and every replica serves that plan and the
 key schedule (with --key-dir, give every replica the same directory); a
 batch is counted once whichever replica ingests it, however often; put them
 behind one address (a load balancer polling GET /readyz) for the shufflers.
+
+--shuffler-admission says what the shufflers feeding it enforce: tokens (the
+default: they run --admission tokens) or open. The collector cannot check
+it; it states it in the scope of its guarantees (GET /v1/metrics, the
+dashboard) and in the Blanket-Admission header of GET /v1/plan.
 Give every replica the same --token-file. Opening reports (HPKE) is the
 collector's main cost, so throughput grows with the replicas' cores.`,
 		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081
@@ -65,6 +72,9 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 				return err
 			}
 			if err := kf.check(); err != nil {
+				return err
+			}
+			if err := checkAdmissionMode("shuffler-admission", admits); err != nil {
 				return err
 			}
 			if tokenFile == "" {
@@ -88,7 +98,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg}))
+			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger, Registerer: reg, ShufflerAdmission: admits}))
 			if err != nil {
 				return err
 			}
@@ -116,6 +126,7 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 	sf.add(cmd, "127.0.0.1:8081")
 	kf.add(cmd)
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
+	cmd.Flags().StringVar(&admits, "shuffler-admission", admission.AdmissionTokens, "what the shufflers enforce, stated in the scope of the guarantees: tokens (they run --admission tokens) or open")
 	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd(), newRotateKeyCmd())
 	return cmd
 }

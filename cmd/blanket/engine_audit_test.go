@@ -13,3 +13,9 @@ func TestEngineCalibrateDeep(t *testing.T) {
 func TestEngineCurveDeep(t *testing.T) {
 	checkEngineCurve(t, "1e4:1e6")
 }
+
+// TestEngineCurve sweeps n from 1e3 to 1e5; 1e4 to 1e6, twice the CPU, is
+// TestEngineCurveDeep (make audit).
+func TestEngineCurve(t *testing.T) {
+	checkEngineCurve(t, "1e3:1e5")
+}

@@ -82,12 +82,6 @@ func checkEngineCalibrate(t *testing.T, n string) {
 	}
 }
 
-// TestEngineCurve sweeps n from 1e3 to 1e5; 1e4 to 1e6, twice the CPU, is
-// TestEngineCurveDeep (make audit).
-func TestEngineCurve(t *testing.T) {
-	checkEngineCurve(t, "1e3:1e5")
-}
-
 // checkEngineCurve runs account curve for a joint mechanism at three
 // values of n in the range ns: the upper bound decreases with n.
 func checkEngineCurve(t *testing.T, ns string) {

@@ -91,7 +91,7 @@ guarantee of every batch.
 
   blanket account ...    bound, compare and calibrate the privacy of a randomizer
   blanket plan P.yaml    calibrate every metric's local budget eps0 to a target
-  blanket serve          run the shuffler and the collector on an embedded store
+  blanket serve          run the shuffler, the collector and the admission issuer on an embedded store
   blanket plugin ...     list and verify randomizer plugins`,
 		Version:       version(),
 		SilenceUsage:  true,
@@ -108,7 +108,7 @@ guarantee of every batch.
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newAccountCmd(e), newPluginCmd(e), newVersionCmd())
-	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e))
+	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e), newIssuerCmd(e))
 	return root
 }
 

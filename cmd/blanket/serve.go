@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
+	"github.com/blanket-dp/blanket/admission/auth"
+	"github.com/blanket-dp/blanket/admission/issuer"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/httpserver"
@@ -209,12 +212,14 @@ func (f *shufflerFlags) options(o shuffler.Options) shuffler.Options {
 
 func newServeCmd(e *env) *cobra.Command {
 	var (
-		sf serverFlags
-		tf shufflerFlags
-		kf keyFlags
+		sf     serverFlags
+		tf     shufflerFlags
+		kf     keyFlags
+		jf     jwtFlags
+		admits string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --data DIR --plan PLAN.yaml [--addr 127.0.0.1:8080]",
+		Use:   "serve --data DIR --plan PLAN.yaml --jwks FILE|URL [--addr 127.0.0.1:8080]",
 		Short: "Run the shuffler and the collector together on one machine",
 		Long: `Run both server roles in one process, on one address, with embedded SQLite
 databases in the data directory:
@@ -225,6 +230,10 @@ databases in the data directory:
              while a period's grace lasts a pool goes out only down to its last
              n_min (once it holds 2·n_min and has settled), at the deadline
              whole.
+  issuer     POST /v1/tokens: grants each app instance, authenticated by a JWT
+             that your identity provider signs (--jwks), one admission token
+             per pool and period; the shuffler takes an envelope only with a
+             token of its pool and period not spent before.
   collector  GET /v1/plan, GET /v1/metrics, GET /v1/metrics/{name}: publishes the
              calibrated plan with its report keys, opens and aggregates the batches,
              serves estimates with their central (eps, delta).
@@ -244,6 +253,18 @@ show when reports arrive, which the shuffler exists to hide: keep that
 listener private. The public listener answers GET /healthz and a GET /readyz
 that names failing checks only.
 
+Admission is on by default: serve needs --jwks FILE|URL, the JSON Web Key
+Set of the identity provider that signs your app instances' JWTs
+(--jwt-issuer and --jwt-audience restrict which are taken); an instance is
+the JWT's iss and sub. Fake reports then need app credentials, at most one
+report per credential, pool and period, and tokens are blinded: the issuer
+never sees the token an instance will spend. The seed of the tokens is
+DIR/admission.seed (generated at the first start, mode 0600; whoever holds it
+can mint tokens). --admission open runs without: anyone who can reach the
+upload port can add reports to a batch and weaken its guarantee; it is logged
+at start, the scope of the guarantees says so, and GET /v1/plan answers with
+Blanket-Admission: open (tokens otherwise).
+
 The shuffler hands batches to the collector over loopback HTTP (POST
 /v1/batches with a bearer token from DIR/batch.token), exactly as it would to a
 remote collector, so the two roles share nothing but the wire format.
@@ -262,8 +283,8 @@ and so is the key that signs the plan (DIR/plan-signing.key), whose public half 
 pins: 'blanket collector plan-key --data DIR' prints it, and serve prints it
 at start. SIGINT or SIGTERM shuts down gracefully; released batches not yet acknowledged are sent again at
 the next start.`,
-		Example: `  blanket serve --data ./blanket-data --plan examples/plan.yaml
-  blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --plugin-dir /usr/lib/blanket`,
+		Example: `  blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --jwks https://idp.example/.well-known/jwks.json --jwt-audience blanket
+  blanket serve --data ./blanket-data --plan examples/plan.yaml --admission open`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			p, logger, err := sf.setup(cmd)
@@ -277,7 +298,19 @@ the next start.`,
 				return err
 			}
 			if sf.store != "" && !pgdb.IsURL(sf.store) {
-				return usageErrorf("--store %q: serve keeps its two SQLite databases in --data; --store takes a PostgreSQL URL (both roles then use it, each in its own schema)", sf.store)
+				return usageErrorf("--store %q: serve keeps its SQLite databases in --data; --store takes a PostgreSQL URL (every role then uses it, each in its own schema)", sf.store)
+			}
+			if err := checkAdmissionMode("admission", admits); err != nil {
+				return err
+			}
+			tokens := admits == admission.AdmissionTokens
+			switch {
+			case tokens && jf.jwks == "":
+				return usageErrorf("admission is on by default and needs --jwks FILE|URL, the key set of the identity provider that signs your app instances' JWTs; --admission open runs without it (anyone who can reach the upload port can then add reports)")
+			case !tokens && (jf.jwks != "" || jf.issuer != "" || jf.audience != ""):
+				return usageErrorf("--jwks, --jwt-issuer and --jwt-audience are for --admission tokens, not open")
+			case !tokens:
+				warnOpen(logger)
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -295,7 +328,13 @@ the next start.`,
 			}
 			defer ln.Close()
 			reg := newRegistry(ps)
-			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg, SameOperator: true}))
+			var a *auth.Authenticator
+			if tokens {
+				if a, err = jf.authenticator(ctx); err != nil {
+					return err
+				}
+			}
+			c, err := collector.OpenCollector(ctx, kf.options(collector.CollectorOptions{Plan: p, Dir: sf.data, Store: sf.store, Open: ps.Open, Token: token, Logger: logger.With("role", "collector"), Registerer: reg, SameOperator: true, ShufflerAdmission: admits}))
 			if err != nil {
 				return err
 			}
@@ -305,13 +344,30 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Store: sf.store, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg}))
+			mux := http.NewServeMux()
+			var verifier *issuer.Verifier
+			var issuerChecks []health.Check
+			var seedPath string
+			if tokens {
+				// The issuer grants the pools and epochs the shuffler
+				// takes: the published plan's and the earlier ones'.
+				is, seed, path, err := openIssuer(ctx, sf.data, sf.store, append([]*plan.Plan{c.Plan()}, earlier...), tf.periodGrace, logger.With("role", "issuer"))
+				if err != nil {
+					return err
+				}
+				defer is.Close()
+				if verifier, err = issuer.NewVerifier(seed); err != nil {
+					return err
+				}
+				mux.Handle("POST "+admission.TokensPath, is.Handler(a))
+				issuerChecks, seedPath = []health.Check{{Name: "issuer", Ready: is.Ready}}, path
+			}
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Store: sf.store, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg, Admission: verifier}))
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			checks := append(c.Checks(), s.Checks()...)
-			mux := http.NewServeMux()
+			checks := append(append(c.Checks(), s.Checks()...), issuerChecks...)
 			c.Register(mux)
 			s.Register(mux)
 			dashboard.Register(mux, dashboard.Roles{Collector: true})
@@ -326,20 +382,29 @@ the next start.`,
 				return err
 			}
 			defer stopAdmin()
-			printListening(cmd, "serve", url, append(append(append([]string{}, shufflerRoutes...), collectorRoutes...), publicHealthRoutes...)...)
+			routes := append([]string{}, shufflerRoutes...)
+			if tokens {
+				routes = append(routes, issuerRoutes...)
+			}
+			printListening(cmd, "serve", url, append(append(routes, collectorRoutes...), publicHealthRoutes...)...)
 			printListening(cmd, "serve admin", adminURL, append([]string{
 				"GET  /                     the dashboard, with the shuffler's pools",
 				"GET  /v1/pools             each pool's fill against n_min",
 				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
 			printPlanKey(cmd, c)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()))
+			if tokens {
+				printSeed(cmd, seedPath)
+			}
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "epoch", c.Epoch(), "n_min", p.NMin, "metrics", metricNames(c.Plan()), "admission", admits)
 			return serveHTTP(ctx, logger, ln, mux, runBoth(s.Run, c.Run))
 		}),
 	}
 	sf.add(cmd, "127.0.0.1:8080")
 	tf.add(cmd)
 	kf.add(cmd)
+	jf.add(cmd, " (required unless --admission open)")
+	cmd.Flags().StringVar(&admits, "admission", admission.AdmissionTokens, "tokens: the shuffler takes only envelopes with an admission token from the issuer this process runs (POST /v1/tokens; needs --jwks); open: envelopes without one (anyone who can reach the upload port can add reports)")
 	return cmd
 }
 

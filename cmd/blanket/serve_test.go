@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/secrets"
 
@@ -171,8 +172,21 @@ func TestServerCommandUsageErrors(t *testing.T) {
 		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--release-interval", "0s"}, "--release-interval"},
 		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile}, "--collector"},
 		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "ftp://x"}, "--collector"},
-		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1"}, "token"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1", "--admission", "open"}, "token"},
 		{[]string{"collector", "--data", dir, "--plan", filepath.Join(dir, "nope.yaml")}, "no such file"},
+		// Admission is on by default: serve needs an identity provider's
+		// key set, or the explicit opt-out; the shuffler the issuer's seed.
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile}, "--jwks FILE|URL"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile}, "--admission open"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--admission", "none"}, "--admission"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--admission", "open", "--jwks", "keys.json"}, "--jwks"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--jwks", filepath.Join(dir, "nope.json")}, "--jwks"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1"}, "--admission-seed"},
+		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1", "--admission-seed", filepath.Join(dir, "nope.seed")}, "does not exist"},
+		{[]string{"collector", "--data", dir, "--plan", testPlanFile, "--shuffler-admission", "none"}, "--shuffler-admission"},
+		{[]string{"issuer", "--data", dir, "--plan", testPlanFile}, "--jwks"},
+		{[]string{"issuer", "--data", dir, "--jwks", "keys.json"}, "--plan"},
+		{[]string{"issuer", "--data", dir, "--jwks", "keys.json", "--plan", testPlanFile}, "not a plan a collector publishes (calibrated)"},
 	} {
 		_, stderr, code := execute(t, defaultEnv(), tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
@@ -416,7 +430,7 @@ func TestServe(t *testing.T) {
 func checkServe(t *testing.T, planFile string, n int) {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"serve", "--data", dir, "--plan", planFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn"}
+	args := []string{"serve", "--data", dir, "--plan", planFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn", "--admission", "open"}
 	s := startServer(t, args...)
 	vals, truth := values(n)
 	envs := appReports(t, s.url, "ui/screen", vals)
@@ -437,6 +451,17 @@ func checkServe(t *testing.T, planFile string, n int) {
 		`blanket_plugin_restarts_total{plugin="krr"} 0`, "go_goroutines", "process_resident_memory_bytes")
 	var p1 plan.Plan
 	getJSON(t, s.url+"/v1/plan", &p1)
+	// --admission open: said in the plan's header and in the scope.
+	resp, err := http.Get(s.url + "/v1/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var list collector.MetricList
+	getJSON(t, s.url+"/v1/metrics", &list)
+	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionOpen || list.Scope.Admission != admission.AdmissionOpen {
+		t.Errorf("serve --admission open: %s %q, scope admission %q; want open", admission.AdmissionHeader, got, list.Scope.Admission)
+	}
 	s.stop(t)
 
 	s2 := startServer(t, args...)
@@ -457,13 +482,13 @@ func checkServe(t *testing.T, planFile string, n int) {
 func TestShufflerAndCollectorCommands(t *testing.T) {
 	planFile, _ := calibratedTestPlan(t)
 	cdir, sdir := t.TempDir(), t.TempDir()
-	c := startServer(t, "collector", "--data", cdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	c := startServer(t, "collector", "--data", cdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--log-level", "warn", "--shuffler-admission", "open")
 	token := mustRead(t, filepath.Join(cdir, secrets.TokenFile))
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "shuffler", "--data", sdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn")
+	s := startServer(t, "shuffler", "--data", sdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn", "--admission", "open")
 	// Apps talk to the shuffler only: it relays the collector's plan.
 	var viaShuffler, direct plan.Plan
 	getJSON(t, s.url+"/v1/plan", &viaShuffler)

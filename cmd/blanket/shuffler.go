@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
+	"github.com/blanket-dp/blanket/admission/issuer"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/pgdb"
@@ -25,9 +27,11 @@ func newShufflerCmd(e *env) *cobra.Command {
 		tf           shufflerFlags
 		collectorURL string
 		tokenFile    string
+		admits       string
+		seedFile     string
 	)
 	cmd := &cobra.Command{
-		Use:   "shuffler --data DIR --plan PLAN.yaml --collector URL [--addr 127.0.0.1:8080]",
+		Use:   "shuffler --data DIR --plan PLAN.yaml --collector URL --admission-seed FILE [--addr 127.0.0.1:8080]",
 		Short: "Run the shuffler role alone",
 		Long: `Run the shuffler: apps POST sealed reports to /v1/reports; the shuffler keeps no
 address, header or arrival time, drops retried uploads by report id, pools the
@@ -48,14 +52,26 @@ reports.
 It presents the bearer token in --token-file (default DIR/batch.token): copy
 the collector's token file there (mode 0600).
 
+Admission (--admission tokens, the default): the shuffler takes an envelope
+only with an admission token of its pool key that no other report spent,
+which apps get from the issuer (blanket issuer) with their credential; it
+verifies tokens with the issuer's seed, --admission-seed (a copy of the
+issuer's admission.seed, mode 0600), and keeps spent ones in its store until
+their period's grace ends. --admission open takes envelopes without tokens:
+anyone who can reach the upload port can then add reports to a batch and
+weaken its guarantee; it is logged at start, and acceptable only where the
+port is reachable by your apps alone. GET /v1/plan answers with the header
+Blanket-Admission: tokens or open.
+
 Replicas: with --store postgres://…, any number of shuffler processes share
 one PostgreSQL database (its own, apart from the collector's: the shuffler
 must not read what the collector stores): apps may upload to any of them, a
 retried upload is a duplicate whichever replica took the first, each pool is
 released by one replica at a time, never below n_min, and a released batch is
 forwarded by one replica (another takes over if it dies).`,
-		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081
-  PGPASSWORD=… blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --store postgres://blanket@db.internal/shuffler`,
+		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081 --admission-seed ./admission.seed
+  PGPASSWORD=… blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --admission-seed /etc/blanket/admission.seed --store postgres://blanket@db.internal/shuffler
+  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://127.0.0.1:8081 --admission open`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if err := requireFlags(cmd, "collector"); err != nil {
@@ -70,6 +86,22 @@ forwarded by one replica (another takes over if it dies).`,
 			}
 			if u, err := url.Parse(collectorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return usageErrorf("--collector %q, must be an http or https URL", collectorURL)
+			}
+			if err := checkAdmissionMode("admission", admits); err != nil {
+				return err
+			}
+			var verifier *issuer.Verifier
+			switch {
+			case admits == admission.AdmissionTokens && seedFile == "":
+				return usageErrorf("--admission tokens (the default) needs --admission-seed FILE, a copy of the issuer's %s; or --admission open to take envelopes without tokens", issuer.SeedFile)
+			case admits == admission.AdmissionTokens:
+				if verifier, err = loadVerifier(seedFile); err != nil {
+					return err
+				}
+			case seedFile != "":
+				return usageErrorf("--admission-seed is for --admission tokens, not open")
+			default:
+				warnOpen(logger)
 			}
 			if tokenFile == "" {
 				tokenFile = filepath.Join(sf.data, secrets.TokenFile)
@@ -88,7 +120,7 @@ forwarded by one replica (another takes over if it dies).`,
 			}
 			defer ln.Close()
 			reg := newRegistry(nil)
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg, Admission: verifier}))
 			if err != nil {
 				return err
 			}
@@ -98,7 +130,7 @@ forwarded by one replica (another takes over if it dies).`,
 			// A plan the collector publishes later (another travel mode,
 			// a new metric) brings its pools: apps that fetched it are
 			// not refused, and earlier pools stay for late reports.
-			relay := &shuffler.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan}
+			relay := &shuffler.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan, Admission: admits}
 			relay.Register(mux)
 			checks := append(s.Checks(), health.Check{Name: "plan", Ready: relay.Ready})
 			health.Register(mux, false, checks...)
@@ -119,7 +151,7 @@ forwarded by one replica (another takes over if it dies).`,
 				"GET  /v1/pools             each pool's fill against n_min",
 				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURL, "n_min", p.NMin, "metrics", metricNames(p))
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURL, "admission", admits, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),
 	}
@@ -127,6 +159,8 @@ forwarded by one replica (another takes over if it dies).`,
 	tf.add(cmd)
 	cmd.Flags().StringVar(&collectorURL, "collector", "", "the collector's base URL, e.g. http://127.0.0.1:8081 (required)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default DIR/batch.token)")
+	cmd.Flags().StringVar(&admits, "admission", admission.AdmissionTokens, "tokens: take only envelopes with an admission token of their pool key, not spent before (needs --admission-seed); open: take envelopes without one (anyone who can reach the upload port can add reports)")
+	cmd.Flags().StringVar(&seedFile, "admission-seed", "", "a copy of the issuer's admission.seed (mode 0600), with which the shuffler verifies tokens")
 	return cmd
 }
 

@@ -38,7 +38,7 @@ const (
 		{"name":"many","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":100,"malformed":0,"batches":1},
 		{"name":"net/latency_ms","plugin":"summation","in_plan":true,"epochs":["00000000000000e1"],"n":100,"malformed":1,"batches":1},
 		{"name":"toString","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2}],
-		"scope":{"against":"the collector and the public","provided":["the shuffler is honest","<b id=scopeinjected>x</b>"],"local_only":"one operator of both roles","same_operator":true,"admission":"none","doc":"docs/threat-model.md"}}`
+		"scope":{"against":"the collector and the public","provided":["the shuffler is honest","<b id=scopeinjected>x</b>"],"local_only":"one operator of both roles","same_operator":true,"admission":"open","doc":"docs/threat-model.md"}}`
 )
 
 // edgePeriod returns a period's JSON, estimates "" for null (with an

@@ -41,10 +41,26 @@
 // period tag (report.PeriodPoolKey), whose report no per-period guarantee
 // could cover, with a reason that says so.
 //
+// # Admission
+//
+// With Options.Admission (the verifier of the issuer's seed, package
+// admission/issuer), the shuffler takes an envelope only with an
+// admission token of its pool key that no other report spent: one per
+// authenticated app instance, pool and period, so that fake reports need
+// credentials. After the checks above, an envelope without a token is
+// refused (code token_missing), one whose token does not decode or is
+// not one of its pool key (forged, of another pool or period, or of
+// another seed) too (token_invalid); the accept transaction then takes
+// the token's key (issuer.SpentKey) with the report, and refuses an
+// envelope whose token another report spent (token_spent). A report id
+// already accepted is a duplicate first, so a retry is never refused as
+// spent. Spent keys are kept until the period's deadline, like ids.
+// Without Options.Admission every envelope is taken, its token ignored.
+//
 // # HTTP API
 //
 //	POST /v1/reports   body: report.EncodeEnvelopes bytes (application/octet-stream)
-//	  202 {"accepted": n, "duplicates": d, "rejected": r, "errors": [{"index": i, "error": "..."}]}
+//	  202 {"accepted": n, "duplicates": d, "rejected": r, "errors": [{"index": i, "code": "...", "error": "..."}]}
 //	  400 undecodable body, 413 body or envelope count over the limit,
 //	  415 wrong content type, 429 connection over its rate (Retry-After),
 //	  503 storage failed (retry). Error bodies are {"error": "..."}.
@@ -56,8 +72,10 @@
 //
 // An upload is stored durably before the 202; duplicates (an id already
 // accepted: a retry after a lost acknowledgement) are stored already and
-// rejected envelopes (unknown metric, unsupported suite, too short) will
-// never be, so the client can drop all three from its outbox.
+// rejected envelopes (unknown metric, unsupported suite, too short, no
+// valid unspent token) will never be, so the client can drop all three
+// from its outbox. Every rejected envelope is named in errors, with a
+// code (EnvelopeError.Code) a client can act on.
 //
 // # Privacy of the shuffler
 //
@@ -76,15 +94,17 @@
 //	meta(key, value)                      dedup salt and generation
 //	pool(id INTEGER PK, metric, suite, sealed)
 //	seen(h BLOB PK, gen, period_end, period_len)  HMAC-SHA256(salt, report id)[:16]
+//	spent(k BLOB PK, period_end, period_len)      spent admission tokens (issuer.SpentKey)
 //	pools(name PK)                        pools learned from relayed plans
 //	period_lengths(seconds PK)            their period lengths
 //	outgoing(id BLOB PK, metric, n, body) released batches until acknowledged
 //
 // Every acknowledgement follows a committed transaction (WAL,
 // synchronous=FULL; on PostgreSQL, keep synchronous_commit on, its
-// default). Accepting an upload inserts its ids into seen and its
-// reports into pool in one transaction (concurrent uploads share it: group
-// commit). Releasing moves reports from pool to outgoing in one
+// default). Accepting an upload inserts its ids into seen, the keys of
+// their admission tokens into spent, and its reports into pool in one
+// transaction (concurrent uploads share it: group commit); spent keys
+// go with their period's ids, at its deadline. Releasing moves reports from pool to outgoing in one
 // transaction. The table forgotten holds, per period length, the latest
 // end of a closed period (its ids forgotten, or its pools released whole);
 // such periods are refused.

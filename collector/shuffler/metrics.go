@@ -17,6 +17,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/sdk/report"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,13 +34,20 @@ const (
 	rejectTooManyEpochs                     // the pool holds MaxEpochsPerPool epochs already
 	rejectSuite                             // an unsupported HPKE suite
 	rejectShort                             // sealed bytes shorter than MinSealedLen
+	rejectTokenMissing                      // no admission token (Options.Admission set)
+	rejectTokenInvalid                      // a token that does not decode or verify for the pool key
+	rejectTokenSpent                        // a token another envelope spent
 	numRejectReasons
 )
 
-// rejectReasonNames are the reason label values, by rejectReason.
+// rejectReasonNames are, by rejectReason, the codes of refused envelopes
+// (EnvelopeError.Code) and the reason label values of
+// blanket_shuffler_envelopes_rejected_total. The token codes are package
+// admission's (admission.UploadTokenMissing, ...), which apps link.
 var rejectReasonNames = [numRejectReasons]string{
 	"unknown_pool", "no_period", "unknown_period_length", "late", "early",
 	"too_many_epochs", "unsupported_suite", "too_short",
+	admission.UploadTokenMissing, admission.UploadTokenInvalid, admission.UploadTokenSpent,
 }
 
 // reasonOf classifies an error of Shuffler.accepts.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/internal/httpserver"
 	"github.com/blanket-dp/blanket/sdk/plan"
 )
@@ -37,6 +38,12 @@ type PlanRelay struct {
 	MaxAge time.Duration
 	// Logger receives fetch failures. Defaults to discarding them.
 	Logger *slog.Logger
+	// Admission, when set, is sent in the admission.AdmissionHeader of
+	// every answer: admission.AdmissionTokens when this shuffler takes
+	// only envelopes with a token (Options.Admission),
+	// admission.AdmissionOpen otherwise. Apps read it to tell an
+	// operator what their uploads lack. Defaults to no header.
+	Admission string
 	// OnPlan, when set, is called with each plan fetched that parses (a
 	// plan that does not is still relayed: apps judge it). The shuffler
 	// role uses it to take the pools of a new plan (Shuffler.AddPools).
@@ -60,6 +67,9 @@ func (pr *PlanRelay) Register(mux *http.ServeMux) {
 
 // ServeHTTP implements http.Handler.
 func (pr *PlanRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if pr.Admission != "" {
+		w.Header().Set(admission.AdmissionHeader, pr.Admission)
+	}
 	body, etag, sig, err := pr.plan(r.Context())
 	if err != nil {
 		w.Header().Set("Retry-After", "5")

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission/issuer"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -154,6 +155,18 @@ type Options struct {
 	// Now is the clock that ends periods. Defaults to time.Now. The
 	// shuffler never records when a report arrived.
 	Now func() time.Time
+	// Admission, when set, makes the shuffler take only envelopes with an
+	// admission token of their pool key not spent before (package
+	// admission): it verifies each token with the issuer's seed
+	// (issuer.LoadSeed, issuer.NewVerifier), refuses an envelope without
+	// one (admission.UploadTokenMissing), with one that does not decode
+	// or verify (UploadTokenInvalid), or with one another envelope spent
+	// (UploadTokenSpent), and keeps the spent tokens in its store,
+	// committed with the envelope, until their period's deadline. A
+	// retried envelope (the same report id) is a duplicate, not a second
+	// spend. Defaults to none: envelopes are taken without a token, and
+	// anyone who can reach the upload port can add reports to a batch.
+	Admission *issuer.Verifier
 	// Registerer receives the shuffler's Prometheus metrics
 	// (blanket_shuffler_*: uploads, envelopes and batches by outcome, pool
 	// sizes, upload latency; nothing about a sender). Defaults to none:

@@ -320,6 +320,11 @@ func TestShufflerValidatesEnvelopes(t *testing.T) {
 			t.Errorf("envelope %d: error %q, want it to name the missing reporting period", e.Index, e.Error)
 		}
 	}
+	for i, code := range []string{"unknown_pool", "unsupported_suite", "too_short", "no_period", "no_period"} {
+		if res.Errors[i].Code != code {
+			t.Errorf("envelope %d: code %q, want %q", res.Errors[i].Index, res.Errors[i].Code, code)
+		}
+	}
 	// Bad bytes: 400, and the shuffler keeps serving.
 	for _, body := range [][]byte{[]byte("garbage"), report.EncodeEnvelopes(envs)[:50]} {
 		if resp := post(t, nil, f.url, body, nil); resp.StatusCode != http.StatusBadRequest {

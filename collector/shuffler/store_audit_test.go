@@ -31,3 +31,11 @@ func TestPGForgetRacesRetriesDeep(t *testing.T) { forgetRacesRetries(t, 2000) }
 // TestPGExpireRacesAcceptDeep is TestPGExpireRacesAccept over 1000
 // rounds.
 func TestPGExpireRacesAcceptDeep(t *testing.T) { expireRacesAccept(t, 1000) }
+
+// TestStoreReplicasSpendOnceDeep is TestStoreReplicasSpendOnce over 200
+// rounds of 20 tokens of each kind.
+func TestStoreReplicasSpendOnceDeep(t *testing.T) {
+	for _, kind := range servertest.StoreKinds {
+		t.Run(kind, func(t *testing.T) { spendOnce(t, kind, 200, 20) })
+	}
+}

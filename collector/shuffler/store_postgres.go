@@ -33,6 +33,26 @@ package shuffler
 //     check sees it, and the accept rolls back and refuses the period's
 //     envelopes. No id is thus pooled twice, whatever the replicas'
 //     clocks or graces.
+//   - An admission token is taken once (Options.Admission). An accept
+//     inserts its envelopes' ids into seen first: the retry of an
+//     accepted report is a duplicate whatever its token, never a second
+//     spend. Then, for the ids new to seen, it inserts each token's key
+//     (issuer.SpentKey) into spent, whose primary key it is, and pools
+//     a report only if that insert stored its key, in the same
+//     transaction; an envelope whose key was there is refused as spent
+//     and its id deleted from seen again (it is not stored). Of two
+//     transactions inserting one key, on any replicas, the later waits
+//     on the earlier's index entry (a unique index holds one live entry
+//     per key) until it commits, then stores nothing (INSERT … ON
+//     CONFLICT DO NOTHING RETURNING), or rolls back, then stores its
+//     own. So a committed key was stored by one accept, and only the
+//     report of that accept was pooled with it. Keys are deleted only
+//     past their period's deadline, by the statement of forget that
+//     records the period in forgotten: an insert that waited on such a
+//     deletion finds the period closed when its accept reads forgotten
+//     after its inserts, and rolls back, as for ids. Keys are inserted
+//     in key order, ids in id order, and an accept takes no key before
+//     its ids are in: two accepts never wait on each other in a cycle.
 //   - An outgoing batch is sent by the replica that holds its lease
 //     (claim), renewed while the send lasts; the lease of a replica that
 //     died ends within a minute, and another replica sends it. Two
@@ -93,6 +113,14 @@ var pgMigrations = []string{
 		lease_until timestamptz NOT NULL DEFAULT '-infinity'
 	);
 	CREATE INDEX outgoing_seq ON outgoing (seq)`,
+	// 2: the keys of spent admission tokens (issuer.SpentKey), until
+	// their period's deadline.
+	`CREATE TABLE spent (
+		k bytea PRIMARY KEY,
+		period_end bigint NOT NULL,
+		period_len bigint NOT NULL
+	);
+	CREATE INDEX spent_end ON spent (period_end)`,
 }
 
 // acceptLockTimeout bounds an accept's wait on another replica's ids.
@@ -245,11 +273,11 @@ func (st *pgStore) accept(ctx context.Context, group []*acceptReq) ([]acceptRes,
 func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten *map[int64]int64) ([]acceptRes, error) {
 	results := make([]acceptRes, len(group))
 	var (
-		hs, sealed      [][]byte
+		hs, sealed, ks  [][]byte
 		metrics         []string
 		suites, ords    []int32
 		ends, lens      []int64
-		req             []int
+		req, idx        []int // per ord: the group's request, the upload's index
 		locks           []string
 		forgottenBefore = *forgotten
 	)
@@ -261,8 +289,9 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 			}
 			ords = append(ords, int32(len(ords)))
 			locks = append(locks, periodLock(it.period))
-			req = append(req, i)
+			req, idx = append(req, i), append(idx, it.index)
 			hs, sealed, metrics = append(hs, it.h), append(sealed, it.sealed), append(metrics, it.metric)
+			ks = append(ks, it.spent) // NULL without a token
 			suites = append(suites, int32(it.suite))
 			ends, lens = append(ends, it.period.End()), append(lens, it.period.Length)
 		}
@@ -302,23 +331,90 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 				return errForgottenRace
 			}
 		}
-		// The input deduplicated by id hash (the first of an id twice in
-		// one group wins); an id is remembered and its report pooled by
-		// one statement, for the hashes the insert into seen returns.
-		accepted, err := pgdb.Collect(ctx, tx, `WITH input AS (
-				SELECT DISTINCT ON (h) * FROM unnest($1::bytea[], $2::text[], $3::int[], $4::bytea[], $5::bigint[], $6::bigint[], $7::int[])
-					AS t(h, metric, suite, sealed, period_end, period_len, ord)
+		// The ids first, deduplicated by id hash (the first of an id
+		// twice in one group wins): a retry of an accepted report is a
+		// duplicate whatever its token, never a second spend. An insert
+		// racing another replica's of the same id waits for it and,
+		// once it commits, finds the id: a duplicate.
+		fresh, err := pgdb.Collect(ctx, tx, `WITH input AS (
+				SELECT DISTINCT ON (h) * FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::int[]) AS t(h, period_end, period_len, ord)
 				ORDER BY h, ord
 			), ins AS (
 				INSERT INTO seen (h, period_end, period_len) SELECT h, period_end, period_len FROM input
 				ON CONFLICT DO NOTHING RETURNING h
-			), pooled AS (
-				INSERT INTO pool (metric, suite, sealed) SELECT i.metric, i.suite, i.sealed FROM input i JOIN ins USING (h) ORDER BY i.ord
 			)
-			SELECT i.ord FROM input i JOIN ins USING (h)`, pgx.RowTo[int32],
-			hs, metrics, suites, sealed, ends, lens, ords)
+			SELECT i.ord FROM input i JOIN ins USING (h) ORDER BY i.ord`, pgx.RowTo[int32],
+			hs, ends, lens, ords)
 		if err != nil {
 			return err
+		}
+		// Then the tokens of the new ids, by primary key: of two
+		// accepts spending one token (two replicas, or two envelopes of
+		// one group), the later insert waits for the earlier's
+		// transaction and, once it commits, finds the key; then its
+		// envelope is refused and its id forgotten again, in this
+		// transaction. Its report is pooled only with its token stored.
+		// Keys are inserted in key order, so that two accepts' inserts
+		// do not wait on each other in a cycle.
+		type outcome struct {
+			Ord    int32
+			Pooled bool
+		}
+		pick := func(xs [][]byte) [][]byte {
+			out := make([][]byte, len(fresh))
+			for j, o := range fresh {
+				out[j] = xs[o]
+			}
+			return out
+		}
+		freshMetrics, freshSuites := make([]string, len(fresh)), make([]int32, len(fresh))
+		freshEnds, freshLens := make([]int64, len(fresh)), make([]int64, len(fresh))
+		for j, o := range fresh {
+			freshMetrics[j], freshSuites[j], freshEnds[j], freshLens[j] = metrics[o], suites[o], ends[o], lens[o]
+		}
+		outcomes, err := pgdb.Collect(ctx, tx, `WITH input AS (
+				SELECT * FROM unnest($1::int[], $2::bytea[], $3::bytea[], $4::text[], $5::int[], $6::bytea[], $7::bigint[], $8::bigint[])
+					AS t(ord, h, k, metric, suite, sealed, period_end, period_len)
+			), firsts AS (
+				SELECT DISTINCT ON (k) * FROM input WHERE k IS NOT NULL ORDER BY k, ord
+			), sp AS (
+				INSERT INTO spent (k, period_end, period_len) SELECT k, period_end, period_len FROM firsts
+				ON CONFLICT DO NOTHING RETURNING k
+			), taken AS (
+				SELECT * FROM input WHERE k IS NULL
+				UNION ALL
+				SELECT f.* FROM firsts f JOIN sp USING (k)
+			), unseen AS (
+				DELETE FROM seen WHERE h IN (SELECT h FROM input EXCEPT SELECT h FROM taken)
+			), pooled AS (
+				INSERT INTO pool (metric, suite, sealed) SELECT metric, suite, sealed FROM taken ORDER BY ord
+			)
+			SELECT i.ord, t.ord IS NOT NULL FROM input i LEFT JOIN taken t USING (ord)`, pgx.RowToStructByPos[outcome],
+			fresh, pick(hs), pick(ks), freshMetrics, freshSuites, pick(sealed), freshEnds, freshLens)
+		if err != nil {
+			return err
+		}
+		accepted := make([]int32, 0, len(outcomes))
+		isFresh := make([]bool, len(ords))
+		for _, o := range fresh {
+			isFresh[o] = true
+		}
+		isSpent := make([]bool, len(ords))
+		spentIDs := map[string]bool{}
+		for _, o := range outcomes {
+			if o.Pooled {
+				accepted = append(accepted, o.Ord)
+			} else {
+				isSpent[o.Ord] = true
+				spentIDs[string(hs[o.Ord])] = true
+			}
+		}
+		// An id twice in the group whose first was refused as spent: the
+		// second is refused too (nothing of that id is stored).
+		for o := range ords {
+			if !isFresh[o] && spentIDs[string(hs[o])] {
+				isSpent[o] = true
+			}
 		}
 		// A deletion of one of these ids that the inserts waited for has
 		// committed by now; its period is then in forgotten.
@@ -332,14 +428,13 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 				return errForgottenRace
 			}
 		}
-		isAccepted := make([]bool, len(ords))
-		for _, o := range accepted {
-			isAccepted[o] = true
-		}
 		for o := range ords {
-			if isAccepted[o] {
+			switch {
+			case isSpent[o]:
+				results[req[o]].spent = append(results[req[o]].spent, idx[o])
+			case isFresh[o]:
 				results[req[o]].accepted++
-			} else {
+			default:
 				results[req[o]].duplicates++
 			}
 		}
@@ -353,14 +448,18 @@ func (st *pgStore) acceptOnce(ctx context.Context, group []*acceptReq, forgotten
 
 func (st *pgStore) forget(ctx context.Context, now, grace int64) (bool, error) {
 	// One statement: the periods recorded are exactly those of the ids
-	// deleted (two statements would see two snapshots, and an id
-	// committed between them would go unrecorded). period_end <= now is
-	// implied (grace >= 0) and uses the index.
+	// and spent tokens deleted (two statements would see two snapshots,
+	// and an id committed between them would go unrecorded).
+	// period_end <= now is implied (grace >= 0) and uses the indexes.
 	tag, err := st.pool.Exec(ctx, `WITH gone AS (
 			DELETE FROM seen WHERE period_end <= $2 AND period_end + (CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE period_len END) <= $2
 			RETURNING period_len, period_end
+		), spent_gone AS (
+			DELETE FROM spent WHERE period_end <= $2 AND period_end + (CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE period_len END) <= $2
+			RETURNING period_len, period_end
 		)
-		INSERT INTO forgotten (period_len, period_end) SELECT period_len, max(period_end) FROM gone GROUP BY period_len
+		INSERT INTO forgotten (period_len, period_end)
+		SELECT period_len, max(period_end) FROM (SELECT * FROM gone UNION ALL SELECT * FROM spent_gone) AS g GROUP BY period_len
 		ON CONFLICT (period_len) DO UPDATE SET period_end = greatest(forgotten.period_end, excluded.period_end)`, grace, now)
 	return tag.RowsAffected() > 0, err
 }

@@ -39,6 +39,15 @@ var sqliteSchema = []string{
 		period_len INTEGER NOT NULL
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS seen_gen ON seen (gen)`,
+	// spent holds the keys of the admission tokens spent by accepted
+	// reports (issuer.SpentKey: a hash of the pool key and the token's
+	// input), with the end and length of their period, until its
+	// deadline; nothing links a key to a report or its id.
+	`CREATE TABLE IF NOT EXISTS spent (
+		k BLOB PRIMARY KEY,
+		period_end INTEGER NOT NULL,
+		period_len INTEGER NOT NULL
+	) WITHOUT ROWID`,
 	// pools holds the pools learned after start (AddPlan: the pools of
 	// plans the shuffler relayed), so that a restart keeps taking them;
 	// period_lengths their periods' lengths in seconds.
@@ -241,11 +250,29 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 		return nil, false, err
 	}
 	defer seen.Close()
+	spent, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO spent (k, period_end, period_len) VALUES (?, ?, ?)`)
+	if err != nil {
+		return nil, false, err
+	}
+	defer spent.Close()
+	unseen, err := tx.PrepareContext(ctx, `DELETE FROM seen WHERE h = ?`)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unseen.Close()
 	pool, err := tx.PrepareContext(ctx, `INSERT INTO pool (metric, suite, sealed) VALUES (?, ?, ?)`)
 	if err != nil {
 		return nil, false, err
 	}
 	defer pool.Close()
+	inserted := func(st *sql.Stmt, args ...any) (bool, error) {
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n > 0, err
+	}
 	gen, count := st.gen, st.genCount
 	results := make([]acceptRes, len(group))
 	for i, r := range group {
@@ -256,15 +283,26 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 				results[i].late = append(results[i].late, it.index)
 				continue
 			}
-			res, err := seen.ExecContext(ctx, it.h, gen, it.period.End(), it.period.Length)
-			if err != nil {
+			// The id first: a retry of an accepted report is a
+			// duplicate, not a second spend of its token.
+			if ok, err := inserted(seen, it.h, gen, it.period.End(), it.period.Length); err != nil {
 				return nil, false, err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, false, err
-			} else if n == 0 {
+			} else if !ok {
 				results[i].duplicates++
 				continue
+			}
+			if it.spent != nil {
+				if ok, err := inserted(spent, it.spent, it.period.End(), it.period.Length); err != nil {
+					return nil, false, err
+				} else if !ok {
+					// Spent by another report: refused, and its id
+					// not remembered (it is not stored).
+					if _, err := unseen.ExecContext(ctx, it.h); err != nil {
+						return nil, false, err
+					}
+					results[i].spent = append(results[i].spent, it.index)
+					continue
+				}
 			}
 			if _, err := pool.ExecContext(ctx, it.metric, int64(it.suite), it.sealed); err != nil {
 				return nil, false, err
@@ -289,6 +327,18 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 			return nil, false, err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE `+gone, args...); err != nil {
+			return nil, false, err
+		}
+		// The spent tokens of periods past their deadline go too, their
+		// periods recorded likewise: a token is spent at most once
+		// while its period is taken, and refused with its period after.
+		const spentGone = `period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
+		spentArgs := args[1:]
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM spent WHERE `+spentGone+` GROUP BY period_len
+			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, spentArgs...); err != nil {
+			return nil, false, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM spent WHERE `+spentGone, spentArgs...); err != nil {
 			return nil, false, err
 		}
 		changed = true

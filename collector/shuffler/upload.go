@@ -1,6 +1,7 @@
 package shuffler
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,9 +52,10 @@ type UploadResult struct {
 	// (a retry after a lost acknowledgement): they are safely stored.
 	Duplicates int `json:"duplicates"`
 	// Rejected is the number of envelopes refused for good (unknown metric,
-	// unsupported suite, too short); retrying them will not help.
+	// unsupported suite, too short, no valid unspent admission token);
+	// retrying them will not help.
 	Rejected int `json:"rejected"`
-	// Errors names the first few rejected envelopes and why.
+	// Errors names every rejected envelope, with its code and why.
 	Errors []EnvelopeError `json:"errors,omitempty"`
 }
 
@@ -60,18 +63,25 @@ type UploadResult struct {
 type EnvelopeError struct {
 	// Index is the envelope's position in the upload.
 	Index int `json:"index"`
-	// Error is the reason.
+	// Code names the reason for programs, as the reason label of
+	// blanket_shuffler_envelopes_rejected_total does: unknown_pool,
+	// no_period, unknown_period_length, late, early, too_many_epochs,
+	// unsupported_suite, too_short, or for the admission token
+	// admission.UploadTokenMissing, UploadTokenInvalid and
+	// UploadTokenSpent.
+	Code string `json:"code"`
+	// Error is the reason in words.
 	Error string `json:"error"`
 }
-
-// maxEnvelopeErrors bounds UploadResult.Errors.
-const maxEnvelopeErrors = 16
 
 type acceptItem struct {
 	metric string
 	suite  uint16
 	sealed []byte
 	h      []byte
+	// spent is the SpentKey of the envelope's admission token (package
+	// issuer), nil without Options.Admission.
+	spent  []byte
 	period report.Period
 	index  int // in the upload
 }
@@ -87,7 +97,10 @@ type acceptRes struct {
 	// forgotten: its ids forgotten, or its pools released whole):
 	// refused.
 	late []int
-	err  error
+	// spent are the indices of envelopes whose admission token another
+	// envelope (another report id) spent: refused.
+	spent []int
+	err   error
 }
 
 // idHash returns the keyed hash under which a report id is remembered: the
@@ -144,11 +157,9 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	}
 	var res UploadResult
 	req := &acceptReq{items: make([]acceptItem, 0, len(envs)), done: make(chan acceptRes, 1)}
-	refuse := func(i int, format string, args ...any) {
+	refuse := func(i int, why rejectReason, format string, args ...any) {
 		res.Rejected++
-		if len(res.Errors) < maxEnvelopeErrors {
-			res.Errors = append(res.Errors, EnvelopeError{Index: i, Error: fmt.Sprintf(format, args...)})
-		}
+		res.Errors = append(res.Errors, EnvelopeError{Index: i, Code: rejectReasonNames[why], Error: fmt.Sprintf(format, args...)})
 	}
 	// Refused before the commit: counted once the upload is answered 202
 	// (an upload answered 503, or not at all, is retried and counted
@@ -156,7 +167,7 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 	var rejected [numRejectReasons]int64
 	reject := func(i int, why rejectReason, format string, args ...any) {
 		rejected[why]++
-		refuse(i, format, args...)
+		refuse(i, why, format, args...)
 	}
 	for i, e := range envs {
 		if err := s.accepts(e.Metric); err != nil {
@@ -164,16 +175,26 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		switch {
-		case !s.admitEpoch(e.Metric):
-			reject(i, rejectTooManyEpochs, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
 		case e.Suite != report.SuiteX25519ChaCha:
 			reject(i, rejectSuite, "unsupported suite %d", e.Suite)
+			continue
 		case len(e.Sealed) < MinSealedLen:
 			reject(i, rejectShort, "sealed report of %d bytes, shorter than %d", len(e.Sealed), MinSealedLen)
-		default:
-			_, _, period, _ := report.ParsePoolKey(e.Metric)
-			req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), period: period, index: i})
+			continue
 		}
+		// The token before the epoch: an envelope refused does not
+		// count its epoch toward MaxEpochsPerPool.
+		spent, why, err := s.admit(e)
+		if err != nil {
+			reject(i, why, "%q: %v", e.Metric, err)
+			continue
+		}
+		if !s.admitEpoch(e.Metric) {
+			reject(i, rejectTooManyEpochs, "%q: already %d plan epochs pooled for this pool, the most the shuffler holds", e.Metric, s.o.MaxEpochsPerPool)
+			continue
+		}
+		_, _, period, _ := report.ParsePoolKey(e.Metric)
+		req.items = append(req.items, acceptItem{metric: e.Metric, suite: e.Suite, sealed: e.Sealed, h: s.idHash(e.ID), spent: spent, period: period, index: i})
 	}
 	if len(req.items) > 0 {
 		select {
@@ -205,8 +226,12 @@ func (s *Shuffler) handleReports(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Accepted, res.Duplicates = ar.accepted, ar.duplicates
 		for _, i := range ar.late {
-			refuse(i, "%q: %v", envs[i].Metric, errClosed)
+			refuse(i, rejectLate, "%q: %v", envs[i].Metric, errClosed)
 		}
+		for _, i := range ar.spent {
+			refuse(i, rejectTokenSpent, "%q: %v", envs[i].Metric, errSpent)
+		}
+		slices.SortFunc(res.Errors, func(a, b EnvelopeError) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	s.c.requests.Add(1)
 	for why, n := range rejected {
@@ -250,6 +275,7 @@ func (s *Shuffler) commitLoop() {
 			s.c.accepted.Add(int64(results[i].accepted))
 			s.c.duplicates.Add(int64(results[i].duplicates))
 			s.c.rejectedBy[rejectLate].Add(int64(len(results[i].late)))
+			s.c.rejectedBy[rejectTokenSpent].Add(int64(len(results[i].spent)))
 			r.done <- results[i]
 		}
 	}

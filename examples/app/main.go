@@ -5,7 +5,7 @@
 // keeps everything on the device). See README.md for a development plan
 // that reports every minute.
 //
-//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 &
+//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 --admission open &
 //	BLANKET_TELEMETRY=on go run ./examples/app -endpoint http://127.0.0.1:8080 \
 //		-plan-key "$(blanket collector plan-key --data /tmp/blanket)"
 package main

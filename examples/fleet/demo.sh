@@ -43,8 +43,11 @@ trap 'exit 130' INT TERM
 # adding to it for 5 s (--settle); when every report is sent, the fleet
 # closes the simulated days on the admin listener (POST /v1/pools/close),
 # as their deadlines would days later, and the rest goes out.
-echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s (data in $data, log in $out/serve.log)"
-"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s >"$out/serve.out" 2>"$out/serve.log" &
+# --admission open for now: the fleet's apps (sdk/client) do not fetch
+# admission tokens yet; the SDK side lands next, and the demo then runs
+# with tokens (an identity provider's key set, --jwks).
+echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s --admission open (data in $data, log in $out/serve.log)"
+"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s --admission open >"$out/serve.out" 2>"$out/serve.log" &
 server=$!
 url=
 for _ in $(seq 600); do

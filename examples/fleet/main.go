@@ -21,7 +21,7 @@
 // instances to release that last batch; every report sent is then
 // estimated, and the ground truth is exact.
 //
-//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 --period-grace 192h &
+//	blanket serve --data /tmp/blanket --plan examples/plan.yaml --addr 127.0.0.1:8080 --period-grace 192h --admission open &
 //	go run ./examples/fleet -endpoint http://127.0.0.1:8080 -n 100000
 //
 // It prints per day each metric's estimate of its trending category (or

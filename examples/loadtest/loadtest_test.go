@@ -239,7 +239,8 @@ func (p *proc) stop() {
 
 func runSQLite(t *testing.T, s setup) result {
 	dir := t.TempDir()
-	serve := start(t, s, "serve", "serve", "--data", dir, "--plan", s.planFile, "--addr", "127.0.0.1:0", "--log-level", "warn", "--settle", "1ms")
+	// Without admission: the load is reports, not tokens.
+	serve := start(t, s, "serve", "serve", "--data", dir, "--plan", s.planFile, "--addr", "127.0.0.1:0", "--log-level", "warn", "--settle", "1ms", "--admission", "open")
 	return measure(t, s, "sqlite (blanket serve)", []*proc{serve}, []string{serve.url}, serve.url, nil)
 }
 
@@ -254,12 +255,12 @@ func runPG(t *testing.T, s setup, k int) result {
 	var collectors, shufflers []string
 	for i := range k {
 		c := start(t, s, fmt.Sprintf("collector-%d", i+1), "collector", "--data", filepath.Join(dir, fmt.Sprint("c", i)), "--plan", s.planFile,
-			"--store", cdb, "--token-file", token, "--addr", "127.0.0.1:0", "--log-level", "warn")
+			"--store", cdb, "--token-file", token, "--addr", "127.0.0.1:0", "--log-level", "warn", "--shuffler-admission", "open")
 		procs, collectors = append(procs, c), append(collectors, c.url)
 	}
 	for i := range k {
 		sh := start(t, s, fmt.Sprintf("shuffler-%d", i+1), "shuffler", "--data", filepath.Join(dir, fmt.Sprint("s", i)), "--plan", s.planFile,
-			"--store", sdb, "--token-file", token, "--collector", collectors[i%k], "--addr", "127.0.0.1:0", "--log-level", "warn", "--settle", "1ms")
+			"--store", sdb, "--token-file", token, "--collector", collectors[i%k], "--addr", "127.0.0.1:0", "--log-level", "warn", "--settle", "1ms", "--admission", "open")
 		procs, shufflers = append(procs, sh), append(shufflers, sh.url)
 	}
 	return measure(t, s, fmt.Sprintf("postgres, %d+%d replicas", k, k), procs, shufflers, collectors[0], postgresPIDs)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/blanket-dp/blanket/accountant/declare"
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/plan"
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -35,16 +36,17 @@ const (
 // whether the server's shuffler takes envelopes without an admission
 // token: AdmissionTokens (it does not: a Provider needs
 // Config.Credential) or AdmissionOpen. A server that predates admission
-// sends none, which counts as open.
-const AdmissionHeader = "Blanket-Admission"
+// sends none, which counts as open. The values are the admission
+// package's, which the shuffler shares.
+const AdmissionHeader = admission.AdmissionHeader
 
 // Values of AdmissionHeader.
 const (
 	// AdmissionTokens: the shuffler takes only envelopes with a valid
 	// admission token of their pool key, not spent before.
-	AdmissionTokens = "tokens"
+	AdmissionTokens = admission.AdmissionTokens
 	// AdmissionOpen: the shuffler takes envelopes without a token.
-	AdmissionOpen = "open"
+	AdmissionOpen = admission.AdmissionOpen
 )
 
 // maxPlanBytes bounds a plan response.

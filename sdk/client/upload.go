@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
@@ -74,12 +75,12 @@ type ackBody struct {
 const (
 	// codeTokenMissing: the envelope carried no token, and the shuffler
 	// requires one.
-	codeTokenMissing = "token_missing"
+	codeTokenMissing = admission.UploadTokenMissing
 	// codeTokenInvalid: the token does not verify for the envelope's pool
 	// key.
-	codeTokenInvalid = "token_invalid"
+	codeTokenInvalid = admission.UploadTokenInvalid
 	// codeTokenSpent: the token was spent with another envelope.
-	codeTokenSpent = "token_spent"
+	codeTokenSpent = admission.UploadTokenSpent
 )
 
 func newUploader(p *Provider) (*uploader, error) {

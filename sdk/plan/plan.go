@@ -168,6 +168,13 @@ type Guarantee struct {
 	// Rounds is the number of reporting periods the guarantee covers
 	// (omitted: one).
 	Rounds int `yaml:"rounds,omitempty" json:"rounds,omitempty"`
+	// Honest is the number of honest reports of a batch of NMin the
+	// guarantee was calibrated at, HonestReports(NMin), when
+	// MaxFakeFraction is set (omitted otherwise: NMin). A plan whose
+	// Honest disagrees with its own HonestReports(NMin), such as a
+	// calibrated plan given a max_fake_fraction by hand, is not
+	// Calibrated: its eps0 and Guarantee would state more than holds.
+	Honest int `yaml:"honest,omitempty" json:"honest,omitempty"`
 }
 
 // Config returns the randomizer configuration of m.
@@ -314,14 +321,24 @@ func (p *Plan) Validate() error {
 // MaxFakeFraction is 0.
 func (p *Plan) HonestReports(n int) int { return declare.HonestFloor(n, p.MaxFakeFraction) }
 
-// Calibrated reports whether every metric has an eps0.
+// Calibrated reports whether every metric has an eps0 and the plan a
+// Guarantee calibrated under its own MaxFakeFraction.
 func (p *Plan) Calibrated() bool {
 	for _, m := range p.Metrics {
 		if !(m.Eps0 > 0) {
 			return false
 		}
 	}
-	return p.Guarantee != nil
+	return p.Guarantee != nil && p.Guarantee.Honest == p.calibratedHonest()
+}
+
+// calibratedHonest is the Guarantee.Honest that Calibrate sets: the honest
+// floor of NMin under MaxFakeFraction, 0 without it.
+func (p *Plan) calibratedHonest() int {
+	if p.MaxFakeFraction == 0 {
+		return 0
+	}
+	return p.HonestReports(p.NMin)
 }
 
 // Metric returns the metric named name, or nil.

@@ -86,6 +86,9 @@ func CalibrateRounds(ctx context.Context, p *plan.Plan, open plan.Opener, rounds
 		p.Travel = string(res.Travel)
 	}
 	p.Guarantee = &plan.Guarantee{Eps: res.Eps, Delta: res.Delta, Rule: res.Rule}
+	if p.MaxFakeFraction != 0 {
+		p.Guarantee.Honest = p.HonestReports(p.NMin)
+	}
 	if rounds > 1 {
 		p.Guarantee.Rounds = rounds
 	}

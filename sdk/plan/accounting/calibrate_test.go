@@ -265,4 +265,57 @@ func TestCalibrateFakeFraction(t *testing.T) {
 	if e.Upper > p.Target.Eps*(1+reevalTol) || p.Guarantee.Eps > p.Target.Eps {
 		t.Errorf("at 90 honest reports: eps %v, recorded %v; target %v", e.Upper, p.Guarantee.Eps, p.Target.Eps)
 	}
+	if p.Guarantee.Honest != 90 || !p.Calibrated() {
+		t.Errorf("guarantee %+v, calibrated %v; want honest 90 and calibrated", p.Guarantee, p.Calibrated())
+	}
+}
+
+// TestCalibratedPlanGivenFakesIsRecalibrated: a plan calibrated with no
+// fakes, given a max_fake_fraction by hand, is not Calibrated (a collector
+// then calibrates it again), since its eps0 and guarantee hold only for
+// all-honest batches (the review of issue 25 found one published with eps
+// 0.9998 where its batches of n_min gave 1.23). YAML round trips keep
+// a calibrated plan calibrated.
+func TestCalibratedPlanGivenFakesIsRecalibrated(t *testing.T) {
+	ctx := context.Background()
+	y := "target: {eps: 1, delta: 1e-6}\nn_min: 100\ntravel: joint\nmetrics: [{name: a, plugin: krr, categories: [x, y, z]}]\n"
+	p, err := plan.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := accounting.Calibrate(ctx, p, open); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Calibrated() || p.Guarantee.Honest != 0 {
+		t.Fatalf("calibrated without fakes: %v, guarantee %+v", p.Calibrated(), p.Guarantee)
+	}
+	b, err := p.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "honest") {
+		t.Errorf("a plan without fakes writes honest: the digest of plans written before the field would change:\n%s", b)
+	}
+	edited, err := plan.Parse(append(b, []byte("max_fake_fraction: 0.3\n")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edited.Calibrated() {
+		t.Error("a plan calibrated for all-honest batches, given max_fake_fraction 0.3, counts as calibrated")
+	}
+	edited.Metrics[0].Eps0, edited.Guarantee = 0, nil
+	if err := accounting.Calibrate(ctx, edited, open); err != nil {
+		t.Fatal(err)
+	}
+	b, err = edited.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := plan.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Calibrated() || again.Guarantee.Honest != 70 {
+		t.Errorf("recalibrated at 0.3, written and read: calibrated %v, guarantee %+v; want honest 70", again.Calibrated(), again.Guarantee)
+	}
 }
