@@ -43,11 +43,12 @@ trap 'exit 130' INT TERM
 # adding to it for 5 s (--settle); when every report is sent, the fleet
 # closes the simulated days on the admin listener (POST /v1/pools/close),
 # as their deadlines would days later, and the rest goes out.
-# --admission open for now: the fleet's apps (sdk/client) do not fetch
-# admission tokens yet; the SDK side lands next, and the demo then runs
-# with tokens (an identity provider's key set, --jwks).
-echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s --admission open (data in $data, log in $out/serve.log)"
-"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s --admission open >"$out/serve.out" 2>"$out/serve.log" &
+# Admission is on: the fleet plays the apps' identity provider. Its key
+# signs each simulated instance's JWT (iss and aud blanket-demo), and the
+# server's issuer checks them against the key set written here (--jwks).
+"$fleet" -write-jwt-key "$data/fleet-jwt.key" -write-jwks "$data/jwks.json"
+echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s --jwks $data/jwks.json (data in $data, log in $out/serve.log)"
+"$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s --jwks "$data/jwks.json" --jwt-issuer blanket-demo --jwt-audience blanket-demo >"$out/serve.out" 2>"$out/serve.log" &
 server=$!
 url=
 for _ in $(seq 600); do
@@ -74,7 +75,7 @@ echo "   listening on $url; the operator's dashboard and metrics: $admin/; plan 
 
 echo "== fleet: simulated app instances reporting through sdk/client"
 status=0
-"$fleet" -endpoint "$url" -plan-key "$planKey" -wait 2m -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
+"$fleet" -endpoint "$url" -plan-key "$planKey" -jwt-key "$data/fleet-jwt.key" -wait 2m -dashboard "${admin:-$url}" -screenshot "$out/dashboard.png" "$@" || status=$?
 if [ "$status" -ne 0 ] && ! kill -0 "$server" 2>/dev/null; then
 	echo "demo: the server exited; the end of $out/serve.log:" >&2
 	tail -n 20 "$out/serve.log" >&2
