@@ -85,20 +85,6 @@ func TestWorstOfOneRoundIsTheMax(t *testing.T) {
 	}
 }
 
-// TestWorstOfComposedDominates: over T rounds, the composition of WorstOf(a,
-// b) is at least each one's composition, and at least the composition of
-// any sequence of a's and b's (here T/2 of each), and at most basic
-// composition of its single round. Each composed upper bound
-// is certified within HorizonTolerance of the exact composition of its
-// dominating pairs when Tight, and WorstOf's pair dominates every pair in
-// the sequence, so WorstOf's bound can fall below another's by at most
-// that factor.
-func TestWorstOfComposedDominates(t *testing.T) {
-	// The parallel mix case takes half a minute; make audit runs it
-	// (TestWorstOfComposedDominatesDeep).
-	checkWorstComposed(t, []int{4}, func(name string) bool { return name != "parallel mix" })
-}
-
 // checkWorstComposed runs TestWorstOfComposedDominates' checks over the
 // worstCases that keep selects, composed over each of rounds.
 func checkWorstComposed(t *testing.T, rounds []int, keep func(string) bool) {

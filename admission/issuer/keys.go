@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -25,19 +24,15 @@ const SeedFile = "admission.seed"
 const SeedSize = 32
 
 // LoadOrCreateSeed returns the seed in dir/SeedFile, writing a new random
-// one when the file does not exist (secrets.CreateIfMissing: two
-// processes racing agree on one), and reports whether it was created.
+// one when the file does not exist, and reports whether it was created. A
+// seed is written as a bearer token is (secrets.LoadOrCreateToken: 32
+// random bytes, base64url; two processes racing agree on one).
 func LoadOrCreateSeed(dir string) (seed []byte, created bool, err error) {
 	if err := secrets.EnsureDir(dir); err != nil {
 		return nil, false, err
 	}
 	path := filepath.Join(dir, SeedFile)
-	created, err = secrets.CreateIfMissing(path, func() ([]byte, error) {
-		b := make([]byte, SeedSize)
-		rand.Read(b)
-		return []byte(base64.RawURLEncoding.EncodeToString(b)), nil
-	})
-	if err != nil {
+	if _, created, err = secrets.LoadOrCreateToken(path); err != nil {
 		return nil, false, err
 	}
 	seed, err = LoadSeed(path)

@@ -56,7 +56,10 @@ func TestRotateKeyCommand(t *testing.T) {
 	if from := time.Unix(before[1].From, 0); from.Before(started.Add(720*time.Hour).Truncate(10*time.Second)) || before[1].From%10 != 0 {
 		t.Fatalf("the next key starts at %v, want a period boundary 720h on", from)
 	}
+	// The command's clock reads between cmdStart and cmdEnd.
+	cmdStart := time.Now()
 	out, stderr, code := execute(t, defaultEnv(), "collector", "rotate-key", "--data", dir)
+	cmdEnd := time.Now()
 	if code != exitOK {
 		t.Fatalf("rotate-key: exit %d: %s", code, stderr)
 	}
@@ -68,8 +71,8 @@ func TestRotateKeyCommand(t *testing.T) {
 	if !strings.Contains(out, "new report key "+after[1].ID+" seals the periods from "+from.UTC().Format(time.RFC3339)) {
 		t.Errorf("rotate-key printed:\n%s\nwant the new key %s from %v", out, after[1].ID, from)
 	}
-	if ahead := time.Until(from); ahead < time.Hour || ahead > time.Hour+10*time.Second || after[1].From%10 != 0 {
-		t.Errorf("the new key starts %v from now, want the first period boundary an hour ahead", ahead)
+	if from.Sub(cmdStart) < time.Hour || from.Sub(cmdEnd) > time.Hour+10*time.Second || after[1].From%10 != 0 {
+		t.Errorf("the new key starts %v after rotate-key began (%v after it ended), want the first period boundary an hour ahead of its clock", from.Sub(cmdStart), from.Sub(cmdEnd))
 	}
 	if after[0].ID != before[0].ID || !hasRow(out, after[0].ID, "the", "start", "active") || !hasRow(out, after[1].ID, from.UTC().Format(time.RFC3339), "pending") {
 		t.Errorf("the schedule printed:\n%s\nwant the first key active from the start, and the new one", out)

@@ -450,16 +450,6 @@ func TestEngineCurveRounds(t *testing.T) {
 	}
 }
 
-// TestEnginePlanRounds calibrates the collector's two-metric test plan
-// over 3 periods; the demo plan over 12 periods (three metrics at n_min =
-// 10,000, five times the CPU) is TestEnginePlanRoundsDeep (make audit).
-func TestEnginePlanRounds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("calibrates a plan over 3 periods; skipped with -short")
-	}
-	checkPlanRounds(t, testPlanFile, 3)
-}
-
 // checkPlanRounds runs blanket plan on planFile with --rounds rounds: the
 // summary and the written plan record the rounds, and the guarantee meets
 // the target.

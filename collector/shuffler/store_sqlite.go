@@ -319,26 +319,15 @@ func (st *sqliteStore) accept(ctx context.Context, group []*acceptReq) ([]accept
 		// The latest end of a period of each length whose ids go is
 		// recorded first: such periods are refused from then on,
 		// whatever grace or clock a later run has.
-		const gone = `gen <= ? AND period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
-		grace := st.grace.Load()
-		args := []any{gen - 1 - dedupGenerations, grace, grace, st.now()}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM seen WHERE `+gone+` GROUP BY period_len
-			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
-			return nil, false, err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM seen WHERE `+gone, args...); err != nil {
+		const deadline = `period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
+		grace, now := st.grace.Load(), st.now()
+		if err := forgetRows(ctx, tx, "seen", `gen <= ? AND `+deadline, gen-1-dedupGenerations, grace, grace, now); err != nil {
 			return nil, false, err
 		}
 		// The spent tokens of periods past their deadline go too, their
 		// periods recorded likewise: a token is spent at most once
 		// while its period is taken, and refused with its period after.
-		const spentGone = `period_end + (CASE WHEN ? > 0 THEN ? ELSE period_len END) <= ?`
-		spentArgs := args[1:]
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM spent WHERE `+spentGone+` GROUP BY period_len
-			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, spentArgs...); err != nil {
-			return nil, false, err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM spent WHERE `+spentGone, spentArgs...); err != nil {
+		if err := forgetRows(ctx, tx, "spent", deadline, grace, grace, now); err != nil {
 			return nil, false, err
 		}
 		changed = true
@@ -481,3 +470,15 @@ func (st *sqliteStore) outgoingCount(ctx context.Context) (int64, error) {
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
 
 func (st *sqliteStore) close() error { return st.db.Close() }
+
+// forgetRows deletes the rows of table (seen or spent: each with
+// period_end and period_len) that where selects, in tx, after recording in
+// forgotten the latest end of a period of each length among them.
+func forgetRows(ctx context.Context, tx *sql.Tx, table, where string, args ...any) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO forgotten (period_len, period_end) SELECT period_len, MAX(period_end) FROM `+table+` WHERE `+where+` GROUP BY period_len
+			ON CONFLICT (period_len) DO UPDATE SET period_end = MAX(period_end, excluded.period_end)`, args...); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE `+where, args...)
+	return err
+}

@@ -170,7 +170,7 @@ func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, h
 			out = append(out, k)
 		}
 	}
-	pools := v.pools()
+	pools := v.plan.Pools()
 	cur := v.plan.ReportPeriod(now)
 	if cur.Valid() != nil {
 		return nil // a clock before 1970
@@ -193,20 +193,6 @@ func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, h
 		for _, pool := range pools {
 			add(report.PeriodPoolKey(pool, v.epoch, per))
 		}
-	}
-	return out
-}
-
-// pools returns the shuffler pools of plan v's reports: each metric's
-// with separate travel, in plan order, the plan's pool with pooled
-// travel.
-func (v *verifiedPlan) pools() []string {
-	if v.pool != "" {
-		return []string{v.pool}
-	}
-	out := make([]string, 0, len(v.order))
-	for _, ms := range v.order {
-		out = append(out, ms.pool)
 	}
 	return out
 }

@@ -101,10 +101,7 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 // draw of plan v are closed (v is not the plan in use: the others are
 // left for it). The caller holds closeMu.
 func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time, own bool) error {
-	grace := p.cfg.PeriodGrace
-	if grace == 0 {
-		grace = v.plan.GraceLength()
-	}
+	grace := p.graceOf(v)
 	var lastErr error
 	for range maxCloseTries {
 		groups, next, err := p.readGroups(ctx, v, now, grace)
