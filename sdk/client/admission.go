@@ -24,14 +24,17 @@ import (
 // spent (package admission). With Config.Credential, in ModeOn, the
 // admitter keeps the outbox supplied:
 //
-//   - at start and every Config.UploadInterval (and at Flush), never on
-//     the Record path, it works out the pool keys it needs: every pool of
-//     the current plan (each metric's under separate travel, the one pool
-//     under joint or parallel travel) in the current period and the next
+//   - at start and every Config.UploadInterval, never on the Record path,
+//     it works out the pool keys it needs: every pool of the current plan
+//     (each metric's under separate travel, the one pool under joint or
+//     parallel travel) in the current period and the next
 //     Config.TokenPrefetch, whatever the app recorded; and the pool keys of
 //     the sealed reports waiting without a token, within their deadline
 //     (for a period of the current plan, every pool of the plan in that
-//     period, so that which metrics were recorded does not show);
+//     period, so that which metrics were recorded does not show). Flush
+//     runs the same round for the waiting reports' pool keys only: what
+//     lies ahead is the background loop's to fetch, and a Provider flushed
+//     on its way out would fetch tokens it never spends;
 //   - it asks the issuer, in one request, for those without a token, a
 //     spent token, a refusal or a request stored (a request is stored,
 //     with its blinds, before it is sent: Outbox.AddTokenRequest), and
@@ -96,7 +99,8 @@ func (e *issuerError) Unwrap() error { return e.err }
 // whether it stored a token. It returns the first error that stopped it
 // (the issuer unreachable, the outbox failing); what it stored before
 // stays.
-func (a *admitter) run(ctx context.Context) (granted bool, err error) {
+// With ahead false (Flush) it asks for the held reports' pool keys only.
+func (a *admitter) run(ctx context.Context, ahead bool) (granted bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.p
@@ -122,7 +126,7 @@ func (a *admitter) run(ctx context.Context) (granted bool, err error) {
 		return false, err
 	}
 	for _, r := range reqs {
-		n, err := a.send(ctx, r, now)
+		n, err := a.send(ctx, r, nil, now)
 		granted = granted || n > 0
 		if err != nil {
 			return granted, err
@@ -136,7 +140,7 @@ func (a *admitter) run(ctx context.Context) (granted bool, err error) {
 		have[t.PoolKey] = t.Retry == 0 || now.Unix() < t.Retry
 	}
 	var ask []string
-	for _, k := range a.wanted(v, now, grace, held) {
+	for _, k := range a.wanted(v, now, grace, held, ahead) {
 		if !have[k] {
 			ask = append(ask, k)
 		}
@@ -144,11 +148,11 @@ func (a *admitter) run(ctx context.Context) (granted bool, err error) {
 	for len(ask) > 0 {
 		chunk := ask[:min(len(ask), admission.MaxRequests)]
 		ask = ask[len(chunk):]
-		r, err := a.store(ctx, chunk, grace)
+		r, pending, err := a.store(ctx, chunk, grace)
 		if err != nil {
 			return granted, err
 		}
-		n, err := a.send(ctx, r, now)
+		n, err := a.send(ctx, r, pending, now)
 		granted = granted || n > 0
 		if err != nil {
 			return granted, err
@@ -157,11 +161,12 @@ func (a *admitter) run(ctx context.Context) (granted bool, err error) {
 	return granted, nil
 }
 
-// wanted returns the pool keys plan v's reports need at now: every pool
-// of the plan in the current period and the next Config.TokenPrefetch,
-// and those of the reports held without a token (held) within their
-// deadline, for a period of plan v with every pool of the plan in it.
-func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, held []TokenlessEnvelope) []string {
+// wanted returns the pool keys plan v's reports need at now: with ahead,
+// every pool of the plan in the current period and the next
+// Config.TokenPrefetch; and those of the reports held without a token
+// (held) within their deadline, for a period of plan v with every pool of
+// the plan in it.
+func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, held []TokenlessEnvelope, ahead bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(k string) {
@@ -176,6 +181,9 @@ func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, h
 		return nil // a clock before 1970
 	}
 	for i := range int64(a.p.cfg.TokenPrefetch) + 1 {
+		if !ahead {
+			break // Flush: the held reports' pool keys only
+		}
 		per := report.Period{Start: cur.Start + i*cur.Length, Length: cur.Length}
 		for _, pool := range pools {
 			add(report.PeriodPoolKey(pool, v.epoch, per))
@@ -256,15 +264,17 @@ func (a *admitter) expire(ctx context.Context, held []TokenlessEnvelope, stored 
 }
 
 // store blinds a request for pools and stores it in the outbox, before
-// it is sent.
-func (a *admitter) store(ctx context.Context, pools []string, grace time.Duration) (TokenRequest, error) {
+// it is sent. It returns the stored request and its blinds, which send
+// then need not decode again (ParsePending recomputes every blinded
+// element: a hash to the group and a scalar multiplication each).
+func (a *admitter) store(ctx context.Context, pools []string, grace time.Duration) (TokenRequest, *admission.Pending, error) {
 	pending, _, err := admission.Blind(pools)
 	if err != nil {
-		return TokenRequest{}, fmt.Errorf("client: admission: %w", err)
+		return TokenRequest{}, nil, fmt.Errorf("client: admission: %w", err)
 	}
 	b, err := pending.MarshalBinary()
 	if err != nil {
-		return TokenRequest{}, fmt.Errorf("client: admission: %w", err)
+		return TokenRequest{}, nil, fmt.Errorf("client: admission: %w", err)
 	}
 	r := TokenRequest{Pools: pools, Pending: b}
 	for _, k := range pools {
@@ -272,23 +282,27 @@ func (a *admitter) store(ctx context.Context, pools []string, grace time.Duratio
 		r.Deadline = max(r.Deadline, deadline(per, grace))
 	}
 	if r.ID, err = a.p.outbox.AddTokenRequest(ctx, r); err != nil {
-		return TokenRequest{}, err
+		return TokenRequest{}, nil, err
 	}
-	return r, nil
+	return r, pending, nil
 }
 
 // send sends the stored request r to the issuer and stores its answer
 // (Outbox.SettleTokenRequest), returning the number of tokens granted.
+// pending is r's blinds as store made them, or nil to decode r.Pending
+// (a request stored by an earlier round or run).
 // A request the issuer did not answer (a transport error, a status other
 // than 200, an answer that does not decode) stays stored, to be sent
 // again as it is, unless the issuer refused it as a request (400, 413,
 // 415: sending it again would not help), which is dropped.
-func (a *admitter) send(ctx context.Context, r TokenRequest, now time.Time) (int, error) {
+func (a *admitter) send(ctx context.Context, r TokenRequest, pending *admission.Pending, now time.Time) (int, error) {
 	p := a.p
-	pending, err := admission.ParsePending(r.Pending)
-	if err != nil {
-		p.log.Warn("blanket admission: a stored token request does not decode; it is dropped", "error", err)
-		return 0, p.outbox.SettleTokenRequest(ctx, r.ID, nil)
+	if pending == nil {
+		var err error
+		if pending, err = admission.ParsePending(r.Pending); err != nil {
+			p.log.Warn("blanket admission: a stored token request does not decode; it is dropped", "error", err)
+			return 0, p.outbox.SettleTokenRequest(ctx, r.ID, nil)
+		}
 	}
 	bearer, err := p.cfg.Credential(ctx)
 	if err != nil {
