@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/blanket-dp/blanket/admission"
@@ -147,4 +148,36 @@ func BenchmarkIssue(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkIssueConcurrent measures Issue on the SQLite store with 32
+// requests at a time per core (apps asking together), each of 3 pool keys
+// by a new identity: the requests share their group's commit.
+func BenchmarkIssueConcurrent(b *testing.B) {
+	seed := make([]byte, SeedSize)
+	rand.Read(seed)
+	is, err := New(context.Background(), Options{Seed: seed, Dir: b.TempDir(), Now: (&clock{t: testNow}).Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer is.Close()
+	pools := []string{poolKey("pool0", 100), poolKey("pool1", 100), poolKey("pool2", 100)}
+	_, req, err := admission.Blind(pools)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(32)
+	m := cputime.Start()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := is.Issue(context.Background(), instance(fmt.Sprint("i", next.Add(1))), req)
+			if err != nil || resp.Evaluations[0].Refused != "" {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	m.Report(b, len(pools), "token")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pools)), "ns/token")
 }

@@ -3,7 +3,9 @@ package issuer
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/blanket-dp/blanket/internal/sqlitedb"
 )
@@ -33,11 +35,33 @@ var sqliteSchema = []string{
 	)`,
 }
 
-// sqliteStore keeps the grants in one SQLite file, for one process.
+// sqliteStore keeps the grants in one SQLite file, for one process. Its
+// grants are committed in groups: one goroutine (commitLoop) takes every
+// request waiting and stores them in one transaction, so that concurrent
+// requests share a commit (and its fsync) instead of queueing for one
+// each; each request is answered once its group is committed.
 type sqliteStore struct {
 	db   *sqlitedb.DB
 	file string
+	jobs chan *grantJob
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
 }
+
+// grantJob is one request's grants waiting for their group's commit.
+type grantJob struct {
+	gs   []grant
+	out  []stored
+	err  error
+	done chan struct{}
+}
+
+// maxGroup bounds the requests committed in one transaction.
+const maxGroup = 256
+
+// errClosed reports a grant asked of a closed store.
+var errClosed = errors.New("issuer: the store is closed")
 
 // path returns the file of the store.
 func (st *sqliteStore) path() string { return st.file }
@@ -46,11 +70,16 @@ func (st *sqliteStore) path() string { return st.file }
 func openSQLiteStore(ctx context.Context, path string) (*sqliteStore, error) {
 	// secure_delete overwrites forgotten grants, so that who was granted
 	// what does not linger in free pages of the file.
-	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema}, "secure_delete(ON)")
+	// A 32 MiB page cache holds the grants of a few hundred thousand
+	// identities (a grant lands on a random page of the table): fewer
+	// pages read again at each insert.
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema}, "secure_delete(ON)", "cache_size(-32768)")
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w", err)
 	}
-	return &sqliteStore{db: db, file: path}, nil
+	st := &sqliteStore{db: db, file: path, jobs: make(chan *grantJob), quit: make(chan struct{}), done: make(chan struct{})}
+	go st.commitLoop()
+	return st, nil
 }
 
 // readForgottenSQLite reads the forgotten table in tx.
@@ -71,38 +100,101 @@ func readForgottenSQLite(ctx context.Context, tx *sql.Tx) (map[int64]int64, erro
 	return m, rows.Err()
 }
 
-// grant runs in one immediate transaction: SQLite's one writer sees no
-// forget between its read of forgotten and its inserts.
+// grant hands gs to the commit loop and waits for its group's commit.
 func (st *sqliteStore) grant(ctx context.Context, gs []grant) ([]stored, error) {
+	j := &grantJob{gs: gs, done: make(chan struct{})}
+	select {
+	case st.jobs <- j:
+	case <-st.quit:
+		return nil, errClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	<-j.done // a group takes milliseconds; its grants may be committed
+	return j.out, j.err
+}
+
+// commitLoop commits the waiting requests' grants, a group at a time,
+// until close.
+func (st *sqliteStore) commitLoop() {
+	defer close(st.done)
+	for {
+		var group []*grantJob
+		select {
+		case j := <-st.jobs:
+			group = append(group, j)
+		case <-st.quit:
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case j := <-st.jobs:
+				group = append(group, j)
+			default:
+				break more
+			}
+		}
+		err := st.commitGroup(context.Background(), group)
+		for _, j := range group {
+			if err != nil {
+				j.out, j.err = nil, err
+			}
+			close(j.done)
+		}
+	}
+}
+
+// commitGroup stores the grants of group in one immediate transaction:
+// SQLite's one writer sees no forget between its read of forgotten and
+// its inserts. A later request of the group sees the grants of the
+// earlier ones, as it would in a transaction of its own. On an error
+// nothing of the group is stored.
+func (st *sqliteStore) commitGroup(ctx context.Context, group []*grantJob) error {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("issuer: grant: %w", err)
+		return fmt.Errorf("issuer: grant: %w", err)
 	}
 	defer tx.Rollback()
 	forgotten, err := readForgottenSQLite(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("issuer: grant: %w", err)
+		return fmt.Errorf("issuer: grant: %w", err)
 	}
+	for _, j := range group {
+		if j.out, err = grantSQLite(ctx, tx, forgotten, j.gs); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("issuer: grant: %w", err)
+	}
+	return nil
+}
+
+// grantSQLite stores gs in tx and returns what is stored for each.
+func grantSQLite(ctx context.Context, tx *sql.Tx, forgotten map[int64]int64, gs []grant) ([]stored, error) {
 	out := make([]stored, len(gs))
 	for i, g := range gs {
 		if isClosed(forgotten, g.period) {
 			out[i].closed = true
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO grants (identity, pool_key, blinded, evaluated, period_len, period_end, deadline)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (identity, pool_key) DO NOTHING`,
-			g.identity[:], g.pool, g.blinded[:], g.evaluated, g.period.Length, g.period.End(), g.deadline); err != nil {
-			return nil, fmt.Errorf("issuer: grant: %w", err)
-		}
+		// The new grant comes back from RETURNING; an earlier one of the
+		// identity and pool key (no row returned) is read.
 		var blinded []byte
-		if err := tx.QueryRowContext(ctx, `SELECT blinded, evaluated FROM grants WHERE identity = ? AND pool_key = ?`,
-			g.identity[:], g.pool).Scan(&blinded, &out[i].evaluated); err != nil {
+		var o stored
+		err := tx.QueryRowContext(ctx, `INSERT INTO grants (identity, pool_key, blinded, evaluated, period_len, period_end, deadline)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (identity, pool_key) DO NOTHING RETURNING blinded, evaluated`,
+			g.identity[:], g.pool, g.blinded[:], g.evaluated, g.period.Length, g.period.End(), g.deadline).Scan(&blinded, &o.evaluated)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT blinded, evaluated FROM grants WHERE identity = ? AND pool_key = ?`,
+				g.identity[:], g.pool).Scan(&blinded, &o.evaluated)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("issuer: grant: %w", err)
 		}
-		copy(out[i].blinded[:], blinded)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("issuer: grant: %w", err)
+		copy(o.blinded[:], blinded)
+		out[i] = o
 	}
 	return out, nil
 }
@@ -131,4 +223,10 @@ func (st *sqliteStore) forget(ctx context.Context, now int64) (int64, error) {
 
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
 
-func (st *sqliteStore) close() error { return st.db.Close() }
+// close stops the commit loop (a grant asked then fails) and closes the
+// database.
+func (st *sqliteStore) close() error {
+	st.once.Do(func() { close(st.quit) })
+	<-st.done
+	return st.db.Close()
+}
