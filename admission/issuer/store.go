@@ -48,7 +48,8 @@ type store interface {
 	// is not stored and comes back closed, so that no identity is granted
 	// a pool key twice, whatever the replicas' clocks and graces.
 	grant(ctx context.Context, gs []grant) ([]stored, error)
-	// forget deletes the grants whose deadline is at or before now,
+	// forget deletes the grants whose deadline is at or before now (on
+	// PostgreSQL, at or before the database server's clock too),
 	// recording per period length the latest end among them, and returns
 	// how many it deleted.
 	forget(ctx context.Context, now int64) (int64, error)

@@ -185,10 +185,16 @@ func (st *pgStore) grantOnce(ctx context.Context, gs []grant) ([]stored, error) 
 	return out, nil
 }
 
+// forget forgets up to now or the database server's clock, whichever is
+// earlier: a replica whose clock jumped ahead would otherwise forget, and
+// so close for every replica, periods still being granted (reports then
+// dropped for want of a token). A replica whose clock is behind forgets
+// late, which only keeps grants longer.
 func (st *pgStore) forget(ctx context.Context, now int64) (int64, error) {
 	var n int64
 	err := st.pool.QueryRow(ctx, `WITH gone AS (
-			DELETE FROM grants WHERE deadline <= $1 RETURNING period_len, period_end
+			DELETE FROM grants WHERE deadline <= least($1, floor(extract(epoch FROM clock_timestamp()))::bigint)
+			RETURNING period_len, period_end
 		), recorded AS (
 			INSERT INTO forgotten (period_len, period_end)
 			SELECT period_len, max(period_end) FROM gone GROUP BY period_len

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/internal/servertest"
@@ -182,6 +183,51 @@ func TestStoreNeverRegrantsAForgottenGrant(t *testing.T) {
 				t.Errorf("the race did not happen: %d grants forgotten, %d refused as closed", forgotten, closed)
 			}
 		})
+	}
+}
+
+// TestForgetTakesTheDatabaseClock: on PostgreSQL, a replica whose clock
+// jumped a month ahead forgets nothing of the current period, whose
+// grant still holds (the same identity asking again for another blinded
+// element gets the first answer, not a new grant, nor a closed period),
+// while a period past its deadline by the database server's clock is
+// forgotten. (SQLite serves one process, whose clock is the only one.)
+func TestForgetTakesTheDatabaseClock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	spec := servertest.StoreOf(t, "postgres", dir)
+	granter, err := openStore(ctx, spec, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { granter.close() })
+	jumped, err := openStore(ctx, spec, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jumped.close() })
+	now := time.Now().Unix()
+	g := func(id string, period report.Period, element byte) grant {
+		out := grant{pool: poolKey(id, period.Start/day), period: period, deadline: period.End() + day, evaluated: []byte{element}}
+		out.identity = sha256.Sum256([]byte(id))
+		out.blinded = sha256.Sum256([]byte{element})
+		return out
+	}
+	today := report.Period{Start: now - now%day, Length: day}
+	old := report.Period{Start: today.Start - 10*day, Length: day}
+	if _, err := granter.grant(ctx, []grant{g("current", today, 1), g("old", old, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := jumped.forget(ctx, now+30*day)
+	if err != nil || n != 1 {
+		t.Fatalf("a replica a month ahead forgot %d grants (%v); want only the one past its deadline now", n, err)
+	}
+	st, err := granter.grant(ctx, []grant{g("current", today, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].closed || st[0].blinded != g("current", today, 1).blinded {
+		t.Errorf("after the jumped replica's forget, the current period's identity asking again got %+v; want its first grant", st[0])
 	}
 }
 
