@@ -56,13 +56,21 @@ type jwtFlags struct {
 
 func (f *jwtFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().StringVar(&f.jwks, "jwks", "", "the JSON Web Key Set of the identity provider that signs app instances' JWTs: a file, or an http(s) URL fetched again hourly and on an unknown key id"+what)
-	cmd.Flags().StringVar(&f.issuer, "jwt-issuer", "", "the iss every app instance's JWT must carry (default: any; the identity is iss and sub)")
-	cmd.Flags().StringVar(&f.audience, "jwt-audience", "", "a value the aud of every app instance's JWT must name (default: any)")
+	cmd.Flags().StringVar(&f.issuer, "jwt-issuer", "", "the iss every app instance's JWT must carry (required with --jwks; the identity is iss and sub)")
+	cmd.Flags().StringVar(&f.audience, "jwt-audience", "", "a value the aud of every app instance's JWT must name (required with --jwks)")
 }
 
 // authenticator returns the Authenticator of the flags: --jwks names a
-// file, or a URL when it starts with http:// or https://.
+// file, or a URL when it starts with http:// or https://. --jwt-issuer
+// and --jwt-audience are required: the bound of one token per instance,
+// pool and period is only as strong as the cost of an identity, and
+// without them a token the provider signed for another service or tenant
+// on the same key set, or one subject's tokens under two iss values, are
+// more identities.
 func (f *jwtFlags) authenticator(ctx context.Context) (*auth.Authenticator, error) {
+	if f.issuer == "" || f.audience == "" {
+		return nil, usageErrorf("--jwks needs --jwt-issuer and --jwt-audience: the iss and an aud that your identity provider puts in your app instances' JWTs, so that tokens it signed for other services or tenants on the same key set give no identity here")
+	}
 	o := auth.Options{Issuer: f.issuer, Audience: f.audience}
 	if strings.HasPrefix(f.jwks, "http://") || strings.HasPrefix(f.jwks, "https://") {
 		o.JWKSURL = f.jwks
@@ -182,7 +190,8 @@ and which pools and periods it asked for, never the tokens themselves, so it
 cannot link a report to the instance that sent it.
 
 --jwks is the identity provider's JSON Web Key Set (a file, or an http(s)
-URL); --jwt-issuer and --jwt-audience restrict which JWTs are taken. An
+URL), with --jwt-issuer and --jwt-audience (required: the iss and an aud of
+your app's tokens, so that tokens signed for other services are refused). An
 instance is the JWT's iss and sub: give each app installation a subject of
 its own.
 
@@ -203,8 +212,8 @@ Replicas: with --store postgres://…, any number of issuer processes share one
 PostgreSQL database (schema blanket_issuer) and the same seed file: an
 instance is granted a pool key once whichever replica it asks.`,
 		Example: `  curl -s -o plan.json http://127.0.0.1:8081/v1/plan
-  blanket issuer --data ./issuer-data --plan plan.json --jwks https://idp.example/.well-known/jwks.json --jwt-audience blanket
-  PGPASSWORD=… blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --store postgres://blanket@db.internal/issuer`,
+  blanket issuer --data ./issuer-data --plan plan.json --jwks https://idp.example/.well-known/jwks.json --jwt-issuer https://idp.example --jwt-audience blanket
+  PGPASSWORD=… blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --jwt-issuer https://idp.example --jwt-audience blanket --store postgres://blanket@db.internal/issuer`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if err := requireFlags(cmd, "data", "jwks", "plan"); err != nil {

@@ -453,7 +453,7 @@ func killRoles(t *testing.T, instances, nMin, kills int) {
 	if err := os.WriteFile(publishedFile, published, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	issuerArgs := []string{"issuer", "--data", idir, "--plan", publishedFile, "--jwks", id.jwks, "--jwt-audience", "blanket", "--addr", "127.0.0.1:0", "--log-level", "warn"}
+	issuerArgs := []string{"issuer", "--data", idir, "--plan", publishedFile, "--jwks", id.jwks, "--jwt-audience", "blanket", "--jwt-issuer", "https://idp.test", "--addr", "127.0.0.1:0", "--log-level", "warn"}
 	is := startProc(t, "issuer", bin, issuerArgs...)
 	seedFile := filepath.Join(idir, issuer.SeedFile)
 	if !strings.Contains(is.out.String(), "blanket admission seed "+seedFile) {

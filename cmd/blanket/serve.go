@@ -254,8 +254,9 @@ listener private. The public listener answers GET /healthz and a GET /readyz
 that names failing checks only.
 
 Admission is on by default: serve needs --jwks FILE|URL, the JSON Web Key
-Set of the identity provider that signs your app instances' JWTs
-(--jwt-issuer and --jwt-audience restrict which are taken); an instance is
+Set of the identity provider that signs your app instances' JWTs, with
+--jwt-issuer and --jwt-audience (the iss and an aud of your app's tokens,
+so that tokens signed for other services on that key set are refused); an instance is
 the JWT's iss and sub. Fake reports then need app credentials, at most one
 report per credential, pool and period, and tokens are blinded: the issuer
 never sees the token an instance will spend. The seed of the tokens is
@@ -283,7 +284,7 @@ and so is the key that signs the plan (DIR/plan-signing.key), whose public half 
 pins: 'blanket collector plan-key --data DIR' prints it, and serve prints it
 at start. SIGINT or SIGTERM shuts down gracefully; released batches not yet acknowledged are sent again at
 the next start.`,
-		Example: `  blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --jwks https://idp.example/.well-known/jwks.json --jwt-audience blanket
+		Example: `  blanket serve --data /var/lib/blanket --plan plan.yaml --addr 0.0.0.0:8080 --jwks https://idp.example/.well-known/jwks.json --jwt-issuer https://idp.example --jwt-audience blanket
   blanket serve --data ./blanket-data --plan examples/plan.yaml --admission open`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {

@@ -180,7 +180,11 @@ func TestServerCommandUsageErrors(t *testing.T) {
 		{[]string{"serve", "--data", dir, "--plan", testPlanFile}, "--admission open"},
 		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--admission", "none"}, "--admission"},
 		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--admission", "open", "--jwks", "keys.json"}, "--jwks"},
-		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--jwks", filepath.Join(dir, "nope.json")}, "--jwks"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--jwks", filepath.Join(dir, "nope.json"), "--jwt-issuer", "https://idp.test", "--jwt-audience", "blanket"}, "nope.json"},
+		// Any iss and aud would let tokens signed for other services or
+		// tenants on the same key set be identities here.
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--jwks", "keys.json", "--jwt-issuer", "https://idp.test"}, "--jwt-audience"},
+		{[]string{"serve", "--data", dir, "--plan", testPlanFile, "--jwks", "keys.json", "--jwt-audience", "blanket"}, "--jwt-issuer"},
 		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1"}, "--admission-seed"},
 		{[]string{"shuffler", "--data", dir, "--plan", testPlanFile, "--collector", "http://127.0.0.1:1", "--admission-seed", filepath.Join(dir, "nope.seed")}, "does not exist"},
 		{[]string{"collector", "--data", dir, "--plan", testPlanFile, "--shuffler-admission", "none"}, "--shuffler-admission"},
