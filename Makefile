@@ -129,7 +129,9 @@ check-generate: ## fail if the committed generated code is stale (skipped withou
 # and examples/fleet, 100,000 simulated app instances reporting through the
 # SDK (sdk/client); it prints every estimate next to the truth and exits
 # with the fleet's status. FLEET_FLAGS passes flags on (e.g. -n 20000);
-# TRAVEL=joint or TRAVEL=parallel runs the same plan with that travel mode.
+# The demo sends the plan's metrics jointly, with admission on;
+# TRAVEL=separate (the plan file's own) or TRAVEL=parallel runs the same
+# plan with that travel mode.
 FLEET_FLAGS ?=
 TRAVEL ?=
 demo: build

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,8 @@ type config struct {
 	days    int
 	active  float64
 	records int
+	// tokenPrefetch is the instances' client.Config.TokenPrefetch.
+	tokenPrefetch int
 	// wait is how long to wait for the server to answer at start.
 	wait time.Duration
 	// admin is the base URL of the shuffler's operator listener, where
@@ -80,6 +83,9 @@ type fleet struct {
 
 	next                                     atomic.Uint64 // instance numbers
 	instances, retries, duplicates, messages atomic.Int64
+	// tokens and tokensRefused count the admission tokens the instances
+	// were granted and refused.
+	tokens, tokensRefused atomic.Int64
 }
 
 // job is one instance to simulate: only >= 0 makes it a top-up instance
@@ -122,6 +128,10 @@ func run(ctx context.Context, cfg config, out, log io.Writer) (ok bool, err erro
 	el := time.Since(start)
 	fmt.Fprintf(out, "simulated %d instances over %d days in %.1fs (%.0f/s): %d messages sealed and acknowledged; %d upload retries, %d duplicates dropped by the shuffler\n",
 		cfg.n, cfg.days, el.Seconds(), float64(cfg.n)/el.Seconds(), f.messages.Load(), f.retries.Load(), f.duplicates.Load())
+	if cfg.ids != nil {
+		fmt.Fprintf(out, "admission: the instances were granted %d tokens (%.2f per message) and refused %d\n",
+			f.tokens.Load(), float64(f.tokens.Load())/float64(max(f.messages.Load(), 1)), f.tokensRefused.Load())
+	}
 	if err := f.awaitBatches(ctx); err != nil {
 		return false, err
 	}
@@ -238,20 +248,21 @@ func (f *fleet) providerConfig(now func() time.Time, id uint64) client.Config {
 		cred = func(context.Context) (string, error) { return f.cfg.ids.mint(id) }
 	}
 	return client.Config{
-		Credential:  cred,
-		Mode:        client.ModeOn,
-		Endpoint:    f.cfg.endpoint,
-		PlanKey:     f.cfg.planKey,
-		MaxEps0:     f.cfg.maxEps0,
-		Plan:        f.plan,                   // fetched by the first instance; nil for it
-		Outbox:      client.NewMemoryOutbox(), // not durable: fine for a simulation
-		Randomizers: f.cache,
-		HTTPClient:  f.hc,
-		UploadDelay: time.Hour, // upload once, in Flush
-		RetryMin:    50 * time.Millisecond,
-		RetryMax:    2 * time.Second,
-		Now:         now,
-		PeriodGrace: grace,
+		Credential:    cred,
+		TokenPrefetch: f.cfg.tokenPrefetch,
+		Mode:          client.ModeOn,
+		Endpoint:      f.cfg.endpoint,
+		PlanKey:       f.cfg.planKey,
+		MaxEps0:       f.cfg.maxEps0,
+		Plan:          f.plan,                   // fetched by the first instance; nil for it
+		Outbox:        client.NewMemoryOutbox(), // not durable: fine for a simulation
+		Randomizers:   f.cache,
+		HTTPClient:    f.hc,
+		UploadDelay:   time.Hour, // upload once, in Flush
+		RetryMin:      50 * time.Millisecond,
+		RetryMax:      2 * time.Second,
+		Now:           now,
+		PeriodGrace:   grace,
 	}
 }
 
@@ -295,13 +306,25 @@ func (f *fleet) simulate(ctx context.Context, jobs []job) error {
 func (f *fleet) runInstance(ctx context.Context, j job) error {
 	id := f.next.Add(1)
 	days := f.pop.instance(id, j.only)
+	first := slices.IndexFunc(days, func(d day) bool { return d.active })
+	if first < 0 {
+		return nil // not used this week: the app never runs, so no Provider
+	}
+	// The instance starts on its first active day (the app is opened
+	// then), so that it fetches no admission tokens for the days before.
 	var clock atomic.Int64
-	clock.Store(f.first.UnixNano())
+	clock.Store(f.first.Add(time.Duration(first) * f.period).UnixNano())
 	p, err := client.NewProvider(ctx, f.providerConfig(func() time.Time { return time.Unix(0, clock.Load()) }, id))
 	if err != nil {
 		return err
 	}
 	defer p.Shutdown(ctx)
+	if f.cfg.ids != nil {
+		// The app runs a while on its first day: its Provider's first
+		// round fetches that day's tokens before the simulated clock
+		// moves on (else it would fetch a later day's, mostly unspent).
+		waitFirstTokens(ctx, p)
+	}
 	m := p.Meter("")
 	rng := id * 0x9e3779b97f4a7c15
 	// sent[d][r]: the instance reports role r on day d.
@@ -357,6 +380,8 @@ func (f *fleet) runInstance(ctx context.Context, j job) error {
 	f.retries.Add(st.Retries)
 	f.duplicates.Add(st.Duplicates)
 	f.messages.Add(st.Messages)
+	f.tokens.Add(st.Tokens)
+	f.tokensRefused.Add(st.TokensRefused)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for d := range days {
@@ -368,6 +393,19 @@ func (f *fleet) runInstance(ctx context.Context, j job) error {
 		}
 	}
 	return nil
+}
+
+// waitFirstTokens waits until p's first round of admission has an answer
+// (a token granted or refused), for at most 5 s: an issuer that does not
+// answer only makes the instance fetch its tokens at Flush instead.
+func waitFirstTokens(ctx context.Context, p *client.Provider) {
+	deadline := time.Now().Add(5 * time.Second)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if st := p.Stats(); st.Tokens+st.TokensRefused > 0 {
+			return
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // errNoEstimate reports a metric without an estimate.
