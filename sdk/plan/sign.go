@@ -260,7 +260,7 @@ func VerifyPlan(pinned ed25519.PublicKey, body []byte, s Signature, now time.Tim
 	}
 	if !ed25519.Verify(cur, planMessage(body), s.Sig) {
 		if start == 0 && len(s.Endorsements) == 0 {
-			return nil, fmt.Errorf("%w: the plan's signature does not verify under the pinned key %s", ErrBadSignature, FormatSigningKey(pinned))
+			return nil, fmt.Errorf("%w: the plan's signature does not verify under the pinned key %s (is it the key `blanket collector plan-key` prints for this collector, not another key of its data directory?)", ErrBadSignature, FormatSigningKey(pinned))
 		}
 		return nil, fmt.Errorf("%w: the plan's signature does not verify under key %s, which the pinned key %s leads to", ErrBadSignature, FormatSigningKey(cur), FormatSigningKey(pinned))
 	}
