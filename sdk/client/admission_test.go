@@ -179,6 +179,19 @@ func admissionConfig(t *testing.T, f *fakeServer, ti *testIssuer, dir string) (c
 	return cfg, ti.clk
 }
 
+// admittedProvider starts, against f, a test issuer whose tokens f's
+// shuffler requires and a Provider with admissionConfig, and waits for its
+// first round's tokens (of two periods: 2 per pool).
+func admittedProvider(t *testing.T, f *fakeServer, tokens int64) (*testIssuer, *client.Provider, *testClock) {
+	t.Helper()
+	ti := newTestIssuer(t, newTestClock(), nil)
+	f.setAdmission(client.AdmissionTokens, shufflerCheck(ti.verifier))
+	cfg, clk := admissionConfig(t, f, ti, t.TempDir())
+	p := newProvider(t, cfg)
+	waitStats(t, p, "the tokens of two periods", func(s client.Stats) bool { return s.Tokens == tokens })
+	return ti, p, clk
+}
+
 // poolKeys returns the pool keys of the test plan's metrics in period d
 // days after t0's.
 func poolKeys(p *client.Provider, d int) []string {
@@ -283,11 +296,7 @@ func TestTokensFetchedAheadForEveryPool(t *testing.T) {
 // fetches no token it never spends.
 func TestFlushFetchesHeldTokensOnly(t *testing.T) {
 	f := newFakeServer(t, nil)
-	ti := newTestIssuer(t, newTestClock(), nil)
-	f.setAdmission(client.AdmissionTokens, shufflerCheck(ti.verifier))
-	cfg, clk := admissionConfig(t, f, ti, t.TempDir())
-	p := newProvider(t, cfg)
-	waitStats(t, p, "the tokens of two periods", func(s client.Stats) bool { return s.Tokens == 6 })
+	ti, p, clk := admittedProvider(t, f, 6)
 	ctx := context.Background()
 	clk.Advance(3 * day) // no round of the background loop runs meanwhile
 	if err := p.Meter("app").Categorical("screen").Record(ctx, "home"); err != nil {
@@ -322,11 +331,7 @@ func TestTokensFetchedForThePlansPool(t *testing.T) {
 	for _, travel := range []string{"joint", "parallel"} {
 		t.Run(travel, func(t *testing.T) {
 			f := newPooledServer(t, travel)
-			ti := newTestIssuer(t, newTestClock(), nil)
-			f.setAdmission(client.AdmissionTokens, shufflerCheck(ti.verifier))
-			cfg, clk := admissionConfig(t, f, ti, t.TempDir())
-			p := newProvider(t, cfg)
-			waitStats(t, p, "the tokens of two periods", func(s client.Stats) bool { return s.Tokens == 2 })
+			ti, p, clk := admittedProvider(t, f, 2)
 			pl := p.Plan()
 			_, asked := ti.requests()
 			for d := range 2 {
