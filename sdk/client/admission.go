@@ -24,17 +24,18 @@ import (
 // spent (package admission). With Config.Credential, in ModeOn, the
 // admitter keeps the outbox supplied:
 //
-//   - at start and every Config.UploadInterval, never on the Record path,
-//     it works out the pool keys it needs: every pool of the current plan
-//     (each metric's under separate travel, the one pool under joint or
-//     parallel travel) in the current period and the next
+//   - at start and every Config.UploadInterval (and at Flush), never on
+//     the Record path, it works out the pool keys it needs: every pool of
+//     the current plan (each metric's under separate travel, the one pool
+//     under joint or parallel travel) in the current period and the next
 //     Config.TokenPrefetch, whatever the app recorded; and the pool keys of
 //     the sealed reports waiting without a token, within their deadline
 //     (for a period of the current plan, every pool of the plan in that
 //     period, so that which metrics were recorded does not show). Flush
-//     runs the same round for the waiting reports' pool keys only: what
-//     lies ahead is the background loop's to fetch, and a Provider flushed
-//     on its way out would fetch tokens it never spends;
+//     asks for the current period too: an app whose loop did not run in
+//     a period (a device asleep) would otherwise ask for that period's pool
+//     keys only once it ended, beside the upload, telling the issuer that
+//     it recorded then and when it uploads;
 //   - it asks the issuer, in one request, for those without a token, a
 //     spent token, a refusal or a request stored (a request is stored,
 //     with its blinds, before it is sent: Outbox.AddTokenRequest), and
@@ -99,8 +100,7 @@ func (e *issuerError) Unwrap() error { return e.err }
 // whether it stored a token. It returns the first error that stopped it
 // (the issuer unreachable, the outbox failing); what it stored before
 // stays.
-// With ahead false (Flush) it asks for the held reports' pool keys only.
-func (a *admitter) run(ctx context.Context, ahead bool) (granted bool, err error) {
+func (a *admitter) run(ctx context.Context) (granted bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.p
@@ -140,7 +140,7 @@ func (a *admitter) run(ctx context.Context, ahead bool) (granted bool, err error
 		have[t.PoolKey] = t.Retry == 0 || now.Unix() < t.Retry
 	}
 	var ask []string
-	for _, k := range a.wanted(v, now, grace, held, ahead) {
+	for _, k := range a.wanted(v, now, grace, held) {
 		if !have[k] {
 			ask = append(ask, k)
 		}
@@ -161,12 +161,11 @@ func (a *admitter) run(ctx context.Context, ahead bool) (granted bool, err error
 	return granted, nil
 }
 
-// wanted returns the pool keys plan v's reports need at now: with ahead,
-// every pool of the plan in the current period and the next
-// Config.TokenPrefetch; and those of the reports held without a token
-// (held) within their deadline, for a period of plan v with every pool of
-// the plan in it.
-func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, held []TokenlessEnvelope, ahead bool) []string {
+// wanted returns the pool keys plan v's reports need at now: every pool
+// of the plan in the current period and the next Config.TokenPrefetch,
+// and those of the reports held without a token (held) within their
+// deadline, for a period of plan v with every pool of the plan in it.
+func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, held []TokenlessEnvelope) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(k string) {
@@ -181,9 +180,6 @@ func (a *admitter) wanted(v *verifiedPlan, now time.Time, grace time.Duration, h
 		return nil // a clock before 1970
 	}
 	for i := range int64(a.p.cfg.TokenPrefetch) + 1 {
-		if !ahead {
-			break // Flush: the held reports' pool keys only
-		}
 		per := report.Period{Start: cur.Start + i*cur.Length, Length: cur.Length}
 		for _, pool := range pools {
 			add(report.PeriodPoolKey(pool, v.epoch, per))

@@ -149,13 +149,12 @@
 //	cfg.Credential = func(ctx context.Context) (string, error) { return idToken(ctx) } // the instance's JWT
 //	cfg.Issuer = "https://tokens.example.com"                                         // defaults to Endpoint
 //
-// With a Credential, in ModeOn, the Provider fetches tokens at start and
-// every Config.UploadInterval, never on the Record path: in one request,
-// for every pool of the plan (each metric's under separate travel, the
-// plan's pool under joint and parallel travel) in the current period and
-// the next Config.TokenPrefetch (default 1), whatever the app recorded,
-// and for the pool keys of reports sealed without one yet; Flush fetches
-// only the latter (every pool of their periods). So
+// With a Credential, in ModeOn, the Provider fetches tokens at start,
+// every Config.UploadInterval and at Flush, never on the Record path: in
+// one request, for every pool of the plan (each metric's under separate
+// travel, the plan's pool under joint and parallel travel) in the current
+// period and the next Config.TokenPrefetch (default 1), whatever the app
+// recorded, and for the pool keys of reports sealed without one yet. So
 // what the issuer sees (the instance, the pool keys, the times it asks)
 // does not depend on which metrics the app used, and, fetched a period
 // ahead, does not point at an upload; only an app that did not run before

@@ -37,9 +37,3 @@ func DecodeAndVerifyPlan(ctx context.Context, b []byte, maxEps0 float64, cache *
 	return err
 }
 
-// AdmitRound runs one round of p's admitter as its background loop does
-// (the current period and those ahead included) and reports whether it
-// stored a token.
-func AdmitRound(ctx context.Context, p *Provider) (bool, error) {
-	return p.admit.run(ctx, true)
-}

@@ -683,9 +683,8 @@ func (p *Provider) Meter(scope string) *Meter {
 }
 
 // Flush closes the reporting periods that have ended (as an upload tick
-// does), fetches the admission tokens its pending reports miss (with
-// Config.Credential; those of the periods ahead are the background
-// loop's), then uploads every pending report, retrying with backoff, and returns
+// does), fetches the admission tokens missing (with Config.Credential),
+// then uploads every pending report, retrying with backoff, and returns
 // when the outbox holds none or ctx is done (then with ctx's error and the
 // last upload error). Values of the period still open stay staged, and
 // reports still without an admission token stay in the outbox, waiting
@@ -706,7 +705,7 @@ func (p *Provider) Flush(ctx context.Context) error {
 		p.log.Warn("blanket closing periods", "error", err)
 	}
 	if p.admit != nil {
-		if _, err := p.admit.run(ctx, false); err != nil {
+		if _, err := p.admit.run(ctx); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}

@@ -169,7 +169,7 @@ func (u *uploader) run(ctx context.Context) {
 // wakes the loop when it stored a token, so that the envelopes waiting
 // for it go.
 func (u *uploader) admit(ctx context.Context) {
-	granted, err := u.p.admit.run(ctx, true)
+	granted, err := u.p.admit.run(ctx)
 	if err != nil && ctx.Err() == nil {
 		u.p.log.Warn("blanket admission tokens", "error", err)
 	}
