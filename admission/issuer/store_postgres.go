@@ -189,11 +189,13 @@ func (st *pgStore) grantOnce(ctx context.Context, gs []grant) ([]stored, error) 
 // earlier: a replica whose clock jumped ahead would otherwise forget, and
 // so close for every replica, periods still being granted (reports then
 // dropped for want of a token). A replica whose clock is behind forgets
-// late, which only keeps grants longer.
+// late, which only keeps grants longer. statement_timestamp, not
+// clock_timestamp: the latter is volatile, and a volatile bound keeps
+// PostgreSQL from using the deadline index (a scan of every grant).
 func (st *pgStore) forget(ctx context.Context, now int64) (int64, error) {
 	var n int64
 	err := st.pool.QueryRow(ctx, `WITH gone AS (
-			DELETE FROM grants WHERE deadline <= least($1, floor(extract(epoch FROM clock_timestamp()))::bigint)
+			DELETE FROM grants WHERE deadline <= least($1, floor(extract(epoch FROM statement_timestamp()))::bigint)
 			RETURNING period_len, period_end
 		), recorded AS (
 			INSERT INTO forgotten (period_len, period_end)

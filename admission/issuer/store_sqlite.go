@@ -135,11 +135,12 @@ func (st *sqliteStore) commitLoop() {
 				break more
 			}
 		}
-		err := st.commitGroup(context.Background(), group)
-		for _, j := range group {
-			if err != nil {
+		if err := st.commitGroup(context.Background(), group); err != nil {
+			for _, j := range group {
 				j.out, j.err = nil, err
 			}
+		}
+		for _, j := range group {
 			close(j.done)
 		}
 	}
@@ -148,8 +149,10 @@ func (st *sqliteStore) commitLoop() {
 // commitGroup stores the grants of group in one immediate transaction:
 // SQLite's one writer sees no forget between its read of forgotten and
 // its inserts. A later request of the group sees the grants of the
-// earlier ones, as it would in a transaction of its own. On an error
-// nothing of the group is stored.
+// earlier ones, as it would in a transaction of its own. Each request
+// runs under a savepoint: one that fails is rolled back and answered its
+// error alone (the others go on). When the transaction itself fails,
+// nothing of the group is stored and commitGroup returns the error.
 func (st *sqliteStore) commitGroup(ctx context.Context, group []*grantJob) error {
 	tx, err := st.db.W.BeginTx(ctx, nil)
 	if err != nil {
@@ -161,8 +164,17 @@ func (st *sqliteStore) commitGroup(ctx context.Context, group []*grantJob) error
 		return fmt.Errorf("issuer: grant: %w", err)
 	}
 	for _, j := range group {
-		if j.out, err = grantSQLite(ctx, tx, forgotten, j.gs); err != nil {
-			return err
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT request`); err != nil {
+			return fmt.Errorf("issuer: grant: %w", err)
+		}
+		if j.out, j.err = grantSQLite(ctx, tx, forgotten, j.gs); j.err != nil {
+			j.out = nil
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO request`); err != nil {
+				return fmt.Errorf("issuer: grant: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE request`); err != nil {
+			return fmt.Errorf("issuer: grant: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -231,6 +231,54 @@ func TestForgetTakesTheDatabaseClock(t *testing.T) {
 	}
 }
 
+// TestFailedRequestFailsAlone: in the SQLite store's group commit, a
+// request whose grant fails (here a trigger refuses its pool key) is
+// rolled back and answered its error alone; the others of its group are
+// committed and answered. (Found in review: one failure failed the whole
+// group, so a request that always fails would fail up to 255 others with
+// it at every retry.)
+func TestFailedRequestFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	st, err := openSQLiteStore(ctx, filepath.Join(t.TempDir(), StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if _, err := st.db.W.ExecContext(ctx, `CREATE TRIGGER refuse BEFORE INSERT ON grants WHEN NEW.pool_key LIKE 'poison%'
+		BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	period := report.Period{Start: 100 * day, Length: day}
+	g := func(pool, id string) grant {
+		out := grant{pool: poolKey(pool, 100), period: period, deadline: period.End() + day, evaluated: []byte{1}}
+		out.identity = sha256.Sum256([]byte(id))
+		out.blinded = sha256.Sum256([]byte(id))
+		return out
+	}
+	// The first request grants one pool key, then fails on the second: its
+	// first grant must not stay.
+	jobs := []*grantJob{
+		{gs: []grant{g("a", "one")}},
+		{gs: []grant{g("b", "two"), g("poison", "two")}},
+		{gs: []grant{g("c", "three")}},
+	}
+	if err := st.commitGroup(ctx, jobs); err != nil {
+		t.Fatalf("the group failed: %v", err)
+	}
+	if jobs[1].err == nil || jobs[1].out != nil {
+		t.Errorf("the refused request got %+v, %v; want its error", jobs[1].out, jobs[1].err)
+	}
+	for _, i := range []int{0, 2} {
+		if jobs[i].err != nil || len(jobs[i].out) != 1 || jobs[i].out[0].blinded != jobs[i].gs[0].blinded {
+			t.Errorf("request %d of the group got %+v, %v; want its grant", i, jobs[i].out, jobs[i].err)
+		}
+	}
+	var n int
+	if err := st.db.R.QueryRow(`SELECT COUNT(*) FROM grants`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d grants stored (%v); want the two of the requests that did not fail", n, err)
+	}
+}
+
 // countGrants returns the committed grants of pool key pool, read on
 // another connection than the grants'.
 func countGrants(t *testing.T, is *Issuer, pool string) int {
