@@ -175,7 +175,7 @@ func newIssuerCmd(e *env) *cobra.Command {
 		jf                                     jwtFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "issuer --data DIR --jwks FILE|URL --plan PLAN.json [--addr 127.0.0.1:8082]",
+		Use:   "issuer --data DIR --jwks FILE|URL --jwt-issuer ISS --jwt-audience AUD --plan PLAN.json [--addr 127.0.0.1:8082]",
 		Short: "Run the admission issuer: tokens for authenticated app instances",
 		Long: `Run the admission issuer: an app instance POSTs to /v1/tokens, with a JWT that
 your identity provider signed naming it (Authorization: Bearer), the blinded

@@ -219,7 +219,7 @@ func newServeCmd(e *env) *cobra.Command {
 		admits string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --data DIR --plan PLAN.yaml --jwks FILE|URL [--addr 127.0.0.1:8080]",
+		Use:   "serve --data DIR --plan PLAN.yaml --jwks FILE|URL --jwt-issuer ISS --jwt-audience AUD [--addr 127.0.0.1:8080]",
 		Short: "Run the shuffler and the collector together on one machine",
 		Long: `Run both server roles in one process, on one address, with embedded SQLite
 databases in the data directory:
@@ -307,7 +307,7 @@ the next start.`,
 			tokens := admits == admission.AdmissionTokens
 			switch {
 			case tokens && jf.jwks == "":
-				return usageErrorf("admission is on by default and needs --jwks FILE|URL, the key set of the identity provider that signs your app instances' JWTs; --admission open runs without it (anyone who can reach the upload port can then add reports)")
+				return usageErrorf("admission is on by default and needs --jwks FILE|URL, the key set of the identity provider that signs your app instances' JWTs, with --jwt-issuer and --jwt-audience, the iss and an aud of those JWTs; --admission open runs without them (anyone who can reach the upload port can then add reports)")
 			case !tokens && (jf.jwks != "" || jf.issuer != "" || jf.audience != ""):
 				return usageErrorf("--jwks, --jwt-issuer and --jwt-audience are for --admission tokens, not open")
 			case !tokens:

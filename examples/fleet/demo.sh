@@ -4,7 +4,8 @@
 # calibrated at start), waits until it serves, runs the simulated fleet
 # against it, stops the server and exits with the fleet's status.
 #
-# usage: [TRAVEL=joint|parallel] demo.sh BLANKET FLEET PLAN OUTDIR [fleet flags...]
+# usage: [TRAVEL=joint|parallel|separate] demo.sh BLANKET FLEET PLAN OUTDIR [fleet flags...]
+# (TRAVEL defaults to joint; see below)
 set -euo pipefail
 
 blanket=$1 fleet=$2 plan=$3 out=$4
@@ -54,7 +55,7 @@ trap 'exit 130' INT TERM
 # signs each simulated instance's JWT (iss and aud blanket-demo), and the
 # server's issuer checks them against the key set written here (--jwks).
 "$fleet" -write-jwt-key "$data/fleet-jwt.key" -write-jwks "$data/jwks.json"
-echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s --jwks $data/jwks.json (data in $data, log in $out/serve.log)"
+echo "== blanket serve --addr 127.0.0.1:0 --plan $plan --period-grace 192h --settle 5s --jwks $data/jwks.json --jwt-issuer blanket-demo --jwt-audience blanket-demo (data in $data, log in $out/serve.log)"
 "$blanket" serve --data "$data" --plan "$plan" --addr 127.0.0.1:0 --period-grace 192h --settle 5s --jwks "$data/jwks.json" --jwt-issuer blanket-demo --jwt-audience blanket-demo >"$out/serve.out" 2>"$out/serve.log" &
 server=$!
 url=

@@ -396,15 +396,15 @@ func (f *fleet) runInstance(ctx context.Context, j job) error {
 }
 
 // waitFirstTokens waits until p's first round of admission has an answer
-// (a token granted or refused), for at most 5 s: an issuer that does not
+// (a token granted or refused), for at most 2 s: an issuer that does not
 // answer only makes the instance fetch its tokens at Flush instead.
 func waitFirstTokens(ctx context.Context, p *client.Provider) {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(2 * time.Second)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if st := p.Stats(); st.Tokens+st.TokensRefused > 0 {
 			return
 		}
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 

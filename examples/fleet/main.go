@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&cfg.days, "days", 7, "simulated reporting periods (the plan's period), ending where the current one starts (the server's --period-grace must cover them)")
 	flag.Float64Var(&cfg.active, "active", 0.15, "chance that an instance uses the app on a given day")
 	flag.IntVar(&cfg.records, "records", 3, "most Records of each metric by an instance on an active day (1 to this many)")
-	flag.IntVar(&cfg.tokenPrefetch, "token-prefetch", -1, "client.Config.TokenPrefetch of the instances: periods after the current one whose admission tokens an instance fetches ahead (-1: none). An instance here runs its week in milliseconds and ends after its last active day, so tokens fetched ahead would mostly go unspent; a real app that runs every day keeps the SDK's default (1)")
+	flag.IntVar(&cfg.tokenPrefetch, "token-prefetch", -1, "client.Config.TokenPrefetch of the instances: periods after the current one whose admission tokens an instance fetches ahead (-1: none; 0: the SDK's default, 1). An instance here runs its week in milliseconds and ends after its last active day, so tokens fetched ahead would mostly go unspent; a real app that runs every day keeps the SDK's default (1)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the fleet to this file")
 	jwtKey := flag.String("jwt-key", "", "the demo identity provider's private key (as -write-jwt-key writes it): each instance gets a JWT signed with it (iss and aud "+demoIssuer+") and with it admission tokens; leave empty for a server run with --admission open")
 	writeKey := flag.String("write-jwt-key", "", "create the demo identity provider's key in this file and its public key set in the -write-jwks file, then exit")
