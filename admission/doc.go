@@ -93,10 +93,11 @@
 //     derived key per pool key, about 0.9 ms too.
 //
 // The demo (make demo: 100,000 instances over 7 days, the apps and the
-// server on one 2-core machine) spends one token per message: 105,000
-// with its three metrics travelling jointly, in 128 s in all; with
-// TRAVEL=separate, 315,771 tokens (one per metric, user and day) take it
-// to about 200 s, against about 100 s with admission open. Measured there
+// server on one 2-core machine) spends 1.65 tokens per message (each
+// instance's tokens of the days it reports, and of the day current at its
+// last Flush): 173,393 with its three metrics travelling jointly, in 160 s
+// in all; with TRAVEL=separate, 520,179 tokens take it to 285 s, against
+// about 100 s with admission open. Measured there
 // (CPU profiles of the fleet and of blanket serve), a token costs the
 // loaded machine about 600 µs in all: blind 112 µs and finalize 98 µs in
 // the fleet, the issuer's evaluation, store and JWT check, the shuffler's

@@ -17,7 +17,7 @@ mkdir -p "$out"
 # verified: ristretto255 arithmetic on both sides, which this one machine
 # does for 100,000 apps and the server at once): one per user and day
 # jointly, three per user and day with TRAVEL=separate, which takes about
-# 3.5 minutes on 2 cores against 2 jointly.
+# 5 minutes on 2 cores against under 3 jointly.
 TRAVEL=${TRAVEL:-joint}
 if [ -n "$TRAVEL" ]; then
 	case $TRAVEL in
