@@ -36,4 +36,3 @@ func DecodeAndVerifyPlan(ctx context.Context, b []byte, maxEps0 float64, cache *
 	_, err = verifyPlan(ctx, p, maxEps0, cache)
 	return err
 }
-
