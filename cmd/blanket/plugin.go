@@ -24,9 +24,9 @@ func newPluginCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "List and verify randomizer plugins",
-		Long: `Randomizer plugins are either built in (krr, hadamard, rappor, summation,
-laplace) or binaries named blanket-<name> in the plugin directory
-(--plugin-dir or $` + plugin.PluginDirEnv + `). Every plugin name is also a --mech name of
+		Long: `Randomizer plugins are either built in (` + strings.Join(builtinNames(), ", ") + `)
+or binaries named blanket-<name> in the plugin directory (--plugin-dir or
+$` + plugin.PluginDirEnv + `). Every plugin name is also a --mech name of
 'blanket account', e.g. --mech rappor:d=64 or --mech olh:d=100.`,
 	}
 	cmd.AddCommand(newPluginListCmd(e), newPluginVerifyCmd(e))
@@ -40,12 +40,7 @@ func newPluginListCmd(e *env) *cobra.Command {
 		RunE: runE(func(cmd *cobra.Command) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(w, "name\tkind\tpath")
-			var names []string
-			for n := range builtin.Factories() {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
+			for _, n := range builtinNames() {
 				fmt.Fprintf(w, "%s\tbuilt-in\t-\n", n)
 			}
 			bins, err := mechspec.PluginBinaries(e.pluginDir)
@@ -60,6 +55,16 @@ func newPluginListCmd(e *env) *cobra.Command {
 	}
 }
 
+// builtinNames returns the names of the built-in plugins, sorted.
+func builtinNames() []string {
+	var names []string
+	for n := range builtin.Factories() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 type verifyFlags struct {
 	categories  int
 	labels      []string
@@ -68,6 +73,9 @@ type verifyFlags struct {
 	eps0s       []float64
 	samples     int
 	falseFail   float64
+	seed        uint64
+	batches     int
+	batchSize   int
 	json        bool
 	checksumHex string
 }
@@ -108,6 +116,9 @@ checked exactly only on a small tree (at most 8 periods), e.g.
 	fl.Float64SliceVar(&f.eps0s, "eps0", nil, "local budgets to test (default 0.5,2,5 within the plugin's range)")
 	fl.IntVar(&f.samples, "samples", 0, "samples per input for the frequency test (default 20000)")
 	fl.Float64Var(&f.falseFail, "false-failure-rate", 0, "probability that a correct plugin fails the run (default 1e-6)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the kit's own random choices (random report bytes, the order of inputs); the plugin's randomness is its own")
+	fl.IntVar(&f.batches, "batches", 0, fmt.Sprintf("repetitions of the estimator check (default %d, at least 20)", plugintest.DefaultBatches))
+	fl.IntVar(&f.batchSize, "batch-size", 0, fmt.Sprintf("inputs per batch of the estimator check (default %d)", plugintest.DefaultBatchSize))
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.StringVar(&f.checksumHex, "sha256", "", "expected SHA-256 of the binary (hex); refuse to run it otherwise")
 	return cmd
@@ -184,7 +195,14 @@ func runVerify(cmd *cobra.Command, e *env, f verifyFlags, target string) error {
 		return err
 	}
 	defer p.Close()
-	rep, err := plugintest.Verify(ctx, p, plugintest.Options{Eps0s: f.eps0s, Samples: f.samples, FalseFailureRate: f.falseFail})
+	if f.batches != 0 && f.batches < 20 {
+		return usageErrorf("--batches %d, must be at least 20", f.batches)
+	}
+	if f.batchSize < 0 {
+		return usageErrorf("--batch-size %d, must be positive", f.batchSize)
+	}
+	rep, err := plugintest.Verify(ctx, p, plugintest.Options{Eps0s: f.eps0s, Samples: f.samples, FalseFailureRate: f.falseFail,
+		Seed: f.seed, Batches: f.batches, BatchSize: f.batchSize})
 	if err != nil {
 		return err
 	}

@@ -91,9 +91,40 @@ func TestPluginVerifyErrors(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--param") {
 		t.Errorf("bad --param: code %d, stderr %q", code, errOut)
 	}
-	out, errOut, code := executeEngine(t, "plugin", "verify", "krr", "--json")
+	_, errOut, code = executeEngine(t, "plugin", "verify", "krr", "--batches", "5")
+	if code != exitUsage || !strings.Contains(errOut, "--batches") {
+		t.Errorf("--batches 5: code %d, stderr %q; want a usage error naming --batches", code, errOut)
+	}
+	// --batches and --batch-size reach the estimator check, which says
+	// how many batches it ran.
+	out, errOut, code := executeEngine(t, "plugin", "verify", "krr", "--json", "--seed", "7", "--batches", "30", "--batch-size", "2000")
 	if code != 0 {
 		t.Fatalf("verify krr: code %d\n%s%s", code, out, errOut)
 	}
 	decodeObject(t, out, "checks")
+	if !strings.Contains(out, "over 30 batches") {
+		t.Errorf("verify krr --batches 30: the report does not say it ran 30 batches:\n%.2000s", out)
+	}
+}
+
+// TestPluginHelpAndUnknownMech: plugin --help lists every built-in, and a
+// --mech that names no mechanism says where a plugin's binary is looked
+// for.
+func TestPluginHelpAndUnknownMech(t *testing.T) {
+	out, _, code := executeEngine(t, "plugin", "--help")
+	if code != 0 {
+		t.Fatalf("plugin --help: code %d", code)
+	}
+	for _, n := range builtinNames() {
+		if !strings.Contains(out, n) {
+			t.Errorf("plugin --help does not name the built-in %s:\n%s", n, out)
+		}
+	}
+	if !strings.Contains(out, "longitudinal") {
+		t.Errorf("plugin --help leaves out longitudinal:\n%s", out)
+	}
+	_, errOut, code := executeEngine(t, "account", "eps", "--mech", "ksubset:s=2", "--eps0", "1", "--n", "1000", "--delta", "1e-6")
+	if code != exitUsage || !strings.Contains(errOut, "blanket-ksubset in --plugin-dir or $BLANKET_PLUGIN_DIR") {
+		t.Errorf("unknown mechanism: code %d, stderr %q; want a usage error naming the plugin binary and where it is looked for", code, errOut)
+	}
 }

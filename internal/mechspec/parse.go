@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/blanket-dp/blanket/sdk/plugin"
+
 	"github.com/blanket-dp/blanket/accountant"
 )
 
@@ -256,8 +258,8 @@ func (p *parser) leaf(name string, start int) (accountant.Mechanism, error) {
 	ctor, ok := p.reg.lookup(name)
 	if !ok {
 		return nil, &Error{Spec: p.spec, Pos: start, Kind: ErrUnknown,
-			Msg: fmt.Sprintf("unknown mechanism %q (known: %s; combinators: %s)", name,
-				strings.Join(p.reg.Names(), ", "), combinatorNames)}
+			Msg: fmt.Sprintf("unknown mechanism %q (known: %s; combinators: %s); a plugin's mechanism needs its binary %s%s in --plugin-dir or $%s", name,
+				strings.Join(p.reg.Names(), ", "), combinatorNames, plugin.BinaryPrefix, name, plugin.PluginDirEnv)}
 	}
 	st := &paramState{spec: p.spec, name: name, namePos: start}
 	for p.peek() == ':' {

@@ -196,7 +196,7 @@ func TestParseInvalid(t *testing.T) {
 		{`matrix:"rr2.json`, 7, ErrSyntax, "unterminated or invalid quoted value"},
 		{"3rr", 0, ErrSyntax, "expected mechanism name, got '3'"},
 		{"krr:k=10\x00", 8, ErrSyntax, `expected end of input, got '\x00'`},
-		{"foo", 0, ErrUnknown, `unknown mechanism "foo" (known: generic, krr, matrix; combinators: joint, parallel, subsample)`},
+		{"foo", 0, ErrUnknown, `unknown mechanism "foo" (known: generic, krr, matrix; combinators: joint, parallel, subsample); a plugin's mechanism needs its binary blanket-foo in --plugin-dir or $BLANKET_PLUGIN_DIR`},
 		{"joint(krr:k=2,KRR:k=2)", 14, ErrUnknown, `unknown mechanism "KRR"`},
 		{"krr", 0, ErrParam, "krr: missing parameter k"},
 		{"krr:kk=10", 0, ErrParam, "krr: missing parameter k (given: kk)"},
