@@ -17,7 +17,12 @@ const mechHelp = `The --mech flag names the local randomizer:
   generic                 any pure eps0-LDP randomizer (worst case over the class)
   PLUGIN[:key=value...]   a plugin's own declaration: hadamard:k=K, rappor:d=D,
                           summation:k=LEVELS, laplace, or any plugin binary
-                          ('blanket plugin list')
+                          ('blanket plugin list'). The host takes some keys:
+                          eps0=E (the plugin's own budget), and k, d or
+                          categories=N (N categories, labelled 0..N-1, given to
+                          the plugin as its categories; summation's k is its
+                          levels); every other key reaches the plugin as a
+                          parameter (sdk.Config.Params)
   matrix:FILE.json        a declaration file: a matrix {"rows": [[...], ...]} with
                           optional "eps0", or {"form": "matrix"|"atoms"|"segments"|"generic", ...};
                           its eps0 is fixed by the file

@@ -107,9 +107,10 @@ func TestPluginVerifyErrors(t *testing.T) {
 	}
 }
 
-// TestPluginHelpAndUnknownMech: plugin --help lists every built-in, and a
+// TestPluginHelpAndUnknownMech: plugin --help lists every built-in; a
 // --mech that names no mechanism says where a plugin's binary is looked
-// for.
+// for, one of a categorical plugin without categories which keys give
+// them, and account --help which keys the host takes.
 func TestPluginHelpAndUnknownMech(t *testing.T) {
 	out, _, code := executeEngine(t, "plugin", "--help")
 	if code != 0 {
@@ -126,5 +127,15 @@ func TestPluginHelpAndUnknownMech(t *testing.T) {
 	_, errOut, code := executeEngine(t, "account", "eps", "--mech", "ksubset:s=2", "--eps0", "1", "--n", "1000", "--delta", "1e-6")
 	if code != exitUsage || !strings.Contains(errOut, "blanket-ksubset in --plugin-dir or $BLANKET_PLUGIN_DIR") {
 		t.Errorf("unknown mechanism: code %d, stderr %q; want a usage error naming the plugin binary and where it is looked for", code, errOut)
+	}
+	// A categorical plugin without its number of categories: the error
+	// names the host's keys that give it.
+	_, errOut, code = executeEngine(t, "account", "eps", "--mech", "hadamard", "--eps0", "1", "--n", "1000", "--delta", "1e-6")
+	if code != exitUsage || !strings.Contains(errOut, "add k=N (or d=N, or categories=N)") {
+		t.Errorf("hadamard without k: code %d, stderr %q; want a usage error saying to add k=N", code, errOut)
+	}
+	out, _, _ = executeEngine(t, "account", "--help")
+	if !strings.Contains(out, "The host takes some keys") {
+		t.Errorf("account --help does not say which --mech keys the host takes:\n%s", out)
 	}
 }

@@ -2,6 +2,7 @@ package mechspec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -73,6 +74,11 @@ func Plugin(ctx context.Context, name string, open Opener) Constructor {
 		}
 		r, err := open(ctx, name, cfg)
 		if err != nil {
+			if errors.Is(err, sdk.ErrBadConfig) && len(cfg.Categories) == 0 && cfg.Lo == cfg.Hi && name != longitudinalName {
+				// A categorical plugin given no categories: say which
+				// keys give them (the host's, not the plugin's).
+				err = fmt.Errorf("%w; a categorical plugin's mechanism needs its number of categories: add k=N (or d=N, or categories=N)", err)
+			}
 			return nil, p.Wrap("", err)
 		}
 		spec := name
