@@ -356,7 +356,7 @@ func sigkillDuringIngest(t *testing.T, n int) {
 	if code := getJSON(t, "http://"+c1.addr+"/v1/plan", &pub); code != http.StatusOK {
 		t.Fatalf("GET /v1/plan: %d", code)
 	}
-	pk := keyOf(t, &pub, today)
+	pk := servertest.KeyOf(t, &pub, today)
 	s := newShufflerFixture(t, shuffler.Options{Plan: p, Collector: "http://" + c1.addr, Token: testToken})
 	post(t, nil, s.url, report.EncodeEnvelopes(envelopes(periodKey(metric, pub.Epoch()), sealKRRIn(t, &pub, metric, pk, krrValues(n, 4), 4, today))), nil)
 	closeAll(t, s.s)
@@ -638,7 +638,7 @@ func TestCollectorPlanAndNotFound(t *testing.T) {
 	if code := getJSON(t, f.srv.URL+"/v1/plan", &p); code != http.StatusOK {
 		t.Fatal(code)
 	}
-	if pk := keyOf(t, &p, today); string(pk.Bytes()) != string(f.c.PublicKey().Bytes()) || !p.Calibrated() {
+	if pk := servertest.KeyOf(t, &p, today); string(pk.Bytes()) != string(f.c.PublicKey().Bytes()) || !p.Calibrated() {
 		t.Fatalf("plan keys %+v", p.CollectorKeys)
 	}
 	for _, path := range []string{"/v1/metrics/no/such", "/v1/metrics/"} {
@@ -685,7 +685,7 @@ func endToEnd(t *testing.T, n int) {
 
 	var pub plan.Plan
 	getJSON(t, srv.URL+"/v1/plan", &pub)
-	pk := keyOf(t, &pub, today)
+	pk := servertest.KeyOf(t, &pub, today)
 	values := krrValues(n, 9)
 	sealed := sealKRRIn(t, &pub, metric, pk, values, 9, today)
 	// The reports arrive as uploads of 500 from as many connections; the

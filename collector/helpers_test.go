@@ -14,8 +14,6 @@ import (
 
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/servertest"
-	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/blanket-dp/blanket/sdk/report"
 )
 
 // The helpers shared with the shuffler's tests.
@@ -95,21 +93,6 @@ func (f *shufflerFixture) run(t testing.TB) {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
-
-// keyOf returns the public key that seals reports of period in p's key
-// schedule.
-func keyOf(t testing.TB, p *plan.Plan, period report.Period) *report.PublicKey {
-	t.Helper()
-	ks, err := p.KeySchedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ok := ks.For(period)
-	if !ok {
-		t.Fatalf("no key of %+v seals %s", p.CollectorKeys, period)
-	}
-	return k.Key
-}
 
 func netListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 

@@ -429,7 +429,7 @@ func TestReplicasShareTheKeySchedule(t *testing.T) {
 			for i, d := range []int{1, 2} {
 				c := cs[i%len(cs)]
 				pub := c.Plan()
-				body := batchBody(report.PeriodPoolKey(metric, pub.Epoch(), day(d)), sealKRRIn(t, pub, metric, keyOf(t, pub, day(d)), krrValues(10, uint64(d)), uint64(d), day(d)))
+				body := batchBody(report.PeriodPoolKey(metric, pub.Epoch(), day(d)), sealKRRIn(t, pub, metric, servertest.KeyOf(t, pub, day(d)), krrValues(10, uint64(d)), uint64(d), day(d)))
 				res, err := c.Ingest(ctx, body)
 				if err != nil || res.N != 10 || res.Malformed != 0 {
 					t.Fatalf("day %d: Ingest = %+v, %v", d, res, err)
@@ -519,7 +519,7 @@ func TestKeyDirKeepsPrivateKeysOutOfTheDatabase(t *testing.T) {
 			t.Errorf("the database holds the private half of %s", id)
 		}
 	}
-	if !strings.Contains(dump.String(), fmt.Sprintf("%x", keyOf(t, c.Plan(), today).Bytes())) {
+	if !strings.Contains(dump.String(), fmt.Sprintf("%x", servertest.KeyOf(t, c.Plan(), today).Bytes())) {
 		t.Error("the search finds no public key either: it could not have found a private one")
 	}
 	c.Close()

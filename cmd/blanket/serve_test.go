@@ -18,6 +18,7 @@ import (
 	"github.com/blanket-dp/blanket/admission"
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/servertest"
 
 	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -294,15 +295,7 @@ func appReports(t *testing.T, base, metric string, values []string) []report.Env
 	if code := getJSON(t, base+"/v1/plan", &p); code != http.StatusOK {
 		t.Fatalf("GET /v1/plan: %d", code)
 	}
-	ks, err := p.KeySchedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ok := ks.For(p.ReportPeriod(time.Now()))
-	if !ok {
-		t.Fatalf("no key of %+v seals the current period", p.CollectorKeys)
-	}
-	pk := k.Key
+	pk := servertest.KeyOf(t, &p, p.ReportPeriod(time.Now()))
 	m := p.Metric(metric)
 	r, err := builtin.Open(context.Background(), m.Plugin, m.Config())
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/plugins/krr"
@@ -281,15 +282,7 @@ func measure(t *testing.T, s setup, name string, procs []*proc, shufflers []stri
 	}
 	now := time.Now().Unix()
 	period := report.Period{Start: now / 86400 * 86400, Length: 86400}
-	ks, err := p.KeySchedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ok := ks.For(period)
-	if !ok {
-		t.Fatalf("no key of %+v seals %s", p.CollectorKeys, period)
-	}
-	pk := k.Key
+	pk := servertest.KeyOf(t, p, period)
 	key := report.PeriodPoolKey(metric, p.Epoch(), period)
 	m := p.Metric(metric)
 	r, err := krr.New(krr.Options{Categories: m.Categories, Other: m.Other})

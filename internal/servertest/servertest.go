@@ -136,6 +136,21 @@ func Truth(values []string) map[string]int {
 	return out
 }
 
+// KeyOf returns the public key that seals reports of period in p's key
+// schedule, failing the test when p has none for it.
+func KeyOf(t testing.TB, p *plan.Plan, period report.Period) *report.PublicKey {
+	t.Helper()
+	ks, err := p.KeySchedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := ks.For(period)
+	if !ok {
+		t.Fatalf("no key of %+v seals %s", p.CollectorKeys, period)
+	}
+	return k.Key
+}
+
 // SealKRR randomizes values with the plan's k-RR metric (seeded) and
 // seals each report to pub with the metric's binding for Today's period.
 func SealKRR(t testing.TB, p *plan.Plan, metric string, pub *report.PublicKey, values []string, seed uint64) [][]byte {
