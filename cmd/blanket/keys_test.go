@@ -71,7 +71,9 @@ func TestRotateKeyCommand(t *testing.T) {
 	if !strings.Contains(out, "new report key "+after[1].ID+" seals the periods from "+from.UTC().Format(time.RFC3339)) {
 		t.Errorf("rotate-key printed:\n%s\nwant the new key %s from %v", out, after[1].ID, from)
 	}
-	if from.Sub(cmdStart) < time.Hour || from.Sub(cmdEnd) > time.Hour+10*time.Second || after[1].From%10 != 0 {
+	// The key store's clock is in whole Unix seconds: an hour ahead of
+	// the second rotate-key began in.
+	if from.Sub(cmdStart.Truncate(time.Second)) < time.Hour || from.Sub(cmdEnd) > time.Hour+10*time.Second || after[1].From%10 != 0 {
 		t.Errorf("the new key starts %v after rotate-key began (%v after it ended), want the first period boundary an hour ahead of its clock", from.Sub(cmdStart), from.Sub(cmdEnd))
 	}
 	if after[0].ID != before[0].ID || !hasRow(out, after[0].ID, "the", "start", "active") || !hasRow(out, after[1].ID, from.UTC().Format(time.RFC3339), "pending") {
