@@ -3,8 +3,6 @@ package accountant
 import (
 	"math"
 	"math/cmplx"
-
-	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // This file composes lattice PLDs (pld.go) and reads the privacy profile of
@@ -179,7 +177,8 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 	Ai := int64(A)
 	Lf := float64(L)
 	log2L := math.Log2(Lf) + 1
-	fft := fourier.NewFFT(L)
+	fft, putFFT := getFFT(L)
+	defer putFFT()
 	half2 := L/2 + 1
 	Y := make([]complex128, half2)
 	for k := range Y {

@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/cmplx"
 	"sync"
-
-	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // The engine brackets
@@ -518,10 +516,14 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// normalises the weights and untilts the result, so its own error
 	// cancels.
 	phiErr := (2*(maxArg+2) + 12 + 2*float64(len(pts)) + 4) * ulp
-	coefN := make([]complex128, half)
+	fft, putFFT := getFFT(L)
+	defer putFFT()
+	coefN := fft.coefN
+	clear(coefN)
 	var coefM []complex128
 	if wantLo {
-		coefM = make([]complex128, half)
+		coefM = fft.coefM
+		clear(coefM)
 	}
 	var errN, errM, l2N, l2M, err2N float64
 	for k := range half {
@@ -562,10 +564,9 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			l2M += mult * real(ym*cmplx.Conj(ym))
 		}
 	}
-	fft := fourier.NewFFT(L)
 	Lf := float64(L)
 	logL := math.Log2(Lf) + 1
-	pn := fft.Sequence(nil, coefN)
+	pn := fft.Sequence(fft.pn, coefN)
 	// Per-point error: coefficient errors through the normalised inverse
 	// DFT, plus the inverse FFT rounding 5 u log2(L) ||p||_2 (Parseval:
 	// ||p||_2^2 = sum |Y_k|^2 / L).
@@ -580,7 +581,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	var pm []float64
 	var epsM float64
 	if wantLo {
-		pm = fft.Sequence(nil, coefM)
+		pm = fft.Sequence(fft.pm, coefM)
 		epsM = errM/Lf + 5*ulp*logL*math.Sqrt(l2M/Lf)
 	}
 	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.

@@ -1,0 +1,54 @@
+package accountant
+
+import (
+	"sync"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+)
+
+// fftPools keeps, per length, a pool of gonum FFT plans, with the buffers of a window (lattice.window): a plan's
+// factorisation and twiddle factors cost about as much as a transform
+// (NewFFT was a tenth of the accountant's tests' CPU), and a calibration
+// or an eps search transforms many windows of the same length. A plan is
+// not safe for concurrent use (its work array), hence a pool rather than
+// one plan per length. The pools of at most maxTables lengths are kept,
+// like the twiddle tables; a plan's arithmetic does not depend on where
+// it came from, so results are bit for bit those of a fresh plan.
+var fftPools struct {
+	sync.Mutex
+	pools map[int]*sync.Pool
+	order []int
+}
+
+// fftPlan is a pooled plan of length L with the window's buffers: the
+// half spectra coefN, coefM (L/2+1) and the sequences pn, pm (L). Whoever
+// takes one overwrites what it reads (window zeroes the spectra first).
+type fftPlan struct {
+	*fourier.FFT
+	coefN, coefM []complex128
+	pn, pm       []float64
+}
+
+// getFFT returns a plan of length L and the function that gives it back.
+func getFFT(L int) (*fftPlan, func()) {
+	c := &fftPools
+	c.Lock()
+	p, ok := c.pools[L]
+	if !ok {
+		if c.pools == nil {
+			c.pools = map[int]*sync.Pool{}
+		}
+		if len(c.order) >= maxTables {
+			delete(c.pools, c.order[0])
+			c.order = c.order[1:]
+		}
+		p = &sync.Pool{New: func() any {
+			return &fftPlan{FFT: fourier.NewFFT(L), coefN: make([]complex128, L/2+1), coefM: make([]complex128, L/2+1), pn: make([]float64, L), pm: make([]float64, L)}
+		}}
+		c.pools[L] = p
+		c.order = append(c.order, L)
+	}
+	c.Unlock()
+	f := p.Get().(*fftPlan)
+	return f, func() { p.Put(f) }
+}
