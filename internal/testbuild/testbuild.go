@@ -9,7 +9,9 @@
 // go command, fails it with go build's output. A build never makes a test
 // skip silently.
 //
-// The binaries live in one temporary directory per test process, which a
+// The binaries live in one temporary directory per test process (or, when
+// the environment variable BLANKET_TESTBUILD_DIR names one, in a directory
+// that all test processes of a run share: see ShareEnv), which a
 // package whose tests build binaries removes from its TestMain, with Main
 // or, beside another wrapper such as pgtest.Main, with Remove:
 //
@@ -109,31 +111,44 @@ func get(pkg, name string, tags []string) (*build, error) {
 	return b, nil
 }
 
-// run builds b unless it is built or being built (then it waits).
+// run builds b unless it is built or being built (then it waits): into
+// the run's shared directory when ShareEnv names one, else into this
+// process's.
 func (b *build) run() {
 	b.once.Do(func() {
 		defer inFlight.Done()
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			b.err = fmt.Errorf("testbuild: no go command to build %s: %v", b.pkg, err)
+		if dir := os.Getenv(ShareEnv); dir != "" {
+			b.runShared(dir)
 			return
 		}
 		if err := os.Mkdir(filepath.Dir(b.path), 0o755); err != nil {
 			b.err = fmt.Errorf("testbuild: %v", err)
 			return
 		}
-		args := []string{"build", "-o", b.path}
-		if b.tags != "" {
-			args = append(args, "-tags", b.tags)
-		}
-		if out, err := exec.Command(goBin, append(args, b.pkg)...).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(append(args, b.pkg), " "), err, out)
-		}
+		b.err = goBuild(b.path, b.pkg, b.tags)
 	})
 }
 
-// Remove waits for the builds under way and removes every binary built;
-// a later Binary builds again. TestMain calls it after m.Run.
+// goBuild builds the main package pkg with the build tags tags (joined by
+// commas) into the file out.
+func goBuild(out, pkg, tags string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("testbuild: no go command to build %s: %v", pkg, err)
+	}
+	args := []string{"build", "-o", out}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	if out, err := exec.Command(goBin, append(args, pkg)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(append(args, pkg), " "), err, out)
+	}
+	return nil
+}
+
+// Remove waits for the builds under way and removes every binary built
+// in this process's directory (not the shared one of ShareEnv); a later
+// Binary builds again. TestMain calls it after m.Run.
 func Remove() {
 	inFlight.Wait()
 	mu.Lock()

@@ -11,7 +11,12 @@ import (
 	"testing"
 )
 
-func TestMain(m *testing.M) { os.Exit(Main(m)) }
+// TestMain runs the tests without the shared directory that make test
+// names (TestShared names its own).
+func TestMain(m *testing.M) {
+	os.Unsetenv(ShareEnv)
+	os.Exit(Main(m))
+}
 
 // The main packages of these tests (directories under testdata: a build
 // takes a fraction of a second).
@@ -83,4 +88,45 @@ func TestRemove(t *testing.T) {
 	} else if _, err := os.Stat(q); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestShared: with ShareEnv set, a binary is built once into the shared
+// directory, alone in its own directory there; a second process (here:
+// this one after Remove forgot its builds) finds it and does not build it
+// again, and Remove leaves it for the run that owns the directory.
+func TestShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	t.Setenv(ShareEnv, dir)
+	Remove()
+	p := Binary(t, hello)
+	if !strings.HasPrefix(p, dir+string(filepath.Separator)) || filepath.Base(p) != "hello" {
+		t.Fatalf("binary %s, want hello under the shared %s", p, dir)
+	}
+	if ents, err := os.ReadDir(filepath.Dir(p)); err != nil || len(ents) != 1 {
+		t.Errorf("directory of the shared binary: %d entries (%v), want the binary only", len(ents), err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Remove()
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("Remove removed the shared binary: %v", err)
+	}
+	if q := Binary(t, hello); q != p {
+		t.Errorf("a second process got %s, want the shared %s", q, p)
+	}
+	if after, err := os.Stat(p); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the shared binary was built again (%v)", err)
+	}
+	if q := Named(t, hello, "blanket-hello"); filepath.Dir(q) == filepath.Dir(p) {
+		t.Errorf("another name shares the directory %s", filepath.Dir(q))
+	}
+	if out, err := exec.Command(p, "x").Output(); err != nil || strings.TrimSpace(string(out)) != "[x]" {
+		t.Errorf("running the shared binary: %q, %v", out, err)
+	}
+	Remove()
 }
