@@ -54,6 +54,29 @@ type OutputMapper interface {
 	Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error)
 }
 
+// AtomMapper is an optional interface of a Randomizer that declares atoms
+// or segments (large output spaces): it maps reports to the atoms of a
+// declared set, so that the conformance kit (sdk/plugintest, blanket
+// plugin verify) can test the declared masses against the sampler at the
+// configuration the randomizer runs at, not only on a configuration small
+// enough for a matrix. The plugin protocol carries it (RPC Atoms); a
+// plugin that does not implement it makes the host's Atoms fail with an
+// error wrapping errors.ErrUnsupported.
+type AtomMapper interface {
+	// Atoms returns, for each report produced at eps0, the index of its
+	// atom in declared set set of the declaration at eps0 (set indexes
+	// Pairs, then Triples), the set taken at inputs: x, x' and, for a
+	// triple, x3, each a bucket index of a categorical randomizer or a
+	// value of a real one (declare.DeclaredSet.Inputs). Index j <
+	// len(Atoms) is atom j; len(Atoms)+b is bin b of a segments
+	// declaration. Every output lies in some atom (a set's p and q each
+	// sum to 1). A report that is not an output fails the call with an
+	// error wrapping ErrBadReport; inputs the set does not hold for (a set
+	// with declared Inputs asked at others, equal inputs, a bucket out of
+	// range) with one wrapping ErrBadInput.
+	Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error)
+}
+
 // InputKind is the kind of values a randomizer takes.
 type InputKind int
 

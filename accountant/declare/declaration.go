@@ -78,9 +78,12 @@ type DeclaredSet struct {
 	// Bins are groups of outputs on segments of the ratio plane
 	// (FormSegments only), besides the exact Atoms.
 	Bins []Bin `json:"bins,omitempty"`
-	// Inputs optionally names the inputs of the set as real values (x, x'
-	// and, for a triple, x3), for tools such as the conformance kit that
-	// sample the randomizer at them.
+	// Inputs optionally names the inputs of the set (x, x' and, for a
+	// triple, x3): values of a real randomizer, bucket indices of a
+	// categorical one. Tools such as the conformance kit sample the
+	// randomizer at them. A set without Inputs claims its atoms for every
+	// choice of distinct inputs (a randomizer symmetric in its inputs, as
+	// k-RR), and such tools pick the inputs themselves.
 	Inputs []float64 `json:"inputs,omitempty"`
 }
 

@@ -186,6 +186,19 @@ func (r *Randomizer) Decode(report []byte) (int, error) {
 	return ldp.ReadIndex(report, r.k)
 }
 
+// Atoms implements sdk.AtomMapper: the atoms of the declared pair and
+// triple (ldp.RRAtoms) of each report's bucket.
+func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if err := ldp.CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	ys, err := ldp.DecodeAll(reports, r.Decode)
+	if err != nil {
+		return nil, err
+	}
+	return ldp.RRAtoms(r.k, set, inputs, ys)
+}
+
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the
 // number of reports per bucket.
 func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {

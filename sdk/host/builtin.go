@@ -114,6 +114,19 @@ func (p *inProcess) Outputs(ctx context.Context, eps0 float64, reports [][]byte)
 	return om.Outputs(ctx, eps0, reports)
 }
 
+// Atoms implements sdk.AtomMapper when the randomizer does, and fails
+// with an error wrapping errors.ErrUnsupported otherwise.
+func (p *inProcess) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	am, ok := p.r.(sdk.AtomMapper)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s: Atoms: %w", p.name, errors.ErrUnsupported)
+	}
+	return am.Atoms(ctx, eps0, set, inputs, reports)
+}
+
 // Step implements sdk.Stateful when the randomizer does, and fails with an
 // error wrapping errors.ErrUnsupported otherwise. The answer is checked
 // (sdk.CheckStep); len(states) must be in.Len(), else the error wraps

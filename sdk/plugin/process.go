@@ -427,6 +427,27 @@ func (p *subprocess) Outputs(ctx context.Context, eps0 float64, reports [][]byte
 	return out, nil
 }
 
+// Atoms implements sdk.AtomMapper by the Atoms RPC: a plugin that does
+// not implement it fails with an error wrapping errors.ErrUnsupported.
+// Large batches go in several calls, as in Accumulate.
+func (p *subprocess) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	var out []int
+	for _, r := range split(len(reports), p.o.maxRequest, reportCost(reports)) {
+		err := p.call(ctx, "Atoms", func(ctx context.Context, c *rpc.Client) error {
+			idx, err := c.Atoms(ctx, eps0, set, inputs, reports[r[0]:r[1]])
+			out = append(out, idx...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Accumulate implements sdk.Randomizer.
 func (p *subprocess) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
 	if p.closed.Load() {

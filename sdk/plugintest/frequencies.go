@@ -34,8 +34,8 @@ import (
 // eps0 than it declares, or favouring some outputs, fails it. It needs a
 // matrix declaration, or a segments one (segmentFrequencies); atoms and
 // generic declarations do not say which output has which probability, so
-// the check is skipped for them (run the kit on a small configuration,
-// where plugins declare matrices).
+// the check runs on their atoms through sdk.AtomMapper (atomFrequencies),
+// and is skipped for a randomizer that does not implement it.
 func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 	if v.desc.Stateful {
 		v.stepFrequencies(ctx, c)
@@ -53,8 +53,12 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 			v.segmentFrequencies(ctx, c, name, eps0, d, alpha)
 			continue
 		}
+		if d.Form == accountant.FormAtoms {
+			v.atomFrequencies(ctx, c, name, eps0, d, alpha)
+			continue
+		}
 		if d.Form != accountant.FormMatrix || d.Matrix == nil {
-			c.skip(name, "the %s declaration does not give each output's probability; run the kit on a configuration small enough for a matrix declaration", d.Form)
+			c.skip(name, "the %s declaration does not give each output's probability: the sampler is unchecked at this configuration", d.Form)
 			continue
 		}
 		m := d.Matrix

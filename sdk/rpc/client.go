@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"google.golang.org/grpc"
 
@@ -122,6 +123,31 @@ func (c *Client) Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([
 	idx := make([]int, len(outs))
 	for i, o := range outs {
 		idx[i] = int(o)
+	}
+	return idx, nil
+}
+
+// Atoms implements sdk.AtomMapper. A plugin that does not implement it
+// answers UNIMPLEMENTED: the error wraps errors.ErrUnsupported.
+func (c *Client) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if set < 0 || int64(set) > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: declared set %d", sdk.ErrBadInput, set)
+	}
+	packed, err := packReports(reports)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sdk.ErrBadReport, err)
+	}
+	resp, err := c.rpc.Atoms(ctx, &randomizerv1.AtomsRequest{Eps0: eps0, Set: uint32(set), Inputs: inputs, Reports: packed}, callOptions...)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	atoms := resp.GetAtoms()
+	if len(atoms) != len(reports) {
+		return nil, fmt.Errorf("%w: Atoms answered %d atoms for %d reports", sdk.ErrPluginFailed, len(atoms), len(reports))
+	}
+	idx := make([]int, len(atoms))
+	for i, a := range atoms {
+		idx[i] = int(a)
 	}
 	return idx, nil
 }

@@ -289,3 +289,36 @@ func (s *Server) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest
 	}
 	return &randomizerv1.EstimateResponse{Estimate: estimateToProto(e)}, nil
 }
+
+// Atoms implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless
+// the randomizer is an sdk.AtomMapper.
+func (s *Server) Atoms(ctx context.Context, req *randomizerv1.AtomsRequest) (_ *randomizerv1.AtomsResponse, err error) {
+	defer s.recoverPanic("Atoms", &err)
+	r, err := s.randomizer()
+	if err != nil {
+		return nil, err
+	}
+	am, ok := r.(sdk.AtomMapper)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "sdk: this plugin does not map reports to declared atoms")
+	}
+	reports, err := unpackReports(req.GetReports())
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: malformed Atoms request: %v", sdk.ErrBadReport, err))
+	}
+	idx, err := am.Atoms(ctx, req.GetEps0(), int(req.GetSet()), req.GetInputs(), reports)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(idx) != len(reports) {
+		return nil, internal("Atoms", fmt.Sprintf("%d atoms for %d reports", len(idx), len(reports)))
+	}
+	atoms := make([]uint32, len(idx))
+	for i, a := range idx {
+		if a < 0 || int64(a) > math.MaxUint32 {
+			return nil, internal("Atoms", fmt.Sprintf("atom %d of report %d", a, i))
+		}
+		atoms[i] = uint32(a)
+	}
+	return &randomizerv1.AtomsResponse{Atoms: atoms}, nil
+}

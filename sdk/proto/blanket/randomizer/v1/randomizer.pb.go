@@ -1459,6 +1459,121 @@ func (x *OutputsResponse) GetOutputs() []uint32 {
 	return nil
 }
 
+type AtomsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	// Set is the declared set: an index into the pairs, then the triples.
+	Set uint32 `protobuf:"varint,2,opt,name=set,proto3" json:"set,omitempty"`
+	// Inputs are the set's inputs (x, x', and x3 for a triple).
+	Inputs        []float64 `protobuf:"fixed64,3,rep,packed,name=inputs,proto3" json:"inputs,omitempty"`
+	Reports       *Reports  `protobuf:"bytes,4,opt,name=reports,proto3" json:"reports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AtomsRequest) Reset() {
+	*x = AtomsRequest{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AtomsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AtomsRequest) ProtoMessage() {}
+
+func (x *AtomsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AtomsRequest.ProtoReflect.Descriptor instead.
+func (*AtomsRequest) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AtomsRequest) GetEps0() float64 {
+	if x != nil {
+		return x.Eps0
+	}
+	return 0
+}
+
+func (x *AtomsRequest) GetSet() uint32 {
+	if x != nil {
+		return x.Set
+	}
+	return 0
+}
+
+func (x *AtomsRequest) GetInputs() []float64 {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *AtomsRequest) GetReports() *Reports {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
+type AtomsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Atoms holds each report's atom index in the set, in report order.
+	Atoms         []uint32 `protobuf:"varint,1,rep,packed,name=atoms,proto3" json:"atoms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AtomsResponse) Reset() {
+	*x = AtomsResponse{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AtomsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AtomsResponse) ProtoMessage() {}
+
+func (x *AtomsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AtomsResponse.ProtoReflect.Descriptor instead.
+func (*AtomsResponse) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AtomsResponse) GetAtoms() []uint32 {
+	if x != nil {
+		return x.Atoms
+	}
+	return nil
+}
+
 type StepRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
@@ -1475,7 +1590,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1602,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[22]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1615,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{22}
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepRequest) GetEps0() float64 {
@@ -1546,7 +1661,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1673,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[23]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1686,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{23}
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StepResponse) GetReports() *Reports {
@@ -1695,7 +1810,14 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x128\n" +
 	"\areports\x18\x02 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"+\n" +
 	"\x0fOutputsResponse\x12\x18\n" +
-	"\aoutputs\x18\x01 \x03(\rR\aoutputs\"\x88\x01\n" +
+	"\aoutputs\x18\x01 \x03(\rR\aoutputs\"\x86\x01\n" +
+	"\fAtomsRequest\x12\x12\n" +
+	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x10\n" +
+	"\x03set\x18\x02 \x01(\rR\x03set\x12\x16\n" +
+	"\x06inputs\x18\x03 \x03(\x01R\x06inputs\x128\n" +
+	"\areports\x18\x04 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"%\n" +
+	"\rAtomsResponse\x12\x14\n" +
+	"\x05atoms\x18\x01 \x03(\rR\x05atoms\"\x88\x01\n" +
 	"\vStepRequest\x12\x12\n" +
 	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x16\n" +
 	"\x06period\x18\x02 \x01(\x03R\x06period\x12\x16\n" +
@@ -1707,7 +1829,7 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\tInputKind\x12\x1a\n" +
 	"\x16INPUT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16INPUT_KIND_CATEGORICAL\x10\x01\x12\x13\n" +
-	"\x0fINPUT_KIND_REAL\x10\x022\xee\x05\n" +
+	"\x0fINPUT_KIND_REAL\x10\x022\xc2\x06\n" +
 	"\n" +
 	"Randomizer\x12^\n" +
 	"\tConfigure\x12'.blanket.randomizer.v1.ConfigureRequest\x1a(.blanket.randomizer.v1.ConfigureResponse\x12[\n" +
@@ -1717,7 +1839,8 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\n" +
 	"Accumulate\x12(.blanket.randomizer.v1.AccumulateRequest\x1a).blanket.randomizer.v1.AccumulateResponse\x12[\n" +
 	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12X\n" +
-	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponse\x12O\n" +
+	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponse\x12R\n" +
+	"\x05Atoms\x12#.blanket.randomizer.v1.AtomsRequest\x1a$.blanket.randomizer.v1.AtomsResponse\x12O\n" +
 	"\x04Step\x12\".blanket.randomizer.v1.StepRequest\x1a#.blanket.randomizer.v1.StepResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
 
 var (
@@ -1733,7 +1856,7 @@ func file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP() []byte {
 }
 
 var file_blanket_randomizer_v1_randomizer_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(InputKind)(0),             // 0: blanket.randomizer.v1.InputKind
 	(*Config)(nil),             // 1: blanket.randomizer.v1.Config
@@ -1758,12 +1881,14 @@ var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
 	(*EstimateResponse)(nil),   // 20: blanket.randomizer.v1.EstimateResponse
 	(*OutputsRequest)(nil),     // 21: blanket.randomizer.v1.OutputsRequest
 	(*OutputsResponse)(nil),    // 22: blanket.randomizer.v1.OutputsResponse
-	(*StepRequest)(nil),        // 23: blanket.randomizer.v1.StepRequest
-	(*StepResponse)(nil),       // 24: blanket.randomizer.v1.StepResponse
-	nil,                        // 25: blanket.randomizer.v1.Config.ParamsEntry
+	(*AtomsRequest)(nil),       // 23: blanket.randomizer.v1.AtomsRequest
+	(*AtomsResponse)(nil),      // 24: blanket.randomizer.v1.AtomsResponse
+	(*StepRequest)(nil),        // 25: blanket.randomizer.v1.StepRequest
+	(*StepResponse)(nil),       // 26: blanket.randomizer.v1.StepResponse
+	nil,                        // 27: blanket.randomizer.v1.Config.ParamsEntry
 }
 var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
-	25, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
+	27, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
 	0,  // 1: blanket.randomizer.v1.Description.input:type_name -> blanket.randomizer.v1.InputKind
 	2,  // 2: blanket.randomizer.v1.Description.params:type_name -> blanket.randomizer.v1.Param
 	7,  // 3: blanket.randomizer.v1.Estimate.items:type_name -> blanket.randomizer.v1.Item
@@ -1777,29 +1902,32 @@ var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
 	6,  // 11: blanket.randomizer.v1.EstimateRequest.statistic:type_name -> blanket.randomizer.v1.Statistic
 	8,  // 12: blanket.randomizer.v1.EstimateResponse.estimate:type_name -> blanket.randomizer.v1.Estimate
 	5,  // 13: blanket.randomizer.v1.OutputsRequest.reports:type_name -> blanket.randomizer.v1.Reports
-	4,  // 14: blanket.randomizer.v1.StepRequest.inputs:type_name -> blanket.randomizer.v1.Inputs
-	5,  // 15: blanket.randomizer.v1.StepResponse.reports:type_name -> blanket.randomizer.v1.Reports
-	9,  // 16: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
-	11, // 17: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
-	13, // 18: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
-	15, // 19: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
-	17, // 20: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
-	19, // 21: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
-	21, // 22: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
-	23, // 23: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
-	10, // 24: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
-	12, // 25: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
-	14, // 26: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
-	16, // 27: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
-	18, // 28: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
-	20, // 29: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
-	22, // 30: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
-	24, // 31: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	5,  // 14: blanket.randomizer.v1.AtomsRequest.reports:type_name -> blanket.randomizer.v1.Reports
+	4,  // 15: blanket.randomizer.v1.StepRequest.inputs:type_name -> blanket.randomizer.v1.Inputs
+	5,  // 16: blanket.randomizer.v1.StepResponse.reports:type_name -> blanket.randomizer.v1.Reports
+	9,  // 17: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
+	11, // 18: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
+	13, // 19: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
+	15, // 20: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
+	17, // 21: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
+	19, // 22: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
+	21, // 23: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
+	23, // 24: blanket.randomizer.v1.Randomizer.Atoms:input_type -> blanket.randomizer.v1.AtomsRequest
+	25, // 25: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
+	10, // 26: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
+	12, // 27: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
+	14, // 28: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
+	16, // 29: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
+	18, // 30: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
+	20, // 31: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
+	22, // 32: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
+	24, // 33: blanket.randomizer.v1.Randomizer.Atoms:output_type -> blanket.randomizer.v1.AtomsResponse
+	26, // 34: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
+	26, // [26:35] is the sub-list for method output_type
+	17, // [17:26] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_blanket_randomizer_v1_randomizer_proto_init() }
@@ -1813,7 +1941,7 @@ func file_blanket_randomizer_v1_randomizer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_blanket_randomizer_v1_randomizer_proto_rawDesc), len(file_blanket_randomizer_v1_randomizer_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -52,6 +52,7 @@ const (
 	Randomizer_Accumulate_FullMethodName = "/blanket.randomizer.v1.Randomizer/Accumulate"
 	Randomizer_Estimate_FullMethodName   = "/blanket.randomizer.v1.Randomizer/Estimate"
 	Randomizer_Outputs_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Outputs"
+	Randomizer_Atoms_FullMethodName      = "/blanket.randomizer.v1.Randomizer/Atoms"
 	Randomizer_Step_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Step"
 )
 
@@ -84,6 +85,17 @@ type RandomizerClient interface {
 	// answers UNIMPLEMENTED. A report that is not an output of the
 	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
+	// Atoms maps reports produced at eps0 to the atoms of one declared set of
+	// the atoms or segments declaration at eps0 (set indexes the pairs, then
+	// the triples), taken at the given inputs (x, x' and, for a triple, x3:
+	// bucket indices of a categorical randomizer, values of a real one), so
+	// that the conformance kit can test an atoms declaration against the
+	// sampler at any size (sdk.AtomMapper). Index j < len(atoms) is atom j,
+	// len(atoms) + b is bin b. Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. A report that is not an output, or inputs the
+	// set does not hold for, fail the call: INVALID_ARGUMENT with reason
+	// BAD_REPORT or BAD_INPUT.
+	Atoms(ctx context.Context, in *AtomsRequest, opts ...grpc.CallOption) (*AtomsResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -181,6 +193,16 @@ func (c *randomizerClient) Outputs(ctx context.Context, in *OutputsRequest, opts
 	return out, nil
 }
 
+func (c *randomizerClient) Atoms(ctx context.Context, in *AtomsRequest, opts ...grpc.CallOption) (*AtomsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AtomsResponse)
+	err := c.cc.Invoke(ctx, Randomizer_Atoms_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *randomizerClient) Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StepResponse)
@@ -220,6 +242,17 @@ type RandomizerServer interface {
 	// answers UNIMPLEMENTED. A report that is not an output of the
 	// randomizer fails the call: INVALID_ARGUMENT with reason BAD_REPORT.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
+	// Atoms maps reports produced at eps0 to the atoms of one declared set of
+	// the atoms or segments declaration at eps0 (set indexes the pairs, then
+	// the triples), taken at the given inputs (x, x' and, for a triple, x3:
+	// bucket indices of a categorical randomizer, values of a real one), so
+	// that the conformance kit can test an atoms declaration against the
+	// sampler at any size (sdk.AtomMapper). Index j < len(atoms) is atom j,
+	// len(atoms) + b is bin b. Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. A report that is not an output, or inputs the
+	// set does not hold for, fail the call: INVALID_ARGUMENT with reason
+	// BAD_REPORT or BAD_INPUT.
+	Atoms(context.Context, *AtomsRequest) (*AtomsResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -267,6 +300,9 @@ func (UnimplementedRandomizerServer) Estimate(context.Context, *EstimateRequest)
 }
 func (UnimplementedRandomizerServer) Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Outputs not implemented")
+}
+func (UnimplementedRandomizerServer) Atoms(context.Context, *AtomsRequest) (*AtomsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Atoms not implemented")
 }
 func (UnimplementedRandomizerServer) Step(context.Context, *StepRequest) (*StepResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Step not implemented")
@@ -418,6 +454,24 @@ func _Randomizer_Outputs_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Randomizer_Atoms_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AtomsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RandomizerServer).Atoms(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Randomizer_Atoms_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RandomizerServer).Atoms(ctx, req.(*AtomsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Randomizer_Step_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StepRequest)
 	if err := dec(in); err != nil {
@@ -470,6 +524,10 @@ var Randomizer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Outputs",
 			Handler:    _Randomizer_Outputs_Handler,
+		},
+		{
+			MethodName: "Atoms",
+			Handler:    _Randomizer_Atoms_Handler,
 		},
 		{
 			MethodName: "Step",

@@ -1,0 +1,91 @@
+package plugintest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
+)
+
+// newKRR100 is k-RR over 100 buckets, where it declares atoms (k >
+// krr.MatrixMaxK).
+func newKRR100(seed uint64) *krr.Randomizer {
+	return must(krr.New(krr.Options{Categories: labels(100), Rand: seeded(seed)}))
+}
+
+// hotKRR samples at eps0 + 0.5 what it declares at eps0, keeping k-RR's
+// AtomMapper (hotSampler hides it).
+type hotKRR struct{ *krr.Randomizer }
+
+func (h hotKRR) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	return h.Randomizer.Randomize(ctx, eps0+0.5, in)
+}
+
+// noAtoms hides a randomizer's sdk.AtomMapper.
+type noAtoms struct{ sdk.Randomizer }
+
+// atomTests returns the tests of the frequency check whose names hold
+// "atoms)" (the chi-square tests on a declared set's atoms) and
+// "blanket at".
+func atomTests(rep *plugintest.Report) (chi, blanket []plugintest.Test) {
+	for _, t := range rep.Check(plugintest.CheckFrequencies).Tests {
+		switch {
+		case strings.Contains(t.Name, "atoms)"):
+			chi = append(chi, t)
+		case strings.Contains(t.Name, "blanket at"):
+			blanket = append(blanket, t)
+		}
+	}
+	return chi, blanket
+}
+
+// TestAtomsCheckedAtSize: k-RR over 100 buckets declares atoms, and its
+// sampler is checked through sdk.AtomMapper at that size: chi-square tests
+// of its pair at x and x' and of its triple at x, x' and x3, and blanket tests at
+// two other inputs, per eps0, all passing. The same sampler at eps0 + 0.5
+// fails them (at eps0 = 1 the keep probability is 0.0414 instead of
+// 0.0267: about 29 standard errors in 20,000 draws); without the mapper
+// the check is skipped and says what to implement.
+func TestAtomsCheckedAtSize(t *testing.T) {
+	opts := plugintest.Options{Eps0s: []float64{1, 4}, Skip: []string{plugintest.CheckEstimator, plugintest.CheckInputs, plugintest.CheckReports, plugintest.CheckStatistics}}
+	rep, err := plugintest.Verify(context.Background(), newKRR100(30), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chi, blanket := atomTests(rep)
+	if !rep.Passed() || len(chi) != 2*5 || len(blanket) != 2*2 {
+		t.Fatalf("k-RR over 100 buckets: %d atom tests, %d blanket tests (want 10 and 4), passed %v:\n%s", len(chi), len(blanket), rep.Passed(), rep)
+	}
+	for _, tt := range append(chi, blanket...) {
+		if tt.Status != plugintest.Pass {
+			t.Errorf("%s: %s %s", tt.Name, tt.Status, tt.Message)
+		}
+	}
+
+	hot, err := plugintest.Verify(context.Background(), hotKRR{newKRR100(31)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chi, _ = atomTests(hot)
+	failed := 0
+	for _, tt := range chi {
+		if tt.Status == plugintest.Fail {
+			failed++
+		}
+	}
+	if hot.Passed() || failed < 4 {
+		t.Errorf("sampling at eps0 + 0.5: %d of %d atom tests failed, want at least 4:\n%s", failed, len(chi), hot)
+	}
+
+	bare, err := plugintest.Verify(context.Background(), noAtoms{newKRR100(32)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := bare.Check(plugintest.CheckFrequencies)
+	if f.Status != plugintest.Skip || !strings.Contains(bare.String(), "implement sdk.AtomMapper") {
+		t.Errorf("without an AtomMapper: frequencies %s, want skipped with advice:\n%s", f.Status, bare)
+	}
+}
