@@ -203,7 +203,7 @@ func TestBrokenRandomizersFail(t *testing.T) {
 		r      sdk.Randomizer
 		failed []string
 	}{
-		{"samples at a larger eps0", hotSampler{newKRR(10)}, []string{plugintest.CheckFrequencies, plugintest.CheckEstimator}},
+		{"samples at a larger eps0", hotSampler{newKRR(10)}, []string{plugintest.CheckFrequencies, plugintest.CheckPrivacy, plugintest.CheckEstimator}},
 		{"biased estimate", biasedEstimate{newKRR(11)}, []string{plugintest.CheckEstimator}},
 		{"variance understated", narrowIntervals{newKRR(12)}, []string{plugintest.CheckEstimator}},
 		{"blanket overstated", fatBlanket{newKRR(13)}, []string{plugintest.CheckDeclaration}},

@@ -30,8 +30,16 @@
 //     blanket mass claims more amplification than the randomizer gives).
 //   - frequencies: the randomizer's own sampler, on chosen inputs, draws
 //     outputs with the declared probabilities (Pearson's chi-square against
-//     the declared matrix row). Needs a matrix declaration (small domains);
-//     skipped for atoms and generic declarations.
+//     the declared matrix row). For an atoms declaration, at any size, the
+//     sampler's atoms (sdk.AtomMapper) at each declared set's inputs
+//     against the declared masses, and each pair's blanket at two other
+//     inputs (atoms.go). Skipped for generic declarations, and for atoms
+//     when the randomizer does not map reports to atoms.
+//   - privacy: an empirical lower bound on the sampler's local eps, by a
+//     distinguishing attack with split samples and Clopper-Pearson bounds,
+//     must not exceed the declared eps0; each pair's bound is reported
+//     ("samples behave like eps0 >= 1.93 at confidence 1-4e-8, declared
+//     2"). See privacy.go.
 //   - estimator: on a ground-truth batch randomized, accumulated and
 //     estimated many times, the mean estimate equals the truth (t-test)
 //     and the reported variance matches the spread of the estimates
@@ -118,25 +126,28 @@
 // rounding to evenly spaced levels) unless Options.Cases says otherwise.
 //
 // Atoms declarations (large domains: k-RR over thousands of categories,
-// RAPPOR over 2^d outputs) do not say which output has which probability,
-// so no frequency test is exact for them. The kit then checks what the
-// declaration does determine: validity, the ratio bounds and r <= min(p,q)
-// above, and, independently of the declaration, unbiasedness and variance
-// of the estimator. Run the kit on a small configuration of the same
+// RAPPOR over 2^d outputs) do not say which output has which probability.
+// A randomizer that implements sdk.AtomMapper says which atom of a
+// declared set each report is in, and the kit tests the atoms' masses and
+// the blanket at the production configuration (atoms.go). Without it the
+// sampler is unchecked there: the frequency check is skipped, and
+// `blanket plugin verify` says so in its summary (and fails under
+// --strict). Either way, run the kit on a small configuration of the same
 // plugin too, where it declares a matrix and its sampler is tested
-// exactly; the code paths are the same.
+// exactly.
 //
 // # False failures
 //
 // The statistical tests compare a statistic with the (1 - alpha) quantile
 // of its null distribution, so a correct randomizer fails each with
 // probability alpha over its randomness. Options.FalseFailureRate (default
-// 1e-6) is split evenly between the three families (frequencies, means,
-// variances) and within each evenly between its tests; by the union bound a
-// correct randomizer fails a whole run with probability at most
-// FalseFailureRate. The null distributions are asymptotic (Pearson's
-// statistic with cells of expected count >= 5; estimates that are sums of
-// many reports, close to normal), which is why the defaults draw tens of
+// 1e-6) is split evenly between the four families (frequencies, means,
+// variances, the privacy audit) and within each evenly between its tests;
+// by the union bound a correct randomizer fails a whole run with
+// probability at most FalseFailureRate. The null distributions are
+// asymptotic (Pearson's statistic with cells of expected count >= 5;
+// estimates that are sums of many reports, close to normal), except the
+// blanket and privacy tests', which are exact (Clopper-Pearson), which is why the defaults draw tens of
 // thousands of reports per test. Deterministic tests never fail a correct
 // randomizer.
 package plugintest

@@ -86,7 +86,7 @@ func (tb *truthBatch) setRoles(ordered []string) {
 // variance by more than VarianceSlack: randomizers may be conservative, like
 // the rounding term of summation, but not uselessly so).
 //
-// alpha is FalseFailureRate/3 per family (means, variances) divided by the
+// alpha is FalseFailureRate/families per family (means, variances) divided by the
 // number of eps0 values and of tests in the family. With more than
 // MaxItems items, those with positive truth are tested one by one and the
 // others through their sum (whose truth is their total): a lone zero-truth
@@ -107,7 +107,7 @@ func (v *verifier) checkEstimator(ctx context.Context, c *Check) {
 		nMeans++
 	}
 	nVars := len(tb.single)
-	perEps := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
+	perEps := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s))
 	for _, eps0 := range v.opts.Eps0s {
 		v.estimatorAt(ctx, c, eps0, tb, perEps/float64(nMeans), perEps/float64(max(nVars, 1)))
 		if ctx.Err() != nil {

@@ -34,6 +34,7 @@ func ExampleVerify() {
 	// describe    pass (10 tests)
 	// declaration pass (12 tests)
 	// frequencies pass (15 tests)
+	// privacy     pass (9 tests)
 	// estimator   pass (24 tests)
 	// inputs      pass (26 tests)
 	// reports     pass (30 tests)

@@ -26,7 +26,7 @@ import (
 // row) Pearson's statistic is asymptotically chi-square with cells-1
 // degrees of freedom, so the test fails with probability alpha when the
 // statistic exceeds the (1 - alpha) quantile of that distribution
-// (distuv.ChiSquared.Quantile). alpha is FalseFailureRate/3 (this family's
+// (distuv.ChiSquared.Quantile). alpha is FalseFailureRate/families (this family's
 // share) divided by the number of eps0 values and by the number of cases.
 //
 // This is a test of the whole output distribution, hence of the exact
@@ -41,7 +41,7 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 		v.stepFrequencies(ctx, c)
 		return
 	}
-	alpha := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
+	alpha := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s))
 	for _, eps0 := range v.opts.Eps0s {
 		name := fmt.Sprintf("eps0=%g", eps0)
 		d, err := v.declare(ctx, eps0)

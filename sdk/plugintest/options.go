@@ -96,8 +96,8 @@ type Options struct {
 
 	// FalseFailureRate is the probability, over the randomizer's
 	// randomness, that a correct randomizer fails the run. It is split
-	// evenly between the three statistical families (frequencies, means,
-	// variances) and within each evenly between its tests (Bonferroni), so
+	// evenly between the four statistical families (frequencies, means,
+	// variances, the privacy audit) and within each evenly between its tests (Bonferroni), so
 	// that by the union bound the whole run fails falsely with at most this
 	// probability. Deterministic tests never fail a correct randomizer.
 	// Defaults to DefaultFalseFailureRate; must be in (0, 0.5].

@@ -25,7 +25,7 @@ import (
 // false-failure split of checkEstimator (one mean and one variance test
 // per period and eps0).
 func (v *verifier) stepEstimator(ctx context.Context, c *Check) {
-	perEps := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s))
+	perEps := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s))
 	for _, eps0 := range v.opts.Eps0s {
 		name := fmt.Sprintf("eps0=%g", eps0)
 		p, why := v.treeOf(ctx, eps0)

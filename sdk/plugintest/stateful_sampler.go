@@ -30,7 +30,7 @@ const maxReportPeriods = 1024
 // randomizer's sdk.OutputMapper or the index encoding (as in
 // checkFrequencies), and the counts of the transcripts (level and
 // outputs) are tested against the law the declaration defines (treeLaw)
-// by Pearson's chi-square, at alpha = FalseFailureRate/3 divided by the
+// by Pearson's chi-square, at alpha = FalseFailureRate/families divided by the
 // number of eps0 values and of sequences (the frequency family's share,
 // as in checkFrequencies).
 //
@@ -79,7 +79,7 @@ func (v *verifier) stepFrequencies(ctx context.Context, c *Check) {
 			output = nil // the structural tests still run
 		}
 		seqs := sequences(p.tree)
-		alpha := v.opts.FalseFailureRate / 3 / float64(len(v.opts.Eps0s)) / float64(len(seqs))
+		alpha := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s)) / float64(len(seqs))
 		for _, x := range seqs {
 			tname := fmt.Sprintf("%s states %s", name, sequenceName(x))
 			levels, codes, err := v.transcripts(ctx, eps0, p.tree, x, v.opts.Samples, law.outputs, output)

@@ -75,8 +75,12 @@ func TestStatefulConformance(t *testing.T) {
 				t.Fatalf("the kit failed the longitudinal plugin:\n%s", rep)
 			}
 			for _, c := range rep.Checks {
-				if c.Status != plugintest.Pass {
-					t.Errorf("check %s: %s, want pass:\n%s", c.Name, c.Status, rep)
+				want := plugintest.Pass
+				if c.Name == plugintest.CheckPrivacy {
+					want = plugintest.Skip // a tree's transcripts are tested against their exact law instead
+				}
+				if c.Status != want {
+					t.Errorf("check %s: %s, want %s:\n%s", c.Name, c.Status, want, rep)
 				}
 			}
 			for _, frag := range tt.skipped {
@@ -84,7 +88,7 @@ func TestStatefulConformance(t *testing.T) {
 					t.Errorf("no skipped test %q:\n%s", frag, rep)
 				}
 			}
-			if tt.skipped == nil && (hasTest(rep, "", "", plugintest.Skip)) {
+			if tt.skipped == nil && (hasTest(rep, plugintest.CheckDeclaration, "", plugintest.Skip) || hasTest(rep, plugintest.CheckFrequencies, "", plugintest.Skip) || hasTest(rep, plugintest.CheckEstimator, "", plugintest.Skip)) {
 				t.Errorf("a small tree skips tests:\n%s", rep)
 			}
 		})

@@ -13,6 +13,11 @@ import (
 	"github.com/blanket-dp/blanket/sdk/ldp"
 )
 
+// families is the number of families of statistical tests that share
+// Options.FalseFailureRate evenly: frequencies, means, variances and the
+// privacy audit.
+const families = 4
+
 // errPanic marks an error that stands for a panic inside the randomizer.
 var errPanic = errors.New("plugintest: randomizer panicked")
 
@@ -38,7 +43,7 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 	rep := &Report{}
 	desc, ok := v.describe(ctx, rep)
 	if !ok {
-		for _, name := range []string{CheckDeclaration, CheckFrequencies, CheckEstimator, CheckInputs, CheckReports, CheckStatistics} {
+		for _, name := range []string{CheckDeclaration, CheckFrequencies, CheckPrivacy, CheckEstimator, CheckInputs, CheckReports, CheckStatistics} {
 			c := &Check{Name: name, Status: Skip}
 			c.skip("all", "Describe failed")
 			rep.Checks = append(rep.Checks, c)
@@ -63,6 +68,7 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 	}{
 		{CheckDeclaration, v.checkDeclaration},
 		{CheckFrequencies, v.checkFrequencies},
+		{CheckPrivacy, v.checkPrivacy},
 		{CheckEstimator, v.checkEstimator},
 		{CheckInputs, v.checkInputs},
 		{CheckReports, v.checkReports},
