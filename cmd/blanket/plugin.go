@@ -77,6 +77,7 @@ type verifyFlags struct {
 	batches     int
 	batchSize   int
 	json        bool
+	strict      bool
 	checksumHex string
 }
 
@@ -93,10 +94,17 @@ tests the plugin's own sampler against its declared output distribution
 and feeds malformed inputs and reports. The whole run fails a correct plugin
 with probability at most --false-failure-rate.
 
-Use a small configuration (the default: 8 categories, or the range [0, 1],
-or two states for a plugin that takes only two) so the plugin declares a
-full matrix and the sampler can be checked against it; run again with your
-production configuration for the other checks.
+It also audits privacy empirically: from the samples it computes a lower
+bound on the plugin's local eps (a distinguishing attack with Clopper-Pearson
+bounds) and fails when the bound exceeds the declared eps0.
+
+Run it on the configuration you ship (--categories 1000) and on a small one
+(the default: 8 categories, or the range [0, 1], or two states for a plugin
+that takes only two), where the plugin declares a full matrix and its
+sampler is checked exactly. At a large configuration a plugin that declares
+atoms has its sampler checked through sdk.AtomMapper (the Atoms RPC); one
+that does not is unchecked there, which the last line says ("PASS, SAMPLER
+UNCHECKED") and --strict fails.
 
 A stateful plugin (a tree protocol such as longitudinal) is driven through
 Step over whole trees; its whole-transcript level and its sampler are
@@ -120,6 +128,7 @@ checked exactly only on a small tree (at most 8 periods), e.g.
 	fl.IntVar(&f.batches, "batches", 0, fmt.Sprintf("repetitions of the estimator check (default %d, at least 20)", plugintest.DefaultBatches))
 	fl.IntVar(&f.batchSize, "batch-size", 0, fmt.Sprintf("inputs per batch of the estimator check (default %d)", plugintest.DefaultBatchSize))
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
+	fl.BoolVar(&f.strict, "strict", false, "fail when the sampler goes unchecked at some eps0 (an atoms declaration without sdk.AtomMapper, reports the kit cannot read)")
 	fl.StringVar(&f.checksumHex, "sha256", "", "expected SHA-256 of the binary (hex); refuse to run it otherwise")
 	return cmd
 }
@@ -202,7 +211,7 @@ func runVerify(cmd *cobra.Command, e *env, f verifyFlags, target string) error {
 		return usageErrorf("--batch-size %d, must be positive", f.batchSize)
 	}
 	rep, err := plugintest.Verify(ctx, p, plugintest.Options{Eps0s: f.eps0s, Samples: f.samples, FalseFailureRate: f.falseFail,
-		Seed: f.seed, Batches: f.batches, BatchSize: f.batchSize})
+		Seed: f.seed, Batches: f.batches, BatchSize: f.batchSize, Strict: f.strict})
 	if err != nil {
 		return err
 	}

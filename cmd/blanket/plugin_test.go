@@ -107,6 +107,31 @@ func TestPluginVerifyErrors(t *testing.T) {
 	}
 }
 
+// TestPluginVerifySummary: the last line of verify's report never says a
+// bare PASS when the sampler went unchecked (the longitudinal plugin's
+// default tree of 64 periods is too large for its exact transcript law),
+// and --strict fails such a run; k-RR over 100 buckets declares atoms
+// and maps reports to them, so its sampler is checked there, and it passes
+// --strict with a bare PASS.
+func TestPluginVerifySummary(t *testing.T) {
+	lastLine := func(out string) string {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1]
+	}
+	out, errOut, code := executeEngine(t, "plugin", "verify", "longitudinal", "--eps0", "2")
+	if code != 0 || !strings.HasPrefix(lastLine(out), "PASS, SAMPLER UNCHECKED") {
+		t.Errorf("verify longitudinal: code %d, last line %q\n%s", code, lastLine(out), errOut)
+	}
+	out, _, code = executeEngine(t, "plugin", "verify", "longitudinal", "--eps0", "2", "--strict")
+	if code == 0 || lastLine(out) != "FAIL" || !strings.Contains(out, "--strict") {
+		t.Errorf("verify longitudinal --strict: code %d, last line %q", code, lastLine(out))
+	}
+	out, errOut, code = executeEngine(t, "plugin", "verify", "krr", "--categories", "100", "--eps0", "2", "--strict")
+	if code != 0 || lastLine(out) != "PASS" || !strings.Contains(out, "(3 atoms)") {
+		t.Errorf("verify krr --categories 100 --strict: code %d, last line %q\n%s%s", code, lastLine(out), out, errOut)
+	}
+}
+
 // TestPluginHelpAndUnknownMech: plugin --help lists every built-in; a
 // --mech that names no mechanism says where a plugin's binary is looked
 // for, one of a categorical plugin without categories which keys give

@@ -48,7 +48,8 @@ func atomTests(rep *plugintest.Report) (chi, blanket []plugintest.Test) {
 // two other inputs, per eps0, all passing. The same sampler at eps0 + 0.5
 // fails them (at eps0 = 1 the keep probability is 0.0414 instead of
 // 0.0267: about 29 standard errors in 20,000 draws); without the mapper
-// the check is skipped and says what to implement.
+// the check is skipped and says what to implement, the summary says the
+// sampler is unchecked, and Strict fails the run.
 func TestAtomsCheckedAtSize(t *testing.T) {
 	opts := plugintest.Options{Eps0s: []float64{1, 4}, Skip: []string{plugintest.CheckEstimator, plugintest.CheckInputs, plugintest.CheckReports, plugintest.CheckStatistics}}
 	rep, err := plugintest.Verify(context.Background(), newKRR100(30), opts)
@@ -87,5 +88,22 @@ func TestAtomsCheckedAtSize(t *testing.T) {
 	f := bare.Check(plugintest.CheckFrequencies)
 	if f.Status != plugintest.Skip || !strings.Contains(bare.String(), "implement sdk.AtomMapper") {
 		t.Errorf("without an AtomMapper: frequencies %s, want skipped with advice:\n%s", f.Status, bare)
+	}
+	if !bare.Passed() || len(bare.Unchecked()) != 4 || !strings.HasPrefix(bare.Summary(), "PASS, SAMPLER UNCHECKED") || strings.HasSuffix(bare.String(), "\nPASS\n") {
+		t.Errorf("without an AtomMapper: passed %v, %d unchecked (want 4), summary %q", bare.Passed(), len(bare.Unchecked()), bare.Summary())
+	}
+	if rep.Summary() != "PASS" || len(rep.Unchecked()) != 0 {
+		t.Errorf("with the mapper: summary %q, unchecked %q", rep.Summary(), rep.Unchecked())
+	}
+	opts.Strict = true
+	strict, err := plugintest.Verify(context.Background(), noAtoms{newKRR100(33)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strict.Passed() || strict.Check(plugintest.CheckFrequencies).Status != plugintest.Fail || !strings.Contains(strict.String(), "Options.Strict") {
+		t.Errorf("strict without an AtomMapper: passed %v:\n%s", strict.Passed(), strict)
+	}
+	if checked, err := plugintest.Verify(context.Background(), newKRR100(34), opts); err != nil || !checked.Passed() {
+		t.Errorf("strict with the mapper: %v\n%s", err, checked)
 	}
 }

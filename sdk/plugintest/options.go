@@ -110,6 +110,12 @@ type Options struct {
 	// Defaults to 1.
 	Seed uint64
 
+	// Strict fails the run when the sampler goes unchecked at some tested
+	// eps0 (Report.Unchecked: for example an atoms declaration from a
+	// randomizer that does not implement sdk.AtomMapper), with a failed
+	// test "strict" in the frequency check.
+	Strict bool
+
 	// Skip lists checks (Check* names) not to run; they are reported as
 	// skipped.
 	Skip []string

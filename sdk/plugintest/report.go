@@ -107,6 +107,38 @@ func (r *Report) Passed() bool {
 	return true
 }
 
+// Unchecked returns why the sampler went unchecked somewhere in the run:
+// the messages of the frequency check's skipped tests, each prefixed by
+// its test's name (an atoms declaration whose randomizer does not map
+// reports to atoms, a generic declaration, reports the kit cannot read,
+// or the check skipped by Options.Skip). A run with none checked the
+// sampler against the declaration at every eps0 it tested.
+func (r *Report) Unchecked() []string {
+	c := r.Check(CheckFrequencies)
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range c.Tests {
+		if t.Status == Skip {
+			out = append(out, t.Name+": "+t.Message)
+		}
+	}
+	return out
+}
+
+// Summary is the report's last line: PASS or FAIL, and when the sampler
+// went unchecked (Unchecked) PASS says so, never bare.
+func (r *Report) Summary() string {
+	if !r.Passed() {
+		return "FAIL"
+	}
+	if u := r.Unchecked(); len(u) > 0 {
+		return fmt.Sprintf("PASS, SAMPLER UNCHECKED (%d frequency tests skipped, see frequencies above): the declaration was not tested against the sampler at this configuration", len(u))
+	}
+	return "PASS"
+}
+
 // Check returns the check with the given name, or nil.
 func (r *Report) Check(name string) *Check {
 	for _, c := range r.Checks {
@@ -118,8 +150,8 @@ func (r *Report) Check(name string) *Check {
 }
 
 // String formats the report for a terminal: a header, one line per check
-// (with the smallest p-value of its statistical tests), and one indented
-// line per failed or skipped test.
+// (with the smallest p-value of its statistical tests), one indented line
+// per failed or skipped test, and the Summary.
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plugin %s version %s (digest %s)\n", r.Plugin, r.Version, r.Digest)
@@ -147,11 +179,8 @@ func (r *Report) String() string {
 			b.WriteByte('\n')
 		}
 	}
-	if r.Passed() {
-		b.WriteString("PASS\n")
-	} else {
-		b.WriteString("FAIL\n")
-	}
+	b.WriteString(r.Summary())
+	b.WriteByte('\n')
 	return b.String()
 }
 

@@ -85,6 +85,9 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 			return rep, err
 		}
 	}
+	if u := rep.Unchecked(); opts.Strict && len(u) > 0 {
+		rep.Check(CheckFrequencies).fail("strict", "the sampler went unchecked (%d skipped tests above) and Options.Strict (--strict) requires it checked at every eps0: implement sdk.AtomMapper for an atoms declaration, sdk.OutputMapper for reports that are not output indices", len(u))
+	}
 	return rep, nil
 }
 
