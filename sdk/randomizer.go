@@ -54,6 +54,20 @@ type OutputMapper interface {
 	Outputs(ctx context.Context, eps0 float64, reports [][]byte) ([]int, error)
 }
 
+// FormDeclarer is an optional interface of a Randomizer that declares
+// itself in more than one form (declare.Form: a matrix on small domains,
+// atoms on large ones): DeclareForm returns the declaration at eps0 in
+// the given form, which must decompose as the randomizer's Declare does
+// or claim less privacy. The conformance kit asks for both forms of one
+// configuration and checks that the atoms claim no more privacy than the
+// matrix, whose every probability it tests against the sampler. The
+// plugin protocol carries it (DeclareRequest.form). A form the randomizer
+// does not declare fails with an error wrapping ErrBadConfig; eps0 out of
+// range with one wrapping ErrBadEps0.
+type FormDeclarer interface {
+	DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error)
+}
+
 // AtomMapper is an optional interface of a Randomizer that declares atoms
 // or segments (large output spaces): it maps reports to the atoms of a
 // declared set, so that the conformance kit (sdk/plugintest, blanket

@@ -130,6 +130,11 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
+// DeclareForm implements sdk.FormDeclarer: Declaration.
+func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	return r.Declaration(eps0, form)
+}
+
 // Declaration returns the declaration at eps0 in the given form (matrix or
 // atoms); both decompose identically. See ldp.RRDeclaration for the matrix
 // and the exact atoms.

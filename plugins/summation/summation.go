@@ -183,6 +183,11 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return r.Declaration(eps0, ldp.FormFor(r.k+1, MatrixMaxLevels))
 }
 
+// DeclareForm implements sdk.FormDeclarer: Declaration.
+func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	return r.Declaration(eps0, form)
+}
+
 // Declaration returns the declaration at eps0 in the given form: (k+1)-ary
 // randomized response on the levels (ldp.RRDeclaration). It is exact for
 // inputs on the levels, and valid for every real input: a real input's

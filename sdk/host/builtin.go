@@ -77,6 +77,19 @@ func (p *inProcess) Declare(ctx context.Context, eps0 float64) (*declare.Declara
 	return p.r.Declare(ctx, eps0)
 }
 
+// DeclareForm implements sdk.FormDeclarer when the randomizer does, and
+// fails with an error wrapping errors.ErrUnsupported otherwise.
+func (p *inProcess) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	fd, ok := p.r.(sdk.FormDeclarer)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s: DeclareForm: %w", p.name, errors.ErrUnsupported)
+	}
+	return fd.DeclareForm(ctx, eps0, form)
+}
+
 // Randomize implements sdk.Randomizer.
 func (p *inProcess) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
 	if p.closed.Load() {

@@ -344,6 +344,21 @@ func (p *subprocess) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return d, err
 }
 
+// DeclareForm implements sdk.FormDeclarer by the Declare RPC with a form:
+// a plugin that does not implement it fails with an error wrapping
+// errors.ErrUnsupported.
+func (p *subprocess) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	var d *declare.Declaration
+	err := p.call(ctx, "Declare", func(ctx context.Context, c *rpc.Client) (err error) {
+		d, err = c.DeclareForm(ctx, eps0, form)
+		return err
+	})
+	return d, err
+}
+
 // Randomize implements sdk.Randomizer.
 func (p *subprocess) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
 	if p.closed.Load() {

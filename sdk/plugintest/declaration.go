@@ -65,6 +65,7 @@ func (v *verifier) checkDeclaration(ctx context.Context, c *Check) {
 		default:
 			c.pass(name+" ratios", "%s declaration: only eps0 is declared, and the accountant uses the generic clone bound", d.Form)
 		}
+		v.formsAgree(ctx, c, name, eps0, d)
 	}
 }
 

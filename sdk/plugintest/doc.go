@@ -27,7 +27,10 @@
 //     matrix, or over the atoms of a declared pair p/q, q/p, p/r, q/r, is at
 //     most e^eps0 (relative tolerance 1e-12), and every pair atom has
 //     r <= min(p, q), which the accountant does not check (an inflated
-//     blanket mass claims more amplification than the randomizer gives).
+//     blanket mass claims more amplification than the randomizer gives);
+//     and, on a randomizer that declares two forms (sdk.FormDeclarer), that
+//     its atoms claim no more privacy than its matrix, whose probabilities
+//     the frequency check tests (forms.go).
 //   - frequencies: the randomizer's own sampler, on chosen inputs, draws
 //     outputs with the declared probabilities (Pearson's chi-square against
 //     the declared matrix row). For an atoms declaration, at any size, the

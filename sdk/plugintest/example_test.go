@@ -32,7 +32,7 @@ func ExampleVerify() {
 	fmt.Println("passed:", rep.Passed())
 	// Output:
 	// describe    pass (10 tests)
-	// declaration pass (12 tests)
+	// declaration pass (18 tests)
 	// frequencies pass (15 tests)
 	// privacy     pass (9 tests)
 	// estimator   pass (24 tests)

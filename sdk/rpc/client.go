@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -69,6 +70,26 @@ func (c *Client) Declare(ctx context.Context, eps0 float64) (*declare.Declaratio
 	d, err := declare.DecodeDeclaration(resp.GetDeclarationJson())
 	if err != nil {
 		return nil, fmt.Errorf("%w: Declare answered with an undecodable declaration: %w", sdk.ErrPluginFailed, err)
+	}
+	return d, nil
+}
+
+// DeclareForm implements sdk.FormDeclarer. A plugin that does not
+// implement it answers UNIMPLEMENTED (an error wrapping
+// errors.ErrUnsupported), or, when built before forms were part of the
+// protocol, its default form: that answer fails with an error wrapping
+// errors.ErrUnsupported too.
+func (c *Client) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	resp, err := c.rpc.Declare(ctx, &randomizerv1.DeclareRequest{Eps0: eps0, Form: string(form)}, callOptions...)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	d, err := declare.DecodeDeclaration(resp.GetDeclarationJson())
+	if err != nil {
+		return nil, fmt.Errorf("%w: Declare answered with an undecodable declaration: %w", sdk.ErrPluginFailed, err)
+	}
+	if d.Form != form {
+		return nil, fmt.Errorf("plugin answered a %s declaration when asked for the %s form: %w", d.Form, form, errors.ErrUnsupported)
 	}
 	return d, nil
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/sdk"
 	randomizerv1 "github.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1"
 )
@@ -118,7 +119,16 @@ func (s *Server) Declare(ctx context.Context, req *randomizerv1.DeclareRequest) 
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.Declare(ctx, req.GetEps0())
+	var d *declare.Declaration
+	if form := req.GetForm(); form != "" {
+		fd, ok := r.(sdk.FormDeclarer)
+		if !ok {
+			return nil, status.Error(codes.Unimplemented, "sdk: this plugin declares one form only (it does not implement sdk.FormDeclarer)")
+		}
+		d, err = fd.DeclareForm(ctx, req.GetEps0(), declare.Form(form))
+	} else {
+		d, err = r.Declare(ctx, req.GetEps0())
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -145,6 +145,25 @@ func CheckSameDecomposition(t testing.TB, a, b *accountant.Declaration) {
 	compareCollections(t, "lower", da.Lower, db.Lower)
 }
 
+// SameDecomposition reports whether two decompositions are equal, as
+// CheckSameDecomposition checks them: the same blanket mass, and every
+// upper (lower) set of one, merged, among the other's, up to swapping p
+// and q, within a relative 1e-12.
+func SameDecomposition(a, b *accountant.Decomposition) bool {
+	if math.Abs(a.Gamma()-b.Gamma()) > declTol {
+		return false
+	}
+	within := func(x, y []accountant.AtomSet) bool {
+		for _, s := range x {
+			if !slices.ContainsFunc(y, func(u accountant.AtomSet) bool { return sameSet(s, u) }) {
+				return false
+			}
+		}
+		return true
+	}
+	return within(a.Upper, b.Upper) && within(b.Upper, a.Upper) && within(a.Lower, b.Lower) && within(b.Lower, a.Lower)
+}
+
 func compareCollections(t testing.TB, what string, a, b []accountant.AtomSet) {
 	t.Helper()
 	for i, s := range a {

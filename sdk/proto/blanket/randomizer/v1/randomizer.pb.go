@@ -989,8 +989,16 @@ func (x *DescribeResponse) GetDescription() *Description {
 }
 
 type DeclareRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Eps0          float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	// Form, when set, asks for the declaration in that form ("matrix",
+	// "atoms", "segments" or "generic"; sdk.FormDeclarer), for tools that
+	// compare two forms of one configuration (the conformance kit). A plugin
+	// that does not declare it answers INVALID_ARGUMENT with reason
+	// BAD_CONFIG, or UNIMPLEMENTED when it declares one form only; a plugin
+	// built before this field answers its default form, which the caller
+	// tells by the form it gets.
+	Form          string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1030,6 +1038,13 @@ func (x *DeclareRequest) GetEps0() float64 {
 		return x.Eps0
 	}
 	return 0
+}
+
+func (x *DeclareRequest) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
 }
 
 type DeclareResponse struct {
@@ -1787,9 +1802,10 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\vdescription\x18\x01 \x01(\v2\".blanket.randomizer.v1.DescriptionR\vdescription\"\x11\n" +
 	"\x0fDescribeRequest\"X\n" +
 	"\x10DescribeResponse\x12D\n" +
-	"\vdescription\x18\x01 \x01(\v2\".blanket.randomizer.v1.DescriptionR\vdescription\"$\n" +
+	"\vdescription\x18\x01 \x01(\v2\".blanket.randomizer.v1.DescriptionR\vdescription\"8\n" +
 	"\x0eDeclareRequest\x12\x12\n" +
-	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\"<\n" +
+	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x12\n" +
+	"\x04form\x18\x02 \x01(\tR\x04form\"<\n" +
 	"\x0fDeclareResponse\x12)\n" +
 	"\x10declaration_json\x18\x01 \x01(\fR\x0fdeclarationJson\"]\n" +
 	"\x10RandomizeRequest\x12\x12\n" +
