@@ -195,11 +195,52 @@ func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare
 // the same, and the hockey-stick divergence of the shuffled outputs is
 // jointly convex, so a pair of mixtures is bounded by the worst pair of
 // levels.
+//
+// The atoms name their inputs (DeclaredSet.Inputs): the pair holds for any
+// two levels and is named at the first two, lo and lo + (hi-lo)/k, the
+// triple at the first three (with k = 1 its x3 is x', the second level).
 func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
 	}
-	return ldp.RRDeclaration(r.k+1, eps0, form, nil)
+	d, err := ldp.RRDeclaration(r.k+1, eps0, form, nil)
+	if err == nil && form == declare.FormAtoms {
+		d.Pairs[0].Inputs = []float64{r.levelValue(0), r.levelValue(1)}
+		d.Triples[0].Inputs = []float64{r.levelValue(0), r.levelValue(1), r.levelValue(min(2, r.k))}
+	}
+	return d, err
+}
+
+// levelValue returns the input at level i: lo + i(hi-lo)/k, hi at i = k.
+func (r *Randomizer) levelValue(i int) float64 {
+	if i == r.k {
+		return r.hi
+	}
+	return r.lo + (r.hi-r.lo)*float64(i)/float64(r.k)
+}
+
+// Atoms implements sdk.AtomMapper: each report's level among the atoms of
+// the (k+1)-ary randomized response's pair or triple (ldp.RRAtoms), the
+// inputs being levels (an input that is not a level fails with
+// sdk.ErrBadInput: the atoms are exact for levels only).
+func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if err := ldp.CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	levels := make([]float64, len(inputs))
+	for i, x := range inputs {
+		t := (x - r.lo) / (r.hi - r.lo) * float64(r.k)
+		l := math.Round(t)
+		if math.IsNaN(t) || math.Abs(t-l) > 1e-9*float64(r.k) || l < 0 || l > float64(r.k) {
+			return nil, fmt.Errorf("%w: input %d of the set is %v, not one of the %d levels", sdk.ErrBadInput, i, x, r.k+1)
+		}
+		levels[i] = l
+	}
+	ys, err := ldp.DecodeAll(reports, r.Decode)
+	if err != nil {
+		return nil, err
+	}
+	return ldp.RRAtoms(r.k+1, set, levels, ys)
 }
 
 // blanket returns gamma and 1 - gamma = (e^eps0 - 1)/(e^eps0 + k), each in

@@ -347,3 +347,62 @@ func TestRandomizePacked(t *testing.T) {
 		})
 	}
 }
+
+// TestAtomsAgainstMatrix: for k = 1, 3 and 6 (2, 4 and 7 levels), every
+// output level y mapped by Atoms at the atoms' declared inputs lands in an
+// atom whose declared r, p and q are the sums, over the outputs mapped to
+// it, of min_z R[z][y], R[x][y] and R[x'][y] (R[x3][y] for a triple's r)
+// from the matrix form; inputs that are not levels and a third set fail.
+func TestAtomsAgainstMatrix(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range []int{1, 3, 6} {
+		r := mustNew(t, summation.Options{Lo: -1, Hi: 5, K: k})
+		const eps0 = 1.3
+		m, err := r.Declaration(eps0, accountant.FormMatrix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Declaration(eps0, accountant.FormAtoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		levels := k + 1
+		reports := make([][]byte, levels)
+		for y := range reports {
+			reports[y] = []byte{byte(y)}
+		}
+		row := func(x float64) int { return int(math.Round((x + 1) / 6 * float64(k))) }
+		sets := append(slices.Clone(a.Pairs), a.Triples...)
+		for set, s := range sets {
+			got, err := r.Atoms(ctx, eps0, set, s.Inputs, reports)
+			if err != nil {
+				t.Fatalf("k=%d set %d: %v", k, set, err)
+			}
+			sums := make([]accountant.Atom, len(s.Atoms))
+			for y, j := range got {
+				blanket := math.Inf(1)
+				for z := range levels {
+					blanket = min(blanket, m.Matrix.At(z, y))
+				}
+				if set >= len(a.Pairs) {
+					blanket = m.Matrix.At(row(s.Inputs[2]), y)
+				}
+				sums[j].R += blanket
+				sums[j].P += m.Matrix.At(row(s.Inputs[0]), y)
+				sums[j].Q += m.Matrix.At(row(s.Inputs[1]), y)
+			}
+			for j, want := range s.Atoms {
+				g := sums[j]
+				if math.Abs(g.R-want.R) > 1e-12 || math.Abs(g.P-want.P) > 1e-12 || math.Abs(g.Q-want.Q) > 1e-12 {
+					t.Errorf("k=%d set %d atom %d: the matrix gives %+v over its outputs, declared %+v", k, set, j, g, want)
+				}
+			}
+		}
+		if _, err := r.Atoms(ctx, eps0, 0, []float64{-1, 0.1}, reports); !errors.Is(err, sdk.ErrBadInput) {
+			t.Errorf("k=%d: an input between levels: %v, want ErrBadInput", k, err)
+		}
+		if _, err := r.Atoms(ctx, eps0, 2, []float64{-1, 5}, reports); !errors.Is(err, sdk.ErrBadInput) {
+			t.Errorf("k=%d: set 2: %v, want ErrBadInput", k, err)
+		}
+	}
+}
