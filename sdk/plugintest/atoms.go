@@ -212,7 +212,7 @@ func (v *verifier) atomFrequencies(ctx context.Context, c *Check, name string, e
 	}
 	tests := len(draws) + len(blankets)
 	for _, dr := range draws {
-		v.frequencyTest(ctx, c, eps0, dr.probs, maps[dr.set.index], "", fmt.Sprintf("%s %s %s = %s (%d atoms)", name, dr.set.label, dr.what, v.caseLabel(dr.cs), len(dr.probs)), dr.cs, alpha/float64(tests))
+		v.frequencyTest(ctx, c, eps0, dr.probs, maps[dr.set.index], mappingSet(dr.set.index), "", fmt.Sprintf("%s %s %s = %s (%d atoms)", name, dr.set.label, dr.what, v.caseLabel(dr.cs), len(dr.probs)), dr.cs, alpha/float64(tests))
 		if ctx.Err() != nil {
 			return
 		}

@@ -81,7 +81,7 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 			for y := range probs {
 				probs[y] = m.At(cs.Row, y)
 			}
-			v.frequencyTest(ctx, c, eps0, probs, output, hint, v.caseName(eps0, cs), cs, alpha/float64(len(cases)))
+			v.frequencyTest(ctx, c, eps0, probs, output, mappingOutputs, hint, v.caseName(eps0, cs), cs, alpha/float64(len(cases)))
 			if ctx.Err() != nil {
 				return
 			}
@@ -206,7 +206,10 @@ func perReport(f func(eps0 float64, report []byte) (int, error)) outputsFunc {
 
 // frequencyTest samples input cs and runs the chi-square test of its
 // outputs against probs. hint is appended to failure messages.
-func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, probs []float64, output outputsFunc, hint, name string, cs Case, alpha float64) {
+//
+// mapping names output (drawKey): the cells drawn are kept for the
+// privacy audit, which tests the same inputs.
+func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, probs []float64, output outputsFunc, mapping, hint, name string, cs Case, alpha float64) {
 	reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
 	if err != nil {
 		c.fail(name, "Randomize: %v", err)
@@ -235,6 +238,7 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, pr
 		}
 		counts[y]++
 	}
+	v.draws[drawKey{eps0, cs, mapping}] = ys
 	for y := range probs {
 		if probs[y] == 0 && counts[y] > 0 {
 			c.fail(name, "output %d has declared probability 0 but was drawn %d times%s", y, counts[y], hint)
@@ -323,7 +327,7 @@ func (v *verifier) segmentFrequencies(ctx context.Context, c *Check, name string
 		}
 	}
 	for _, t := range tests {
-		v.frequencyTest(ctx, c, eps0, t.probs, output, hint, fmt.Sprintf("%s %s = %v (%d bins)", name, t.what, t.x, outs), Case{Real: t.x}, alpha/float64(len(tests)))
+		v.frequencyTest(ctx, c, eps0, t.probs, output, mappingBins, hint, fmt.Sprintf("%s %s = %v (%d bins)", name, t.what, t.x, outs), Case{Real: t.x}, alpha/float64(len(tests)))
 		if ctx.Err() != nil {
 			return
 		}

@@ -15,8 +15,10 @@ import (
 //
 // Why it is a lower bound. For any two inputs x, x' and any set S of
 // outputs, an eps-LDP randomizer has P_x(S) <= e^eps P_x'(S), so
-// eps >= ln(P_x(S) / P_x'(S)). The kit draws n reports at x and n at x',
-// maps them to cells (outputs of a matrix, atoms of a declared pair, bins
+// eps >= ln(P_x(S) / P_x'(S)). The kit draws n reports at x and n at x'
+// (reusing the frequency check's samples of those inputs, each i.i.d. in
+// draw order; a test's level holds on its own, so sharing samples between
+// tests leaves the union bound intact), maps them to cells (outputs of a matrix, atoms of a declared pair, bins
 // of a segments pair; every cell a set of outputs, so a union of cells is
 // an output set S) and splits each sample in two halves:
 //
@@ -53,10 +55,11 @@ const maxAuditPairs = 3
 
 // auditPair is a pair of inputs to audit and how its reports map to cells.
 type auditPair struct {
-	label  string
-	x, x2  Case
-	output outputsFunc
-	cells  int
+	label   string
+	x, x2   Case
+	output  outputsFunc
+	mapping string // drawKey's
+	cells   int
 }
 
 // checkPrivacy runs the audit at each eps0.
@@ -130,7 +133,7 @@ func (v *verifier) auditPairs(ctx context.Context, eps0 float64, d *accountant.D
 			if cases[i].Row == cases[i+1].Row {
 				continue
 			}
-			out = append(out, auditPair{fmt.Sprintf("%s vs %s", v.caseLabel(cases[i]), v.caseLabel(cases[i+1])), cases[i], cases[i+1], output, cells})
+			out = append(out, auditPair{fmt.Sprintf("%s vs %s", v.caseLabel(cases[i]), v.caseLabel(cases[i+1])), cases[i], cases[i+1], output, mappingOutputs, cells})
 		}
 		if len(out) == 0 {
 			return nil, "the matrix has no two distinct rows to tell apart", nil
@@ -150,7 +153,7 @@ func (v *verifier) auditPairs(ctx context.Context, eps0 float64, d *accountant.D
 			if skip != "" {
 				return nil, skip, nil
 			}
-			out = append(out, auditPair{fmt.Sprintf("%s: %s vs %s", a.label, v.caseLabel(a.cases[0]), v.caseLabel(a.cases[1])), a.cases[0], a.cases[1], f, len(a.set.Atoms) + len(a.set.Bins)})
+			out = append(out, auditPair{fmt.Sprintf("%s: %s vs %s", a.label, v.caseLabel(a.cases[0]), v.caseLabel(a.cases[1])), a.cases[0], a.cases[1], f, mappingSet(a.index), len(a.set.Atoms) + len(a.set.Bins)})
 		}
 		if len(out) == 0 {
 			return nil, fmt.Sprintf("no declared pair can be drawn: %v", skipped), nil
@@ -166,7 +169,7 @@ func (v *verifier) auditPairs(ctx context.Context, eps0 float64, d *accountant.D
 			return nil, skip, err
 		}
 		x, x2 := Case{Real: pair.Inputs[0]}, Case{Real: pair.Inputs[1]}
-		return []auditPair{{fmt.Sprintf("pair 0: %v vs %v", x.Real, x2.Real), x, x2, output, len(pair.Bins)}}, "", nil
+		return []auditPair{{fmt.Sprintf("pair 0: %v vs %v", x.Real, x2.Real), x, x2, output, mappingBins, len(pair.Bins)}}, "", nil
 	default:
 		return nil, fmt.Sprintf("a %s declaration gives no outputs to tell inputs apart by", d.Form), nil
 	}
@@ -177,6 +180,9 @@ func (v *verifier) auditPairs(ctx context.Context, eps0 float64, d *accountant.D
 func (v *verifier) auditTest(ctx context.Context, c *Check, eps0, declared float64, pr auditPair, level float64) {
 	name := fmt.Sprintf("eps0=%g %s", eps0, pr.label)
 	draw := func(cs Case) ([]int, error) {
+		if ys, ok := v.draws[drawKey{eps0, cs, pr.mapping}]; ok {
+			return ys, nil // the frequency check's sample of this input
+		}
 		reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
 		if err != nil {
 			return nil, fmt.Errorf("Randomize: %v", err)

@@ -39,7 +39,7 @@ const chunk = 4096
 // sdk.Stateful.Step; its exact checks need a tree of at most
 // MaxEnumeratedTree periods (see the package doc).
 func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error) {
-	v := &verifier{r: r}
+	v := &verifier{r: r, draws: map[drawKey][]int{}}
 	rep := &Report{}
 	desc, ok := v.describe(ctx, rep)
 	if !ok {
@@ -98,7 +98,28 @@ type verifier struct {
 	opts Options
 	rng  *rand.Rand // the kit's own choices
 	tb   *truthBatch
+	// draws keeps the cells of the frequency check's samples for the
+	// privacy audit, which draws at the same inputs.
+	draws map[drawKey][]int
 }
+
+// drawKey names a sample of Samples reports: its eps0, its input and how
+// its reports were mapped to cells (mappingOutputs, mappingBins or
+// mappingSet).
+type drawKey struct {
+	eps0    float64
+	input   Case
+	mapping string
+}
+
+// The mappings of drawKey.
+const (
+	mappingOutputs = "outputs"
+	mappingBins    = "bins"
+)
+
+// mappingSet names the mapping to the atoms of declared set i.
+func mappingSet(i int) string { return fmt.Sprintf("set %d", i) }
 
 // guard runs f and turns a panic into an error wrapping errPanic.
 func guard(f func() error) (err error) {
