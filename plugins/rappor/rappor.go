@@ -85,7 +85,10 @@ type Randomizer struct {
 	desc  sdk.Description
 }
 
-var _ sdk.PackedRandomizer = (*Randomizer)(nil)
+var (
+	_ sdk.PackedRandomizer = (*Randomizer)(nil)
+	_ sdk.AtomMapper       = (*Randomizer)(nil)
+)
 
 // New returns a unary-encoding randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -208,7 +211,9 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 // bits (a, b, c); summing over the other d-3 bits leaves weight
 // w = q^(a+b+c) (1-q)^(3-a-b-c) and atom (w f(c), w f(a), w f(b)) with
 // f(1) = alpha, f(0) = beta; (0,0,0) and (1,1,1) share ratios (1,1). With
-// d = 2 the only triple is x3 = x': atoms (w f(b), w f(a), w f(b)) over (a, b).
+// d = 2 the only triple is x3 = x': atoms (w f(b), w f(a), w f(b)) over (a, b),
+// declared at inputs 0, 1, 1 (DeclaredSet.Inputs; the others hold for any
+// distinct buckets and name none). Atoms maps reports to these atoms.
 func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
@@ -267,9 +272,9 @@ func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Decl
 			return math.Pow(q, float64(ones)) * math.Pow(nq, float64(bitsN-ones))
 		}
 		var triple []declare.Atom
-		label := "any three buckets"
+		label, inputs := "any three buckets", []float64(nil)
 		if r.d == 2 {
-			label = "x3 = x'"
+			label, inputs = "x3 = x'", []float64{0, 1, 1}
 			for a := range 2 {
 				for bb := range 2 {
 					w := weight(a+bb, 2)
@@ -286,7 +291,7 @@ func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Decl
 				}
 			}
 		}
-		d.Triples = []declare.DeclaredSet{{Label: label, Atoms: triple}}
+		d.Triples = []declare.DeclaredSet{{Label: label, Atoms: triple, Inputs: inputs}}
 	default:
 		return nil, ldp.UnsupportedForm(Name, form)
 	}
@@ -394,6 +399,104 @@ func (r *Randomizer) Encode(v []bool) []byte {
 		}
 	}
 	return rep
+}
+
+// Atoms implements sdk.AtomMapper: the atom of each report in set 0 (the
+// pair) or set 1 (the triple) of the atoms form at inputs (bucket
+// indices). Let a = bit x, b = bit x' and t = bit x3 of the report. Read
+// off Declaration, whose atoms are appended in this order:
+//
+//   - Pair (x, x'), any distinct buckets. Atom 0, (r, p, q) =
+//     (beta c, alpha c, beta c) with c = q(1-q), sums the outputs with
+//     (a, b) = (1, 0): under A the other d-2 bits sum out and bits x, x'
+//     leave q(1-q); bit x set gives alpha under x, and the clear bit x'
+//     beta under x' and as blanket. Atom 1 is (0, 1), the same with x
+//     and x' swapped. With d > 2,
+//     atom 2, weight W = q²(1 - q^(d-2)), is (1, 1) without the all-ones
+//     output (weight q^d, whose blanket is alpha, not beta), and atom 3,
+//     beta (1-q)² + alpha q^d in each coordinate, is (0, 0) with the
+//     all-ones output. With d = 2 the all-ones output is the only (1, 1)
+//     output, and the pair has three atoms: atom 2 is (0, 0) with it.
+//   - Triple (x, x', x3), d >= 3, any distinct buckets: Declaration's
+//     loops append one atom per (a, b, t) with a outermost, so the atom is
+//     4a + 2b + t ((0,0,0) and (1,1,1) share a ratio pair but are declared
+//     apart).
+//   - Triple with d = 2: x3 must be x' (Inputs 0, 1, 1); the atom is 2a + b.
+//
+// Inputs the set does not hold for (a count other than 2 or 3, a bucket
+// out of range, equal buckets but x3 = x' when d = 2) and a set other than
+// 0 and 1 fail with sdk.ErrBadInput, a malformed report with
+// sdk.ErrBadReport. TestAtomsAgainstMatrix sums the matrix over each
+// atom's outputs.
+func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if err := ldp.CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	var xs []int
+	var err error
+	switch {
+	case set == 0:
+		xs, err = ldp.SetBuckets(inputs, 2, r.d)
+	case set == 1 && r.d == 2:
+		xs, err = x3IsXPrime(inputs, r.d)
+	case set == 1:
+		xs, err = ldp.SetBuckets(inputs, 3, r.d)
+	default:
+		err = fmt.Errorf("%w: rappor declares 2 sets (a pair and a triple), not set %d", sdk.ErrBadInput, set)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(reports))
+	for i, rep := range reports {
+		if err := r.check(rep); err != nil {
+			return nil, fmt.Errorf("report %d: %w", i, err)
+		}
+		bit := func(j int) int { return int(rep[j>>3] >> (j & 7) & 1) }
+		a, b := bit(xs[0]), bit(xs[1])
+		switch {
+		case set == 1 && r.d == 2:
+			out[i] = 2*a + b
+		case set == 1:
+			out[i] = 4*a + 2*b + bit(xs[2])
+		case a == 1 && b == 0:
+			out[i] = 0
+		case a == 0 && b == 1:
+			out[i] = 1
+		case r.d == 2: // (0, 0) or all ones, merged
+			out[i] = 2
+		case a == 1 && b == 1 && !r.allOnes(rep):
+			out[i] = 2
+		default: // (0, 0) or all ones, merged
+			out[i] = 3
+		}
+	}
+	return out, nil
+}
+
+// allOnes reports whether a valid report has all d bits set.
+func (r *Randomizer) allOnes(report []byte) bool {
+	n := 0
+	for _, v := range report {
+		n += bits.OnesCount8(v)
+	}
+	return n == r.d
+}
+
+// x3IsXPrime reads the inputs of a triple whose x3 must be x' (d = 2): two
+// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
+func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
+	if len(inputs) != 3 {
+		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
+	}
+	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
+	if err != nil {
+		return nil, err
+	}
+	if inputs[2] != inputs[1] {
+		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
+	}
+	return append(xs, xs[1]), nil
 }
 
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the

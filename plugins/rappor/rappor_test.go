@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/plugins/rappor"
 	"github.com/blanket-dp/blanket/sdk"
+	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
 // The checks of the plugin contract that the conformance kit performs on
@@ -255,5 +259,236 @@ func TestRandomizePacked(t *testing.T) {
 	}
 	for _, eps0 := range []float64{0.5, 2, -1} {
 		ldptest.CheckPacked(t, newR, eps0, ldptest.CategoricalBatches(ldptest.Labels(20)))
+	}
+}
+
+// atomTol is the relative tolerance between a declared atom and the sum of
+// the matrix over its outputs: at most 2^6 products of closed forms,
+// summed in another order than the declaration's, a few ulps apart.
+const atomTol = 1e-12
+
+// TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
+// independently of the atoms: for d = 2 to 6 in both modes, every output
+// (all 2^d bit vectors) is mapped by Atoms for each declared set at every
+// choice of inputs Atoms accepts, and each declared atom's r, p and q must
+// be the sums over the outputs mapped to it of the blanket min_z R[z][y]
+// (for a triple R[x3][y]), R[x][y] and R[x'][y]. Atoms must accept the
+// set's declared inputs (0, 1 and 2 when it names none) and exactly the
+// tuples of distinct buckets (x3 = x' for the triple with d = 2).
+func TestAtomsAgainstMatrix(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range modes {
+		for d := 2; d <= rappor.MatrixMaxD; d++ {
+			for _, eps0 := range []float64{0.5, 2, 6} {
+				r := mustNew(t, rappor.Options{Categories: ldptest.Labels(d), Mode: mode})
+				m, err := r.Declaration(eps0, accountant.FormMatrix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := r.Declaration(eps0, accountant.FormAtoms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reports := make([][]byte, 1<<d)
+				for y := range reports {
+					v := make([]bool, d)
+					for j := range v {
+						v[j] = y>>j&1 == 1
+					}
+					reports[y] = r.Encode(v)
+				}
+				name := fmt.Sprintf("%s d=%d eps0=%g", mode, d, eps0)
+				sets := append(slices.Clone(a.Pairs), a.Triples...)
+				for set, s := range sets {
+					triple := set >= len(a.Pairs)
+					accepted := 0
+					for _, xs := range inputTuples(d, triple) {
+						got, err := r.Atoms(ctx, eps0, set, xs, reports)
+						if err != nil {
+							if !errors.Is(err, sdk.ErrBadInput) {
+								t.Errorf("%s set %d at %v: %v, want ErrBadInput", name, set, xs, err)
+							}
+							continue
+						}
+						accepted++
+						checkAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, s, triple, xs, got)
+					}
+					want := d * (d - 1)
+					if triple && d > 2 {
+						want *= d - 2
+					}
+					if accepted != want {
+						t.Errorf("%s set %d: Atoms accepted %d input tuples, want %d", name, set, accepted, want)
+					}
+					declared := s.Inputs
+					if declared == nil { // the kit's choice
+						declared = []float64{0, 1}
+						if triple {
+							declared = append(declared, 2)
+						}
+					}
+					if _, err := r.Atoms(ctx, eps0, set, declared, reports); err != nil {
+						t.Errorf("%s set %d at its inputs %v: %v", name, set, declared, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// inputTuples returns every tuple of 2 (a pair) or 3 (a triple) bucket
+// indices in [0, d), distinct or not.
+func inputTuples(d int, triple bool) [][]float64 {
+	var out [][]float64
+	for x := range d {
+		for x2 := range d {
+			if !triple {
+				out = append(out, []float64{float64(x), float64(x2)})
+				continue
+			}
+			for x3 := range d {
+				out = append(out, []float64{float64(x), float64(x2), float64(x3)})
+			}
+		}
+	}
+	return out
+}
+
+// checkAtomSums fails t unless every output y lies in an atom of s
+// (got[y]) and each atom's r, p and q are, within atomTol, the sums of
+// min_z R[z][y] (R[x3][y] for a triple), R[x][y] and R[x'][y] over its
+// outputs.
+func checkAtomSums(t *testing.T, name string, m *accountant.Matrix, s accountant.DeclaredSet, triple bool, xs []float64, got []int) {
+	t.Helper()
+	if len(got) != m.NumOutputs() {
+		t.Fatalf("%s: %d atoms for %d outputs", name, len(got), m.NumOutputs())
+	}
+	sums := make([]accountant.Atom, len(s.Atoms))
+	for y, j := range got {
+		if j < 0 || j >= len(s.Atoms) {
+			t.Fatalf("%s: output %d maps to atom %d of %d", name, y, j, len(s.Atoms))
+		}
+		blanket := math.Inf(1)
+		for z := range m.NumInputs() {
+			blanket = min(blanket, m.At(z, y))
+		}
+		if triple {
+			blanket = m.At(int(xs[2]), y)
+		}
+		sums[j].R += blanket
+		sums[j].P += m.At(int(xs[0]), y)
+		sums[j].Q += m.At(int(xs[1]), y)
+	}
+	rel := func(a, b float64) bool { return math.Abs(a-b) <= atomTol*math.Abs(b) }
+	for j, want := range s.Atoms {
+		if g := sums[j]; !rel(g.R, want.R) || !rel(g.P, want.P) || !rel(g.Q, want.Q) {
+			t.Errorf("%s atom %d: the matrix sums to %+v over its outputs, declared %+v", name, j, g, want)
+		}
+	}
+}
+
+// TestAtomsErrors checks Atoms' errors: a budget out of range, a set it
+// does not declare, inputs the set does not hold for, a malformed report.
+func TestAtomsErrors(t *testing.T) {
+	ctx := context.Background()
+	r := mustNew(t, rappor.Options{Categories: ldptest.Labels(12)}) // 2 bytes, 4 padding bits
+	good := [][]byte{{0x01, 0x00}}
+	for _, tt := range []struct {
+		name    string
+		eps0    float64
+		set     int
+		inputs  []float64
+		reports [][]byte
+		want    error
+	}{
+		{"eps0", ldp.MaxEps0 + 1, 0, []float64{0, 1}, good, sdk.ErrBadEps0},
+		{"set 2", 1, 2, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"set -1", 1, -1, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"pair of 3", 1, 0, []float64{0, 1, 2}, good, sdk.ErrBadInput},
+		{"equal", 1, 0, []float64{3, 3}, good, sdk.ErrBadInput},
+		{"out of range", 1, 0, []float64{0, 12}, good, sdk.ErrBadInput},
+		{"fraction", 1, 0, []float64{0, 0.5}, good, sdk.ErrBadInput},
+		{"NaN", 1, 0, []float64{0, math.NaN()}, good, sdk.ErrBadInput},
+		{"triple of 2", 1, 1, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"triple x3 = x'", 1, 1, []float64{0, 1, 1}, good, sdk.ErrBadInput},
+		{"short report", 1, 0, []float64{0, 1}, [][]byte{{0x01, 0x00}, {0x01}}, sdk.ErrBadReport},
+		{"padding", 1, 1, []float64{0, 1, 2}, [][]byte{{0, 0x10}}, sdk.ErrBadReport},
+	} {
+		if _, err := r.Atoms(ctx, tt.eps0, tt.set, tt.inputs, tt.reports); !errors.Is(err, tt.want) {
+			t.Errorf("%s: error = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	two := mustNew(t, rappor.Options{Categories: ldptest.Labels(2)})
+	if _, err := two.Atoms(ctx, 1, 1, []float64{0, 1, 0}, [][]byte{{0}}); !errors.Is(err, sdk.ErrBadInput) {
+		t.Errorf("d = 2, triple with x3 = x: error = %v, want ErrBadInput", err)
+	}
+	if got, err := two.Atoms(ctx, 1, 1, []float64{1, 0, 0}, [][]byte{{0}, {1}, {2}, {3}}); err != nil || !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("d = 2, triple at 1, 0, 0: atoms %v, %v; want [0 1 2 3] (a is bit 1, b bit 0)", got, err)
+	}
+}
+
+// TestAtomInputsLeaveAccountingUnchanged checks that the inputs the atoms
+// name (DeclaredSet.Inputs, for the kit) do not change what the accountant
+// computes: the decomposition with them is the one without.
+func TestAtomInputsLeaveAccountingUnchanged(t *testing.T) {
+	for _, d := range []int{2, 3, 1000} {
+		r := mustNew(t, rappor.Options{Categories: ldptest.Labels(d)})
+		a, err := r.Declaration(2, accountant.FormAtoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, err := accountant.Decompose(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a.Pairs {
+			a.Pairs[i].Inputs = nil
+		}
+		for i := range a.Triples {
+			a.Triples[i].Inputs = nil
+		}
+		without, err := accountant.Decompose(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(with, without) {
+			t.Errorf("d=%d: the decomposition with the declared inputs differs from the one without:\n%+v\n%+v", d, with, without)
+		}
+	}
+}
+
+// TestConformanceAtSize runs the conformance kit at shipped sizes, where
+// rappor declares atoms: the sampler must be checked through Atoms at
+// every default eps0 (no frequency test skipped), the chi-square tests of
+// the pair and the triple and the blanket tests must pass, and so must the
+// privacy audit. The estimator check is left to the kit's own tests (it
+// is the slow part at this size and does not involve atoms).
+func TestConformanceAtSize(t *testing.T) {
+	for _, tt := range []struct {
+		mode rappor.Mode
+		d    int
+	}{{rappor.Optimized, 1000}, {rappor.Symmetric, 100}} {
+		t.Run(fmt.Sprintf("%s/d=%d", tt.mode, tt.d), func(t *testing.T) {
+			r := mustNew(t, rappor.Options{Categories: ldptest.Labels(tt.d), Mode: tt.mode, Rand: ldptest.Seeded(uint64(tt.d))})
+			rep, err := plugintest.Verify(context.Background(), r, plugintest.Options{Skip: []string{plugintest.CheckEstimator}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			atoms := 0
+			for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
+				if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
+					atoms++
+				}
+			}
+			// Per default eps0 (3): the pair at x and x', the triple at
+			// x, x' and x3, and the pair's blanket at two other inputs.
+			if !rep.Passed() || len(rep.Unchecked()) != 0 || atoms != 3*7 ||
+				rep.Check(plugintest.CheckFrequencies).Status != plugintest.Pass || rep.Check(plugintest.CheckPrivacy).Status != plugintest.Pass {
+				t.Errorf("%d atom tests (want 21), unchecked %q:\n%s", atoms, rep.Unchecked(), rep)
+			}
+			if testing.Verbose() {
+				t.Logf("%s", rep)
+			}
+		})
 	}
 }
