@@ -71,7 +71,10 @@ type Randomizer struct {
 	desc sdk.Description
 }
 
-var _ sdk.PackedRandomizer = (*Randomizer)(nil)
+var (
+	_ sdk.PackedRandomizer = (*Randomizer)(nil)
+	_ sdk.AtomMapper       = (*Randomizer)(nil)
+)
 
 // New returns a Hadamard response randomizer. Errors wrap sdk.ErrBadConfig.
 func New(opts Options) (*Randomizer, error) {
@@ -174,6 +177,12 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 // with u3 = u xor u' (possible when k >= 3) membership in C_x3 is
 // "in both or in neither", four cells of K/4; with u3 independent of u, u'
 // (k >= 4) eight cells of K/8; with k = 2 the only triple is x3 = x'.
+// Each triple holds only for its relation between the inputs, and names
+// inputs that satisfy it (DeclaredSet.Inputs, for the conformance kit;
+// the accountant does not read them): 0, 1, 1 for x3 = x'; 0, 1, 2 for the
+// xor (u = 1, u' = 2, u3 = 3); 0, 1, 3 for independent ones (u3 = 4).
+// The pair holds for any two buckets and names none. Atoms maps reports
+// to these atoms.
 func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	if err := ldp.CheckEps0(eps0); err != nil {
 		return nil, err
@@ -221,41 +230,204 @@ func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Decl
 			}
 			return lo
 		}
-		if r.k == 2 {
-			// x3 = x': r = R[x'], cells (a, b) of K/4.
+		for _, kind := range r.triples() {
 			var t []declare.Atom
-			for _, a := range []bool{false, true} {
-				for _, b := range []bool{false, true} {
-					t = append(t, declare.Atom{R: q * g(b), P: q * g(a), Q: q * g(b)})
+			switch kind {
+			case tripleX3IsX2:
+				// x3 = x': r = R[x'], cells (a, b) of K/4.
+				for _, a := range []bool{false, true} {
+					for _, b := range []bool{false, true} {
+						t = append(t, declare.Atom{R: q * g(b), P: q * g(a), Q: q * g(b)})
+					}
 				}
-			}
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 = x'", Atoms: t})
-		}
-		if r.k >= 3 {
-			var t []declare.Atom
-			for _, a := range []bool{false, true} {
-				for _, b := range []bool{false, true} {
-					t = append(t, declare.Atom{R: q * g(a == b), P: q * g(a), Q: q * g(b)})
+			case tripleXor:
+				for _, a := range []bool{false, true} {
+					for _, b := range []bool{false, true} {
+						t = append(t, declare.Atom{R: q * g(a == b), P: q * g(a), Q: q * g(b)})
+					}
 				}
-			}
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3+1 = (x+1) xor (x'+1)", Atoms: t})
-		}
-		if r.k >= 4 {
-			e := kf / 8
-			var t []declare.Atom
-			for _, a := range []bool{false, true} {
-				for _, b := range []bool{false, true} {
-					for _, c := range []bool{false, true} {
-						t = append(t, declare.Atom{R: e * g(c), P: e * g(a), Q: e * g(b)})
+			case tripleIndependent:
+				e := kf / 8
+				for _, a := range []bool{false, true} {
+					for _, b := range []bool{false, true} {
+						for _, c := range []bool{false, true} {
+							t = append(t, declare.Atom{R: e * g(c), P: e * g(a), Q: e * g(b)})
+						}
 					}
 				}
 			}
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x+1, x'+1, x3+1 independent", Atoms: t})
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: kind.label(), Atoms: t, Inputs: kind.inputs()})
 		}
 	default:
 		return nil, ldp.UnsupportedForm(Name, form)
 	}
 	return d, nil
+}
+
+// tripleKind is a kind of lower-bound triple (x, x', x3) that
+// Declaration declares, by the relation of u = x+1, u' = x'+1 and
+// u3 = x3+1 over GF(2).
+type tripleKind int
+
+const (
+	// tripleX3IsX2 is x3 = x', the only triple of 2 buckets.
+	tripleX3IsX2 tripleKind = iota
+	// tripleXor is u3 = u xor u' (k >= 3).
+	tripleXor
+	// tripleIndependent is u, u', u3 linearly independent (k >= 4).
+	tripleIndependent
+)
+
+// triples returns the kinds of triple Declaration declares, in order.
+func (r *Randomizer) triples() []tripleKind {
+	switch {
+	case r.k == 2:
+		return []tripleKind{tripleX3IsX2}
+	case r.k == 3:
+		return []tripleKind{tripleXor}
+	default:
+		return []tripleKind{tripleXor, tripleIndependent}
+	}
+}
+
+// label returns the DeclaredSet.Label of a triple kind.
+func (t tripleKind) label() string {
+	switch t {
+	case tripleX3IsX2:
+		return "x3 = x'"
+	case tripleXor:
+		return "x3+1 = (x+1) xor (x'+1)"
+	default:
+		return "x+1, x'+1, x3+1 independent"
+	}
+}
+
+// inputs returns the buckets x, x', x3 a triple kind is declared at: the
+// first buckets whose u = x+1, u' = x'+1 and u3 = x3+1 satisfy its
+// relation (they exist whenever the kind is declared).
+func (t tripleKind) inputs() []float64 {
+	switch t {
+	case tripleX3IsX2:
+		return []float64{0, 1, 1}
+	case tripleXor:
+		return []float64{0, 1, 2} // u3 = 3 = 1 xor 2
+	default:
+		return []float64{0, 1, 3} // 1, 2, 4: independent
+	}
+}
+
+// holds reports whether a triple kind's relation holds for the distinct
+// buckets x, x', x3 (for tripleX3IsX2, x3 = x').
+func (t tripleKind) holds(xs []int) bool {
+	u, u2, u3 := xs[0]+1, xs[1]+1, xs[2]+1
+	switch t {
+	case tripleX3IsX2:
+		return u3 == u2
+	case tripleXor:
+		return u3 == u^u2
+	default:
+		// Distinct non-zero vectors over GF(2) are dependent only when one
+		// is the sum of the other two.
+		return u3 != u^u2
+	}
+}
+
+// Atoms implements sdk.AtomMapper: the atom of each report in set 0 (the
+// pair) or set 1 + i (triple i) of the atoms form at inputs (bucket
+// indices). Let a = (y in C_x), b = (y in C_x') and c = (y in C_x3) for
+// the report's output y. Read off Declaration, whose atoms are appended
+// in this order:
+//
+//   - Pair (x, x'), any distinct buckets. Atom 0, (K/4 lo, K/4 hi, K/4 lo),
+//     is (a, b) = (1, 0): K/4 outputs, at hi under x and lo under x' and
+//     as blanket (y = 0 is in every C_x, so not here). Atom 1 is (0, 1).
+//     Atom 2, K/4 lo + hi in each coordinate, is (0, 0) (K/4 outputs, lo
+//     under x, under x' and as blanket) with y = 0 (hi under every input,
+//     so also as blanket): both have ratios (1, 1). Atom 3 (K > 4) is
+//     (1, 1) without y = 0: K/4 - 1 outputs, blanket lo since y != 0.
+//     With K = 4 (k = 2, 3) y = 0 is the only (1, 1) output and the pair
+//     has three atoms.
+//   - Triple x3 = x' (k = 2): the loops over (a, b) with a outermost give
+//     atom 2a + b; it holds for x3 = x' only.
+//   - Triple u3 = u xor u' (k >= 3): atom 2a + b as well (c = (a == b) is
+//     determined); it holds only for x3 + 1 = (x+1) xor (x'+1).
+//   - Triple with u, u', u3 independent (k >= 4): atom 4a + 2b + c; it
+//     holds for any x3 with u3 != u xor u'.
+//
+// The atoms of a triple hold for every input satisfying its relation, the
+// declared Inputs among them. Inputs the set does not hold for (a count
+// other than 2 or 3, a bucket out of range, equal buckets, a relation not
+// satisfied) and a set not declared fail with sdk.ErrBadInput, a
+// malformed report with sdk.ErrBadReport. TestAtomsAgainstMatrix sums the
+// matrix over each atom's outputs.
+func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	if err := ldp.CheckEps0(eps0); err != nil {
+		return nil, err
+	}
+	kinds := r.triples()
+	var xs []int
+	var err error
+	switch {
+	case set == 0:
+		xs, err = ldp.SetBuckets(inputs, 2, r.k)
+	case set < 0 || set > len(kinds):
+		err = fmt.Errorf("%w: hadamard over %d buckets declares %d sets (a pair and %d triples), not set %d", sdk.ErrBadInput, r.k, 1+len(kinds), len(kinds), set)
+	case kinds[set-1] == tripleX3IsX2:
+		xs, err = x3IsXPrime(inputs, r.k)
+	default:
+		xs, err = ldp.SetBuckets(inputs, 3, r.k)
+		if err == nil && !kinds[set-1].holds(xs) {
+			err = fmt.Errorf("%w: triple %d (%s) does not hold at inputs %v", sdk.ErrBadInput, set-1, kinds[set-1].label(), inputs)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ys, err := ldp.DecodeAll(reports, r.Decode)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(ys))
+	for i, y := range ys {
+		a, b := b2i(InSet(xs[0], y)), b2i(InSet(xs[1], y))
+		switch {
+		case set > 0 && kinds[set-1] == tripleIndependent:
+			out[i] = 4*a + 2*b + b2i(InSet(xs[2], y))
+		case set > 0:
+			out[i] = 2*a + b
+		case y == 0 || a == 0 && b == 0:
+			out[i] = 2
+		case a == 1 && b == 1:
+			out[i] = 3
+		default: // (1, 0) or (0, 1)
+			out[i] = b
+		}
+	}
+	return out, nil
+}
+
+// b2i returns 1 for true and 0 for false.
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// x3IsXPrime reads the inputs of a triple whose x3 must be x' (k = 2): two
+// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
+func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
+	if len(inputs) != 3 {
+		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
+	}
+	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
+	if err != nil {
+		return nil, err
+	}
+	if inputs[2] != inputs[1] {
+		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
+	}
+	return append(xs, xs[1]), nil
 }
 
 // Randomize implements sdk.Randomizer. Each report is an output index,

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -13,6 +16,7 @@ import (
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
 	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
+	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
 // The checks of the plugin contract that the conformance kit performs on
@@ -216,5 +220,233 @@ func TestRandomizePacked(t *testing.T) {
 	}
 	for _, eps0 := range []float64{0.5, 2, -1} {
 		ldptest.CheckPacked(t, newR, eps0, ldptest.CategoricalBatches(ldptest.Labels(5)))
+	}
+}
+
+// atomTol is the relative tolerance between a declared atom and the sum of
+// the matrix over its outputs: at most 16 equal terms summed one by one
+// against a product of closed forms, a few ulps apart.
+const atomTol = 1e-12
+
+// TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
+// independently of the atoms: for k = 2, 3, 4, 5, 7, 8 and 15 (K = 4, 8
+// and 16), every output y in [0, K) is mapped by Atoms for each declared
+// set at every choice of inputs Atoms accepts, and each declared atom's
+// r, p and q must be the sums over the outputs mapped to it of the blanket
+// min_z R[z][y] (for a triple R[x3][y]), R[x][y] and R[x'][y]. Atoms must
+// accept every pair of distinct buckets and each triple's declared inputs,
+// which must be whole and distinct buckets but x3 = x' for k = 2.
+func TestAtomsAgainstMatrix(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range []int{2, 3, 4, 5, 7, 8, 15} {
+		for _, eps0 := range []float64{0.5, 2, 6} {
+			r := mustNew(t, hadamard.Options{Categories: ldptest.Labels(k)})
+			m, err := r.Declaration(eps0, accountant.FormMatrix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := r.Declaration(eps0, accountant.FormAtoms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ys := make([]int, r.Outputs())
+			for y := range ys {
+				ys[y] = y
+			}
+			reports := ldp.EncodeIndices(ys, r.Outputs())
+			name := fmt.Sprintf("k=%d eps0=%g", k, eps0)
+			sets := append(slices.Clone(a.Pairs), a.Triples...)
+			if want := map[int]int{2: 2, 3: 2, 4: 3}[min(k, 4)]; len(sets) != want {
+				t.Fatalf("%s: %d sets, want %d", name, len(sets), want)
+			}
+			for set, s := range sets {
+				triple := set >= len(a.Pairs)
+				accepted := 0
+				for _, xs := range inputTuples(k, triple) {
+					got, err := r.Atoms(ctx, eps0, set, xs, reports)
+					if err != nil {
+						if !errors.Is(err, sdk.ErrBadInput) {
+							t.Errorf("%s set %d at %v: %v, want ErrBadInput", name, set, xs, err)
+						}
+						continue
+					}
+					accepted++
+					checkAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, s, triple, xs, got)
+				}
+				if !triple && accepted != k*(k-1) {
+					t.Errorf("%s pair: Atoms accepted %d input pairs, want %d", name, accepted, k*(k-1))
+				}
+				if !triple && s.Inputs != nil {
+					t.Errorf("%s pair: declared inputs %v, want none (any two buckets)", name, s.Inputs)
+				}
+				if triple {
+					in := s.Inputs
+					if len(in) != 3 || in[0] == in[1] || (in[2] == in[1]) != (k == 2) || in[2] == in[0] {
+						t.Errorf("%s set %d (%s): declared inputs %v", name, set, s.Label, in)
+					}
+					if _, err := r.Atoms(ctx, eps0, set, in, reports); err != nil {
+						t.Errorf("%s set %d at its declared inputs %v: %v", name, set, in, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// inputTuples returns every tuple of 2 (a pair) or 3 (a triple) bucket
+// indices in [0, k), distinct or not.
+func inputTuples(k int, triple bool) [][]float64 {
+	var out [][]float64
+	for x := range k {
+		for x2 := range k {
+			if !triple {
+				out = append(out, []float64{float64(x), float64(x2)})
+				continue
+			}
+			for x3 := range k {
+				out = append(out, []float64{float64(x), float64(x2), float64(x3)})
+			}
+		}
+	}
+	return out
+}
+
+// checkAtomSums fails t unless every output y lies in an atom of s
+// (got[y]) and each atom's r, p and q are, within atomTol, the sums of
+// min_z R[z][y] (R[x3][y] for a triple), R[x][y] and R[x'][y] over its
+// outputs.
+func checkAtomSums(t *testing.T, name string, m *accountant.Matrix, s accountant.DeclaredSet, triple bool, xs []float64, got []int) {
+	t.Helper()
+	if len(got) != m.NumOutputs() {
+		t.Fatalf("%s: %d atoms for %d outputs", name, len(got), m.NumOutputs())
+	}
+	sums := make([]accountant.Atom, len(s.Atoms))
+	for y, j := range got {
+		if j < 0 || j >= len(s.Atoms) {
+			t.Fatalf("%s: output %d maps to atom %d of %d", name, y, j, len(s.Atoms))
+		}
+		blanket := math.Inf(1)
+		for z := range m.NumInputs() {
+			blanket = min(blanket, m.At(z, y))
+		}
+		if triple {
+			blanket = m.At(int(xs[2]), y)
+		}
+		sums[j].R += blanket
+		sums[j].P += m.At(int(xs[0]), y)
+		sums[j].Q += m.At(int(xs[1]), y)
+	}
+	rel := func(a, b float64) bool { return math.Abs(a-b) <= atomTol*math.Abs(b) }
+	for j, want := range s.Atoms {
+		if g := sums[j]; !rel(g.R, want.R) || !rel(g.P, want.P) || !rel(g.Q, want.Q) {
+			t.Errorf("%s atom %d: the matrix sums to %+v over its outputs, declared %+v", name, j, g, want)
+		}
+	}
+}
+
+// TestAtomsErrors checks Atoms' errors: a budget out of range, a set it
+// does not declare, inputs the set does not hold for, a malformed report.
+func TestAtomsErrors(t *testing.T) {
+	ctx := context.Background()
+	r := mustNew(t, hadamard.Options{Categories: ldptest.Labels(300)}) // K = 512, 2-byte reports
+	good := [][]byte{{0, 5}}
+	for _, tt := range []struct {
+		name    string
+		eps0    float64
+		set     int
+		inputs  []float64
+		reports [][]byte
+		want    error
+	}{
+		{"eps0", ldp.MaxEps0 + 1, 0, []float64{0, 1}, good, sdk.ErrBadEps0},
+		{"set 3", 1, 3, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"set -1", 1, -1, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"pair of 3", 1, 0, []float64{0, 1, 2}, good, sdk.ErrBadInput},
+		{"equal", 1, 0, []float64{3, 3}, good, sdk.ErrBadInput},
+		{"out of range", 1, 0, []float64{0, 300}, good, sdk.ErrBadInput},
+		{"negative", 1, 0, []float64{-1, 0}, good, sdk.ErrBadInput},
+		{"infinite", 1, 0, []float64{0, math.Inf(1)}, good, sdk.ErrBadInput},
+		{"xor of 2", 1, 1, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"xor not holding", 1, 1, []float64{0, 1, 3}, good, sdk.ErrBadInput},
+		{"independent not holding", 1, 2, []float64{0, 1, 2}, good, sdk.ErrBadInput},
+		{"independent repeated", 1, 2, []float64{0, 1, 1}, good, sdk.ErrBadInput},
+		{"report too long", 1, 0, []float64{0, 1}, [][]byte{{0, 5}, {0, 0, 1}}, sdk.ErrBadReport},
+		{"report out of range", 1, 1, []float64{0, 1, 2}, [][]byte{{2, 0}}, sdk.ErrBadReport},
+	} {
+		if _, err := r.Atoms(ctx, tt.eps0, tt.set, tt.inputs, tt.reports); !errors.Is(err, tt.want) {
+			t.Errorf("%s: error = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// Other inputs satisfying a triple's relation are accepted: x = 4,
+	// x' = 9 (u = 5, u' = 10) give u3 = 15, x3 = 14.
+	if _, err := r.Atoms(ctx, 1, 1, []float64{4, 9, 14}, good); err != nil {
+		t.Errorf("xor triple at 4, 9, 14: %v", err)
+	}
+	two := mustNew(t, hadamard.Options{Categories: ldptest.Labels(2)})
+	if _, err := two.Atoms(ctx, 1, 1, []float64{0, 1, 0}, [][]byte{{0}}); !errors.Is(err, sdk.ErrBadInput) {
+		t.Errorf("k = 2, triple with x3 = x: error = %v, want ErrBadInput", err)
+	}
+	if _, err := two.Atoms(ctx, 1, 2, []float64{0, 1, 1}, [][]byte{{0}}); !errors.Is(err, sdk.ErrBadInput) {
+		t.Errorf("k = 2, set 2: error = %v, want ErrBadInput", err)
+	}
+}
+
+// TestAtomInputsLeaveAccountingUnchanged checks that the inputs the
+// triples name (DeclaredSet.Inputs, for the kit) do not change what the
+// accountant computes: the decomposition with them is the one without.
+func TestAtomInputsLeaveAccountingUnchanged(t *testing.T) {
+	for _, k := range []int{2, 3, 4, 1000} {
+		r := mustNew(t, hadamard.Options{Categories: ldptest.Labels(k)})
+		a, err := r.Declaration(2, accountant.FormAtoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, err := accountant.Decompose(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a.Triples {
+			a.Triples[i].Inputs = nil
+		}
+		without, err := accountant.Decompose(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(with, without) {
+			t.Errorf("k=%d: the decomposition with the declared inputs differs from the one without:\n%+v\n%+v", k, with, without)
+		}
+	}
+}
+
+// TestConformanceAtSize runs the conformance kit at shipped sizes, where
+// hadamard declares atoms: the sampler must be checked through Atoms at
+// every default eps0 (no frequency test skipped), the chi-square tests of
+// the pair and both triples at their declared inputs and the blanket
+// tests must pass, and so must the privacy audit. The estimator check is
+// left to the kit's own tests (it does not involve atoms).
+func TestConformanceAtSize(t *testing.T) {
+	for _, k := range []int{100, 1000} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			r := mustNew(t, hadamard.Options{Categories: ldptest.Labels(k), Rand: ldptest.Seeded(uint64(k))})
+			rep, err := plugintest.Verify(context.Background(), r, plugintest.Options{Skip: []string{plugintest.CheckEstimator}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			atoms := 0
+			for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
+				if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
+					atoms++
+				}
+			}
+			// Per default eps0 (3): the pair at x and x', each triple at
+			// x, x' and x3, and the pair's blanket at two other inputs.
+			if !rep.Passed() || len(rep.Unchecked()) != 0 || atoms != 3*10 ||
+				rep.Check(plugintest.CheckFrequencies).Status != plugintest.Pass || rep.Check(plugintest.CheckPrivacy).Status != plugintest.Pass {
+				t.Errorf("%d atom tests (want 30), unchecked %q:\n%s", atoms, rep.Unchecked(), rep)
+			}
+			if testing.Verbose() {
+				t.Logf("%s", rep)
+			}
+		})
 	}
 }
