@@ -143,6 +143,42 @@ func (f Family) support(seed, y uint64, counts []int64, a, prefix, digits []uint
 	}
 }
 
+// collinear reports whether the digit vectors x' - x and x3 - x of three
+// distinct buckets are linearly dependent over GF(g) (property 4): x3 - x
+// = λ(x' - x) with λ = (x3 - x)_i / (x' - x)_i at a digit i where x' - x is
+// not zero, the inverse taken as u^(g-2) (Fermat). It panics if x' = x.
+func (f Family) collinear(x, x2, x3 int) bool {
+	g := f.g
+	var u, v [maxDigits]uint64
+	a, b, c := uint64(x), uint64(x2), uint64(x3)
+	for i := range f.m {
+		u[i] = (b%g + g - a%g) % g
+		v[i] = (c%g + g - a%g) % g
+		a, b, c = a/g, b/g, c/g
+	}
+	i := 0
+	for i < f.m && u[i] == 0 {
+		i++
+	}
+	if i == f.m {
+		panic(fmt.Sprintf("olh: collinear(%d, %d, %d) with x' = x", x, x2, x3))
+	}
+	inv := uint64(1)
+	for base, e := u[i], g-2; e > 0; e >>= 1 {
+		if e&1 == 1 {
+			inv = inv * base % g
+		}
+		base = base * base % g
+	}
+	lambda := v[i] * inv % g
+	for j := range f.m {
+		if v[j] != lambda*u[j]%g {
+			return false
+		}
+	}
+	return true
+}
+
 // isPrime reports whether n is prime, by trial division (n < 2^22 here).
 func isPrime(n int) bool {
 	if n < 2 {

@@ -89,6 +89,7 @@ type Randomizer struct {
 var (
 	_ sdk.Randomizer   = (*Randomizer)(nil)
 	_ sdk.OutputMapper = (*Randomizer)(nil)
+	_ sdk.AtomMapper   = (*Randomizer)(nil)
 )
 
 // New returns an OLH randomizer. Errors wrap sdk.ErrBadConfig.
@@ -269,14 +270,18 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 // pD = 1 - c; independent (e.g. 0, 1, g, when d > g): with G = g^m,
 // pA = (g^(m-2) - 1)/(G - 1), p12 = p13 = p23 = (g-1)g^(m-2)/(G - 1),
 // pD = (g-1)(g-2)g^(m-2)/(G - 1). Both are declared when they exist; with
-// d = 2 the only triple is x3 = x' (p23 = 1 - c, pA = c).
+// d = 2 the only triple is x3 = x' (p23 = 1 - c, pA = c). A triple's atoms
+// hold only for inputs of its kind, so each names such inputs
+// (DeclaredSet.Inputs, for the conformance kit; the accountant does not
+// read them): 0, 1, 2 (dependent), 0, 1, g (independent), 0, 1, 1 (x3 =
+// x'). The pair holds for any two buckets and names none. Atoms maps
+// reports to these atoms.
 func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Declaration, error) {
 	f, err := r.Family(eps0)
 	if err != nil {
 		return nil, err
 	}
 	keep, other, _ := grr(eps0, f.G())
-	gf := float64(f.G())
 	d := &declare.Declaration{Eps0: eps0, Form: form}
 	switch form {
 	case declare.FormMatrix:
@@ -299,29 +304,9 @@ func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Decl
 		m.InputLabels = r.desc.Categories
 		d.Matrix = m
 	case declare.FormAtoms:
-		c, notC := f.Collision()
-		pair := []declare.Atom{
-			{R: notC * other, P: notC * keep, Q: notC * other},
-			{R: notC * other, P: notC * other, Q: notC * keep},
-		}
-		if c > 0 {
-			pair = append(pair, declare.Atom{R: c * other, P: c * keep, Q: c * keep})
-		}
-		if w := gf - 2 + c; w > 0 {
-			pair = append(pair, declare.Atom{R: w * other, P: w * other, Q: w * other})
-		}
-		d.Pairs = []declare.DeclaredSet{{Label: "any two buckets", Atoms: pair}}
-		if r.d == 2 {
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 = x'", Atoms: tripleAtoms(keep, other, gf, 0, 0, 0, notC, c)})
-		}
-		if r.d >= 3 && f.G() >= 3 {
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 - x dependent on x' - x", Atoms: tripleAtoms(keep, other, gf, notC, 0, 0, 0, c)})
-		}
-		if f.M() >= 2 {
-			gm2 := math.Pow(gf, float64(f.M()-2))
-			den := gm2*gf*gf - 1
-			pA, pPair, pD := (gm2-1)/den, (gf-1)*gm2/den, (gf-1)*(gf-2)*gm2/den
-			d.Triples = append(d.Triples, declare.DeclaredSet{Label: "x3 - x independent of x' - x", Atoms: tripleAtoms(keep, other, gf, pD, pPair, pPair, pPair, pA)})
+		d.Pairs = []declare.DeclaredSet{{Label: "any two buckets", Atoms: atomsOf(pairCells(f), keep, other, false)}}
+		for _, kind := range r.triples(f) {
+			d.Triples = append(d.Triples, declare.DeclaredSet{Label: kind.label(), Atoms: atomsOf(kind.cells(f), keep, other, true), Inputs: kind.inputs(f)})
 		}
 	default:
 		return nil, fmt.Errorf("%w: olh declares forms %q and %q, not %q", sdk.ErrBadConfig, declare.FormMatrix, declare.FormAtoms, form)
@@ -329,31 +314,250 @@ func (r *Randomizer) Declaration(eps0 float64, form declare.Form) (*declare.Decl
 	return d, nil
 }
 
-// tripleAtoms returns the lower-bound atoms of a triple whose hash values
-// are all distinct with probability pD, pairwise equal with p12, p13, p23
-// (x=x', x=x3, x'=x3) and all equal with pA (see Declaration).
-func tripleAtoms(keep, other, g, pD, p12, p13, p23, pA float64) []declare.Atom {
+// cell is the group of outputs (seed, y) of a declared set with hash
+// pattern (a, b, t): a = 1 when y = H_seed(x), b when y = H_seed(x'), t
+// when y = H_seed(x3) (0 for a pair). W is the expected number of such
+// outputs per seed, so that the group's mass under an input whose hash
+// value y is (is not) is W·keep (W·other).
+type cell struct {
+	a, b, t int
+	w       float64
+}
+
+// pairCells returns the cells of the pair (x, x') that Declaration
+// declares as atoms, in order: (1,0) and (0,1) of weight 1 - c each,
+// (1,1) of weight c when c > 0, and (0,0) of weight g - 2 + c when positive
+// (see Declaration).
+func pairCells(f Family) []cell {
+	c, notC := f.Collision()
+	out := []cell{{1, 0, 0, notC}, {0, 1, 0, notC}}
+	if c > 0 {
+		out = append(out, cell{1, 1, 0, c})
+	}
+	if w := float64(f.G()) - 2 + c; w > 0 {
+		out = append(out, cell{0, 0, 0, w})
+	}
+	return out
+}
+
+// tripleCells returns the cells of positive weight of a triple whose hash
+// values are all distinct with probability pD, pairwise equal with p12,
+// p13, p23 (x=x', x=x3, x'=x3) and all equal with pA (see Declaration).
+func tripleCells(g, pD, p12, p13, p23, pA float64) []cell {
+	cells := []cell{
+		{1, 0, 0, pD + p23}, {0, 1, 0, pD + p13}, {0, 0, 1, pD + p12},
+		{1, 1, 0, p12}, {1, 0, 1, p13}, {0, 1, 1, p23}, {1, 1, 1, pA},
+		{0, 0, 0, (g-3)*pD + (g-2)*(p12+p13+p23) + (g-1)*pA},
+	}
+	var out []cell
+	for _, c := range cells {
+		if c.w > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// atomsOf returns the atoms of cells: (w·other, w f(a), w f(b)) for a
+// pair, whose blanket is other/S at every output, and (w f(t), w f(a),
+// w f(b)) for a triple, f(1) = keep, f(0) = other.
+func atomsOf(cells []cell, keep, other float64, triple bool) []declare.Atom {
 	f := func(bit int) float64 {
 		if bit == 1 {
 			return keep
 		}
 		return other
 	}
-	cells := []struct {
-		a, b, t int
-		w       float64
-	}{
-		{1, 0, 0, pD + p23}, {0, 1, 0, pD + p13}, {0, 0, 1, pD + p12},
-		{1, 1, 0, p12}, {1, 0, 1, p13}, {0, 1, 1, p23}, {1, 1, 1, pA},
-		{0, 0, 0, (g-3)*pD + (g-2)*(p12+p13+p23) + (g-1)*pA},
-	}
-	var out []declare.Atom
-	for _, c := range cells {
-		if c.w > 0 {
-			out = append(out, declare.Atom{R: c.w * f(c.t), P: c.w * f(c.a), Q: c.w * f(c.b)})
+	out := make([]declare.Atom, len(cells))
+	for i, c := range cells {
+		r := c.w * other
+		if triple {
+			r = c.w * f(c.t)
 		}
+		out[i] = declare.Atom{R: r, P: c.w * f(c.a), Q: c.w * f(c.b)}
 	}
 	return out
+}
+
+// tripleKind is a kind of lower-bound triple (x, x', x3) by Family's
+// property 4.
+type tripleKind int
+
+const (
+	// tripleX3IsX2 is x3 = x', the only triple of 2 buckets.
+	tripleX3IsX2 tripleKind = iota
+	// tripleDependent has x3 - x a multiple of x' - x as digit vectors.
+	tripleDependent
+	// tripleIndependent has x3 - x and x' - x linearly independent.
+	tripleIndependent
+)
+
+// triples returns the kinds of triple Declaration declares under family
+// f, in order: x3 = x' when d = 2; dependent when d >= 3 and g >= 3 (three
+// buckets whose differences are dependent, e.g. 0, 1, 2); independent
+// when m >= 2.
+func (r *Randomizer) triples(f Family) []tripleKind {
+	var out []tripleKind
+	if r.d == 2 {
+		out = append(out, tripleX3IsX2)
+	}
+	if r.d >= 3 && f.G() >= 3 {
+		out = append(out, tripleDependent)
+	}
+	if f.M() >= 2 {
+		out = append(out, tripleIndependent)
+	}
+	return out
+}
+
+// label returns the DeclaredSet.Label of a triple kind.
+func (k tripleKind) label() string {
+	switch k {
+	case tripleX3IsX2:
+		return "x3 = x'"
+	case tripleDependent:
+		return "x3 - x dependent on x' - x"
+	default:
+		return "x3 - x independent of x' - x"
+	}
+}
+
+// inputs returns the buckets x, x', x3 a triple kind is declared at: 0, 1,
+// 1 for x3 = x'; 0, 1, 2 for dependent ones (2 = 2·1 as digit vectors when
+// g >= 3); 0, 1, g for independent ones (the first two unit vectors; g < d
+// when m >= 2).
+func (k tripleKind) inputs(f Family) []float64 {
+	switch k {
+	case tripleX3IsX2:
+		return []float64{0, 1, 1}
+	case tripleDependent:
+		return []float64{0, 1, 2}
+	default:
+		return []float64{0, 1, float64(f.G())}
+	}
+}
+
+// cells returns the cells of a triple kind under family f: by property 4,
+// x3 = x' has p23 = 1 - c and pA = c; a dependent triple pD = 1 - c and
+// pA = c; an independent one, with G = g^m, pA = (g^(m-2) - 1)/(G - 1),
+// p12 = p13 = p23 = (g-1)g^(m-2)/(G - 1), pD = (g-1)(g-2)g^(m-2)/(G - 1).
+func (k tripleKind) cells(f Family) []cell {
+	c, notC := f.Collision()
+	gf := float64(f.G())
+	switch k {
+	case tripleX3IsX2:
+		return tripleCells(gf, 0, 0, 0, notC, c)
+	case tripleDependent:
+		return tripleCells(gf, notC, 0, 0, 0, c)
+	default:
+		gm2 := math.Pow(gf, float64(f.M()-2))
+		den := gm2*gf*gf - 1
+		pA, pPair, pD := (gm2-1)/den, (gf-1)*gm2/den, (gf-1)*(gf-2)*gm2/den
+		return tripleCells(gf, pD, pPair, pPair, pPair, pA)
+	}
+}
+
+// Atoms implements sdk.AtomMapper: the atom of each report (seed, y)
+// produced at eps0 in set 0 (the pair) or set 1 + i (triple i) of the
+// atoms form at inputs (bucket indices). Atom j is cell j of Declaration
+// (pairCells for the pair, tripleKind.cells for triple i of triples): the
+// outputs with one hash pattern (a, b, t), a = [y = H_seed(x)],
+// b = [y = H_seed(x')], t = [y = H_seed(x3)] (t = 0 for a pair). Why these
+// groups have the declared masses: every output has probability keep/S
+// under an input that hashes to y and other/S under one that does not,
+// and blanket other/S (Family, property 3), so all outputs of a pattern
+// share one ratio pair, and summing over them gives (W other, W f(a),
+// W f(b)) for a pair and (W f(t), W f(a), W f(b)) for a triple, W being
+// the pattern's outputs per seed averaged over seeds: for a pair 1 - c
+// each for (1,0) and (0,1) (x and x' collide with probability c, property
+// 2), c for (1,1) and g - 2 + c for (0,0); for a triple the weights of
+// Declaration from the collision pattern of its kind (property 4).
+// Patterns of weight zero are not atoms: with c = 0 (m = 1) no output is
+// (1,1), with g = 2 and c = 0 none is (0,0), and a dependent triple has
+// no output whose hash values of x, x', x3 are equal in pairs only.
+//
+// The pair holds for any two distinct buckets; the triples for inputs of
+// their kind (tripleKind), the declared Inputs among them. Inputs the set
+// does not hold for (a count other than 2 or 3, a bucket out of range,
+// equal buckets but x3 = x' when d = 2, the wrong kind) and a set not
+// declared fail with sdk.ErrBadInput, a malformed report with
+// sdk.ErrBadReport, eps0 out of range with sdk.ErrBadEps0.
+// TestAtomsAgainstMatrix sums the matrix over each atom's outputs.
+func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error) {
+	f, err := r.Family(eps0)
+	if err != nil {
+		return nil, err
+	}
+	kinds := r.triples(f)
+	var xs []int
+	var cells []cell
+	switch {
+	case set == 0:
+		xs, err = ldp.SetBuckets(inputs, 2, r.d)
+		cells = pairCells(f)
+	case set < 0 || set > len(kinds):
+		err = fmt.Errorf("%w: olh over %d buckets at eps0 = %v declares %d sets (a pair and %d triples), not set %d", sdk.ErrBadInput, r.d, eps0, 1+len(kinds), len(kinds), set)
+	case kinds[set-1] == tripleX3IsX2:
+		xs, err = x3IsXPrime(inputs, r.d)
+		cells = tripleX3IsX2.cells(f)
+	default:
+		kind := kinds[set-1]
+		xs, err = ldp.SetBuckets(inputs, 3, r.d)
+		if err == nil && f.collinear(xs[0], xs[1], xs[2]) != (kind == tripleDependent) {
+			err = fmt.Errorf("%w: triple %d (%s) does not hold at inputs %v under g = %d", sdk.ErrBadInput, set-1, kind.label(), inputs, f.G())
+		}
+		cells = kind.cells(f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var index [2][2][2]int
+	for i := range index {
+		for j := range index[i] {
+			index[i][j] = [2]int{-1, -1}
+		}
+	}
+	for j, c := range cells {
+		index[c.a][c.b][c.t] = j
+	}
+	out := make([]int, len(reports))
+	for i, rep := range reports {
+		seed, y, err := r.decode(f, rep)
+		if err != nil {
+			return nil, fmt.Errorf("report %d: %w", i, err)
+		}
+		hit := func(x int) int {
+			if uint64(f.Hash(seed, x)) == y {
+				return 1
+			}
+			return 0
+		}
+		a, b, t := hit(xs[0]), hit(xs[1]), 0
+		if set > 0 {
+			t = hit(xs[2])
+		}
+		if out[i] = index[a][b][t]; out[i] < 0 {
+			// Unreachable for inputs the set holds for.
+			return nil, fmt.Errorf("%w: report %d has hash pattern (%d, %d, %d) at inputs %v, which set %d excludes", sdk.ErrBadInput, i, a, b, t, inputs, set)
+		}
+	}
+	return out, nil
+}
+
+// x3IsXPrime reads the inputs of a triple whose x3 must be x' (d = 2): two
+// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
+func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
+	if len(inputs) != 3 {
+		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
+	}
+	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
+	if err != nil {
+		return nil, err
+	}
+	if inputs[2] != inputs[1] {
+		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
+	}
+	return append(xs, xs[1]), nil
 }
 
 func (r *Randomizer) source() ldp.Source {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -295,7 +297,8 @@ func TestFamilyChoice(t *testing.T) {
 // TestConformance runs the conformance kit on a configuration small enough
 // for a matrix declaration at every default eps0 (its frequency check tests
 // the joint distribution of seed and y), on d = 2, and on larger ones
-// declared by atoms.
+// declared by atoms, whose sampler the kit checks through Atoms: Strict
+// fails a run that leaves the sampler unchecked at some eps0.
 func TestConformance(t *testing.T) {
 	tests := []struct {
 		name string
@@ -308,7 +311,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plugintest.Run(t, tt.r, plugintest.Options{Output: tt.r.Output})
+			plugintest.Run(t, tt.r, plugintest.Options{Output: tt.r.Output, Strict: true})
 		})
 	}
 	// The small configuration declares a matrix at every default eps0.
@@ -417,4 +420,263 @@ func FuzzAccumulate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// atomTol is the relative tolerance between a declared atom and the sum of
+// the matrix over its outputs: sums of up to 1024 terms (MatrixMaxOutputs)
+// against products of closed forms, at most about 1024 ulps apart.
+const atomTol = 1e-12
+
+// TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
+// independently of the atoms (one entry per seed and value): every output
+// (seed, y) is mapped by Atoms for each declared set at every choice of
+// inputs Atoms accepts, and each declared atom's r, p and q must be the
+// sums over the outputs mapped to it of the blanket min_z R[z][y] (for a
+// triple R[x3][y]), R[x][y] and R[x'][y]. Atoms must accept every pair of
+// distinct buckets, each triple at its declared inputs, and, over the
+// triples, each triple of distinct buckets exactly once (the dependent
+// and independent kinds partition them; with d = 2 the x3 = x' triples).
+// The configurations cover g = 2, 3, 5, 7, m = 1 to 4, and the cells of
+// weight zero that Declaration leaves out.
+func TestAtomsAgainstMatrix(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		d    int
+		eps0 float64
+		why  string
+	}{
+		{2, 2, "g = 2, m = 1: x3 = x', no (0,0) output in the pair"},
+		{3, 2, "g = 3, m = 1: dependent triple only, no (0,0,0) output"},
+		{4, 0.05, "g = 2, m = 2: independent triple only, no (1,1,1) nor (0,0,0)"},
+		{5, 2, "g = 5, m = 1"},
+		{7, 0.7, "g = 3, m = 2: both triples"},
+		{7, 3, "g = 7, m = 1"},
+		{10, 0.05, "g = 2, m = 4"},
+		{10, 0.7, "g = 3, m = 3"},
+		{16, 1.5, "g = 5, m = 2, 600 outputs"},
+	} {
+		r := mustNew(t, Options{Categories: labels(tt.d)})
+		f, err := r.Family(tt.eps0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("d=%d eps0=%g (%s)", tt.d, tt.eps0, tt.why)
+		m, err := r.Declaration(tt.eps0, accountant.FormMatrix)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		a, err := r.Declaration(tt.eps0, accountant.FormAtoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := m.Matrix.NumOutputs()
+		reports := make([][]byte, outs)
+		blanket := make([]float64, outs)
+		for o := range outs {
+			rep := make([]byte, r.desc.ReportBytes)
+			putUint(rep[:r.seedW], uint64(o/f.G()))
+			putUint(rep[r.seedW:], uint64(o%f.G()))
+			reports[o] = rep
+			blanket[o] = math.Inf(1)
+			for z := range tt.d {
+				blanket[o] = min(blanket[o], m.Matrix.At(z, o))
+			}
+		}
+		sets := append(slices.Clone(a.Pairs), a.Triples...)
+		triples := 0
+		for set, s := range sets {
+			triple := set >= len(a.Pairs)
+			accepted := 0
+			for _, xs := range inputTuples(tt.d, triple) {
+				got, err := r.Atoms(ctx, tt.eps0, set, xs, reports)
+				if err != nil {
+					if !errors.Is(err, sdk.ErrBadInput) {
+						t.Errorf("%s set %d at %v: %v, want ErrBadInput", name, set, xs, err)
+					}
+					continue
+				}
+				accepted++
+				x, x2, x3 := int(xs[0]), int(xs[1]), int(xs[len(xs)-1])
+				if triple && tt.d > 2 && dependent(f.G(), f.M(), x, x2, x3) != (s.Label == "x3 - x dependent on x' - x") {
+					t.Errorf("%s set %d (%s) accepts %v", name, set, s.Label, xs)
+				}
+				checkAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, blanket, s, triple, xs, got)
+			}
+			if triple {
+				triples += accepted
+			} else if accepted != tt.d*(tt.d-1) {
+				t.Errorf("%s pair: Atoms accepted %d input pairs, want %d", name, accepted, tt.d*(tt.d-1))
+			}
+			if in := s.Inputs; triple {
+				if _, err := r.Atoms(ctx, tt.eps0, set, in, reports); err != nil {
+					t.Errorf("%s set %d at its declared inputs %v: %v", name, set, in, err)
+				}
+			} else if in != nil {
+				t.Errorf("%s pair: declared inputs %v, want none (any two buckets)", name, in)
+			}
+		}
+		want := tt.d * (tt.d - 1) * (tt.d - 2)
+		if tt.d == 2 {
+			want = 2
+		}
+		if triples != want {
+			t.Errorf("%s: the triples accepted %d input triples, want %d", name, triples, want)
+		}
+	}
+}
+
+// inputTuples returns every tuple of 2 (a pair) or 3 (a triple) bucket
+// indices in [0, d), distinct or not.
+func inputTuples(d int, triple bool) [][]float64 {
+	var out [][]float64
+	for x := range d {
+		for x2 := range d {
+			if !triple {
+				out = append(out, []float64{float64(x), float64(x2)})
+				continue
+			}
+			for x3 := range d {
+				out = append(out, []float64{float64(x), float64(x2), float64(x3)})
+			}
+		}
+	}
+	return out
+}
+
+// checkAtomSums fails t unless every output y lies in an atom of s
+// (got[y]) and each atom's r, p and q are, within atomTol, the sums of
+// blanket[y] = min_z R[z][y] (R[x3][y] for a triple), R[x][y] and R[x'][y]
+// over its outputs.
+func checkAtomSums(t *testing.T, name string, m *accountant.Matrix, blanket []float64, s accountant.DeclaredSet, triple bool, xs []float64, got []int) {
+	t.Helper()
+	if len(got) != m.NumOutputs() {
+		t.Fatalf("%s: %d atoms for %d outputs", name, len(got), m.NumOutputs())
+	}
+	sums := make([]accountant.Atom, len(s.Atoms))
+	for y, j := range got {
+		if j < 0 || j >= len(s.Atoms) {
+			t.Fatalf("%s: output %d maps to atom %d of %d", name, y, j, len(s.Atoms))
+		}
+		b := blanket[y]
+		if triple {
+			b = m.At(int(xs[2]), y)
+		}
+		sums[j].R += b
+		sums[j].P += m.At(int(xs[0]), y)
+		sums[j].Q += m.At(int(xs[1]), y)
+	}
+	rel := func(a, b float64) bool { return math.Abs(a-b) <= atomTol*math.Abs(b) }
+	for j, want := range s.Atoms {
+		if g := sums[j]; !rel(g.R, want.R) || !rel(g.P, want.P) || !rel(g.Q, want.Q) {
+			t.Errorf("%s atom %d: the matrix sums to %+v over its outputs, declared %+v", name, j, g, want)
+		}
+	}
+}
+
+// TestAtomsErrors checks Atoms' errors: a budget out of range, a set it
+// does not declare, inputs the set does not hold for, a malformed report.
+func TestAtomsErrors(t *testing.T) {
+	ctx := context.Background()
+	r := mustNew(t, Options{Categories: labels(10)})
+	const eps0 = 0.7 // g = 3, m = 3: a pair and both triples
+	f, _ := r.Family(eps0)
+	if f.G() != 3 || f.M() != 3 {
+		t.Fatalf("eps0 %g: g = %d, m = %d, want 3 and 3", eps0, f.G(), f.M())
+	}
+	good := [][]byte{make([]byte, r.desc.ReportBytes)}
+	badY := make([]byte, r.desc.ReportBytes)
+	badY[len(badY)-1] = 3
+	for _, tt := range []struct {
+		name    string
+		eps0    float64
+		set     int
+		inputs  []float64
+		reports [][]byte
+		want    error
+	}{
+		{"eps0", math.NaN(), 0, []float64{0, 1}, good, sdk.ErrBadEps0},
+		{"set 3", eps0, 3, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"set -1", eps0, -1, []float64{0, 1}, good, sdk.ErrBadInput},
+		{"pair of 3", eps0, 0, []float64{0, 1, 2}, good, sdk.ErrBadInput},
+		{"equal", eps0, 0, []float64{3, 3}, good, sdk.ErrBadInput},
+		{"out of range", eps0, 0, []float64{0, 10}, good, sdk.ErrBadInput},
+		{"fraction", eps0, 0, []float64{0, 1.5}, good, sdk.ErrBadInput},
+		{"dependent at independent inputs", eps0, 1, []float64{0, 1, 3}, good, sdk.ErrBadInput},
+		{"independent at dependent inputs", eps0, 2, []float64{0, 1, 2}, good, sdk.ErrBadInput},
+		{"independent repeated", eps0, 2, []float64{0, 1, 1}, good, sdk.ErrBadInput},
+		{"short report", eps0, 0, []float64{0, 1}, [][]byte{good[0], {0}}, sdk.ErrBadReport},
+		{"y out of range", eps0, 1, []float64{0, 1, 2}, [][]byte{badY}, sdk.ErrBadReport},
+	} {
+		if _, err := r.Atoms(ctx, tt.eps0, tt.set, tt.inputs, tt.reports); !errors.Is(err, tt.want) {
+			t.Errorf("%s: error = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// Other inputs of a triple's kind are accepted: 4 - 1 = (0,1) and
+	// 7 - 1 = (0,2) as base-3 digit vectors are dependent.
+	if _, err := r.Atoms(ctx, eps0, 1, []float64{1, 4, 7}, good); err != nil {
+		t.Errorf("dependent triple at 1, 4, 7: %v", err)
+	}
+	two := mustNew(t, Options{Categories: labels(2)})
+	if _, err := two.Atoms(ctx, 1, 1, []float64{0, 1, 0}, [][]byte{make([]byte, two.desc.ReportBytes)}); !errors.Is(err, sdk.ErrBadInput) {
+		t.Errorf("d = 2, triple with x3 = x: error = %v, want ErrBadInput", err)
+	}
+}
+
+// TestAtomInputsLeaveAccountingUnchanged checks that the inputs the
+// triples name (DeclaredSet.Inputs, for the kit) do not change what the
+// accountant computes: the decomposition with them is the one without.
+func TestAtomInputsLeaveAccountingUnchanged(t *testing.T) {
+	for _, d := range []int{2, 3, 10, 1000} {
+		for _, eps0 := range []float64{0.05, 0.7, 2} {
+			r := mustNew(t, Options{Categories: labels(d)})
+			a, err := r.Declaration(eps0, accountant.FormAtoms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			with, err := accountant.Decompose(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range a.Triples {
+				a.Triples[i].Inputs = nil
+			}
+			without, err := accountant.Decompose(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(with, without) {
+				t.Errorf("d=%d eps0=%g: the decomposition with the declared inputs differs from the one without:\n%+v\n%+v", d, eps0, with, without)
+			}
+		}
+	}
+}
+
+// TestConformanceAtSize runs the conformance kit at a shipped size, where
+// OLH declares atoms at every default eps0: the sampler must be checked
+// through Atoms (no frequency test skipped), the chi-square tests of the
+// pair and of both triples at their declared inputs and the blanket tests
+// must pass, and so must the privacy audit. The estimator check is left to
+// TestConformance (it does not involve atoms and is the slow part here).
+func TestConformanceAtSize(t *testing.T) {
+	r := mustNew(t, Options{Categories: labels(1000), Rand: seeded(5)})
+	rep, err := plugintest.Verify(context.Background(), r, plugintest.Options{Skip: []string{plugintest.CheckEstimator}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atoms := 0
+	for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
+		if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
+			atoms++
+		}
+	}
+	// Per default eps0 (3; g = 3, 7 and 149, all below d): the pair at x
+	// and x', each triple at x, x' and x3, the pair's blanket at two other
+	// inputs.
+	if !rep.Passed() || len(rep.Unchecked()) != 0 || atoms != 3*10 ||
+		rep.Check(plugintest.CheckFrequencies).Status != plugintest.Pass || rep.Check(plugintest.CheckPrivacy).Status != plugintest.Pass {
+		t.Errorf("%d atom tests (want 30), unchecked %q:\n%s", atoms, rep.Unchecked(), rep)
+	}
+	if testing.Verbose() {
+		t.Logf("%s", rep)
+	}
 }
