@@ -157,6 +157,11 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return r.Declaration(eps0, ldp.FormFor(r.k, MatrixMaxK))
 }
 
+// DeclareForm implements sdk.FormDeclarer: Declaration.
+func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	return r.Declaration(eps0, form)
+}
+
 // Declaration returns the declaration at eps0 in the given form; both
 // decompose identically. Matrix form needs k <= MatrixMaxK.
 //
@@ -373,7 +378,7 @@ func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []
 	case set < 0 || set > len(kinds):
 		err = fmt.Errorf("%w: hadamard over %d buckets declares %d sets (a pair and %d triples), not set %d", sdk.ErrBadInput, r.k, 1+len(kinds), len(kinds), set)
 	case kinds[set-1] == tripleX3IsX2:
-		xs, err = x3IsXPrime(inputs, r.k)
+		xs, err = ldp.TripleX3IsXPrime(inputs, r.k)
 	default:
 		xs, err = ldp.SetBuckets(inputs, 3, r.k)
 		if err == nil && !kinds[set-1].holds(xs) {
@@ -412,22 +417,6 @@ func b2i(v bool) int {
 		return 1
 	}
 	return 0
-}
-
-// x3IsXPrime reads the inputs of a triple whose x3 must be x' (k = 2): two
-// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
-func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
-	if len(inputs) != 3 {
-		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
-	}
-	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
-	if err != nil {
-		return nil, err
-	}
-	if inputs[2] != inputs[1] {
-		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
-	}
-	return append(xs, xs[1]), nil
 }
 
 // Randomize implements sdk.Randomizer. Each report is an output index,

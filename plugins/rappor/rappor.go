@@ -181,6 +181,11 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return r.Declaration(eps0, ldp.FormFor(r.d, MatrixMaxD))
 }
 
+// DeclareForm implements sdk.FormDeclarer: Declaration.
+func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	return r.Declaration(eps0, form)
+}
+
 // Declaration returns the declaration at eps0 in the given form; both
 // decompose identically. Matrix form needs d <= MatrixMaxD.
 //
@@ -438,7 +443,7 @@ func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []
 	case set == 0:
 		xs, err = ldp.SetBuckets(inputs, 2, r.d)
 	case set == 1 && r.d == 2:
-		xs, err = x3IsXPrime(inputs, r.d)
+		xs, err = ldp.TripleX3IsXPrime(inputs, r.d)
 	case set == 1:
 		xs, err = ldp.SetBuckets(inputs, 3, r.d)
 	default:
@@ -481,22 +486,6 @@ func (r *Randomizer) allOnes(report []byte) bool {
 		n += bits.OnesCount8(v)
 	}
 	return n == r.d
-}
-
-// x3IsXPrime reads the inputs of a triple whose x3 must be x' (d = 2): two
-// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
-func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
-	if len(inputs) != 3 {
-		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
-	}
-	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
-	if err != nil {
-		return nil, err
-	}
-	if inputs[2] != inputs[1] {
-		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
-	}
-	return append(xs, xs[1]), nil
 }
 
 // Accumulate implements sdk.Randomizer. The statistic's Counts are the

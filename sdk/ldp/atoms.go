@@ -30,6 +30,23 @@ func SetBuckets(inputs []float64, want, buckets int) ([]int, error) {
 	return out, nil
 }
 
+// TripleX3IsXPrime reads the inputs of a triple whose x3 is x' (the only
+// triples over two buckets): x and x' distinct buckets in [0, buckets),
+// and x3 equal to x'. Errors wrap sdk.ErrBadInput.
+func TripleX3IsXPrime(inputs []float64, buckets int) ([]int, error) {
+	if len(inputs) != 3 {
+		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
+	}
+	xs, err := SetBuckets(inputs[:2], 2, buckets)
+	if err != nil {
+		return nil, err
+	}
+	if inputs[2] != inputs[1] {
+		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
+	}
+	return append(xs, xs[1]), nil
+}
+
 // RRAtoms maps the outputs ys (bucket indices) of k-ary randomized
 // response to the atoms of RRDeclaration's atoms form: set 0 is its pair
 // at inputs (x, x'), whose atoms are y = x, y = x' and the other outputs;
@@ -43,9 +60,8 @@ func RRAtoms(k, set int, inputs []float64, ys []int) ([]int, error) {
 	case set == 0:
 		xs, err = SetBuckets(inputs, 2, k)
 	case set == 1 && k == 2:
-		xs, err = SetBuckets(inputs[:min(2, len(inputs))], 2, k)
-		if err == nil && (len(inputs) != 3 || inputs[2] != inputs[1]) {
-			err = fmt.Errorf("%w: the triple of 2-ary randomized response has x3 = x', not %v", sdk.ErrBadInput, inputs)
+		if xs, err = TripleX3IsXPrime(inputs, k); err == nil {
+			xs = xs[:2] // y = x, then y = x'
 		}
 	case set == 1:
 		xs, err = SetBuckets(inputs, 3, k)

@@ -64,6 +64,9 @@ func TestBuiltins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Every built-in has its sampler checked at every size it
+			// ships: Strict fails a run that leaves it unchecked.
+			tt.opts.Strict = true
 			plugintest.Run(t, tt.r, tt.opts)
 		})
 	}

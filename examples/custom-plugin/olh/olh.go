@@ -231,6 +231,11 @@ func (r *Randomizer) Declare(ctx context.Context, eps0 float64) (*declare.Declar
 	return r.Declaration(eps0, declare.FormAtoms)
 }
 
+// DeclareForm implements sdk.FormDeclarer: Declaration.
+func (r *Randomizer) DeclareForm(ctx context.Context, eps0 float64, form declare.Form) (*declare.Declaration, error) {
+	return r.Declaration(eps0, form)
+}
+
 // Declaration returns the declaration at eps0 in the given form; both
 // decompose identically. Matrix form needs d <= MatrixMaxBuckets and
 // seeds × g <= MatrixMaxOutputs; output s·g + y is the report (seed s, y).
@@ -498,7 +503,7 @@ func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []
 	case set < 0 || set > len(kinds):
 		err = fmt.Errorf("%w: olh over %d buckets at eps0 = %v declares %d sets (a pair and %d triples), not set %d", sdk.ErrBadInput, r.d, eps0, 1+len(kinds), len(kinds), set)
 	case kinds[set-1] == tripleX3IsX2:
-		xs, err = x3IsXPrime(inputs, r.d)
+		xs, err = ldp.TripleX3IsXPrime(inputs, r.d)
 		cells = tripleX3IsX2.cells(f)
 	default:
 		kind := kinds[set-1]
@@ -542,22 +547,6 @@ func (r *Randomizer) Atoms(ctx context.Context, eps0 float64, set int, inputs []
 		}
 	}
 	return out, nil
-}
-
-// x3IsXPrime reads the inputs of a triple whose x3 must be x' (d = 2): two
-// distinct buckets and x3 = x'. Errors wrap sdk.ErrBadInput.
-func x3IsXPrime(inputs []float64, buckets int) ([]int, error) {
-	if len(inputs) != 3 {
-		return nil, fmt.Errorf("%w: %d inputs for a declared triple", sdk.ErrBadInput, len(inputs))
-	}
-	xs, err := ldp.SetBuckets(inputs[:2], 2, buckets)
-	if err != nil {
-		return nil, err
-	}
-	if inputs[2] != inputs[1] {
-		return nil, fmt.Errorf("%w: the triple over %d buckets has x3 = x', not inputs %v", sdk.ErrBadInput, buckets, inputs)
-	}
-	return append(xs, xs[1]), nil
 }
 
 func (r *Randomizer) source() ldp.Source {
