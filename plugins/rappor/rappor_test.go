@@ -302,7 +302,7 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 				for set, s := range sets {
 					triple := set >= len(a.Pairs)
 					accepted := 0
-					for _, xs := range inputTuples(d, triple) {
+					for _, xs := range ldptest.InputTuples(d, triple) {
 						got, err := r.Atoms(ctx, eps0, set, xs, reports)
 						if err != nil {
 							if !errors.Is(err, sdk.ErrBadInput) {
@@ -311,7 +311,7 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 							continue
 						}
 						accepted++
-						checkAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, s, triple, xs, got)
+						ldptest.CheckAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, ldptest.Blanket(m.Matrix), s, triple, xs, got)
 					}
 					want := d * (d - 1)
 					if triple && d > 2 {
@@ -332,57 +332,6 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 					}
 				}
 			}
-		}
-	}
-}
-
-// inputTuples returns every tuple of 2 (a pair) or 3 (a triple) bucket
-// indices in [0, d), distinct or not.
-func inputTuples(d int, triple bool) [][]float64 {
-	var out [][]float64
-	for x := range d {
-		for x2 := range d {
-			if !triple {
-				out = append(out, []float64{float64(x), float64(x2)})
-				continue
-			}
-			for x3 := range d {
-				out = append(out, []float64{float64(x), float64(x2), float64(x3)})
-			}
-		}
-	}
-	return out
-}
-
-// checkAtomSums fails t unless every output y lies in an atom of s
-// (got[y]) and each atom's r, p and q are, within atomTol, the sums of
-// min_z R[z][y] (R[x3][y] for a triple), R[x][y] and R[x'][y] over its
-// outputs.
-func checkAtomSums(t *testing.T, name string, m *accountant.Matrix, s accountant.DeclaredSet, triple bool, xs []float64, got []int) {
-	t.Helper()
-	if len(got) != m.NumOutputs() {
-		t.Fatalf("%s: %d atoms for %d outputs", name, len(got), m.NumOutputs())
-	}
-	sums := make([]accountant.Atom, len(s.Atoms))
-	for y, j := range got {
-		if j < 0 || j >= len(s.Atoms) {
-			t.Fatalf("%s: output %d maps to atom %d of %d", name, y, j, len(s.Atoms))
-		}
-		blanket := math.Inf(1)
-		for z := range m.NumInputs() {
-			blanket = min(blanket, m.At(z, y))
-		}
-		if triple {
-			blanket = m.At(int(xs[2]), y)
-		}
-		sums[j].R += blanket
-		sums[j].P += m.At(int(xs[0]), y)
-		sums[j].Q += m.At(int(xs[1]), y)
-	}
-	rel := func(a, b float64) bool { return math.Abs(a-b) <= atomTol*math.Abs(b) }
-	for j, want := range s.Atoms {
-		if g := sums[j]; !rel(g.R, want.R) || !rel(g.P, want.P) || !rel(g.Q, want.Q) {
-			t.Errorf("%s atom %d: the matrix sums to %+v over its outputs, declared %+v", name, j, g, want)
 		}
 	}
 }

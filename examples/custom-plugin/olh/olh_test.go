@@ -15,6 +15,7 @@ import (
 	"github.com/blanket-dp/blanket/accountant"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
+	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
 	"github.com/blanket-dp/blanket/sdk/plugintest"
 )
 
@@ -487,7 +488,7 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 		for set, s := range sets {
 			triple := set >= len(a.Pairs)
 			accepted := 0
-			for _, xs := range inputTuples(tt.d, triple) {
+			for _, xs := range ldptest.InputTuples(tt.d, triple) {
 				got, err := r.Atoms(ctx, tt.eps0, set, xs, reports)
 				if err != nil {
 					if !errors.Is(err, sdk.ErrBadInput) {
@@ -500,7 +501,7 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 				if triple && tt.d > 2 && dependent(f.G(), f.M(), x, x2, x3) != (s.Label == "x3 - x dependent on x' - x") {
 					t.Errorf("%s set %d (%s) accepts %v", name, set, s.Label, xs)
 				}
-				checkAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, blanket, s, triple, xs, got)
+				ldptest.CheckAtomSums(t, fmt.Sprintf("%s set %d at %v", name, set, xs), m.Matrix, blanket, s, triple, xs, got)
 			}
 			if triple {
 				triples += accepted
@@ -521,54 +522,6 @@ func TestAtomsAgainstMatrix(t *testing.T) {
 		}
 		if triples != want {
 			t.Errorf("%s: the triples accepted %d input triples, want %d", name, triples, want)
-		}
-	}
-}
-
-// inputTuples returns every tuple of 2 (a pair) or 3 (a triple) bucket
-// indices in [0, d), distinct or not.
-func inputTuples(d int, triple bool) [][]float64 {
-	var out [][]float64
-	for x := range d {
-		for x2 := range d {
-			if !triple {
-				out = append(out, []float64{float64(x), float64(x2)})
-				continue
-			}
-			for x3 := range d {
-				out = append(out, []float64{float64(x), float64(x2), float64(x3)})
-			}
-		}
-	}
-	return out
-}
-
-// checkAtomSums fails t unless every output y lies in an atom of s
-// (got[y]) and each atom's r, p and q are, within atomTol, the sums of
-// blanket[y] = min_z R[z][y] (R[x3][y] for a triple), R[x][y] and R[x'][y]
-// over its outputs.
-func checkAtomSums(t *testing.T, name string, m *accountant.Matrix, blanket []float64, s accountant.DeclaredSet, triple bool, xs []float64, got []int) {
-	t.Helper()
-	if len(got) != m.NumOutputs() {
-		t.Fatalf("%s: %d atoms for %d outputs", name, len(got), m.NumOutputs())
-	}
-	sums := make([]accountant.Atom, len(s.Atoms))
-	for y, j := range got {
-		if j < 0 || j >= len(s.Atoms) {
-			t.Fatalf("%s: output %d maps to atom %d of %d", name, y, j, len(s.Atoms))
-		}
-		b := blanket[y]
-		if triple {
-			b = m.At(int(xs[2]), y)
-		}
-		sums[j].R += b
-		sums[j].P += m.At(int(xs[0]), y)
-		sums[j].Q += m.At(int(xs[1]), y)
-	}
-	rel := func(a, b float64) bool { return math.Abs(a-b) <= atomTol*math.Abs(b) }
-	for j, want := range s.Atoms {
-		if g := sums[j]; !rel(g.R, want.R) || !rel(g.P, want.P) || !rel(g.Q, want.Q) {
-			t.Errorf("%s atom %d: the matrix sums to %+v over its outputs, declared %+v", name, j, g, want)
 		}
 	}
 }
