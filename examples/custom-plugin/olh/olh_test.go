@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -601,35 +600,5 @@ func TestAtomInputsLeaveAccountingUnchanged(t *testing.T) {
 				t.Errorf("d=%d eps0=%g: the decomposition with the declared inputs differs from the one without:\n%+v\n%+v", d, eps0, with, without)
 			}
 		}
-	}
-}
-
-// TestConformanceAtSize runs the conformance kit at a shipped size, where
-// OLH declares atoms at every default eps0: the sampler must be checked
-// through Atoms (no frequency test skipped), the chi-square tests of the
-// pair and of both triples at their declared inputs and the blanket tests
-// must pass, and so must the privacy audit. The estimator check is left to
-// TestConformance (it does not involve atoms and is the slow part here).
-func TestConformanceAtSize(t *testing.T) {
-	r := mustNew(t, Options{Categories: labels(1000), Rand: seeded(5)})
-	rep, err := plugintest.Verify(context.Background(), r, plugintest.Options{Skip: []string{plugintest.CheckEstimator}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	atoms := 0
-	for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
-		if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
-			atoms++
-		}
-	}
-	// Per default eps0 (3; g = 3, 7 and 149, all below d): the pair at x
-	// and x', each triple at x, x' and x3, the pair's blanket at two other
-	// inputs.
-	if !rep.Passed() || len(rep.Unchecked()) != 0 || atoms != 3*10 ||
-		rep.Check(plugintest.CheckFrequencies).Status != plugintest.Pass || rep.Check(plugintest.CheckPrivacy).Status != plugintest.Pass {
-		t.Errorf("%d atom tests (want 30), unchecked %q:\n%s", atoms, rep.Unchecked(), rep)
-	}
-	if testing.Verbose() {
-		t.Logf("%s", rep)
 	}
 }
