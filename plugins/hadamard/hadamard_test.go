@@ -223,11 +223,6 @@ func TestRandomizePacked(t *testing.T) {
 	}
 }
 
-// atomTol is the relative tolerance between a declared atom and the sum of
-// the matrix over its outputs: at most 16 equal terms summed one by one
-// against a product of closed forms, a few ulps apart.
-const atomTol = 1e-12
-
 // TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
 // independently of the atoms: for k = 2, 3, 4, 5, 7, 8 and 15 (K = 4, 8
 // and 16), every output y in [0, K) is mapped by Atoms for each declared

@@ -262,11 +262,6 @@ func TestRandomizePacked(t *testing.T) {
 	}
 }
 
-// atomTol is the relative tolerance between a declared atom and the sum of
-// the matrix over its outputs: at most 2^6 products of closed forms,
-// summed in another order than the declaration's, a few ulps apart.
-const atomTol = 1e-12
-
 // TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
 // independently of the atoms: for d = 2 to 6 in both modes, every output
 // (all 2^d bit vectors) is mapped by Atoms for each declared set at every

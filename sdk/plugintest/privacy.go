@@ -185,7 +185,7 @@ func (v *verifier) auditTest(ctx context.Context, c *Check, eps0, declared float
 		}
 		reports, err := v.randomizeAll(ctx, eps0, v.repeat(cs, v.opts.Samples))
 		if err != nil {
-			return nil, fmt.Errorf("Randomize: %v", err)
+			return nil, fmt.Errorf("the randomizer's Randomize: %v", err)
 		}
 		ys, err := pr.output(ctx, eps0, reports)
 		if err == nil && len(ys) != len(reports) {

@@ -422,11 +422,6 @@ func FuzzAccumulate(f *testing.F) {
 	})
 }
 
-// atomTol is the relative tolerance between a declared atom and the sum of
-// the matrix over its outputs: sums of up to 1024 terms (MatrixMaxOutputs)
-// against products of closed forms, at most about 1024 ulps apart.
-const atomTol = 1e-12
-
 // TestAtomsAgainstMatrix checks Atoms against the matrix form, derived
 // independently of the atoms (one entry per seed and value): every output
 // (seed, y) is mapped by Atoms for each declared set at every choice of
