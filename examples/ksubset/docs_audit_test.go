@@ -1,3 +1,5 @@
+//go:build audit
+
 package ksubset_test
 
 import (
@@ -33,6 +35,7 @@ import (
 
 // TestMain removes the binaries the tests built (the blanket CLI and the
 // plugin blanket-ksubset).
+// TestMain removes the binaries the walkthrough builds.
 func TestMain(m *testing.M) { os.Exit(testbuild.Main(m)) }
 
 // The walkthrough of docs/plugins.md that TestDocsWalkthrough runs.
@@ -42,7 +45,7 @@ const (
 	walkthrough = "## Writing a plugin: k-subset from nothing to blanket serve"
 	// mark is the line before each fenced block whose commands the test
 	// runs.
-	mark   = "<!-- docs_test.go runs this block -->"
+	mark   = "<!-- docs_audit_test.go runs this block -->"
 	module = "github.com/blanket-dp/blanket"
 	// docAddr is the address the section's serve and curl use; the test
 	// serves on a free port instead.
