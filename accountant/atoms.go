@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -47,53 +48,57 @@ func sameRatio(a, b float64) bool {
 // mass dropped (they carry no mass in the blanket), atoms with equal
 // likelihood-ratio pairs (P/R, Q/R) merged by adding R, P and Q (Su et al.
 // Thm 7; exact), sorted canonically. Atoms with R = 0 and P or Q > 0 cannot
-// occur in a valid decomposition; Merge keeps them so that validation can
-// report them.
+// occur in a valid decomposition; Merge keeps them, last, so that
+// validation can report them.
+//
+// "Equal" is within ratioTol of the first atom of the group, in two
+// levels: the atoms sorted by P/R are cut into groups whose P/R is within
+// ratioTol of the group's first, and each of those, sorted by Q/R, is cut
+// the same way. Comparing with the group's first atom (never with the
+// running sum, whose ratio moves as atoms are added) keeps every merged
+// group within ratioTol of one point, however many atoms it holds, so the
+// result does not depend on how many equal outputs a mechanism lists. The
+// merged set's value differs from the unmerged one's by far less than the
+// engine's relative safety margin (TestMergeNearEqualRatios).
 func (s AtomSet) Merge() AtomSet {
-	out := make(AtomSet, 0, len(s))
+	var pos, bad AtomSet
 	for _, at := range s {
-		if at.R == 0 && at.P == 0 && at.Q == 0 {
-			continue
+		switch {
+		case at.R > 0:
+			pos = append(pos, at)
+		case at.P != 0 || at.Q != 0:
+			bad = append(bad, at)
 		}
-		out = append(out, at)
 	}
-	slices.SortFunc(out, func(x, y Atom) int {
-		if c := cmpRatio(x.P, x.R, y.P, y.R); c != 0 {
+	slices.SortStableFunc(pos, func(x, y Atom) int { return cmp.Compare(x.P/x.R, y.P/y.R) })
+	merged := make(AtomSet, 0, len(pos)+len(bad))
+	for lo := 0; lo < len(pos); {
+		hi := lo + 1
+		for hi < len(pos) && sameRatio(pos[hi].P/pos[hi].R, pos[lo].P/pos[lo].R) {
+			hi++
+		}
+		g := pos[lo:hi]
+		slices.SortStableFunc(g, func(x, y Atom) int { return cmp.Compare(x.Q/x.R, y.Q/y.R) })
+		for i := 0; i < len(g); {
+			j, sum := i+1, g[i]
+			for j < len(g) && sameRatio(g[j].Q/g[j].R, g[i].Q/g[i].R) {
+				sum.R += g[j].R
+				sum.P += g[j].P
+				sum.Q += g[j].Q
+				j++
+			}
+			merged = append(merged, sum)
+			i = j
+		}
+		lo = hi
+	}
+	slices.SortStableFunc(merged, func(x, y Atom) int {
+		if c := cmp.Compare(x.P/x.R, y.P/y.R); c != 0 {
 			return c
 		}
-		return cmpRatio(x.Q, x.R, y.Q, y.R)
+		return cmp.Compare(x.Q/x.R, y.Q/y.R)
 	})
-	merged := out[:0]
-	for _, at := range out {
-		if n := len(merged); n > 0 && at.R > 0 && merged[n-1].R > 0 &&
-			sameRatio(at.P/at.R, merged[n-1].P/merged[n-1].R) &&
-			sameRatio(at.Q/at.R, merged[n-1].Q/merged[n-1].R) {
-			merged[n-1].R += at.R
-			merged[n-1].P += at.P
-			merged[n-1].Q += at.Q
-			continue
-		}
-		merged = append(merged, at)
-	}
-	return slices.Clip(merged)
-}
-
-func cmpRatio(p1, r1, p2, r2 float64) int {
-	a, b := math.Inf(1), math.Inf(1)
-	if r1 > 0 {
-		a = p1 / r1
-	}
-	if r2 > 0 {
-		b = p2 / r2
-	}
-	switch {
-	case sameRatio(a, b):
-		return 0
-	case a < b:
-		return -1
-	default:
-		return 1
-	}
+	return append(merged, bad...)
 }
 
 // key returns a canonical string of a merged set, used to evaluate each

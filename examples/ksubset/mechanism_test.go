@@ -129,14 +129,10 @@ func seq(n int) []int {
 // TestFormsAgree checks the closed-form atoms against the accountant's
 // decomposition of the matrix (whose every entry TestMatrixIsTheLaw
 // checks): the same blanket mass, and the same pair and triple sets up to
-// swapping x and x', after merging atoms whose likelihood-ratio pairs
-// agree to a relative 1e-12 (sameDecomposition). ldptest.CheckFormsAgree
-// compares the same, but its merge (accountant.AtomSet.Merge) adds the
-// outputs of a group one by one and compares each with the running sum's
-// ratio at 4 ulps, which drifts over the hundreds of equal outputs of one
-// group here and leaves the group in two atoms (k = 10, s = 3 at
-// eps0 = 20; k = 14, s = 4 at every eps0): the same guarantee, another
-// list. So this test merges at 1e-12 against each group's first ratio.
+// swapping x and x', within a relative 1e-12 (ldptest.CheckSameDecomposition).
+// k = 14, s = 4 has 1,001 outputs whose hundreds of equal ratios, each
+// rounded its own way, once left a group in two atoms after
+// accountant.AtomSet.Merge; k = 45, s = 2 is the largest matrix here.
 func TestFormsAgree(t *testing.T) {
 	for _, c := range append(slices.Clone(small), struct{ k, s int }{14, 4}, struct{ k, s int }{45, 2}) {
 		r := newSmall(t, c.k, c.s)
@@ -149,99 +145,11 @@ func TestFormsAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameDecomposition(t, fmt.Sprintf("k=%d s=%d eps0=%g", c.k, c.s, eps0), m, a)
+			t.Run(fmt.Sprintf("k=%d s=%d eps0=%g", c.k, c.s, eps0), func(t *testing.T) {
+				ldptest.CheckSameDecomposition(t, m, a)
+			})
 		}
 	}
-}
-
-// sameDecomposition fails t unless the accountant decomposes the matrix
-// m and the atoms a to the same blanket mass and the same upper (pair)
-// and lower (triple) sets, each compared after mergeTol merging, up to
-// swapping p and q, within exactTol.
-func sameDecomposition(t *testing.T, name string, m, a *accountant.Declaration) {
-	t.Helper()
-	dm, err := accountant.Decompose(m)
-	if err != nil {
-		t.Fatalf("%s: matrix: %v", name, err)
-	}
-	da, err := accountant.Decompose(a)
-	if err != nil {
-		t.Fatalf("%s: atoms: %v", name, err)
-	}
-	if !near(dm.Gamma(), da.Gamma()) {
-		t.Errorf("%s: blanket mass: matrix %.15g, atoms %.15g", name, dm.Gamma(), da.Gamma())
-	}
-	for _, w := range []struct {
-		what string
-		x, y []accountant.AtomSet
-	}{{"upper", dm.Upper, da.Upper}, {"upper", da.Upper, dm.Upper}, {"lower", dm.Lower, da.Lower}, {"lower", da.Lower, dm.Lower}} {
-		for i, s := range w.x {
-			if !slices.ContainsFunc(w.y, func(u accountant.AtomSet) bool { return sameSet(s, u) }) {
-				t.Errorf("%s: %s set %d, %v, has no match in %v", name, w.what, i, mergeTol(s), w.y)
-			}
-		}
-	}
-}
-
-// mergeTol merges the atoms of s whose ratio pairs (p/r, q/r) agree with
-// the first atom of their group within exactTol, and sorts the result by
-// ratio pair.
-func mergeTol(s accountant.AtomSet) []accountant.Atom {
-	var out []accountant.Atom
-	var first [][2]float64
-	for _, at := range s {
-		if at.R == 0 {
-			if at.P != 0 || at.Q != 0 {
-				out, first = append(out, at), append(first, [2]float64{math.Inf(1), math.Inf(1)})
-			}
-			continue
-		}
-		ratio := [2]float64{at.P / at.R, at.Q / at.R}
-		j := slices.IndexFunc(first, func(f [2]float64) bool { return near(f[0], ratio[0]) && near(f[1], ratio[1]) })
-		if j < 0 {
-			out, first = append(out, at), append(first, ratio)
-			continue
-		}
-		out[j].R, out[j].P, out[j].Q = out[j].R+at.R, out[j].P+at.P, out[j].Q+at.Q
-	}
-	slices.SortFunc(out, func(x, y accountant.Atom) int {
-		if c := cmpTol(x.P/x.R, y.P/y.R); c != 0 {
-			return c
-		}
-		return cmpTol(x.Q/x.R, y.Q/y.R)
-	})
-	return out
-}
-
-func cmpTol(a, b float64) int {
-	switch {
-	case near(a, b):
-		return 0
-	case a < b:
-		return -1
-	}
-	return 1
-}
-
-// sameSet reports whether two sets merge to equal atoms, or equal after
-// swapping p and q in one.
-func sameSet(a, b accountant.AtomSet) bool {
-	ma := mergeTol(a)
-	for _, swap := range []bool{false, true} {
-		u := slices.Clone(b)
-		if swap {
-			for i := range u {
-				u[i].P, u[i].Q = u[i].Q, u[i].P
-			}
-		}
-		mb := mergeTol(u)
-		if len(ma) == len(mb) && !slices.ContainsFunc(seq(len(ma)), func(i int) bool {
-			return !near(ma[i].R, mb[i].R) || !near(ma[i].P, mb[i].P) || !near(ma[i].Q, mb[i].Q)
-		}) {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAtomsAgainstMatrix maps every output to its atom with Atoms, at
