@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -383,12 +382,7 @@ func conformanceAtSize(t *testing.T, ks ...int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			atoms := 0
-			for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
-				if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
-					atoms++
-				}
-			}
+			atoms := rep.AtomTests()
 			// Per default eps0 (3): the pair at x and x', each triple at
 			// x, x' and x3, and the pair's blanket at two other inputs.
 			if !rep.Passed() || len(rep.Unchecked()) != 0 || atoms != 3*10 ||

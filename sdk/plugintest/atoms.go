@@ -211,6 +211,12 @@ func (v *verifier) atomFrequencies(ctx context.Context, c *Check, name string, e
 		}
 	}
 	tests := len(draws) + len(blankets)
+	first := len(c.Tests)
+	defer func() {
+		for i := first; i < len(c.Tests); i++ {
+			c.Tests[i].Atoms = c.Tests[i].Status != Skip
+		}
+	}()
 	for _, dr := range draws {
 		v.frequencyTest(ctx, c, eps0, dr.probs, maps[dr.set.index], mappingSet(dr.set.index), "", fmt.Sprintf("%s %s %s = %s (%d atoms)", name, dr.set.label, dr.what, v.caseLabel(dr.cs), len(dr.probs)), dr.cs, alpha/float64(tests))
 		if ctx.Err() != nil {

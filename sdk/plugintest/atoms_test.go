@@ -57,8 +57,8 @@ func TestAtomsCheckedAtSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	chi, blanket := atomTests(rep)
-	if !rep.Passed() || len(chi) != 2*5 || len(blanket) != 2*2 {
-		t.Fatalf("k-RR over 100 buckets: %d atom tests, %d blanket tests (want 10 and 4), passed %v:\n%s", len(chi), len(blanket), rep.Passed(), rep)
+	if !rep.Passed() || len(chi) != 2*5 || len(blanket) != 2*2 || rep.AtomTests() != 2*7 {
+		t.Fatalf("k-RR over 100 buckets: %d atom tests, %d blanket tests (want 10 and 4), AtomTests %d (want 14), passed %v:\n%s", len(chi), len(blanket), rep.AtomTests(), rep.Passed(), rep)
 	}
 	for _, tt := range append(chi, blanket...) {
 		if tt.Status != plugintest.Pass {
@@ -84,6 +84,9 @@ func TestAtomsCheckedAtSize(t *testing.T) {
 	bare, err := plugintest.Verify(context.Background(), noAtoms{newKRR100(32)}, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if bare.AtomTests() != 0 {
+		t.Errorf("without an AtomMapper: AtomTests %d, want 0 (the skipped tests ran on nothing)", bare.AtomTests())
 	}
 	f := bare.Check(plugintest.CheckFrequencies)
 	if f.Status != plugintest.Skip || !strings.Contains(bare.String(), "implement sdk.AtomMapper") {

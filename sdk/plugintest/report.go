@@ -94,6 +94,10 @@ type Test struct {
 	// Alpha is the false-failure rate of this test: its share of the run's
 	// FalseFailureRate.
 	Alpha float64 `json:"alpha,omitempty"`
+	// Atoms is set on the frequency check's tests that ran on reports read
+	// through the randomizer's Atoms (sdk.AtomMapper): the sampler checked
+	// against an atoms declaration, at a size with no matrix.
+	Atoms bool `json:"atoms,omitempty"`
 }
 
 // Passed reports whether no check failed. Skipped checks do not fail a run;
@@ -137,6 +141,24 @@ func (r *Report) Summary() string {
 		return fmt.Sprintf("PASS, SAMPLER UNCHECKED (%d frequency tests skipped, see frequencies above): the declaration was not tested against the sampler at this configuration", len(u))
 	}
 	return "PASS"
+}
+
+// AtomTests returns how many tests of the frequency check ran on reports
+// read through the randomizer's atoms (Test.Atoms), passed or failed: the
+// chi-square tests of each declared set at its inputs and the blanket
+// tests at other inputs.
+func (r *Report) AtomTests() int {
+	c := r.Check(CheckFrequencies)
+	if c == nil {
+		return 0
+	}
+	n := 0
+	for _, t := range c.Tests {
+		if t.Atoms {
+			n++
+		}
+	}
+	return n
 }
 
 // Check returns the check with the given name, or nil.

@@ -4,7 +4,6 @@ package olh
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/sdk/plugintest"
@@ -23,12 +22,7 @@ func TestConformanceAtSizeDeep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	atoms := 0
-	for _, tst := range rep.Check(plugintest.CheckFrequencies).Tests {
-		if strings.HasSuffix(tst.Name, " atoms)") || strings.Contains(tst.Name, " blanket at ") {
-			atoms++
-		}
-	}
+	atoms := rep.AtomTests()
 	// Per default eps0 (3; g = 3, 7 and 149, all below d): the pair at x
 	// and x', each triple at x, x' and x3, the pair's blanket at two other
 	// inputs.
