@@ -1,0 +1,419 @@
+package accountant
+
+// This file bounds the guarantee of a batch to which the shuffler adds a
+// floor: m reports drawn from the randomizer's blanket distribution
+// omega, beside the n_h honest reports (the victim's among them) and any
+// number of fake ones (docs/accounting.md §13).
+//
+// Setting. Fix a candidate pair (x, x') and its merged atoms (r_j, p_j,
+// q_j) (§3), gamma = sum_j r_j. The shuffler's draws are independent of
+// every input, and the law of a draw over the pair's atoms is r_j / gamma
+// (the contract of the plugin's blanket sampler, which the conformance kit
+// checks against the declaration). Each of the n_h - 1 honest others
+// draws, as in §3, from the blanket with probability gamma, else from a
+// leftover law of its own value only; fakes are a post-processing (§11).
+//
+// The view. Hand the adversary the fakes, the honest others' leftover
+// draws and which others made them. What remains is the victim's report
+// among K = m + K' draws of omega, K' ~ Binomial(n_h - 1, gamma), and the
+// adversary knows K. Within a merged atom the outputs have proportional
+// masses under omega, under x and under x', so the counts N of the K + 1
+// reports per atom are a sufficient statistic. Given K, with M ~ Mult(K,
+// omega) the counts of the draws,
+//
+//	P_K(N) = sum_j p_j Mult(K, omega)(N - e_j) = Mult(K+1, omega)(N) gamma A / (K+1),
+//
+// A = sum_j N_j p_j / r_j (Mult(K, w)(N - e_j) = Mult(K+1, w)(N) N_j /
+// ((K+1) w_j)), and Q_K the same with B = sum_j N_j q_j / r_j. So
+//
+//	H_{e^eps}(P_K || Q_K) = h(K) := (1/(K+1)) E[(Y_1 + ... + Y_{K+1})_+],
+//
+// Y_i i.i.d. taking (p_j - e^eps q_j) / (r_j / gamma) with probability
+// r_j / gamma: the engine's value (§7) at n = K + 1 for the atom set
+// (r_j / gamma, p_j, q_j), which has no residual. Since K is seen, the
+// batch's divergence is the mixture E[h(m + K')]. At m = 0 this is §3's
+// bound (Binomial(n-1, gamma) (K) gamma / (K+1) = Binomial(n, gamma)(K+1)
+// / n turns it into (1/n) E[(Z_1 + ... + Z_n)_+]); at n_h = 1 it is the
+// exact divergence of the victim among m draws, for every candidate pair,
+// hence a lower bound too.
+//
+// h does not increase. The view with K + 1 draws is a post-processing of
+// the view with K (add one draw of omega, which uses no data, and
+// reshuffle), so h(K + 1) <= h(K).
+//
+// The mixture. K' is cut into strata [e_i, e_{i+1}) at evaluated points
+// e_0 < ... < e_L; on a stratum h(m + K') <= h(m + e_i) <= hi(e_i) and
+// h(m + K') >= h(m + e_{i+1}) >= lo(e_{i+1}), with the engine's certified
+// brackets (deltaBracket) made monotone (a running minimum of the upper
+// ends from the left, a running maximum of the lower ends from the right,
+// both valid since h does not increase). The binomial probabilities come
+// from Loader's saddle point (logBinomPMF) on [mu - 40 sd - 40, mu + 40 sd
+// + 40], summed per stratum and widened by a relative 1e-9 (upper) or
+// narrowed by it (lower); the mass outside is bounded by the Chernoff bound
+// exp(-N KL(a || gamma)) and counted at h <= 1 on the upper side, at 0 on
+// the lower. Strata are bisected where their share of the gap is largest
+// until the bracket is narrow enough.
+//
+// The lower end of the bracket bounds the floor's own value from below; it
+// certifies how close the upper end is, not a lower bound on the
+// mechanism's eps (which needs the others' values, §4), except at n_h = 1
+// where the value is exact.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+)
+
+// floorMaxPoints bounds the strata points a floor bracket evaluates at one
+// eps; past it the bracket is returned as it stands (sound, maybe loose).
+const floorMaxPoints = 400
+
+// floorSet returns the atom set whose engine value at n = K + 1 is h(K):
+// the blanket masses divided by gamma, so that they sum to 1.
+func floorSet(s AtomSet) (AtomSet, float64) {
+	g := s.Gamma()
+	out := make(AtomSet, 0, len(s))
+	for _, a := range s {
+		if a.R > 0 {
+			out = append(out, Atom{R: a.R / g, P: a.P, Q: a.Q})
+		}
+	}
+	return out, g
+}
+
+// localDivergence returns sum_j (p_j - e^eps q_j)_+, the hockey-stick
+// divergence of one report of the pair: h when there is no blanket.
+func localDivergence(s AtomSet, eps float64) float64 {
+	e := math.Exp(eps)
+	var d float64
+	for _, a := range s {
+		if v := a.P - e*a.Q; v > 0 {
+			d += v
+		}
+	}
+	return math.Min(1, d*(1+1e-12))
+}
+
+// binomStrata is the law of K' ~ Binomial(N, gamma) on [lo, lo+len(pmf)),
+// with upper bounds on the mass below and above.
+type binomStrata struct {
+	lo        int
+	pmf       []float64
+	tailBelow float64
+	tailAbove float64
+}
+
+func newBinomStrata(N int, gamma float64) binomStrata {
+	if N == 0 || gamma <= 0 {
+		return binomStrata{lo: 0, pmf: []float64{1}}
+	}
+	if gamma >= 1 {
+		return binomStrata{lo: N, pmf: []float64{1}}
+	}
+	nf := float64(N)
+	mu := nf * gamma
+	sd := math.Sqrt(mu * (1 - gamma))
+	lo := int(math.Max(0, math.Floor(mu-40*sd-40)))
+	hi := int(math.Min(nf, math.Ceil(mu+40*sd+40)))
+	b := binomStrata{lo: lo, pmf: make([]float64, hi-lo+1)}
+	for i := range b.pmf {
+		b.pmf[i] = math.Exp(logBinomPMF(lo+i, N, gamma))
+	}
+	if lo > 0 {
+		b.tailBelow = chernoffBinom(N, gamma, float64(lo-1)/nf)
+	}
+	if hi < N {
+		b.tailAbove = chernoffBinom(N, gamma, float64(hi+1)/nf)
+	}
+	return b
+}
+
+// chernoffBinom returns exp(-N KL(a || g)), which bounds P(X <= a N) for a
+// < g and P(X >= a N) for a > g, X ~ Binomial(N, g), times a margin for
+// rounding.
+func chernoffBinom(N int, g, a float64) float64 {
+	kl := 0.0
+	if a > 0 {
+		kl += a * math.Log(a/g)
+	}
+	if a < 1 {
+		kl += (1 - a) * math.Log((1-a)/(1-g))
+	}
+	return math.Min(1, math.Exp(-float64(N)*kl*(1-1e-9))*(1+1e-9))
+}
+
+// mass returns the probability of [a, b] (indices of K'), a <= b, within
+// the computed range, widened (up) or narrowed (!up) for rounding.
+func (b *binomStrata) mass(a, c int, up bool) float64 {
+	a, c = max(a, b.lo), min(c, b.lo+len(b.pmf)-1)
+	var s float64
+	for k := a; k <= c; k++ {
+		s += b.pmf[k-b.lo]
+	}
+	if up {
+		return s * (1 + 1e-9)
+	}
+	return s * (1 - 1e-9)
+}
+
+// floorSolver evaluates the floor bound of one pair for a batch of nh
+// honest reports and m draws, memoising the engine's brackets of h.
+type floorSolver struct {
+	set   AtomSet // r/gamma, p, q
+	gamma float64
+	pair  AtomSet // the pair itself, for gamma = 0
+	m, nh int
+	law   binomStrata
+	mu    sync.Mutex
+	memo  map[[2]float64]bracket
+}
+
+func newFloorSolver(s AtomSet, m, nh int) *floorSolver {
+	set, g := floorSet(s)
+	f := &floorSolver{set: set, gamma: g, pair: s, m: m, nh: nh, memo: map[[2]float64]bracket{}}
+	f.law = newBinomStrata(nh-1, math.Min(1, g))
+	return f
+}
+
+// h brackets h(m + k) at eps.
+func (f *floorSolver) h(k int, eps float64) bracket {
+	key := [2]float64{float64(k), eps}
+	f.mu.Lock()
+	b, ok := f.memo[key]
+	f.mu.Unlock()
+	if ok {
+		return b
+	}
+	if f.gamma <= 0 {
+		v := localDivergence(f.pair, eps)
+		b = bracket{lo: v * (1 - 1e-12), hi: v}
+	} else {
+		b, _ = deltaBracket(f.set, f.m+k+1, eps)
+		b.hi = math.Min(b.hi, 1)
+	}
+	f.mu.Lock()
+	f.memo[key] = b
+	f.mu.Unlock()
+	return b
+}
+
+// bracket returns bounds on E[h(m + K')] at eps, refining the strata until
+// hi <= lo (1 + rel), no stratum can be split, or floorMaxPoints points
+// have been evaluated.
+func (f *floorSolver) bracket(eps, rel float64) bracket {
+	lo, hi := f.law.lo, f.law.lo+len(f.law.pmf)-1
+	pts := []int{lo, hi}
+	if hi > lo {
+		mu := float64(f.nh-1) * f.gamma
+		sd := math.Sqrt(mu * (1 - math.Min(1, f.gamma)))
+		for _, j := range []float64{-8, -4, -2, -1, 0, 1, 2, 4, 8} {
+			if p := int(math.Round(mu + j*sd)); p > lo && p < hi {
+				pts = append(pts, p)
+			}
+		}
+	}
+	slices.Sort(pts)
+	pts = slices.Compact(pts)
+	for {
+		bs := make([]bracket, len(pts))
+		parallelMap(len(pts), func(i int) { bs[i] = f.h(pts[i], eps) })
+		// Monotone envelopes: h does not increase.
+		up, low := make([]float64, len(pts)), make([]float64, len(pts))
+		for i := range pts {
+			up[i] = bs[i].hi
+			if i > 0 {
+				up[i] = math.Min(up[i], up[i-1])
+			}
+		}
+		for i := len(pts) - 1; i >= 0; i-- {
+			low[i] = bs[i].lo
+			if i < len(pts)-1 {
+				low[i] = math.Max(low[i], low[i+1])
+			}
+		}
+		res := bracket{hi: f.law.tailBelow + f.law.tailAbove*up[len(up)-1]}
+		gaps := make([]float64, len(pts)-1)
+		var pointGap, strataGap float64
+		for i := range pts {
+			if i == len(pts)-1 {
+				res.hi += f.law.mass(pts[i], pts[i], true) * up[i]
+				res.lo += f.law.mass(pts[i], pts[i], false) * low[i]
+				break
+			}
+			pu, pl := f.law.mass(pts[i], pts[i+1]-1, true), f.law.mass(pts[i], pts[i+1]-1, false)
+			res.hi += pu * up[i]
+			res.lo += pl * low[i+1]
+			pointGap += pu * (up[i] - low[i])
+			if pts[i+1]-pts[i] > 1 {
+				gaps[i] = pu * (low[i] - low[i+1])
+				strataGap += gaps[i]
+			}
+		}
+		res.hi = math.Min(res.hi, 1)
+		// Stop when the bracket is narrow enough, or when what splitting
+		// strata can remove is small beside what the points' own brackets
+		// leave (the engine's lattice, refined per point).
+		if res.hi <= DeltaFloor || res.hi <= res.lo*(1+rel) || strataGap <= rel*res.lo || strataGap <= pointGap/4 || len(pts) >= floorMaxPoints {
+			return res
+		}
+		// Bisect the strata that hold the largest shares of the gap.
+		if len(gaps) == 0 {
+			return res
+		}
+		worst := slices.Max(gaps)
+		if worst <= 0 {
+			return res
+		}
+		var add []int
+		for i, g := range gaps {
+			if g >= worst/4 {
+				add = append(add, (pts[i]+pts[i+1])/2)
+			}
+		}
+		pts = append(pts, add...)
+		slices.Sort(pts)
+		pts = slices.Compact(pts)
+	}
+}
+
+// floorEpsUpper returns the smallest eps (to rootTol) in [0, cap] whose
+// floor bound is at most delta, certified within Tolerance when the second
+// result is true.
+func (f *floorSolver) epsUpper(delta, cap float64) (float64, bool) {
+	if f.nh == 1 {
+		if f.gamma <= 0 {
+			return epsUpperLocal(f.pair, delta, cap)
+		}
+		return epsUpper(f.set, f.m+1, delta, cap)
+	}
+	hi := cap
+	for _, rel := range []float64{0.05, 0.01, 2e-3} {
+		e, ok := solveDecreasing(func(e float64) float64 { return f.bracket(e, rel).hi }, delta, 0, hi)
+		if !ok {
+			return hi, false
+		}
+		if e == 0 {
+			return 0, true
+		}
+		// The floor's exact value at e / (1 + certTol) exceeds delta.
+		if f.bracket(e/(1+certTol), rel).lo > delta {
+			return e, true
+		}
+		hi = e
+	}
+	return hi, false
+}
+
+// epsUpperLocal is the smallest eps with sum (p - e^eps q)_+ <= delta.
+func epsUpperLocal(s AtomSet, delta, cap float64) (float64, bool) {
+	e, ok := solveDecreasing(func(e float64) float64 { return localDivergence(s, e) }, delta, 0, cap)
+	if !ok {
+		return cap, true
+	}
+	return e, true
+}
+
+// checkFloor validates a floor query: nh honest reports (the victim's
+// included) and m shuffler draws.
+func checkFloor(nh, m int) error {
+	if err := checkN(nh); err != nil {
+		return err
+	}
+	if m < 0 || m > MaxN {
+		return argError("floor", m, fmt.Sprintf("in [0, %d]", MaxN))
+	}
+	return nil
+}
+
+// FloorDelta returns the privacy profile point at eps of a batch of
+// honest reports (the victim's included, >= 1) to which the shuffler adds
+// floor draws of m's blanket distribution at eps0: Upper bounds delta
+// whatever else the batch holds. Lower is the exact divergence of the
+// worst candidate pair when honest = 1 (the victim among the draws alone),
+// else 0.
+func FloorDelta(m Mechanism, eps0 float64, honest, floor int, eps float64) (DeltaResult, error) {
+	if err := checkQuery(eps0, honest); err != nil {
+		return DeltaResult{}, err
+	}
+	if err := checkFloor(honest, floor); err != nil {
+		return DeltaResult{}, err
+	}
+	if err := checkEps("eps", eps); err != nil {
+		return DeltaResult{}, err
+	}
+	d, err := m.Decompose(eps0)
+	if err != nil {
+		return DeltaResult{}, err
+	}
+	return floorDeltaOf(d, honest, floor, eps), nil
+}
+
+func floorDeltaOf(d *Decomposition, honest, floor int, eps float64) DeltaResult {
+	res := make([]bracket, len(d.Upper))
+	for i, s := range d.Upper {
+		res[i] = newFloorSolver(s, floor, honest).bracket(eps, 1e-3)
+	}
+	var r DeltaResult
+	for _, b := range res {
+		r.Upper = math.Max(r.Upper, b.hi)
+		if honest == 1 {
+			r.Lower = math.Max(r.Lower, b.lo)
+		}
+	}
+	r.Upper = math.Min(r.Upper, 1)
+	return r
+}
+
+// FloorEpsilon returns the central eps at delta of a batch of honest
+// reports (the victim's included, >= 1) to which the shuffler adds floor
+// draws of m's blanket distribution at eps0: Upper holds whatever else the
+// batch holds. Lower is the exact eps of the worst candidate pair when
+// honest = 1, else 0; Tight says whether Upper was certified within
+// Tolerance of the floor's exact value.
+func FloorEpsilon(m Mechanism, eps0 float64, honest, floor int, delta float64) (EpsilonResult, error) {
+	if err := checkQuery(eps0, honest); err != nil {
+		return EpsilonResult{}, err
+	}
+	if err := checkFloor(honest, floor); err != nil {
+		return EpsilonResult{}, err
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return EpsilonResult{}, err
+	}
+	d, err := m.Decompose(eps0)
+	if err != nil {
+		return EpsilonResult{}, err
+	}
+	return floorEpsilonOf(d, honest, floor, delta), nil
+}
+
+func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonResult {
+	cap := d.LocalEps
+	ups := make([]float64, len(d.Upper))
+	oks := make([]bool, len(d.Upper))
+	lows := make([]float64, len(d.Upper))
+	for i, s := range d.Upper {
+		f := newFloorSolver(s, floor, honest)
+		ups[i], oks[i] = f.epsUpper(delta, cap)
+		if honest == 1 && f.gamma > 0 {
+			lows[i], _ = epsLower(f.set, floor+1, delta, cap)
+		}
+	}
+	r := EpsilonResult{LocalEps: cap, Tight: true}
+	for i, v := range ups {
+		if v >= r.Upper {
+			r.Upper = v
+			r.Tight = r.Tight && oks[i]
+		}
+		r.Lower = math.Max(r.Lower, lows[i])
+	}
+	r.Upper = math.Min(r.Upper, cap)
+	r.Amplified = r.Upper < cap*(1-rootTol)
+	if !r.Amplified {
+		r.Upper = cap
+	}
+	r.Lower = math.Min(r.Lower, r.Upper)
+	return r
+}
