@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"gonum.org/v1/gonum/mathext"
@@ -200,7 +201,15 @@ func (v *verifier) atomFrequencies(ctx context.Context, c *Check, name string, e
 		}
 		for i, what := range []string{"x", "x'", "x3"}[:len(a.cases)] {
 			if i == 2 && a.cases[2] == a.cases[1] {
-				continue // x3 = x': its law is q's, drawn already
+				// x3 = x': its law is q's, drawn already, so the triple's
+				// r must equal its q atom by atom.
+				for j, r := range masses[2] {
+					if q := masses[1][j]; math.Abs(r-q) > ratioTol*math.Max(r, q) {
+						c.fail(fmt.Sprintf("%s %s x3 = x'", name, a.label), "atom %d declares r = %.12g under x3 but q = %.12g under x' = x3: with x3 = x' they are the same law", j, r, q)
+						break
+					}
+				}
+				continue
 			}
 			draws = append(draws, draw{a, what, a.cases[i], masses[i]})
 		}
@@ -316,7 +325,10 @@ func (v *verifier) blanketTest(ctx context.Context, c *Check, eps0 float64, a at
 			worst, worstGap = j, gap/r
 		}
 	}
-	t := Test{Name: name, Alpha: alpha, PValue: pValue}
+	// Each atom is tested at alpha/len(rs): the test's p-value is the
+	// smallest atom's times the number of atoms (Bonferroni), comparable
+	// with the test's alpha.
+	t := Test{Name: name, Alpha: alpha, PValue: min(1, pValue*float64(len(rs)))}
 	if worst < 0 {
 		t.Status = Pass
 		t.Message = fmt.Sprintf("%d reports give every atom at least its declared blanket mass", n)
@@ -331,21 +343,75 @@ func (v *verifier) blanketTest(ctx context.Context, c *Check, eps0 float64, a at
 
 // cpUpper is the one-sided Clopper-Pearson upper confidence bound, at
 // level 1 - alpha, on a binomial probability from k successes in n trials:
-// the p with P(Binomial(n, p) <= k) = alpha, the (1 - alpha) quantile of
-// Beta(k+1, n-k); 1 when k = n.
+// the p with P(Binomial(n, p) <= k) = alpha; 1 - alpha^(1/n) when k = 0,
+// 1 when k = n. The binomial tail is gonum's regularized incomplete beta,
+// P(Binomial(n, p) <= k) = I_{1-p}(n-k, k+1), inverted by bisection
+// (cpSolve), which keeps the end where the tail is at most alpha: the
+// bound returned is never below the exact one by more than the tail's
+// rounding. gonum's own inverse (InvRegIncBeta) is wrong by orders of
+// magnitude at the kit's levels when k is small (cpUpper(0, 10^4, 7e-9)
+// came out near 1 instead of 0.0019, blinding the privacy audit to its
+// strongest evidence, a cell one input never draws); TestCPBounds checks
+// these against exact binomial sums and the closed forms.
 func cpUpper(k, n int64, alpha float64) float64 {
-	if k >= n {
+	switch {
+	case k >= n:
 		return 1
+	case k <= 0:
+		return -math.Expm1(math.Log(alpha) / float64(n))
 	}
-	return mathext.InvRegIncBeta(float64(k+1), float64(n-k), 1-alpha)
+	tail := func(p float64) float64 { return mathext.RegIncBeta(float64(n-k), float64(k+1), 1-p) }
+	// tail falls from 1 to 0 as p grows: the smallest p with tail <= alpha.
+	return cpSolve(func(p float64) bool { return tail(p) <= alpha }, true)
 }
 
 // cpLower is the one-sided Clopper-Pearson lower confidence bound, at
-// level 1 - alpha: the p with P(Binomial(n, p) >= k) = alpha, the alpha
-// quantile of Beta(k, n-k+1); 0 when k = 0.
+// level 1 - alpha: the p with P(Binomial(n, p) >= k) = alpha; 0 when
+// k = 0, alpha^(1/n) when k = n. P(Binomial(n, p) >= k) = I_p(k, n-k+1),
+// inverted by bisection like cpUpper, keeping the end where the tail is
+// at most alpha.
 func cpLower(k, n int64, alpha float64) float64 {
-	if k <= 0 {
+	switch {
+	case k <= 0:
+		return 0
+	case k >= n:
+		return math.Exp(math.Log(alpha) / float64(n))
+	}
+	tail := func(p float64) float64 { return mathext.RegIncBeta(float64(k), float64(n-k+1), p) }
+	// tail grows from 0 to 1 with p: the largest p with tail <= alpha.
+	return cpSolve(func(p float64) bool { return tail(p) <= alpha }, false)
+}
+
+// cpSolve finds the boundary in (0, 1) of a predicate that holds on one
+// side of it: when upper, ok holds above the boundary and cpSolve returns
+// a point where it holds (the boundary from above); else ok holds below
+// and it returns a point where it holds (the boundary from below). It
+// bisects in log p while the bracket spans a factor of 2 (so that tiny
+// probabilities keep their relative precision), then arithmetically, to
+// a relative 1e-12.
+func cpSolve(ok func(p float64) bool, upper bool) float64 {
+	lo, hi := 0x1p-1000, 1.0 // the answer lies in [lo, hi]
+	if upper {
+		if ok(lo) {
+			return lo
+		}
+	} else if !ok(lo) {
 		return 0
 	}
-	return mathext.InvRegIncBeta(float64(k), float64(n-k+1), alpha)
+	for i := 0; i < 4000 && hi-lo > 1e-12*hi; i++ {
+		mid := (lo + hi) / 2
+		if hi > 2*lo {
+			mid = math.Sqrt(lo * hi)
+		}
+		// The side of mid that the predicate puts on the answer's side.
+		if ok(mid) == upper {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if upper {
+		return hi
+	}
+	return lo
 }

@@ -110,3 +110,56 @@ func TestAtomsCheckedAtSize(t *testing.T) {
 		t.Errorf("strict with the mapper: %v\n%s", err, checked)
 	}
 }
+
+// avoidsX is k-RR over 100 buckets whose sampler, at inputs from bucket 3
+// on, never reports bucket 0 (redrawn): P_z({x = c0}) = 0 there, while the
+// declared pair (c0, c1) keeps the blanket mass r = 1/(e + 99) = 0.0098 of
+// its atom {c0}. The declared blanket is overstated (and the sampler is not
+// eps0-LDP at all: P_c0(0) > 0 = P_c50(0)), so the blanket tests at c50 and
+// c99 must fail: 0 draws of 20,000 give an upper bound of 0.0011 < 0.0098.
+type avoidsX struct{ *krr.Randomizer }
+
+func (a avoidsX) Randomize(ctx context.Context, eps0 float64, in sdk.Inputs) ([][]byte, error) {
+	reps, err := a.Randomizer.Randomize(ctx, eps0, in)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range in.Categories {
+		if c == "c0" || c == "c1" || c == "c2" {
+			continue
+		}
+		for {
+			if y, _ := a.Decode(reps[i]); y != 0 {
+				break
+			}
+			one, err := a.Randomizer.Randomize(ctx, eps0, sdk.Inputs{Categories: []string{c}})
+			if err != nil {
+				return nil, err
+			}
+			reps[i] = one[0]
+		}
+	}
+	return reps, nil
+}
+
+// TestBlanketZeroCount: a sampler that never draws an atom at the other
+// inputs fails their blanket tests (0 of 20,000 draws bound the atom's
+// probability by 0.0009 < r = 0.0098). With gonum's inverse incomplete
+// beta the bound came out near 1 and the check passed (found in review).
+func TestBlanketZeroCount(t *testing.T) {
+	opts := plugintest.Options{Eps0s: []float64{1}, Skip: []string{plugintest.CheckEstimator, plugintest.CheckInputs, plugintest.CheckReports, plugintest.CheckStatistics}}
+	rep, err := plugintest.Verify(context.Background(), avoidsX{newKRR100(40)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, blanket := atomTests(rep)
+	failed := 0
+	for _, b := range blanket {
+		if b.Status == plugintest.Fail && strings.Contains(b.Message, "draws it 0 times") {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Errorf("a sampler that never draws atom {c0} at c50 and c99: %d blanket tests fail on it, want 2:\n%s", failed, rep)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // cells returns a sample of cells with the given counts, cell by cell.
@@ -19,8 +18,34 @@ func cells(counts ...int) []int {
 	return out
 }
 
+// exactCP is the Clopper-Pearson bound by Clopper and Pearson's own
+// definition, inverted by plain bisection on binomial tails summed term by
+// term (cp_test.go): the upper bound, the p with P(X <= k) = a, or the
+// lower, the p with P(X >= k) = a.
+func exactCP(k, n int64, a float64, upper bool) float64 {
+	la := math.Log(a)
+	lo, hi := 0.0, 1.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if upper {
+			// P(X <= k) falls as p grows: the answer is above mid while
+			// the tail exceeds a.
+			if logBinomTail(k, n, mid) > la {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		} else if logBinomUpper(k, n, mid) > la { // P(X >= k) grows with p
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
 // TestDistinguishAgainstBeta recomputes distinguish's bound on fixed
-// samples with gonum's Beta quantiles (Clopper-Pearson's definition) and
+// samples with Clopper-Pearson bounds computed independently (exactCP) and
 // its own choice of the set: the cells ranked by the first halves'
 // ratio, the prefix whose first-half bound is largest.
 func TestDistinguishAgainstBeta(t *testing.T) {
@@ -29,8 +54,8 @@ func TestDistinguishAgainstBeta(t *testing.T) {
 	xs := append(cells(600, 300, 100), cells(580, 320, 100)...)
 	x2s := append(cells(100, 300, 600), cells(90, 310, 600)...)
 	bound := func(kx, kx2, n float64) float64 {
-		lo := distuv.Beta{Alpha: kx, Beta: n - kx + 1}.Quantile(level / 2)
-		hi := distuv.Beta{Alpha: kx2 + 1, Beta: n - kx2}.Quantile(1 - level/2)
+		lo := exactCP(int64(kx), int64(n), level/2, false)
+		hi := exactCP(int64(kx2), int64(n), level/2, true)
 		return math.Log(lo / hi)
 	}
 	// Ranking by (a_x + 1/2) / (a_x' + 1/2): cell 0 (6.0), cell 1 (1.0),
