@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
 )
 
 // cells returns a sample of cells with the given counts, cell by cell.
