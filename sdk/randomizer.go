@@ -91,6 +91,35 @@ type AtomMapper interface {
 	Atoms(ctx context.Context, eps0 float64, set int, inputs []float64, reports [][]byte) ([]int, error)
 }
 
+// MaxBlanketDraws bounds the draws of one SampleBlanket call: 2^22, the
+// largest batch of reports a shuffler releases or a collector takes
+// (report.MaxBatchReports), so that one call can fill any batch.
+const MaxBlanketDraws = 1 << 22
+
+// BlanketSampler is an optional interface of a Randomizer that draws from
+// its blanket distribution: for each output y, r_y = min_x R[x][y] is the
+// mass every input gives y, gamma = sum_y r_y, and omega = r/gamma is the
+// blanket (docs/accounting.md §3). Every report of the randomizer is, with
+// probability gamma, a draw of omega whatever its input; a shuffler that
+// adds draws of omega to a batch gives each user a privacy floor that holds
+// whatever the other reports are. The conformance kit (sdk/plugintest,
+// blanket plugin verify) tests the draws against the blanket of the
+// randomizer's declaration. The plugin protocol carries it (RPC
+// SampleBlanket); a plugin that does not implement it makes the host's
+// SampleBlanket fail with an error wrapping errors.ErrUnsupported.
+type BlanketSampler interface {
+	// SampleBlanket returns n independent draws of omega, the blanket
+	// distribution at eps0 of the randomizer's configuration, each a report
+	// in exactly the format of Randomize's (ReportBytes long, accepted by
+	// Accumulate as a report of eps0), so that a batch holding draws cannot
+	// be told from one holding reports of real inputs by their form. The
+	// draws depend on no input. They use the randomizer's own randomness
+	// source, Randomize's (crypto-backed by default). n must be in
+	// [0, MaxBlanketDraws], else the error wraps ErrBadInput; eps0 out of
+	// range fails with an error wrapping ErrBadEps0.
+	SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error)
+}
+
 // InputKind is the kind of values a randomizer takes.
 type InputKind int
 

@@ -140,6 +140,19 @@ func (p *inProcess) Atoms(ctx context.Context, eps0 float64, set int, inputs []f
 	return am.Atoms(ctx, eps0, set, inputs, reports)
 }
 
+// SampleBlanket implements sdk.BlanketSampler when the randomizer does,
+// and fails with an error wrapping errors.ErrUnsupported otherwise.
+func (p *inProcess) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	bs, ok := p.r.(sdk.BlanketSampler)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s: SampleBlanket: %w", p.name, errors.ErrUnsupported)
+	}
+	return bs.SampleBlanket(ctx, eps0, n)
+}
+
 // Step implements sdk.Stateful when the randomizer does, and fails with an
 // error wrapping errors.ErrUnsupported otherwise. The answer is checked
 // (sdk.CheckStep); len(states) must be in.Len(), else the error wraps

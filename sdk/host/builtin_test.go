@@ -14,7 +14,8 @@ var builtins = map[string]sdk.Factory{krr.Name: sdk.FactoryOf(krr.FromConfig)}
 
 // TestBuiltinBehavesAsAPlugin opens k-RR in process and checks what a
 // Plugin promises whatever its implementation: the randomizer's answers,
-// errors.ErrUnsupported from Step and Outputs it does not implement, and
+// errors.ErrUnsupported from Step and Outputs it does not implement (and
+// SampleBlanket of a randomizer without it), and
 // sdk.ErrClosed after Close.
 func TestBuiltinBehavesAsAPlugin(t *testing.T) {
 	ctx := context.Background()
@@ -40,6 +41,19 @@ func TestBuiltinBehavesAsAPlugin(t *testing.T) {
 	}
 	if _, err := p.Outputs(ctx, 1, reports); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Outputs on k-RR: %v, want ErrUnsupported", err)
+	}
+	if draws, err := p.SampleBlanket(ctx, 1, 4); err != nil || len(draws) != 4 {
+		t.Errorf("SampleBlanket on k-RR: %d draws, %v", len(draws), err)
+	}
+	hidden, err := host.Builtin("plain", sdk.Config{Categories: []string{"a", "b"}}, map[string]sdk.Factory{"plain": func(cfg sdk.Config) (sdk.Randomizer, error) {
+		r, err := krr.FromConfig(cfg)
+		return struct{ sdk.Randomizer }{r}, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hidden.SampleBlanket(ctx, 1, 4); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("SampleBlanket on a randomizer without it: %v, want ErrUnsupported", err)
 	}
 	if err := p.Close(); err != nil || p.Running() {
 		t.Fatalf("Close: %v, Running %v", err, p.Running())

@@ -10,7 +10,7 @@ import (
 // Plugin is an opened randomizer: built in and called in process
 // (Builtin), or served by a plugin process (package sdk/plugin). Both
 // behave the same way to their caller: the same sentinel errors, Step,
-// Outputs, Atoms and DeclareForm failing with an error wrapping errors.ErrUnsupported when the
+// Outputs, Atoms, DeclareForm and SampleBlanket failing with an error wrapping errors.ErrUnsupported when the
 // randomizer does not implement them, every Step answer checked
 // (sdk.CheckStep), calls after Close failing with sdk.ErrClosed. A Plugin
 // is safe for concurrent use.
@@ -20,6 +20,7 @@ type Plugin interface {
 	sdk.OutputMapper
 	sdk.AtomMapper
 	sdk.FormDeclarer
+	sdk.BlanketSampler
 
 	// Name returns the plugin name it was opened by.
 	Name() string

@@ -727,3 +727,65 @@ func TestGRPCOutputs(t *testing.T) {
 		}
 	}
 }
+
+// shortBlanket answers one blanket draw fewer than asked.
+type shortBlanket struct{ *krr.Randomizer }
+
+func (s shortBlanket) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	reps, err := s.Randomizer.SampleBlanket(ctx, eps0, n)
+	if err == nil && len(reps) > 0 {
+		reps = reps[1:]
+	}
+	return reps, err
+}
+
+// TestGRPCSampleBlanket: blanket draws cross the plugin protocol as
+// reports of the plugin's format; a plugin without sdk.BlanketSampler
+// answers errors.ErrUnsupported, a bad eps0 sdk.ErrBadEps0, a bad count
+// sdk.ErrBadInput, and an answer one draw short is the plugin's fault.
+func TestGRPCSampleBlanket(t *testing.T) {
+	ctx := context.Background()
+	cfg := sdk.Config{Categories: labels(5)}
+	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client {
+		c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+			r, err := krr.FromConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return f(r), nil
+		})
+		if _, err := c.Configure(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	plain := open(func(r *krr.Randomizer) sdk.Randomizer { return struct{ sdk.Randomizer }{r} })
+	if _, err := plain.SampleBlanket(ctx, 1, 3); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("SampleBlanket of a randomizer without it: %v, want errors.ErrUnsupported", err)
+	}
+	c := open(func(r *krr.Randomizer) sdk.Randomizer { return r })
+	reps, err := c.SampleBlanket(ctx, 1, 100)
+	if err != nil || len(reps) != 100 {
+		t.Fatalf("SampleBlanket(100): %d reports, %v", len(reps), err)
+	}
+	for i, rep := range reps {
+		if len(rep) != 1 || rep[0] >= 5 {
+			t.Fatalf("draw %d is %x, not a 1-byte report of 5 buckets", i, rep)
+		}
+	}
+	if reps, err := c.SampleBlanket(ctx, 1, 0); err != nil || len(reps) != 0 {
+		t.Errorf("SampleBlanket(0): %d reports, %v", len(reps), err)
+	}
+	if _, err := c.SampleBlanket(ctx, 100, 3); !errors.Is(err, sdk.ErrBadEps0) {
+		t.Errorf("SampleBlanket at eps0 = 100: %v, want sdk.ErrBadEps0", err)
+	}
+	for _, n := range []int{-1, sdk.MaxBlanketDraws + 1} {
+		if _, err := c.SampleBlanket(ctx, 1, n); !errors.Is(err, sdk.ErrBadInput) {
+			t.Errorf("SampleBlanket(%d): %v, want sdk.ErrBadInput", n, err)
+		}
+	}
+	short := open(func(r *krr.Randomizer) sdk.Randomizer { return shortBlanket{r} })
+	if _, err := short.SampleBlanket(ctx, 1, 4); status.Code(err) != codes.Internal {
+		t.Errorf("a sampler answering one draw short: %v, want codes.Internal", err)
+	}
+}

@@ -481,6 +481,16 @@ func TestBatchSplitting(t *testing.T) {
 	if _, err := p.Randomize(ctx, 8, sdk.Inputs{Categories: in}); !errors.Is(err, sdk.ErrBadInput) {
 		t.Fatalf("Randomize with a bad input in a later chunk: %v, want ErrBadInput", err)
 	}
+	// Blanket draws go in calls of at most 64 bytes' worth of reports too.
+	draws, err := p.SampleBlanket(ctx, 8, 1000)
+	if err != nil || len(draws) != 1000 {
+		t.Fatalf("SampleBlanket: %d draws, %v", len(draws), err)
+	}
+	for i, r := range draws {
+		if len(r) != 1 || r[0] >= 3 {
+			t.Fatalf("draw %d is %x, not a report of 3 buckets", i, r)
+		}
+	}
 }
 
 // TestConcurrentCallsSurviveKill runs calls from several goroutines while

@@ -463,6 +463,34 @@ func (p *subprocess) Atoms(ctx context.Context, eps0 float64, set int, inputs []
 	return out, nil
 }
 
+// SampleBlanket implements sdk.BlanketSampler by the SampleBlanket RPC: a
+// plugin that does not implement it fails with an error wrapping
+// errors.ErrUnsupported. Many draws go in several calls, each answer
+// within the request size Randomize keeps to.
+func (p *subprocess) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	if n < 0 || n > sdk.MaxBlanketDraws {
+		return nil, fmt.Errorf("%w: %d blanket draws, must be in [0, %d]", sdk.ErrBadInput, n, sdk.MaxBlanketDraws)
+	}
+	per := max(1, p.o.maxRequest/(p.desc.ReportBytes+wireOverhead))
+	out := make([][]byte, 0, n)
+	for lo := 0; lo == 0 || lo < n; lo += per {
+		m := min(per, n-lo)
+		var reports [][]byte
+		err := p.call(ctx, "SampleBlanket", func(ctx context.Context, c *rpc.Client) (err error) {
+			reports, err = c.SampleBlanket(ctx, eps0, m)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reports...)
+	}
+	return out, nil
+}
+
 // Accumulate implements sdk.Randomizer.
 func (p *subprocess) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
 	if p.closed.Load() {

@@ -23,8 +23,9 @@ type Client struct {
 }
 
 var (
-	_ sdk.Randomizer = (*Client)(nil)
-	_ sdk.Stateful   = (*Client)(nil)
+	_ sdk.Randomizer     = (*Client)(nil)
+	_ sdk.Stateful       = (*Client)(nil)
+	_ sdk.BlanketSampler = (*Client)(nil)
 )
 
 // NewClient returns a client on conn.
@@ -171,6 +172,29 @@ func (c *Client) Atoms(ctx context.Context, eps0 float64, set int, inputs []floa
 		idx[i] = int(a)
 	}
 	return idx, nil
+}
+
+// SampleBlanket implements sdk.BlanketSampler. A plugin that does not
+// implement it answers UNIMPLEMENTED: the error wraps
+// errors.ErrUnsupported. A negative n, or one above sdk.MaxBlanketDraws,
+// fails with sdk.ErrBadInput before the call; an answer with another
+// number of reports with sdk.ErrPluginFailed.
+func (c *Client) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	if n < 0 || n > sdk.MaxBlanketDraws {
+		return nil, fmt.Errorf("%w: %d blanket draws, must be in [0, %d]", sdk.ErrBadInput, n, sdk.MaxBlanketDraws)
+	}
+	resp, err := c.rpc.SampleBlanket(ctx, &randomizerv1.SampleBlanketRequest{Eps0: eps0, Count: uint32(n)}, callOptions...)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	reports, err := unpackReports(resp.GetReports())
+	if err != nil {
+		return nil, fmt.Errorf("%w: SampleBlanket answered malformed reports: %v", sdk.ErrPluginFailed, err)
+	}
+	if len(reports) != n {
+		return nil, fmt.Errorf("%w: SampleBlanket answered %d reports for %d draws", sdk.ErrPluginFailed, len(reports), n)
+	}
+	return reports, nil
 }
 
 // Step implements sdk.Stateful. A plugin whose randomizer is not stateful

@@ -332,3 +332,34 @@ func (s *Server) Atoms(ctx context.Context, req *randomizerv1.AtomsRequest) (_ *
 	}
 	return &randomizerv1.AtomsResponse{Atoms: atoms}, nil
 }
+
+// SampleBlanket implements randomizerv1.RandomizerServer: UNIMPLEMENTED
+// unless the randomizer is an sdk.BlanketSampler. An answer with another
+// number of reports than asked is an internal error.
+func (s *Server) SampleBlanket(ctx context.Context, req *randomizerv1.SampleBlanketRequest) (_ *randomizerv1.SampleBlanketResponse, err error) {
+	defer s.recoverPanic("SampleBlanket", &err)
+	r, err := s.randomizer()
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := r.(sdk.BlanketSampler)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "sdk: this plugin does not draw from its blanket (sdk.BlanketSampler)")
+	}
+	n := req.GetCount()
+	if uint64(n) > sdk.MaxBlanketDraws {
+		return nil, toStatus(fmt.Errorf("%w: %d blanket draws, must be at most %d", sdk.ErrBadInput, n, sdk.MaxBlanketDraws))
+	}
+	reports, err := bs.SampleBlanket(ctx, req.GetEps0(), int(n))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if uint64(len(reports)) != uint64(n) {
+		return nil, internal("SampleBlanket", fmt.Sprintf("%d reports for %d draws", len(reports), n))
+	}
+	packed, err := packReports(reports)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "sdk: plugin's SampleBlanket: %v", err)
+	}
+	return &randomizerv1.SampleBlanketResponse{Reports: packed}, nil
+}

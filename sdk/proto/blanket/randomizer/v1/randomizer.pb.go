@@ -1589,6 +1589,104 @@ func (x *AtomsResponse) GetAtoms() []uint32 {
 	return nil
 }
 
+type SampleBlanketRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	// Count is the number of draws.
+	Count         uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleBlanketRequest) Reset() {
+	*x = SampleBlanketRequest{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleBlanketRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleBlanketRequest) ProtoMessage() {}
+
+func (x *SampleBlanketRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleBlanketRequest.ProtoReflect.Descriptor instead.
+func (*SampleBlanketRequest) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SampleBlanketRequest) GetEps0() float64 {
+	if x != nil {
+		return x.Eps0
+	}
+	return 0
+}
+
+func (x *SampleBlanketRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type SampleBlanketResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reports holds the draws.
+	Reports       *Reports `protobuf:"bytes,1,opt,name=reports,proto3" json:"reports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleBlanketResponse) Reset() {
+	*x = SampleBlanketResponse{}
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleBlanketResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleBlanketResponse) ProtoMessage() {}
+
+func (x *SampleBlanketResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleBlanketResponse.ProtoReflect.Descriptor instead.
+func (*SampleBlanketResponse) Descriptor() ([]byte, []int) {
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SampleBlanketResponse) GetReports() *Reports {
+	if x != nil {
+		return x.Reports
+	}
+	return nil
+}
+
 type StepRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Eps0  float64                `protobuf:"fixed64,1,opt,name=eps0,proto3" json:"eps0,omitempty"`
@@ -1605,7 +1703,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1715,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[24]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1728,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{24}
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StepRequest) GetEps0() float64 {
@@ -1676,7 +1774,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1786,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[25]
+	mi := &file_blanket_randomizer_v1_randomizer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1799,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{25}
+	return file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StepResponse) GetReports() *Reports {
@@ -1833,7 +1931,12 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x06inputs\x18\x03 \x03(\x01R\x06inputs\x128\n" +
 	"\areports\x18\x04 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"%\n" +
 	"\rAtomsResponse\x12\x14\n" +
-	"\x05atoms\x18\x01 \x03(\rR\x05atoms\"\x88\x01\n" +
+	"\x05atoms\x18\x01 \x03(\rR\x05atoms\"@\n" +
+	"\x14SampleBlanketRequest\x12\x12\n" +
+	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"Q\n" +
+	"\x15SampleBlanketResponse\x128\n" +
+	"\areports\x18\x01 \x01(\v2\x1e.blanket.randomizer.v1.ReportsR\areports\"\x88\x01\n" +
 	"\vStepRequest\x12\x12\n" +
 	"\x04eps0\x18\x01 \x01(\x01R\x04eps0\x12\x16\n" +
 	"\x06period\x18\x02 \x01(\x03R\x06period\x12\x16\n" +
@@ -1845,7 +1948,7 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\tInputKind\x12\x1a\n" +
 	"\x16INPUT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16INPUT_KIND_CATEGORICAL\x10\x01\x12\x13\n" +
-	"\x0fINPUT_KIND_REAL\x10\x022\xc2\x06\n" +
+	"\x0fINPUT_KIND_REAL\x10\x022\xae\a\n" +
 	"\n" +
 	"Randomizer\x12^\n" +
 	"\tConfigure\x12'.blanket.randomizer.v1.ConfigureRequest\x1a(.blanket.randomizer.v1.ConfigureResponse\x12[\n" +
@@ -1856,7 +1959,8 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"Accumulate\x12(.blanket.randomizer.v1.AccumulateRequest\x1a).blanket.randomizer.v1.AccumulateResponse\x12[\n" +
 	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12X\n" +
 	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponse\x12R\n" +
-	"\x05Atoms\x12#.blanket.randomizer.v1.AtomsRequest\x1a$.blanket.randomizer.v1.AtomsResponse\x12O\n" +
+	"\x05Atoms\x12#.blanket.randomizer.v1.AtomsRequest\x1a$.blanket.randomizer.v1.AtomsResponse\x12j\n" +
+	"\rSampleBlanket\x12+.blanket.randomizer.v1.SampleBlanketRequest\x1a,.blanket.randomizer.v1.SampleBlanketResponse\x12O\n" +
 	"\x04Step\x12\".blanket.randomizer.v1.StepRequest\x1a#.blanket.randomizer.v1.StepResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
 
 var (
@@ -1872,39 +1976,41 @@ func file_blanket_randomizer_v1_randomizer_proto_rawDescGZIP() []byte {
 }
 
 var file_blanket_randomizer_v1_randomizer_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_blanket_randomizer_v1_randomizer_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_blanket_randomizer_v1_randomizer_proto_goTypes = []any{
-	(InputKind)(0),             // 0: blanket.randomizer.v1.InputKind
-	(*Config)(nil),             // 1: blanket.randomizer.v1.Config
-	(*Param)(nil),              // 2: blanket.randomizer.v1.Param
-	(*Description)(nil),        // 3: blanket.randomizer.v1.Description
-	(*Inputs)(nil),             // 4: blanket.randomizer.v1.Inputs
-	(*Reports)(nil),            // 5: blanket.randomizer.v1.Reports
-	(*Statistic)(nil),          // 6: blanket.randomizer.v1.Statistic
-	(*Item)(nil),               // 7: blanket.randomizer.v1.Item
-	(*Estimate)(nil),           // 8: blanket.randomizer.v1.Estimate
-	(*ConfigureRequest)(nil),   // 9: blanket.randomizer.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),  // 10: blanket.randomizer.v1.ConfigureResponse
-	(*DescribeRequest)(nil),    // 11: blanket.randomizer.v1.DescribeRequest
-	(*DescribeResponse)(nil),   // 12: blanket.randomizer.v1.DescribeResponse
-	(*DeclareRequest)(nil),     // 13: blanket.randomizer.v1.DeclareRequest
-	(*DeclareResponse)(nil),    // 14: blanket.randomizer.v1.DeclareResponse
-	(*RandomizeRequest)(nil),   // 15: blanket.randomizer.v1.RandomizeRequest
-	(*RandomizeResponse)(nil),  // 16: blanket.randomizer.v1.RandomizeResponse
-	(*AccumulateRequest)(nil),  // 17: blanket.randomizer.v1.AccumulateRequest
-	(*AccumulateResponse)(nil), // 18: blanket.randomizer.v1.AccumulateResponse
-	(*EstimateRequest)(nil),    // 19: blanket.randomizer.v1.EstimateRequest
-	(*EstimateResponse)(nil),   // 20: blanket.randomizer.v1.EstimateResponse
-	(*OutputsRequest)(nil),     // 21: blanket.randomizer.v1.OutputsRequest
-	(*OutputsResponse)(nil),    // 22: blanket.randomizer.v1.OutputsResponse
-	(*AtomsRequest)(nil),       // 23: blanket.randomizer.v1.AtomsRequest
-	(*AtomsResponse)(nil),      // 24: blanket.randomizer.v1.AtomsResponse
-	(*StepRequest)(nil),        // 25: blanket.randomizer.v1.StepRequest
-	(*StepResponse)(nil),       // 26: blanket.randomizer.v1.StepResponse
-	nil,                        // 27: blanket.randomizer.v1.Config.ParamsEntry
+	(InputKind)(0),                // 0: blanket.randomizer.v1.InputKind
+	(*Config)(nil),                // 1: blanket.randomizer.v1.Config
+	(*Param)(nil),                 // 2: blanket.randomizer.v1.Param
+	(*Description)(nil),           // 3: blanket.randomizer.v1.Description
+	(*Inputs)(nil),                // 4: blanket.randomizer.v1.Inputs
+	(*Reports)(nil),               // 5: blanket.randomizer.v1.Reports
+	(*Statistic)(nil),             // 6: blanket.randomizer.v1.Statistic
+	(*Item)(nil),                  // 7: blanket.randomizer.v1.Item
+	(*Estimate)(nil),              // 8: blanket.randomizer.v1.Estimate
+	(*ConfigureRequest)(nil),      // 9: blanket.randomizer.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),     // 10: blanket.randomizer.v1.ConfigureResponse
+	(*DescribeRequest)(nil),       // 11: blanket.randomizer.v1.DescribeRequest
+	(*DescribeResponse)(nil),      // 12: blanket.randomizer.v1.DescribeResponse
+	(*DeclareRequest)(nil),        // 13: blanket.randomizer.v1.DeclareRequest
+	(*DeclareResponse)(nil),       // 14: blanket.randomizer.v1.DeclareResponse
+	(*RandomizeRequest)(nil),      // 15: blanket.randomizer.v1.RandomizeRequest
+	(*RandomizeResponse)(nil),     // 16: blanket.randomizer.v1.RandomizeResponse
+	(*AccumulateRequest)(nil),     // 17: blanket.randomizer.v1.AccumulateRequest
+	(*AccumulateResponse)(nil),    // 18: blanket.randomizer.v1.AccumulateResponse
+	(*EstimateRequest)(nil),       // 19: blanket.randomizer.v1.EstimateRequest
+	(*EstimateResponse)(nil),      // 20: blanket.randomizer.v1.EstimateResponse
+	(*OutputsRequest)(nil),        // 21: blanket.randomizer.v1.OutputsRequest
+	(*OutputsResponse)(nil),       // 22: blanket.randomizer.v1.OutputsResponse
+	(*AtomsRequest)(nil),          // 23: blanket.randomizer.v1.AtomsRequest
+	(*AtomsResponse)(nil),         // 24: blanket.randomizer.v1.AtomsResponse
+	(*SampleBlanketRequest)(nil),  // 25: blanket.randomizer.v1.SampleBlanketRequest
+	(*SampleBlanketResponse)(nil), // 26: blanket.randomizer.v1.SampleBlanketResponse
+	(*StepRequest)(nil),           // 27: blanket.randomizer.v1.StepRequest
+	(*StepResponse)(nil),          // 28: blanket.randomizer.v1.StepResponse
+	nil,                           // 29: blanket.randomizer.v1.Config.ParamsEntry
 }
 var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
-	27, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
+	29, // 0: blanket.randomizer.v1.Config.params:type_name -> blanket.randomizer.v1.Config.ParamsEntry
 	0,  // 1: blanket.randomizer.v1.Description.input:type_name -> blanket.randomizer.v1.InputKind
 	2,  // 2: blanket.randomizer.v1.Description.params:type_name -> blanket.randomizer.v1.Param
 	7,  // 3: blanket.randomizer.v1.Estimate.items:type_name -> blanket.randomizer.v1.Item
@@ -1919,31 +2025,34 @@ var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
 	8,  // 12: blanket.randomizer.v1.EstimateResponse.estimate:type_name -> blanket.randomizer.v1.Estimate
 	5,  // 13: blanket.randomizer.v1.OutputsRequest.reports:type_name -> blanket.randomizer.v1.Reports
 	5,  // 14: blanket.randomizer.v1.AtomsRequest.reports:type_name -> blanket.randomizer.v1.Reports
-	4,  // 15: blanket.randomizer.v1.StepRequest.inputs:type_name -> blanket.randomizer.v1.Inputs
-	5,  // 16: blanket.randomizer.v1.StepResponse.reports:type_name -> blanket.randomizer.v1.Reports
-	9,  // 17: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
-	11, // 18: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
-	13, // 19: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
-	15, // 20: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
-	17, // 21: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
-	19, // 22: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
-	21, // 23: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
-	23, // 24: blanket.randomizer.v1.Randomizer.Atoms:input_type -> blanket.randomizer.v1.AtomsRequest
-	25, // 25: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
-	10, // 26: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
-	12, // 27: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
-	14, // 28: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
-	16, // 29: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
-	18, // 30: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
-	20, // 31: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
-	22, // 32: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
-	24, // 33: blanket.randomizer.v1.Randomizer.Atoms:output_type -> blanket.randomizer.v1.AtomsResponse
-	26, // 34: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 15: blanket.randomizer.v1.SampleBlanketResponse.reports:type_name -> blanket.randomizer.v1.Reports
+	4,  // 16: blanket.randomizer.v1.StepRequest.inputs:type_name -> blanket.randomizer.v1.Inputs
+	5,  // 17: blanket.randomizer.v1.StepResponse.reports:type_name -> blanket.randomizer.v1.Reports
+	9,  // 18: blanket.randomizer.v1.Randomizer.Configure:input_type -> blanket.randomizer.v1.ConfigureRequest
+	11, // 19: blanket.randomizer.v1.Randomizer.Describe:input_type -> blanket.randomizer.v1.DescribeRequest
+	13, // 20: blanket.randomizer.v1.Randomizer.Declare:input_type -> blanket.randomizer.v1.DeclareRequest
+	15, // 21: blanket.randomizer.v1.Randomizer.Randomize:input_type -> blanket.randomizer.v1.RandomizeRequest
+	17, // 22: blanket.randomizer.v1.Randomizer.Accumulate:input_type -> blanket.randomizer.v1.AccumulateRequest
+	19, // 23: blanket.randomizer.v1.Randomizer.Estimate:input_type -> blanket.randomizer.v1.EstimateRequest
+	21, // 24: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
+	23, // 25: blanket.randomizer.v1.Randomizer.Atoms:input_type -> blanket.randomizer.v1.AtomsRequest
+	25, // 26: blanket.randomizer.v1.Randomizer.SampleBlanket:input_type -> blanket.randomizer.v1.SampleBlanketRequest
+	27, // 27: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
+	10, // 28: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
+	12, // 29: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
+	14, // 30: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
+	16, // 31: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
+	18, // 32: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
+	20, // 33: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
+	22, // 34: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
+	24, // 35: blanket.randomizer.v1.Randomizer.Atoms:output_type -> blanket.randomizer.v1.AtomsResponse
+	26, // 36: blanket.randomizer.v1.Randomizer.SampleBlanket:output_type -> blanket.randomizer.v1.SampleBlanketResponse
+	28, // 37: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_blanket_randomizer_v1_randomizer_proto_init() }
@@ -1957,7 +2066,7 @@ func file_blanket_randomizer_v1_randomizer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_blanket_randomizer_v1_randomizer_proto_rawDesc), len(file_blanket_randomizer_v1_randomizer_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,15 +45,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Randomizer_Configure_FullMethodName  = "/blanket.randomizer.v1.Randomizer/Configure"
-	Randomizer_Describe_FullMethodName   = "/blanket.randomizer.v1.Randomizer/Describe"
-	Randomizer_Declare_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Declare"
-	Randomizer_Randomize_FullMethodName  = "/blanket.randomizer.v1.Randomizer/Randomize"
-	Randomizer_Accumulate_FullMethodName = "/blanket.randomizer.v1.Randomizer/Accumulate"
-	Randomizer_Estimate_FullMethodName   = "/blanket.randomizer.v1.Randomizer/Estimate"
-	Randomizer_Outputs_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Outputs"
-	Randomizer_Atoms_FullMethodName      = "/blanket.randomizer.v1.Randomizer/Atoms"
-	Randomizer_Step_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Step"
+	Randomizer_Configure_FullMethodName     = "/blanket.randomizer.v1.Randomizer/Configure"
+	Randomizer_Describe_FullMethodName      = "/blanket.randomizer.v1.Randomizer/Describe"
+	Randomizer_Declare_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Declare"
+	Randomizer_Randomize_FullMethodName     = "/blanket.randomizer.v1.Randomizer/Randomize"
+	Randomizer_Accumulate_FullMethodName    = "/blanket.randomizer.v1.Randomizer/Accumulate"
+	Randomizer_Estimate_FullMethodName      = "/blanket.randomizer.v1.Randomizer/Estimate"
+	Randomizer_Outputs_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Outputs"
+	Randomizer_Atoms_FullMethodName         = "/blanket.randomizer.v1.Randomizer/Atoms"
+	Randomizer_SampleBlanket_FullMethodName = "/blanket.randomizer.v1.Randomizer/SampleBlanket"
+	Randomizer_Step_FullMethodName          = "/blanket.randomizer.v1.Randomizer/Step"
 )
 
 // RandomizerClient is the client API for Randomizer service.
@@ -96,6 +97,14 @@ type RandomizerClient interface {
 	// set does not hold for, fail the call: INVALID_ARGUMENT with reason
 	// BAD_REPORT or BAD_INPUT.
 	Atoms(ctx context.Context, in *AtomsRequest, opts ...grpc.CallOption) (*AtomsResponse, error)
+	// SampleBlanket returns count independent draws of the randomizer's
+	// blanket distribution at eps0 (omega = r/gamma, r_y the smallest mass
+	// any input gives output y), each a report in Randomize's format and
+	// dependent on no input, so that a shuffler can add them to a batch
+	// (sdk.BlanketSampler). Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason BAD_EPS0,
+	// or BAD_INPUT for a count above the plugin's limit.
+	SampleBlanket(ctx context.Context, in *SampleBlanketRequest, opts ...grpc.CallOption) (*SampleBlanketResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -203,6 +212,16 @@ func (c *randomizerClient) Atoms(ctx context.Context, in *AtomsRequest, opts ...
 	return out, nil
 }
 
+func (c *randomizerClient) SampleBlanket(ctx context.Context, in *SampleBlanketRequest, opts ...grpc.CallOption) (*SampleBlanketResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SampleBlanketResponse)
+	err := c.cc.Invoke(ctx, Randomizer_SampleBlanket_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *randomizerClient) Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StepResponse)
@@ -253,6 +272,14 @@ type RandomizerServer interface {
 	// set does not hold for, fail the call: INVALID_ARGUMENT with reason
 	// BAD_REPORT or BAD_INPUT.
 	Atoms(context.Context, *AtomsRequest) (*AtomsResponse, error)
+	// SampleBlanket returns count independent draws of the randomizer's
+	// blanket distribution at eps0 (omega = r/gamma, r_y the smallest mass
+	// any input gives output y), each a report in Randomize's format and
+	// dependent on no input, so that a shuffler can add them to a batch
+	// (sdk.BlanketSampler). Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason BAD_EPS0,
+	// or BAD_INPUT for a count above the plugin's limit.
+	SampleBlanket(context.Context, *SampleBlanketRequest) (*SampleBlanketResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -303,6 +330,9 @@ func (UnimplementedRandomizerServer) Outputs(context.Context, *OutputsRequest) (
 }
 func (UnimplementedRandomizerServer) Atoms(context.Context, *AtomsRequest) (*AtomsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Atoms not implemented")
+}
+func (UnimplementedRandomizerServer) SampleBlanket(context.Context, *SampleBlanketRequest) (*SampleBlanketResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SampleBlanket not implemented")
 }
 func (UnimplementedRandomizerServer) Step(context.Context, *StepRequest) (*StepResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Step not implemented")
@@ -472,6 +502,24 @@ func _Randomizer_Atoms_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Randomizer_SampleBlanket_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SampleBlanketRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RandomizerServer).SampleBlanket(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Randomizer_SampleBlanket_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RandomizerServer).SampleBlanket(ctx, req.(*SampleBlanketRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Randomizer_Step_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StepRequest)
 	if err := dec(in); err != nil {
@@ -528,6 +576,10 @@ var Randomizer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Atoms",
 			Handler:    _Randomizer_Atoms_Handler,
+		},
+		{
+			MethodName: "SampleBlanket",
+			Handler:    _Randomizer_SampleBlanket_Handler,
 		},
 		{
 			MethodName: "Step",
