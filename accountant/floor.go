@@ -70,6 +70,11 @@ import (
 // eps; past it the bracket is returned as it stands (sound, maybe loose).
 const floorMaxPoints = 400
 
+// floorSparseMaxN is the largest batch at which a floor point may take the
+// sparse exact path (which enumerates about n^(a-1)/(a-1)! terms for a set
+// of a atoms without a residual, cheap only at small n).
+const floorSparseMaxN = 100
+
 // floorSet returns the atom set whose engine value at n = K + 1 is h(K):
 // the blanket masses divided by gamma, so that they sum to 1.
 func floorSet(s AtomSet) (AtomSet, float64) {
@@ -167,32 +172,52 @@ type floorSolver struct {
 	m, nh int
 	law   binomStrata
 	mu    sync.Mutex
-	memo  map[[2]float64]bracket
+	memo  map[[3]float64]bracket
 }
 
 func newFloorSolver(s AtomSet, m, nh int) *floorSolver {
 	set, g := floorSet(s)
-	f := &floorSolver{set: set, gamma: g, pair: s, m: m, nh: nh, memo: map[[2]float64]bracket{}}
+	f := &floorSolver{set: set, gamma: g, pair: s, m: m, nh: nh, memo: map[[3]float64]bracket{}}
 	f.law = newBinomStrata(nh-1, math.Min(1, g))
 	return f
 }
 
-// h brackets h(m + k) at eps.
-func (f *floorSolver) h(k int, eps float64) bracket {
-	key := [2]float64{float64(k), eps}
+// h brackets h(m + k) at eps: certified within Tolerance in eps
+// (deltaBracket) when point is 0, else only refined until the bracket is
+// within a relative point, up to pointRefine + 1 halvings of the lattice
+// (a profile point's accuracy, profile.go).
+func (f *floorSolver) h(k int, eps, point float64) bracket {
+	key := [3]float64{float64(k), eps, point}
 	f.mu.Lock()
 	b, ok := f.memo[key]
 	f.mu.Unlock()
 	if ok {
 		return b
 	}
-	if f.gamma <= 0 {
+	// With honest others the strata evaluate many batch sizes, where the
+	// sparse path would enumerate every multinomial term of a set without
+	// a residual: past floorSparseMaxN the lattice brackets them in far
+	// less time.
+	sv := &setSolver{set: f.set, n: f.m + k + 1, hRel: hRelStart, latticeOnly: f.nh > 1 && f.m+k+1 > floorSparseMaxN}
+	switch {
+	case f.gamma <= 0:
 		v := localDivergence(f.pair, eps)
 		b = bracket{lo: v * (1 - 1e-12), hi: v}
-	} else {
-		b, _ = deltaBracket(f.set, f.m+k+1, eps)
-		b.hi = math.Min(b.hi, 1)
+	case point == 0:
+		b, _ = deltaBracketOf(sv, eps)
+	default:
+		sv.hRel = hRelProfile
+		b = bracket{lo: 0, hi: math.Inf(1)}
+		for r := 0; r <= pointRefine+1; r++ {
+			c := sv.eval(eps, true)
+			b.lo, b.hi = math.Max(b.lo, c.lo), math.Min(b.hi, c.hi)
+			if b.hi-b.lo <= point*b.hi || c.capped {
+				break
+			}
+			sv.hRel /= 2
+		}
 	}
+	b.hi = math.Min(b.hi, 1)
 	f.mu.Lock()
 	f.memo[key] = b
 	f.mu.Unlock()
@@ -200,9 +225,10 @@ func (f *floorSolver) h(k int, eps float64) bracket {
 }
 
 // bracket returns bounds on E[h(m + K')] at eps, refining the strata until
-// hi <= lo (1 + rel), no stratum can be split, or floorMaxPoints points
-// have been evaluated.
-func (f *floorSolver) bracket(eps, rel float64) bracket {
+// hi <= lo (1 + rel), hi <= abs, no stratum can be split, or
+// floorMaxPoints points have been evaluated; each point certified (h with
+// point 0), or, with point > 0, to that relative accuracy.
+func (f *floorSolver) bracket(eps, rel, point, abs float64) bracket {
 	lo, hi := f.law.lo, f.law.lo+len(f.law.pmf)-1
 	pts := []int{lo, hi}
 	if hi > lo {
@@ -218,7 +244,7 @@ func (f *floorSolver) bracket(eps, rel float64) bracket {
 	pts = slices.Compact(pts)
 	for {
 		bs := make([]bracket, len(pts))
-		parallelMap(len(pts), func(i int) { bs[i] = f.h(pts[i], eps) })
+		parallelMap(len(pts), func(i int) { bs[i] = f.h(pts[i], eps, point) })
 		// Monotone envelopes: h does not increase.
 		up, low := make([]float64, len(pts)), make([]float64, len(pts))
 		for i := range pts {
@@ -255,7 +281,7 @@ func (f *floorSolver) bracket(eps, rel float64) bracket {
 		// Stop when the bracket is narrow enough, or when what splitting
 		// strata can remove is small beside what the points' own brackets
 		// leave (the engine's lattice, refined per point).
-		if res.hi <= DeltaFloor || res.hi <= res.lo*(1+rel) || strataGap <= rel*res.lo || strataGap <= pointGap/4 || len(pts) >= floorMaxPoints {
+		if res.hi <= math.Max(abs, DeltaFloor) || res.hi <= res.lo*(1+rel) || strataGap <= rel*res.lo || strataGap <= pointGap/4 || len(pts) >= floorMaxPoints {
 			return res
 		}
 		// Bisect the strata that hold the largest shares of the gap.
@@ -290,7 +316,7 @@ func (f *floorSolver) epsUpper(delta, cap float64) (float64, bool) {
 	}
 	hi := cap
 	for _, rel := range []float64{0.05, 0.01, 2e-3} {
-		e, ok := solveDecreasing(func(e float64) float64 { return f.bracket(e, rel).hi }, delta, 0, hi)
+		e, ok := solveDecreasing(func(e float64) float64 { return f.bracket(e, rel, 0, 0).hi }, delta, 0, hi)
 		if !ok {
 			return hi, false
 		}
@@ -298,7 +324,7 @@ func (f *floorSolver) epsUpper(delta, cap float64) (float64, bool) {
 			return 0, true
 		}
 		// The floor's exact value at e / (1 + certTol) exceeds delta.
-		if f.bracket(e/(1+certTol), rel).lo > delta {
+		if f.bracket(e/(1+certTol), rel, 0, 0).lo > delta {
 			return e, true
 		}
 		hi = e
@@ -353,7 +379,7 @@ func FloorDelta(m Mechanism, eps0 float64, honest, floor int, eps float64) (Delt
 func floorDeltaOf(d *Decomposition, honest, floor int, eps float64) DeltaResult {
 	res := make([]bracket, len(d.Upper))
 	for i, s := range d.Upper {
-		res[i] = newFloorSolver(s, floor, honest).bracket(eps, 1e-3)
+		res[i] = newFloorSolver(s, floor, honest).bracket(eps, 1e-3, 0, 0)
 	}
 	var r DeltaResult
 	for _, b := range res {

@@ -75,6 +75,9 @@ type partSampler struct {
 	cache    map[profileKey]bracket
 	// exact, when set, brackets the exact worst profile at eps values.
 	exact func(eps []float64) (lo, hi []float64)
+	// floors, when set, bound the upper candidates (by set index) under a
+	// shuffler floor (newPartSampler).
+	floors []*floorSolver
 }
 
 // exactProfiler is implemented by a mechanism that can bound its worst
@@ -86,15 +89,22 @@ type exactProfiler interface {
 }
 
 // newMechSampler is newPartSampler with m's exact profile, if it has one.
-func newMechSampler(m Mechanism, d *Decomposition, n int) *partSampler {
-	s := newPartSampler(d, n)
+func newMechSampler(m Mechanism, d *Decomposition, n, floor int) *partSampler {
+	s := newPartSampler(d, n, floor)
 	if e, ok := m.(exactProfiler); ok {
 		s.exact = e.exactProfile(n)
 	}
 	return s
 }
 
-func newPartSampler(d *Decomposition, n int) *partSampler {
+// newPartSampler samples d's profile at batches of n reports; with floor
+// > 0, of n honest reports (the victim's included) and floor blanket draws
+// added by the shuffler (floor.go): the upper candidates are then bounded
+// by their floor solvers, and the lower-bound triples, which do not
+// describe the draws, give way to the candidate pairs themselves when n
+// = 1 (the victim alone among the draws, whose floor value is exact) and
+// to nothing otherwise.
+func newPartSampler(d *Decomposition, n, floor int) *partSampler {
 	s := &partSampler{n: n, localEps: d.LocalEps, cache: map[profileKey]bracket{}}
 	index := map[string]int{}
 	add := func(set AtomSet) int {
@@ -108,13 +118,29 @@ func newPartSampler(d *Decomposition, n int) *partSampler {
 		return len(s.sets) - 1
 	}
 	seen := map[int]bool{}
+	var pairs [][2]int // each upper candidate and its swap
 	for _, u := range d.Upper {
-		for _, v := range []AtomSet{u, u.swap()} {
-			if i := add(v); !seen[i] {
+		iu, is := add(u), add(u.swap())
+		pairs = append(pairs, [2]int{iu, is})
+		for _, i := range []int{iu, is} {
+			if !seen[i] {
 				seen[i] = true
 				s.ups = append(s.ups, i)
 			}
 		}
+	}
+	if floor > 0 {
+		s.floors = make([]*floorSolver, len(s.sets))
+		for _, i := range s.ups {
+			s.floors[i] = newFloorSolver(s.sets[i], floor, n)
+		}
+		if n == 1 {
+			for _, p := range pairs {
+				s.lows = append(s.lows, p[0])
+				s.lowSwaps = append(s.lowSwaps, p[1])
+			}
+		}
+		return s
 	}
 	for _, l := range d.Lower {
 		s.lows = append(s.lows, add(l))
@@ -135,6 +161,10 @@ func (s *partSampler) evalPoint(set int, eps, abs float64, level int) bracket {
 	}
 	if eps >= lossCeiling(s.localEps) {
 		b = bracket{}
+	} else if s.floors != nil && s.floors[set] != nil {
+		rel := pointRel / math.Pow(4, float64(level))
+		b = s.floors[set].bracket(eps, rel, rel/2, abs)
+		b.lo = math.Min(b.lo, b.hi)
 	} else {
 		h := hRelProfile
 		b = bracket{lo: 0, hi: math.Inf(1)}

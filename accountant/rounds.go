@@ -47,6 +47,11 @@ type Part struct {
 	N int
 	// Rounds is the number of reports. Defaults to 1.
 	Rounds int
+	// Floor is the number of draws of the blanket the shuffler adds to
+	// each batch (docs/accounting.md §13); N is then the number of honest
+	// reports, the victim's included, and the bounds hold whatever else
+	// the batch holds. 0, the default, adds none.
+	Floor int
 }
 
 // Composition is the composition of several parts, ready to be queried.
@@ -97,13 +102,16 @@ func NewComposition(parts ...Part) (*Composition, error) {
 		if err := checkQuery(p.Eps0, p.N); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if err := checkFloor(p.N, p.Floor); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		d, err := p.Mech.Decompose(p.Eps0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		c.parts = append(c.parts, p)
 		c.decs = append(c.decs, d)
-		c.samplers = append(c.samplers, newMechSampler(p.Mech, d, p.N))
+		c.samplers = append(c.samplers, newMechSampler(p.Mech, d, p.N, p.Floor))
 	}
 	return c, nil
 }
@@ -232,7 +240,7 @@ func (c *Composition) Epsilon(delta float64) (EpsilonResult, error) {
 		return EpsilonResult{}, err
 	}
 	if c.single() {
-		return epsilonOf(c.decs[0], c.parts[0].N, delta), nil
+		return c.singleEpsilon(0, delta), nil
 	}
 	cap := c.LocalEps()
 	r := EpsilonResult{Upper: math.Inf(1), LocalEps: cap}
@@ -274,6 +282,9 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 		return DeltaResult{}, err
 	}
 	if c.single() {
+		if p := c.parts[0]; p.Floor > 0 {
+			return floorDeltaOf(c.decs[0], p.N, p.Floor, eps), nil
+		}
 		return Delta(c.parts[0].Mech, c.parts[0].Eps0, c.parts[0].N, eps)
 	}
 	if eps >= c.LocalEps() {
@@ -312,11 +323,20 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 
 // basicEpsilon is basic composition: every report gets delta/T and the
 // eps of its single-report bound there; the eps add up.
+// singleEpsilon is the single-report eps of part i at delta, with its
+// floor if it has one.
+func (c *Composition) singleEpsilon(i int, delta float64) EpsilonResult {
+	if p := c.parts[i]; p.Floor > 0 {
+		return floorEpsilonOf(c.decs[i], p.N, p.Floor, delta)
+	}
+	return epsilonOf(c.decs[i], c.parts[i].N, delta)
+}
+
 func (c *Composition) basicEpsilon(delta float64) (float64, error) {
 	T := float64(c.Rounds())
 	var sum float64
 	for i, p := range c.parts {
-		r := epsilonOf(c.decs[i], p.N, delta/T)
+		r := c.singleEpsilon(i, delta/T)
 		sum += float64(p.Rounds) * r.Upper
 	}
 	return sum, nil
@@ -455,7 +475,7 @@ func (c *Composition) kov15Epsilon(delta float64) (float64, bool) {
 	// Basic composition's own point (eps_1(delta/T), delta/T), so that
 	// kov15 is never above basic_composition.
 	T := float64(p.Rounds)
-	if e1 := epsilonOf(c.decs[0], p.N, delta/T).Upper; e1 > 0 {
+	if e1 := c.singleEpsilon(0, delta/T).Upper; e1 > 0 {
 		if v, err := KOV15Epsilon(e1, delta/T, p.Rounds, delta); err == nil && v < best {
 			best, ok = v, true
 		}

@@ -31,9 +31,19 @@ type setSolver struct {
 	set  AtomSet
 	n    int
 	hRel float64
+	// latticeOnly skips the sparse exact path (floor.go: sets without a
+	// residual, where it would enumerate every multinomial term).
+	latticeOnly bool
 }
 
 func (s *setSolver) eval(eps float64, wantLo bool) bracket {
+	if s.latticeOnly && s.n > 1 {
+		p := prepare(s.set, eps)
+		if p.maxZ <= 0 {
+			return bracket{}
+		}
+		return latticeEval(p, s.n, s.hRel, wantLo)
+	}
 	return evaluate(s.set, s.n, eps, s.hRel, wantLo)
 }
 
@@ -59,7 +69,11 @@ func SetDelta(s AtomSet, n int, eps float64) (lo, hi float64, err error) {
 
 // deltaBracket refines the lattice until the bracket at eps is certified.
 func deltaBracket(s AtomSet, n int, eps float64) (bracket, bool) {
-	sv := &setSolver{set: s, n: n, hRel: hRelStart}
+	return deltaBracketOf(&setSolver{set: s, n: n, hRel: hRelStart}, eps)
+}
+
+// deltaBracketOf is deltaBracket with a prepared solver.
+func deltaBracketOf(sv *setSolver, eps float64) (bracket, bool) {
 	// Every bracket is valid: keep their intersection, and stop refining
 	// when a finer lattice no longer narrows it.
 	best := bracket{lo: 0, hi: math.Inf(1)}
