@@ -34,10 +34,21 @@
 //     was not running) is not reported: the user is then missing from that
 //     node's sum, which biases the estimates of periods that node covers.
 //
-//     r, err := longitudinal.New(longitudinal.Options{Tree: 64, Changes: 4})
-//     reports, states, err := r.Step(ctx, eps0, period, states, sdk.Inputs{Categories: values})
-//     stat, err := r.Accumulate(ctx, eps0, shuffled) // merge the tree's periods up to p
-//     est, err := r.Estimate(ctx, stat)              // users in state 1 at p
+// It does not implement sdk.BlanketSampler, so a shuffler cannot add
+// blanket reports (a privacy floor) to its batches. A draw would have to
+// be a report of a node of some level ending at the period, yet which
+// levels report in a period, and how many users hold each, follow from
+// the users' data-independent choices, and the accountant's bound for a
+// tree (accountant.Longitudinal) is not a blanket decomposition of
+// independent reports: each round of randomized response is shuffled
+// among the victim's level-mates only, and a tree declaration refuses to
+// decompose. A floor for it needs draws per level and node counted by
+// that bound, which it does not have.
+//
+//	r, err := longitudinal.New(longitudinal.Options{Tree: 64, Changes: 4})
+//	reports, states, err := r.Step(ctx, eps0, period, states, sdk.Inputs{Categories: values})
+//	stat, err := r.Accumulate(ctx, eps0, shuffled) // merge the tree's periods up to p
+//	est, err := r.Estimate(ctx, stat)              // users in state 1 at p
 package longitudinal
 
 import (

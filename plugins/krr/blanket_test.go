@@ -1,0 +1,37 @@
+package krr_test
+
+import (
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/plugins/krr"
+	"github.com/blanket-dp/blanket/sdk/ldp/ldptest"
+)
+
+// blanketDraws is the number of blanket draws per law tested: with 1,000
+// buckets the pair's two single-output atoms expect 20 draws each, above
+// Pearson's cell minimum of 5.
+const blanketDraws = 20_000
+
+// TestSampleBlanket: k-RR's blanket draws are uniform on the buckets, at
+// eps0 from 0.5 to 8: against the column minima of the declared matrix
+// over 4 buckets and an other bucket, and over 1,000 buckets against the
+// declared pair's atoms through Atoms (1/k, 1/k and (k-2)/k); they are
+// reports Accumulate counts, and bad arguments fail.
+func TestSampleBlanket(t *testing.T) {
+	small := ldptest.Must(t, krr.New, krr.Options{Categories: ldptest.Labels(4), Other: "other", Rand: ldptest.Seeded(1)})
+	large := ldptest.Must(t, krr.New, krr.Options{Categories: ldptest.Labels(1000), Rand: ldptest.Seeded(2)})
+	for _, eps0 := range []float64{0.5, 2, 8} {
+		d, err := small.Declaration(eps0, accountant.FormMatrix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ldptest.CheckBlanketMatrix(t, small, eps0, blanketDraws, d.Matrix, small.Decode)
+		a, err := large.Declaration(eps0, accountant.FormAtoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ldptest.CheckBlanketAtoms(t, large, eps0, blanketDraws, a.Pairs[0], 0, []float64{3, 700})
+	}
+	ldptest.CheckBlanketContract(t, small, 1, 100)
+}
