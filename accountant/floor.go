@@ -314,9 +314,12 @@ func (f *floorSolver) epsUpper(delta, cap float64) (float64, bool) {
 		}
 		return epsUpper(f.set, f.m+1, delta, cap)
 	}
+	// The search reads upper ends with points refined to a relative rel/2
+	// (every one an upper bound); the certificate reads a lower end with
+	// certified points.
 	hi := cap
 	for _, rel := range []float64{0.05, 0.01, 2e-3} {
-		e, ok := solveDecreasing(func(e float64) float64 { return f.bracket(e, rel, 0, 0).hi }, delta, 0, hi)
+		e, ok := solveDecreasing(func(e float64) float64 { return f.bracket(e, rel, rel/2, 0).hi }, delta, 0, hi)
 		if !ok {
 			return hi, false
 		}

@@ -200,9 +200,10 @@ func newEpsCmd(e *env) *cobra.Command {
 		delta  = floatValue{rule: probRule}
 		users  = newCountValue()
 		fakes  = newFakeFlag()
+		floor  = newFloorValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T] [--users U] [--max-fake-fraction F]",
+		Use:   "eps --mech SPEC --eps0 E --n N --delta D [--rounds T] [--users U] [--max-fake-fraction F] [--floor M]",
 		Short: "Central eps at a given delta",
 		Long: `Print the central eps of n shuffled reports at the given delta: a sound upper
 bound, a lower bound and every baseline. When shuffling cannot improve on the
@@ -212,6 +213,8 @@ so.
 ` + roundsHelp + `
 
 ` + fakesHelp + `
+
+` + floorHelp + `
 
 --json prints one object with the keys mechanism, eps0, n, rounds, delta,
 eps_upper, eps_lower, local_eps, amplified, tight, baselines (clone, fmt21,
@@ -245,12 +248,20 @@ trees, levels, mates, tail, local and users.
 			if err := checkUsers(users, m, long); err != nil {
 				return err
 			}
+			if err := checkFloorMech(floor, long); err != nil {
+				return err
+			}
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account eps")
 			var r epsReport
 			if long {
 				r, err = computeLongitudinalEps(e, l, m.String(), fakes.honest(n.v), rounds.v, fakes.honest(usersOf(users)), delta.v)
 			} else {
+				start := time.Now()
 				r, err = computeEps(e, m, e0, fakes.honest(n.v), rounds.v, delta.v)
+				if err == nil && floor.v > 0 {
+					r.Floor, err = floorEps(e, m, e0, fakes.honest(n.v), floor.v, rounds.v, delta.v)
+					r.Seconds = time.Since(start).Seconds()
+				}
 			}
 			finish()
 			if err != nil {
@@ -269,6 +280,7 @@ trees, levels, mates, tail, local and users.
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	cmd.Flags().Var(users, "users", usersUsage)
+	cmd.Flags().Var(floor, "floor", floorUsage)
 	fakes.add(cmd)
 	return cmd
 }
@@ -282,9 +294,10 @@ func newDeltaCmd(e *env) *cobra.Command {
 		eps    = floatValue{rule: epsRule}
 		users  = newCountValue()
 		fakes  = newFakeFlag()
+		floor  = newFloorValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T] [--users U] [--max-fake-fraction F]",
+		Use:   "delta --mech SPEC --eps0 E --n N --eps EPS [--rounds T] [--users U] [--max-fake-fraction F] [--floor M]",
 		Short: "Central delta at a given eps",
 		Long: `Print the central delta of n shuffled reports at the given eps: a sound upper
 bound, a lower bound and every baseline.
@@ -292,6 +305,8 @@ bound, a lower bound and every baseline.
 ` + roundsHelp + `
 
 ` + fakesHelp + `
+
+` + floorHelp + `
 
 --json prints one object with the keys mechanism, eps0, n, rounds, eps,
 delta_upper, delta_lower, baselines (the eight of 'blanket account eps', null
@@ -325,6 +340,9 @@ the delta among a few candidates; every candidate is a sound bound.
 			if err := checkUsers(users, m, long); err != nil {
 				return err
 			}
+			if err := checkFloorMech(floor, long); err != nil {
+				return err
+			}
 			if long {
 				finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
 				r, err := computeLongitudinalDelta(e, l, m.String(), fakes.honest(n.v), rounds.v, fakes.honest(usersOf(users)), eps.v)
@@ -344,6 +362,10 @@ the delta among a few candidates; every candidate is a sound bound.
 			start := time.Now()
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account delta")
 			res, bl, err := computeDelta(e, m, e0, fakes.honest(n.v), rounds.v, eps.v)
+			var fl *floorParts
+			if err == nil && floor.v > 0 {
+				fl, err = floorDelta(e, m, e0, fakes.honest(n.v), floor.v, rounds.v, eps.v)
+			}
 			finish()
 			if err != nil {
 				return err
@@ -359,6 +381,7 @@ the delta among a few candidates; every candidate is a sound bound.
 				DeltaLower:     num(res.Lower),
 				Baselines:      newBaselineSet(bl),
 				Seconds:        time.Since(start).Seconds(),
+				Floor:          fl,
 			}
 			if mf.json {
 				return writeJSON(cmd.OutOrStdout(), r)
@@ -372,6 +395,7 @@ the delta among a few candidates; every candidate is a sound bound.
 	cmd.Flags().Var(&eps, "eps", "central eps, "+epsRule.text+" (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
 	cmd.Flags().Var(users, "users", usersUsage)
+	cmd.Flags().Var(floor, "floor", floorUsage)
 	fakes.add(cmd)
 	return cmd
 }

@@ -84,6 +84,8 @@ type epsReport struct {
 	// Longitudinal is the breakdown of a tree protocol's bound, absent
 	// for other mechanisms.
 	Longitudinal *longitudinalParts `json:"longitudinal,omitempty"`
+	// Floor is --floor's bounds, absent without it.
+	Floor *floorParts `json:"floor,omitempty"`
 }
 
 // deltaReport is the result of `account delta`.
@@ -101,6 +103,8 @@ type deltaReport struct {
 	// Longitudinal is the breakdown of a tree protocol's bound, absent
 	// for other mechanisms.
 	Longitudinal *longitudinalDeltaParts `json:"longitudinal,omitempty"`
+	// Floor is --floor's bounds, absent without it.
+	Floor *floorParts `json:"floor,omitempty"`
 }
 
 // achieved is the guarantee at the calibrated eps0.
@@ -204,6 +208,7 @@ func writeEpsTable(w io.Writer, r *epsReport) error {
 	if r.Longitudinal != nil {
 		writeLongitudinalRows(t, r.Longitudinal)
 	}
+	r.Floor.rows(t)
 	t.row("")
 	t.row("local eps", fmtOpt(r.LocalEps))
 	t.row("seconds", fmt.Sprintf("%.3f", r.Seconds))
@@ -246,6 +251,7 @@ func writeDeltaTable(w io.Writer, r *deltaReport) error {
 	if r.Longitudinal != nil {
 		writeLongitudinalDeltaRows(t, r.Longitudinal)
 	}
+	r.Floor.rows(t)
 	t.row("")
 	t.row("seconds", fmt.Sprintf("%.3f", r.Seconds))
 	if err := t.flush(); err != nil {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+)
+
+// TestFloorFlag runs the real accountant: 'account eps --floor M' and
+// 'account delta --floor M' print, besides the usual bounds, the bound with
+// the M draws and the n honest reports and the bound of the draws alone,
+// equal to the accountant's FloorEpsilon and FloorDelta (with the honest
+// floor of n under --max-fake-fraction); the table shows both; --floor 0
+// prints nothing more; a tree protocol and a negative count are usage
+// errors naming the flag.
+func TestFloorFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test of the real engine; skipped with -short")
+	}
+	e := defaultEnv()
+	e.engine.epsilonBaselines = func(accountant.Mechanism, float64, int, float64) (map[string]*float64, error) { return nil, nil }
+	e.engine.deltaBaselines = e.engine.epsilonBaselines
+	m := accountant.KRR(5)
+	out, stderr, code := execute(t, e, "account", "eps", "--mech", "krr:k=5", "--eps0", "2", "--n", "120", "--max-fake-fraction", "0.2", "--delta", "1e-5", "--floor", "40", "--json")
+	if code != exitOK {
+		t.Fatalf("eps: exit %d, stderr %s", code, stderr)
+	}
+	obj := decodeObject(t, out, "floor")
+	fl, _ := obj["floor"].(map[string]any)
+	with, err := accountant.FloorEpsilon(m, 2, 96, 40, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := accountant.FloorEpsilon(m, 2, 1, 40, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(a any, b float64) bool { v, ok := a.(float64); return ok && math.Abs(v-b) <= 1e-9*b }
+	if fl["draws"] != 40.0 || !near(fl["upper"], with.Upper) || !near(fl["alone"], alone.Upper) || !near(fl["alone_lower"], alone.Lower) {
+		t.Errorf("eps --floor 40 at 96 honest of 120: %v; want upper %v, alone %v (lower %v)", fl, with.Upper, alone.Upper, alone.Lower)
+	}
+	if up, _ := obj["eps_upper"].(float64); !(with.Upper < up && alone.Upper < 2) {
+		t.Errorf("with the floor %v is not below the bound without it %v, or alone %v is not amplified", with.Upper, obj["eps_upper"], alone.Upper)
+	}
+
+	out, stderr, code = execute(t, e, "account", "delta", "--mech", "krr:k=5", "--eps0", "2", "--n", "96", "--eps", "0.8", "--floor", "40", "--json")
+	if code != exitOK {
+		t.Fatalf("delta: exit %d, stderr %s", code, stderr)
+	}
+	fl, _ = decodeObject(t, out, "floor")["floor"].(map[string]any)
+	dw, err := accountant.FloorDelta(m, 2, 96, 40, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, err := accountant.FloorDelta(m, 2, 1, 40, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(fl["upper"], dw.Upper) || !near(fl["alone"], da.Upper) || !near(fl["alone_lower"], da.Lower) {
+		t.Errorf("delta --floor 40: %v; want upper %v, alone %v (lower %v)", fl, dw.Upper, da.Upper, da.Lower)
+	}
+
+	table, _, code := execute(t, e, "account", "eps", "--mech", "krr:k=5", "--eps0", "2", "--n", "96", "--delta", "1e-5", "--floor", "40")
+	if code != exitOK || !strings.Contains(table, "40 blanket draws per batch") || !strings.Contains(table, "with the floor") || !strings.Contains(table, "floor alone") {
+		t.Errorf("the table does not show the floor:\n%s", table)
+	}
+	plain, _, _ := execute(t, e, "account", "eps", "--mech", "krr:k=5", "--eps0", "2", "--n", "96", "--delta", "1e-5", "--floor", "0", "--json")
+	if strings.Contains(plain, "floor") {
+		t.Errorf("--floor 0 prints a floor:\n%s", plain)
+	}
+	for _, args := range [][]string{
+		{"--mech", "krr:k=5", "--eps0", "2", "--n", "400", "--floor", "-1"},
+		{"--mech", "longitudinal:tree=8:eps0=1", "--n", "400", "--floor", "10"},
+	} {
+		_, stderr, code := execute(t, e, append([]string{"account", "eps", "--delta", "1e-5"}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "--floor") {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error naming --floor", args, code, stderr)
+		}
+	}
+}
