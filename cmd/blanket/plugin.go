@@ -98,6 +98,12 @@ It also audits privacy empirically: from the samples it computes a lower
 bound on the plugin's local eps (a distinguishing attack with Clopper-Pearson
 bounds) and fails when the bound exceeds the declared eps0.
 
+A plugin that draws from its blanket distribution (sdk.BlanketSampler, the
+SampleBlanket RPC: the reports a shuffler adds to every batch for a
+privacy floor) has its draws tested against the blanket of its declaration
+(chi-square); one that does not has the check skipped with a message, and
+the floor is unavailable for it.
+
 Run it on the configuration you ship (--categories 1000) and on a small one
 (the default: 8 categories, or the range [0, 1], or two states for a plugin
 that takes only two), where the plugin declares a full matrix and its
@@ -122,7 +128,7 @@ checked exactly only on a small tree (at most 8 periods), e.g.
 	fl.Float64Var(&f.hi, "hi", 1, "range high end for a real-valued plugin")
 	fl.StringArrayVar(&f.params, "param", nil, "plugin parameter key=value (repeatable)")
 	fl.Float64SliceVar(&f.eps0s, "eps0", nil, "local budgets to test (default 0.5,2,5 within the plugin's range)")
-	fl.IntVar(&f.samples, "samples", 0, "samples per input for the frequency test (default 20000)")
+	fl.IntVar(&f.samples, "samples", 0, "samples per input for the frequency test, and blanket draws per eps0 (default 20000)")
 	fl.Float64Var(&f.falseFail, "false-failure-rate", 0, "probability that a correct plugin fails the run (default 1e-6)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the kit's own random choices (random report bytes, the order of inputs); the plugin's randomness is its own")
 	fl.IntVar(&f.batches, "batches", 0, fmt.Sprintf("repetitions of the estimator check (default %d, at least 20)", plugintest.DefaultBatches))

@@ -181,6 +181,36 @@ func (f fatSegments) Declare(ctx context.Context, eps0 float64) (*accountant.Dec
 	return d, nil
 }
 
+// rowBlanket draws its blanket reports from Randomize at the first
+// bucket: one input's law, not the blanket. k-RR over 4 buckets at
+// eps0 = 1 keeps the bucket with probability 0.475, where the blanket
+// gives each bucket 0.25: the chi-square statistic of 5000 draws has
+// noncentrality 5000·(0.225²/0.25 + 3·0.075²/0.25) = 1350, against a
+// threshold near 34.
+type rowBlanket struct{ *krr.Randomizer }
+
+func (b rowBlanket) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	d, _ := b.Describe(ctx)
+	return b.Randomize(ctx, eps0, sdk.Inputs{Categories: slices.Repeat(d.Categories[:1], n)})
+}
+
+// hotBlanket draws bucket 0 with probability 0.05 and the others
+// uniformly, over 100 buckets where k-RR declares atoms: the pair (0, 1)
+// gives the atom {0} a blanket share of 0.01, and 5000 draws a chi-square
+// noncentrality of about 5000·(0.04²/0.01 + 0.04²·0.01/0.99) = 800,
+// against a threshold near 31.
+type hotBlanket struct{ *krr.Randomizer }
+
+func (b hotBlanket) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
+	reps, err := b.Randomizer.SampleBlanket(ctx, eps0, n)
+	for i := range reps {
+		if i%25 == 0 { // 4% more at bucket 0, taken evenly from every bucket
+			reps[i] = []byte{0}
+		}
+	}
+	return reps, err
+}
+
 // strictAccumulate fails a batch with a malformed report instead of counting
 // it.
 type strictAccumulate struct{ sdk.Randomizer }
@@ -236,8 +266,9 @@ func TestBrokenRandomizersFail(t *testing.T) {
 		return must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(seed)}))
 	}
 	lap := must(laplace.New(laplace.Options{Lo: 0, Hi: 10}))
-	// The laplace cases skip the estimator check, which they do not break
-	// (its 100,000 draws of Google's sampler are slow under -race).
+	// The laplace cases skip the estimator and blanket checks, which they
+	// do not break (Google's sampler is slow under -race: the estimator's
+	// 100,000 draws, the blanket's 5000).
 	tests := []struct {
 		name   string
 		r      sdk.Randomizer
@@ -257,12 +288,14 @@ func TestBrokenRandomizersFail(t *testing.T) {
 		{"segments beyond eps0", understatedSegments{lap}, []string{plugintest.CheckDeclaration, plugintest.CheckFrequencies}},
 		{"laplace samples at a larger eps0", hotLaplace{lap}, []string{plugintest.CheckFrequencies}},
 		{"segments blanket overstated", fatSegments{lap}, []string{plugintest.CheckDeclaration}},
+		{"blanket draws from one input's law", rowBlanket{newKRR(24)}, []string{plugintest.CheckBlanket}},
+		{"blanket draws favour one bucket, at size", hotBlanket{newKRR100(25)}, []string{plugintest.CheckBlanket}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := plugintest.Options{Eps0s: []float64{1}, Samples: 5000, Batches: 100}
 			if d, err := tt.r.Describe(t.Context()); err == nil && d.Name == laplace.Name {
-				opts.Skip = []string{plugintest.CheckEstimator}
+				opts.Skip = []string{plugintest.CheckEstimator, plugintest.CheckBlanket}
 			}
 			rep, err := plugintest.Verify(t.Context(), tt.r, opts)
 			if err != nil {

@@ -43,6 +43,15 @@
 //     must not exceed the declared eps0; each pair's bound is reported
 //     ("samples behave like eps0 >= 1.93 at confidence 1-4e-8, declared
 //     2"). See privacy.go.
+//   - blanket: a randomizer that draws from its blanket distribution
+//     (sdk.BlanketSampler, for a shuffler's privacy floor) draws Samples
+//     reports at each eps0, tested by chi-square against the blanket of
+//     its declaration: each output's smallest probability over the
+//     inputs, normalized, for a matrix; each declared pair's blanket
+//     masses R over their sum, through sdk.AtomMapper, for atoms; the
+//     first pair's bins for segments (blanketdraws.go). A randomizer
+//     without the interface has the check skipped with a message: the
+//     floor is unavailable for it, and nothing else is affected.
 //   - estimator: on a ground-truth batch randomized, accumulated and
 //     estimated many times, the mean estimate equals the truth (t-test)
 //     and the reported variance matches the spread of the estimates
@@ -144,8 +153,9 @@
 // The statistical tests compare a statistic with the (1 - alpha) quantile
 // of its null distribution, so a correct randomizer fails each with
 // probability alpha over its randomness. Options.FalseFailureRate (default
-// 1e-6) is split evenly between the four families (frequencies, means,
-// variances, the privacy audit) and within each evenly between its tests;
+// 1e-6) is split evenly between the five families (frequencies, means,
+// variances, the privacy audit, the blanket draws) and within each evenly
+// between its tests;
 // by the union bound a correct randomizer fails a whole run with
 // probability at most FalseFailureRate. The null distributions are
 // asymptotic (Pearson's statistic with cells of expected count >= 5;

@@ -215,12 +215,24 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, pr
 		c.fail(name, "Randomize: %v", err)
 		return
 	}
+	if ys := v.fitTest(ctx, c, eps0, reports, probs, output, hint, name, "the declared row", alpha); ys != nil {
+		v.draws[drawKey{eps0, cs, mapping}] = ys
+	}
+}
+
+// fitTest maps reports drawn at eps0 to cells with output and runs
+// Pearson's chi-square test of their counts against probs at false-failure
+// rate alpha; law names probs in messages ("the declared row"). A report
+// of the wrong length, one that does not map to a cell, and a cell of
+// probability 0 drawn fail outright. It returns the reports' cells, or nil
+// when they could not be mapped.
+func (v *verifier) fitTest(ctx context.Context, c *Check, eps0 float64, reports [][]byte, probs []float64, output outputsFunc, hint, name, law string, alpha float64) []int {
 	outs := len(probs)
 	counts := make([]int64, outs)
 	for i, rep := range reports {
 		if len(rep) != v.desc.ReportBytes {
 			c.fail(name, "report %d has %d bytes, ReportBytes is %d", i, len(rep), v.desc.ReportBytes)
-			return
+			return nil
 		}
 	}
 	ys, err := output(ctx, eps0, reports)
@@ -229,32 +241,31 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, pr
 	}
 	if err != nil {
 		c.fail(name, "mapping reports to outputs: %v%s", err, hint)
-		return
+		return nil
 	}
 	for i, y := range ys {
 		if y < 0 || y >= outs {
 			c.fail(name, "report %d (%x) maps to output %d of %d%s", i, reports[i], y, outs, hint)
-			return
+			return nil
 		}
 		counts[y]++
 	}
-	v.draws[drawKey{eps0, cs, mapping}] = ys
 	for y := range probs {
 		if probs[y] == 0 && counts[y] > 0 {
 			c.fail(name, "output %d has declared probability 0 but was drawn %d times%s", y, counts[y], hint)
-			return
+			return ys
 		}
 	}
 	x2, df := ldptest.ChiSquare(counts, probs)
 	if df < 1 {
 		c.skip(name, "every output has expected count below %d: draw more samples", ldptest.MinExpected)
-		return
+		return ys
 	}
 	chi := distuv.ChiSquared{K: float64(df)}
 	t := Test{Name: name, Statistic: x2, DF: float64(df), Threshold: ldptest.ChiSquareCritical(df, alpha), PValue: chi.Survival(x2), Alpha: alpha}
 	if x2 <= t.Threshold {
 		t.Status = Pass
-		t.Message = fmt.Sprintf("%d reports fit the declared row", len(reports))
+		t.Message = fmt.Sprintf("%d reports fit %s", len(reports), law)
 	} else {
 		t.Status = Fail
 		worst, wz := 0, 0.0
@@ -265,9 +276,10 @@ func (v *verifier) frequencyTest(ctx context.Context, c *Check, eps0 float64, pr
 				}
 			}
 		}
-		t.Message = fmt.Sprintf("%d reports do not fit the declared row: output %d drawn %d times, expected %.1f%s", len(reports), worst, counts[worst], float64(len(reports))*probs[worst], hint)
+		t.Message = fmt.Sprintf("%d reports do not fit %s: output %d drawn %d times, expected %.1f%s", len(reports), law, worst, counts[worst], float64(len(reports))*probs[worst], hint)
 	}
 	c.add(t)
+	return ys
 }
 
 // segmentFrequencies is the frequency check of a segments declaration. Its

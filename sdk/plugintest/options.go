@@ -13,8 +13,9 @@ const (
 	// DefaultSamples is the default number of reports per input and eps0 in
 	// the frequency check. A sampler that runs k-RR (k = 4) at eps0 = 2.25
 	// while declaring 2 gives a chi-square statistic with noncentrality
-	// 20 000·sum (p1-p0)²/p0 = 230, against a threshold of 38.5 (3 degrees
-	// of freedom at alpha = 1e-6/45, the default split).
+	// 20 000·sum (p1-p0)²/p0 = 230, against a threshold of 39.1 (3 degrees
+	// of freedom at alpha = 1e-6/60, the default split: five families,
+	// three eps0, four inputs).
 	DefaultSamples = 20_000
 	// DefaultBatches is the default number of repetitions of the estimator
 	// check.
@@ -52,7 +53,8 @@ type Options struct {
 
 	// Samples is the number of reports drawn per input and eps0 in the
 	// frequency check (for a stateful randomizer: users stepped over a
-	// tree per state sequence and eps0). Defaults to DefaultSamples.
+	// tree per state sequence and eps0), and of blanket draws per eps0 in
+	// the blanket check. Defaults to DefaultSamples.
 	Samples int
 	// Cases are the inputs of the frequency check, each with the row of the
 	// declared matrix its reports must follow. Defaults to up to MaxCases
@@ -96,10 +98,10 @@ type Options struct {
 
 	// FalseFailureRate is the probability, over the randomizer's
 	// randomness, that a correct randomizer fails the run. It is split
-	// evenly between the four statistical families (frequencies, means,
-	// variances, the privacy audit) and within each evenly between its tests (Bonferroni), so
-	// that by the union bound the whole run fails falsely with at most this
-	// probability. Deterministic tests never fail a correct randomizer.
+	// evenly between the five statistical families (frequencies, means,
+	// variances, the privacy audit, the blanket draws) and within each
+	// evenly between its tests (Bonferroni), so that by the union bound
+	// the whole run fails falsely with at most this probability. Deterministic tests never fail a correct randomizer.
 	// Defaults to DefaultFalseFailureRate; must be in (0, 0.5].
 	FalseFailureRate float64
 

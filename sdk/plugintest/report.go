@@ -131,14 +131,38 @@ func (r *Report) Unchecked() []string {
 	return out
 }
 
+// BlanketUnchecked returns why the randomizer's blanket draws went
+// unchecked somewhere in the run: the messages of the blanket check's
+// skipped tests, each prefixed by its test's name (draws the kit cannot
+// read, a declaration that states no blanket, or the check skipped by
+// Options.Skip). A randomizer without sdk.BlanketSampler has none: the
+// interface is optional, and the check says it is missing.
+func (r *Report) BlanketUnchecked() []string {
+	c := r.Check(CheckBlanket)
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range c.Tests {
+		if t.Status == Skip && t.Name != blanketNotImplemented {
+			out = append(out, t.Name+": "+t.Message)
+		}
+	}
+	return out
+}
+
 // Summary is the report's last line: PASS or FAIL, and when the sampler
-// went unchecked (Unchecked) PASS says so, never bare.
+// went unchecked (Unchecked), or the blanket draws of a randomizer that
+// offers them (BlanketUnchecked), PASS says so, never bare.
 func (r *Report) Summary() string {
 	if !r.Passed() {
 		return "FAIL"
 	}
 	if u := r.Unchecked(); len(u) > 0 {
 		return fmt.Sprintf("PASS, SAMPLER UNCHECKED (%d frequency tests skipped, see frequencies above): the declaration was not tested against the sampler at this configuration", len(u))
+	}
+	if u := r.BlanketUnchecked(); len(u) > 0 {
+		return fmt.Sprintf("PASS, BLANKET DRAWS UNCHECKED (%d blanket tests skipped, see blanket above): the randomizer's blanket draws were not tested against its declaration at this configuration", len(u))
 	}
 	return "PASS"
 }

@@ -14,9 +14,9 @@ import (
 )
 
 // families is the number of families of statistical tests that share
-// Options.FalseFailureRate evenly: frequencies, means, variances and the
-// privacy audit.
-const families = 4
+// Options.FalseFailureRate evenly: frequencies, means, variances, the
+// privacy audit and the blanket draws.
+const families = 5
 
 // errPanic marks an error that stands for a panic inside the randomizer.
 var errPanic = errors.New("plugintest: randomizer panicked")
@@ -43,7 +43,7 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 	rep := &Report{}
 	desc, ok := v.describe(ctx, rep)
 	if !ok {
-		for _, name := range []string{CheckDeclaration, CheckFrequencies, CheckPrivacy, CheckEstimator, CheckInputs, CheckReports, CheckStatistics} {
+		for _, name := range []string{CheckDeclaration, CheckFrequencies, CheckPrivacy, CheckBlanket, CheckEstimator, CheckInputs, CheckReports, CheckStatistics} {
 			c := &Check{Name: name, Status: Skip}
 			c.skip("all", "Describe failed")
 			rep.Checks = append(rep.Checks, c)
@@ -69,6 +69,7 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 		{CheckDeclaration, v.checkDeclaration},
 		{CheckFrequencies, v.checkFrequencies},
 		{CheckPrivacy, v.checkPrivacy},
+		{CheckBlanket, v.checkBlanket},
 		{CheckEstimator, v.checkEstimator},
 		{CheckInputs, v.checkInputs},
 		{CheckReports, v.checkReports},
@@ -87,6 +88,9 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 	}
 	if u := rep.Unchecked(); opts.Strict && len(u) > 0 {
 		rep.Check(CheckFrequencies).fail("strict", "the sampler went unchecked (%d skipped tests above) and Options.Strict (--strict) requires it checked at every eps0: implement sdk.AtomMapper for an atoms declaration, sdk.OutputMapper for reports that are not output indices", len(u))
+	}
+	if u := rep.BlanketUnchecked(); opts.Strict && len(u) > 0 {
+		rep.Check(CheckBlanket).fail("strict", "the blanket draws went unchecked (%d skipped tests above) and Options.Strict (--strict) requires them checked at every eps0: implement sdk.AtomMapper for an atoms declaration, sdk.OutputMapper for reports that are not output indices", len(u))
 	}
 	return rep, nil
 }
