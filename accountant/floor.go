@@ -446,3 +446,97 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 	r.Lower = math.Min(r.Lower, r.Upper)
 	return r
 }
+
+// The coupled floor, for compositions. Over several rounds the strata of
+// the mixture are evaluated at every profile point, which is slow with
+// many honest others; a composition then bounds a floor part by §3's bound
+// at a larger batch instead, plus a small additive term:
+//
+// Let B ~ Binomial(M, gamma), independent of K', with M the largest batch
+// such that P(B > m) <= eta. Then K'' = K' + B ~ Binomial(n_h - 1 + M,
+// gamma), and on the event B <= m, m + K' >= K'', so h(m + K') <= h(K'')
+// (h does not increase). Hand the adversary the indicator of that event
+// (it depends on no one's data): the round's pair is a mixture, with
+// weight at least 1 - eta, of a post-processing of the pair of §3 at n'' =
+// n_h + M, and of something else, whose profile is at most 1. So the
+// round's profile is at most §3's at n'' plus eta, for every eps, and over
+// T rounds (condition on which rounds fell outside the event) the
+// composition's is at most the composition of §3's pairs at n'' plus
+// T eta. M uses the smallest gamma of the candidate pairs' (a smaller M
+// only lowers n'', and §3's bound does not increase with n). M falls
+// short of m / gamma by about 9 standard deviations of Binomial(m/gamma,
+// gamma) at eta = 1e-18, which matters for small m: a composition keeps
+// the strata where they are few (floorStrataCheap), and otherwise takes,
+// per part, the coupled bound or the draws alone (exact, and a bound with
+// any honest others too, since more draws only help), whichever gives the
+// smaller eps in one round at delta = 1e-6.
+
+// floorEta is the additive term per round of a coupled floor part.
+const floorEta = 1e-18
+
+// floorCoupling selects the coupled floor for compositions with honest
+// others, where floorStrataMax counts are too few for the strata; the
+// tests change them to compare the two.
+var (
+	floorCoupling  = true
+	floorStrataMax = 64.0
+)
+
+// floorCoupledN returns n'' = nh + M for nh honest reports and m draws of a
+// blanket of mass gamma, M the largest with P(Binomial(M, gamma) > m) <=
+// eta by the Chernoff bound exp(-M KL((m+1)/M || gamma)); nh when no M > 0
+// qualifies.
+func floorCoupledN(nh, m int, gamma, eta float64) int {
+	if m <= 0 || gamma <= 0 {
+		return nh
+	}
+	if gamma >= 1 {
+		return nh + m
+	}
+	ok := func(M int) bool {
+		if M <= m {
+			return true // B <= M <= m surely
+		}
+		a := float64(m+1) / float64(M)
+		if a <= gamma {
+			return false
+		}
+		return chernoffBinom(M, gamma, a) <= eta
+	}
+	lo, hi := m, int(math.Min(float64(m)/gamma+1, float64(MaxN-nh)))
+	for hi > lo && !ok(hi) {
+		// Binary search for the largest M in [lo, hi] that qualifies.
+		mid := lo + (hi-lo+1)/2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return nh + hi
+}
+
+// floorStrataCheap reports whether the strata of a floor with nh honest
+// reports stay few enough to evaluate at every profile point of a
+// composition: the binomials' 16 standard deviations span at most 64
+// counts for every candidate pair.
+func floorStrataCheap(d *Decomposition, nh int) bool {
+	for _, s := range d.Upper {
+		g := math.Min(1, s.Gamma())
+		if 16*math.Sqrt(float64(nh-1)*g*(1-g)) > floorStrataMax {
+			return false
+		}
+	}
+	return true
+}
+
+// floorCoupledPart returns the batch size at which a composition samples a
+// floor part with honest others (the coupled bound), from its
+// decomposition's candidate pairs.
+func floorCoupledPart(d *Decomposition, nh, m int) int {
+	g := 1.0
+	for _, s := range d.Upper {
+		g = math.Min(g, s.Gamma())
+	}
+	return floorCoupledN(nh, m, g, floorEta)
+}

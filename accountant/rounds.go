@@ -61,6 +61,9 @@ type Composition struct {
 	parts    []Part
 	decs     []*Decomposition
 	samplers []*partSampler
+	// coupled marks the floor parts bounded by the coupled floor
+	// (floor.go), which add floorEta per round.
+	coupled []bool
 	// clone is the same parts with the generic clone, built once and
 	// shared by WithRounds copies (the clone_composed baseline).
 	clone *cloneCache
@@ -111,6 +114,23 @@ func NewComposition(parts ...Part) (*Composition, error) {
 		}
 		c.parts = append(c.parts, p)
 		c.decs = append(c.decs, d)
+		c.coupled = append(c.coupled, false)
+		if p.Floor > 0 && p.N > 1 && floorCoupling && !floorStrataCheap(d, p.N) {
+			// With honest others, the coupled floor (floor.go: §3's
+			// pairs at a larger batch, plus floorEta per round) or the
+			// draws alone, whichever gives the smaller eps at 1e-6 in
+			// one round; either bounds the part, neither gives a lower
+			// bound.
+			nn := floorCoupledPart(d, p.N, p.Floor)
+			s := newMechSampler(p.Mech, d, 1, p.Floor)
+			if epsilonOf(d, nn, 1e-6).Upper < floorEpsilonOf(d, 1, p.Floor, 1e-6).Upper {
+				s = newMechSampler(p.Mech, d, nn, 0)
+				c.coupled[len(c.coupled)-1] = true
+			}
+			s.lows, s.lowSwaps = nil, nil
+			c.samplers = append(c.samplers, s)
+			continue
+		}
 		c.samplers = append(c.samplers, newMechSampler(p.Mech, d, p.N, p.Floor))
 	}
 	return c, nil
@@ -122,7 +142,7 @@ func (c *Composition) WithRounds(rounds ...int) (*Composition, error) {
 	if len(rounds) != len(c.parts) {
 		return nil, argError("rounds", len(rounds), fmt.Sprintf("one per part (%d)", len(c.parts)))
 	}
-	out := &Composition{decs: c.decs, samplers: c.samplers, clone: c.clone}
+	out := &Composition{decs: c.decs, samplers: c.samplers, coupled: c.coupled, clone: c.clone}
 	var total int
 	for i, p := range c.parts {
 		if rounds[i] < 1 || rounds[i] > MaxRounds {
@@ -136,6 +156,18 @@ func (c *Composition) WithRounds(rounds ...int) (*Composition, error) {
 		return nil, argError("total rounds", total, fmt.Sprintf("<= %d", MaxRounds))
 	}
 	return out, nil
+}
+
+// coupledEta returns the additive delta of the composition's coupled
+// floor parts: floorEta per round of each (floor.go).
+func (c *Composition) coupledEta() float64 {
+	var e float64
+	for i, p := range c.parts {
+		if c.coupled[i] {
+			e += float64(p.Rounds) * floorEta
+		}
+	}
+	return e
 }
 
 // Rounds returns the total number of reports.
@@ -244,6 +276,15 @@ func (c *Composition) Epsilon(delta float64) (EpsilonResult, error) {
 	}
 	cap := c.LocalEps()
 	r := EpsilonResult{Upper: math.Inf(1), LocalEps: cap}
+	// Coupled floor parts add their eta to every delta (floor.go): the
+	// PLDs must meet what is left.
+	if eta := c.coupledEta(); eta > 0 {
+		if delta <= 2*eta {
+			r.Upper, r.Tight = cap, false
+			return r, nil
+		}
+		delta -= eta
+	}
 	var pair float64
 	for refine := 0; ; refine++ {
 		h := c.plds(delta, refine)
@@ -316,7 +357,7 @@ func (c *Composition) Delta(eps float64) (DeltaResult, error) {
 			break
 		}
 	}
-	r.Upper = math.Min(best.Upper, 1)
+	r.Upper = math.Min(best.Upper+c.coupledEta(), 1)
 	r.Lower = math.Min(best.Lower, r.Upper)
 	return r, nil
 }

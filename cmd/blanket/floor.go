@@ -18,8 +18,9 @@ are printed: with the floor (the n honest reports and the M draws together)
 and the floor alone (the M draws and nothing else: it holds whatever every
 other report in the batch is, fakes included). The JSON object adds floor:
 draws, upper and alone (and alone_lower, a lower bound on the floor alone,
-which is exact for the draws alone), in eps or delta. --rounds composes them
-the same way.`
+which is exact for the draws alone), in eps or delta. --rounds composes them;
+with many honest reports the composed bound with the floor counts the draws at a
+slightly smaller number (docs/accounting.md section 13).`
 
 // floorUsage is the usage of --floor.
 var floorUsage = fmt.Sprintf("number of blanket draws M the shuffler adds to each batch, an integer in [0, %d]: prints the guarantee with them and with them alone (default 0: none)", accountant.MaxN)
