@@ -482,7 +482,7 @@ var (
 	floorStrataMax = 64.0
 )
 
-// floorCoupledN returns n'' = nh + M for nh honest reports and m draws of a
+// floorCoupledN returns n” = nh + M for nh honest reports and m draws of a
 // blanket of mass gamma, M the largest with P(Binomial(M, gamma) > m) <=
 // eta by the Chernoff bound exp(-M KL((m+1)/M || gamma)); nh when no M > 0
 // qualifies.

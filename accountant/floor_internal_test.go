@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestFloorCoupledN: n'' = n_h + M with M the largest batch whose
+// TestFloorCoupledN: n” = n_h + M with M the largest batch whose
 // Binomial(M, gamma) exceeds m with probability at most eta, checked
 // against the binomial tail summed term by term (logBinomPMF) at M and
 // M + 1: the tail at M is at most eta and, the Chernoff bound being
@@ -48,7 +48,7 @@ func TestFloorCoupledN(t *testing.T) {
 }
 
 // TestFloorCoupledComposition: over two rounds with honest others the
-// composition's coupled bound (section 3 at n'', plus T eta, or the draws
+// composition's coupled bound (section 3 at n”, plus T eta, or the draws
 // alone) is sound against the strata's (each round's exact floor mixture,
 // composed): never below it. Coupling is forced at a size where the
 // strata are cheap (40 honest reports, 30 draws).
@@ -86,7 +86,7 @@ func coupledAndStrata(t *testing.T, p Part, delta float64) (coupled, strata Epsi
 }
 
 // TestFloorCoupledDominates: the coupling's claim for one round, the
-// §3 bound at n'' plus eta at least the exact floor mixture, checked at
+// §3 bound at n” plus eta at least the exact floor mixture, checked at
 // several eps against the strata's lower end (FloorDelta), where a
 // composition couples.
 func TestFloorCoupledDominates(t *testing.T) {
