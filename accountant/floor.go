@@ -457,13 +457,13 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 // gamma), and on the event B <= m, m + K' >= K'', so h(m + K') <= h(K'')
 // (h does not increase). Hand the adversary the indicator of that event
 // (it depends on no one's data): the round's pair is a mixture, with
-// weight at least 1 - eta, of a post-processing of the pair of §3 at n'' =
+// weight at least 1 - eta, of a post-processing of the pair of §3 at n_c =
 // n_h + M, and of something else, whose profile is at most 1. So the
-// round's profile is at most §3's at n'' plus eta, for every eps, and over
+// round's profile is at most §3's at n_c plus eta, for every eps, and over
 // T rounds (condition on which rounds fell outside the event) the
-// composition's is at most the composition of §3's pairs at n'' plus
+// composition's is at most the composition of §3's pairs at n_c plus
 // T eta. M uses the smallest gamma of the candidate pairs' (a smaller M
-// only lowers n'', and §3's bound does not increase with n). M falls
+// only lowers n_c, and §3's bound does not increase with n). M falls
 // short of m / gamma by about 9 standard deviations of Binomial(m/gamma,
 // gamma) at eta = 1e-18, which matters for small m: a composition keeps
 // the strata where they are few (floorStrataCheap), and otherwise takes,
@@ -482,7 +482,7 @@ var (
 	floorStrataMax = 64.0
 )
 
-// floorCoupledN returns n” = nh + M for nh honest reports and m draws of a
+// floorCoupledN returns n_c = nh + M for nh honest reports and m draws of a
 // blanket of mass gamma, M the largest with P(Binomial(M, gamma) > m) <=
 // eta by the Chernoff bound exp(-M KL((m+1)/M || gamma)); nh when no M > 0
 // qualifies.

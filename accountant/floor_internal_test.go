@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestFloorCoupledN: n” = n_h + M with M the largest batch whose
+// TestFloorCoupledN: n_c = n_h + M with M the largest batch whose
 // Binomial(M, gamma) exceeds m with probability at most eta, checked
 // against the binomial tail summed term by term (logBinomPMF) at M and
 // M + 1: the tail at M is at most eta and, the Chernoff bound being
@@ -40,15 +40,15 @@ func TestFloorCoupledN(t *testing.T) {
 		t.Logf("%+v: M = %d (m/gamma %.0f)", c, M, ideal)
 	}
 	if n := floorCoupledN(7, 0, 0.3, floorEta); n != 7 {
-		t.Errorf("no draws: n'' = %d, want 7", n)
+		t.Errorf("no draws: n_c = %d, want 7", n)
 	}
 	if n := floorCoupledN(7, 10, 1, floorEta); n != 17 {
-		t.Errorf("gamma = 1: n'' = %d, want 17", n)
+		t.Errorf("gamma = 1: n_c = %d, want 17", n)
 	}
 }
 
 // TestFloorCoupledComposition: over two rounds with honest others the
-// composition's coupled bound (section 3 at n”, plus T eta, or the draws
+// composition's coupled bound (section 3 at n_c, plus T eta, or the draws
 // alone) is sound against the strata's (each round's exact floor mixture,
 // composed): never below it. Coupling is forced at a size where the
 // strata are cheap (40 honest reports, 30 draws).
@@ -86,7 +86,7 @@ func coupledAndStrata(t *testing.T, p Part, delta float64) (coupled, strata Epsi
 }
 
 // TestFloorCoupledDominates: the coupling's claim for one round, the
-// §3 bound at n” plus eta at least the exact floor mixture, checked at
+// §3 bound at n_c plus eta at least the exact floor mixture, checked at
 // several eps against the strata's lower end (FloorDelta), where a
 // composition couples.
 func TestFloorCoupledDominates(t *testing.T) {
@@ -115,7 +115,7 @@ func TestFloorCoupledDominates(t *testing.T) {
 			if std.Upper+floorEta < fl.lo {
 				t.Errorf("%+v eps=%g: coupled %.6g + eta below the floor's lower end %.6g", c, eps, std.Upper, fl.lo)
 			}
-			t.Logf("k=%d nh=%d m=%d eps=%g: n'' = %d, coupled %.4g, floor [%.4g, %.4g]", c.k, c.nh, c.m, eps, nn, std.Upper, fl.lo, fl.hi)
+			t.Logf("k=%d nh=%d m=%d eps=%g: n_c = %d, coupled %.4g, floor [%.4g, %.4g]", c.k, c.nh, c.m, eps, nn, std.Upper, fl.lo, fl.hi)
 		}
 	}
 }
