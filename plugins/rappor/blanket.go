@@ -28,7 +28,7 @@ package rappor
 // Randomize's source, in Randomize's encoding (padding bits zero).
 // TestSampleBlanket checks the mixture against the column minima of the
 // declared matrix exactly, the draws by chi-square against them in both
-// modes, and over 1,000 buckets the draws against the declared atoms of
+// modes, and over 300 buckets the draws against the declared atoms of
 // the pair through Atoms.
 
 import (
