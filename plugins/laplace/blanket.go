@@ -28,8 +28,10 @@ package laplace
 // exactly; encoded as Randomize encodes a value. The middle of [Lo, Hi]
 // is not passed through Scale, whose floating-point division need not
 // give exactly 1/2. The conformance kit tests the draws against the
-// blanket masses R of the declared pair's bins (TestBuiltins), and
-// TestSampleBlanket against the bins' R/gamma at three eps0.
+// blanket masses R of the declared pair's bins (TestBuiltins);
+// TestBlanketIsMiddleLaw checks that those R are gamma times the middle
+// law's bin masses, and TestSampleBlanket the draws against the bins'
+// R/gamma at two eps0.
 
 import (
 	"context"

@@ -26,10 +26,10 @@ package rappor
 // d bits at rate q 64 at a time with ldp.Bits64, each exactly
 // Bernoulli(q), as Randomize draws the bits other than the sender's; from
 // Randomize's source, in Randomize's encoding (padding bits zero).
-// TestSampleBlanket checks the mixture against the column minima of the
-// declared matrix exactly, the draws by chi-square against them in both
-// modes, and over 300 buckets the draws against the declared atoms of
-// the pair through Atoms.
+// TestBlanketMixtureExact checks the mixture's law against the column
+// minima of the declared matrix exactly (d = 2..6, both modes);
+// TestSampleBlanket the draws by chi-square against them, and over 300
+// buckets against the declared atoms of the pair through Atoms.
 
 import (
 	"context"
