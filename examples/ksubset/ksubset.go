@@ -7,7 +7,8 @@
 // nothing against the public SDK (sdk, sdk/ldp, accountant/declare), the
 // worked example of docs/plugins.md ("Writing a plugin: k-subset from
 // nothing to blanket serve"). It implements sdk.Randomizer,
-// sdk.FormDeclarer, sdk.OutputMapper and sdk.AtomMapper.
+// sdk.FormDeclarer, sdk.OutputMapper, sdk.AtomMapper and
+// sdk.BlanketSampler.
 //
 // A device with bucket x in [0, k) reports a subset Y of the buckets of
 // size s, each subset that contains x with probability e^eps0/D and each
