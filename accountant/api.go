@@ -44,6 +44,10 @@ type Target struct {
 	// shuffled in its own batch of N (a horizon of Rounds periods).
 	// Defaults to 1.
 	Rounds int
+	// Floor is the number of blanket draws the shuffler adds to each
+	// batch (docs/accounting.md §13); N is then the honest reports, the
+	// victim's included. Defaults to 0, none.
+	Floor int
 }
 
 // CalibrationResult is the largest local budget meeting a target.

@@ -468,8 +468,8 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 // gamma) at eta = 1e-18, which matters for small m: a composition keeps
 // the strata where they are few (floorStrataCheap), and otherwise takes,
 // per part, the coupled bound or the draws alone (exact, and a bound with
-// any honest others too, since more draws only help), whichever gives the
-// smaller eps in one round at delta = 1e-6.
+// any honest others too, since more draws only help), whichever counts
+// more blanket draws on average ((n_c - 1) gamma against m).
 
 // floorEta is the additive term per round of a coupled floor part.
 const floorEta = 1e-18
@@ -532,11 +532,12 @@ func floorStrataCheap(d *Decomposition, nh int) bool {
 
 // floorCoupledPart returns the batch size at which a composition samples a
 // floor part with honest others (the coupled bound), from its
-// decomposition's candidate pairs.
-func floorCoupledPart(d *Decomposition, nh, m int) int {
+// decomposition's candidate pairs, and the smallest blanket mass among
+// them.
+func floorCoupledPart(d *Decomposition, nh, m int) (int, float64) {
 	g := 1.0
 	for _, s := range d.Upper {
 		g = math.Min(g, s.Gamma())
 	}
-	return floorCoupledN(nh, m, g, floorEta)
+	return floorCoupledN(nh, m, g, floorEta), g
 }

@@ -104,7 +104,7 @@ func TestFloorCoupledDominates(t *testing.T) {
 		if floorStrataCheap(d, c.nh) {
 			t.Fatalf("%+v: the strata are cheap here, no coupling", c)
 		}
-		nn := floorCoupledPart(d, c.nh, c.m)
+		nn, _ := floorCoupledPart(d, c.nh, c.m)
 		for _, eps := range c.epsilons {
 			std, err := Delta(m, c.eps0, nn, eps)
 			if err != nil {

@@ -118,12 +118,12 @@ func NewComposition(parts ...Part) (*Composition, error) {
 		if p.Floor > 0 && p.N > 1 && floorCoupling && !floorStrataCheap(d, p.N) {
 			// With honest others, the coupled floor (floor.go: §3's
 			// pairs at a larger batch, plus floorEta per round) or the
-			// draws alone, whichever gives the smaller eps at 1e-6 in
-			// one round; either bounds the part, neither gives a lower
+			// draws alone, whichever counts more blanket draws on
+			// average; either bounds the part, neither gives a lower
 			// bound.
-			nn := floorCoupledPart(d, p.N, p.Floor)
+			nn, g := floorCoupledPart(d, p.N, p.Floor)
 			s := newMechSampler(p.Mech, d, 1, p.Floor)
-			if epsilonOf(d, nn, 1e-6).Upper < floorEpsilonOf(d, 1, p.Floor, 1e-6).Upper {
+			if float64(nn-1)*g > float64(p.Floor) {
 				s = newMechSampler(p.Mech, d, nn, 0)
 				c.coupled[len(c.coupled)-1] = true
 			}
@@ -595,7 +595,7 @@ func calibrateRounds(m Mechanism, t Target) (CalibrationResult, error) {
 		return CalibrationResult{}, err
 	}
 	eps0, ach, ok, err := stepDown(eps0, calTol, func(eps0 float64) (EpsilonResult, bool, error) {
-		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+		c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds, Floor: t.Floor})
 		if err != nil {
 			return EpsilonResult{}, false, err
 		}
@@ -645,7 +645,7 @@ func searchRounds(m Mechanism, t Target) (float64, func() roundsProof, error) {
 	// The proof's eps is read off the PLDs only for the eps0 returned.
 	s := largest[func() roundsProof]{
 		probe: func(eps0 float64) (float64, func() roundsProof, error) {
-			c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds})
+			c, err := NewComposition(Part{Mech: m, Eps0: eps0, N: t.N, Rounds: t.Rounds, Floor: t.Floor})
 			if err != nil {
 				return 0, nil, err
 			}

@@ -389,6 +389,9 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	if t.Rounds < 0 || t.Rounds > MaxRounds {
 		return CalibrationResult{}, argError("rounds", t.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
 	}
+	if err := checkFloor(t.N, t.Floor); err != nil {
+		return CalibrationResult{}, err
+	}
 	if t.Rounds > 1 {
 		return calibrateRounds(m, t)
 	}
@@ -406,6 +409,16 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 		certs := make([]bool, len(d.Upper))
 		caps := make([]bool, len(d.Upper))
 		parallelMap(len(d.Upper), func(i int) {
+			if t.Floor > 0 {
+				// The floor's strata (floor.go), to a relative accuracy
+				// that narrows as the lattice would.
+				f, rel := newFloorSolver(d.Upper[i], t.Floor, t.N), 0.05*hRel/hRelStart
+				his[i] = f.bracket(t.Eps, rel, rel/2, 0).hi
+				if wantLo {
+					certs[i] = f.bracket(t.Eps/(1+certTol), rel, 0, 0).lo > t.Delta
+				}
+				return
+			}
 			b := evaluate(d.Upper[i], t.N, t.Eps, hRel, false)
 			his[i], caps[i] = b.hi, b.capped
 			if wantLo {
@@ -492,6 +505,9 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 			return EpsilonResult{}, false, err
 		}
 		ach := epsilonOf(d, t.N, t.Delta)
+		if t.Floor > 0 {
+			ach = floorEpsilonOf(d, t.N, t.Floor, t.Delta)
+		}
 		return ach, ach.Upper <= t.Eps, nil
 	})
 	if err != nil {

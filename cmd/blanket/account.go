@@ -438,9 +438,10 @@ func newCalibrateCmd(e *env) *cobra.Command {
 		eps    = floatValue{rule: epsRule}
 		delta  = floatValue{rule: probRule}
 		fakes  = newFakeFlag()
+		floor  = newFloorValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N [--rounds T] [--max-fake-fraction F]",
+		Use:   "calibrate --mech SPEC --eps EPS --delta D --n N [--rounds T] [--max-fake-fraction F] [--floor M]",
 		Short: "Largest local budget eps0 that meets a central (eps, delta) target",
 		Long: `Print the largest total local budget eps0 whose sound upper bound meets the
 central target (eps, delta) at n users, the guarantee achieved at that eps0, and
@@ -454,6 +455,11 @@ of each of them.
 ` + roundsHelp + `
 
 ` + fakesHelp + `
+
+--floor M calibrates for batches to which the shuffler adds M draws of the
+blanket (docs/accounting.md section 13): eps0 meets the target with the honest n
+and the draws together; the baselines stay those without draws. The JSON object
+adds floor (M).
 
 --json prints one object with the keys mechanism, eps, delta, n, rounds, eps0,
 achieved (eps_upper, eps_lower, local_eps, amplified, tight), baselines (the
@@ -477,10 +483,13 @@ the eps0 found.`,
 			if err := requireFlags(cmd, "eps", "delta", "n"); err != nil {
 				return err
 			}
-			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: fakes.honest(n.v), Rounds: rounds.v}
+			t := accountant.Target{Eps: eps.v, Delta: delta.v, N: fakes.honest(n.v), Rounds: rounds.v, Floor: floor.v}
 			// An error asking the mechanism for its declaration is left to
 			// the calibration, which reports it at the eps0 it tries.
 			if long, err := isLongitudinal(m); err == nil && long {
+				if err := checkFloorMech(floor, true); err != nil {
+					return err
+				}
 				return runLongitudinalCalibrate(cmd, e, m, t, mf.json, func(r *calibrateReport) {
 					fakes.mark(&r.N, &r.fakeAssumption, n.v, nil, 0)
 				})
@@ -530,6 +539,7 @@ the eps0 found.`,
 				},
 				Baselines: newBaselineSet(bl),
 				Seconds:   time.Since(start).Seconds(),
+				Floor:     floor.v,
 			}
 			if mf.json {
 				return writeJSON(cmd.OutOrStdout(), r)
@@ -542,6 +552,7 @@ the eps0 found.`,
 	cmd.Flags().Var(&delta, "delta", "target central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(n, "n", "number of users (shuffled reports), an integer >= 1 (required)")
 	cmd.Flags().Var(rounds, "rounds", roundsUsage)
+	cmd.Flags().Var(floor, "floor", fmt.Sprintf("number of blanket draws M the shuffler adds to each batch, an integer in [0, %d]: eps0 meets the target with them (default 0: none)", accountant.MaxN))
 	fakes.add(cmd)
 	return cmd
 }

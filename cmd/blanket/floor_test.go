@@ -12,7 +12,8 @@ import (
 // 'account delta --floor M' print, besides the usual bounds, the bound with
 // the M draws and the n honest reports and the bound of the draws alone,
 // equal to the accountant's FloorEpsilon and FloorDelta (with the honest
-// floor of n under --max-fake-fraction); the table shows both; --floor 0
+// floor of n under --max-fake-fraction); 'account calibrate --floor M' the
+// accountant's Calibrate with Target.Floor; the table shows both; --floor 0
 // prints nothing more; a tree protocol and a negative count are usage
 // errors naming the flag.
 func TestFloorFlag(t *testing.T) {
@@ -22,6 +23,7 @@ func TestFloorFlag(t *testing.T) {
 	e := defaultEnv()
 	e.engine.epsilonBaselines = func(accountant.Mechanism, float64, int, float64) (map[string]*float64, error) { return nil, nil }
 	e.engine.deltaBaselines = e.engine.epsilonBaselines
+	e.engine.calibrateBaselines = func(accountant.Mechanism, accountant.Target) (map[string]*float64, error) { return nil, nil }
 	m := accountant.KRR(5)
 	out, stderr, code := execute(t, e, "account", "eps", "--mech", "krr:k=5", "--eps0", "2", "--n", "120", "--max-fake-fraction", "0.2", "--delta", "1e-5", "--floor", "40", "--json")
 	if code != exitOK {
@@ -69,6 +71,18 @@ func TestFloorFlag(t *testing.T) {
 	plain, _, _ := execute(t, e, "account", "eps", "--mech", "krr:k=5", "--eps0", "2", "--n", "96", "--delta", "1e-5", "--floor", "0", "--json")
 	if strings.Contains(plain, "floor") {
 		t.Errorf("--floor 0 prints a floor:\n%s", plain)
+	}
+	out, stderr, code = execute(t, e, "account", "calibrate", "--mech", "krr:k=10", "--eps", "0.5", "--delta", "1e-5", "--n", "400", "--floor", "80", "--json")
+	if code != exitOK {
+		t.Fatalf("calibrate: exit %d, stderr %s", code, stderr)
+	}
+	cal := decodeObject(t, out, "eps0", "floor")
+	want, err := accountant.Calibrate(accountant.KRR(10), accountant.Target{Eps: 0.5, Delta: 1e-5, N: 400, Floor: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal["floor"] != 80.0 || !near(cal["eps0"], want.Eps0) {
+		t.Errorf("calibrate --floor 80: %v; want eps0 %v", cal, want.Eps0)
 	}
 	for _, args := range [][]string{
 		{"--mech", "krr:k=5", "--eps0", "2", "--n", "400", "--floor", "-1"},

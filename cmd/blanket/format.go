@@ -132,6 +132,8 @@ type calibrateReport struct {
 	// Longitudinal is the breakdown of a tree protocol's bound at Eps0,
 	// absent for other mechanisms.
 	Longitudinal *longitudinalParts `json:"longitudinal,omitempty"`
+	// Floor is --floor's draws per batch, absent without it.
+	Floor int `json:"floor,omitempty"`
 }
 
 // writeJSON writes v as indented JSON.
@@ -275,6 +277,9 @@ func writeCalibrateTable(w io.Writer, r *calibrateReport) error {
 	t.row("target delta", fmtNum(r.Delta))
 	t.row("n", strconv.Itoa(r.N))
 	r.fakeAssumption.rows(t)
+	if r.Floor > 0 {
+		t.row("floor", strconv.Itoa(r.Floor)+" blanket draws per batch (the baselines without)")
+	}
 	t.row("rounds", strconv.Itoa(r.Rounds))
 	t.row("")
 	t.row("bound", "largest eps0")
