@@ -47,10 +47,11 @@ import (
 // FalseFailureRate/families, split evenly between the tested eps0 and,
 // within one, between the pairs tested.
 
-// CheckBlanket tests the randomizer's blanket draws (sdk.BlanketSampler)
+// CheckBlanket (named "draws", apart from the frequency check's "blanket at"
+// tests) tests the randomizer's blanket draws (sdk.BlanketSampler)
 // against the blanket distribution of its declaration (Pearson's
 // chi-square).
-const CheckBlanket = "blanket"
+const CheckBlanket = "draws"
 
 // blanketNotImplemented is the name of the blanket check's test skipped
 // for a randomizer without sdk.BlanketSampler.

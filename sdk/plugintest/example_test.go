@@ -35,7 +35,7 @@ func ExampleVerify() {
 	// declaration pass (18 tests)
 	// frequencies pass (15 tests)
 	// privacy     pass (9 tests)
-	// blanket     pass (3 tests)
+	// draws       pass (3 tests)
 	// estimator   pass (24 tests)
 	// inputs      pass (26 tests)
 	// reports     pass (30 tests)
