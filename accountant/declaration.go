@@ -91,7 +91,7 @@ func Decompose(d *Declaration) (*Decomposition, error) {
 		if len(d.Pairs) == 0 {
 			return nil, fmt.Errorf("%w: %s declaration without pairs", ErrInvalidDeclaration, d.Form)
 		}
-		dec := &Decomposition{LocalEps: d.Eps0}
+		dec := &Decomposition{LocalEps: d.Eps0, Sampled: true}
 		for i, p := range d.Pairs {
 			m, err := atomSet(d, p, false, setName("pair", i, p.Label))
 			if err != nil {

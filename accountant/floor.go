@@ -138,15 +138,19 @@ func newBinomStrata(N int, gamma float64) binomStrata {
 // chernoffBinom returns exp(-N KL(a || g)), which bounds P(X <= a N) for a
 // < g and P(X >= a N) for a > g, X ~ Binomial(N, g), times a margin for
 // rounding.
+// KL is computed with log1p for its second term; its rounding (a few ulps
+// of terms of order 1) is paid by a relative 1e-9 and an absolute 1e-15
+// per trial in the exponent.
 func chernoffBinom(N int, g, a float64) float64 {
 	kl := 0.0
 	if a > 0 {
 		kl += a * math.Log(a/g)
 	}
 	if a < 1 {
-		kl += (1 - a) * math.Log((1-a)/(1-g))
+		kl += (1 - a) * (math.Log1p(-a) - math.Log1p(-g))
 	}
-	return math.Min(1, math.Exp(-float64(N)*kl*(1-1e-9))*(1+1e-9))
+	nf := float64(N)
+	return math.Min(1, math.Exp(-nf*kl*(1-1e-9)+nf*1e-15)*(1+1e-9))
 }
 
 // mass returns the probability of [a, b] (indices of K'), a <= b, within
@@ -268,12 +272,15 @@ func (f *floorSolver) bracket(eps, rel, point, abs float64) bracket {
 				res.lo += f.law.mass(pts[i], pts[i], false) * low[i]
 				break
 			}
-			pu, pl := f.law.mass(pts[i], pts[i+1]-1, true), f.law.mass(pts[i], pts[i+1]-1, false)
+			// The stratum [e_i, e_{i+1}): above by h(e_i) throughout,
+			// below by h(e_i) at e_i itself and by h(e_{i+1}) after it.
+			pu := f.law.mass(pts[i], pts[i+1]-1, true)
+			p0, pl := f.law.mass(pts[i], pts[i], false), f.law.mass(pts[i]+1, pts[i+1]-1, false)
 			res.hi += pu * up[i]
-			res.lo += pl * low[i+1]
+			res.lo += p0*low[i] + pl*low[i+1]
 			pointGap += pu * (up[i] - low[i])
 			if pts[i+1]-pts[i] > 1 {
-				gaps[i] = pu * (low[i] - low[i+1])
+				gaps[i] = pl * (low[i] - low[i+1])
 				strataGap += gaps[i]
 			}
 		}
@@ -356,6 +363,15 @@ func checkFloor(nh, m int) error {
 	return nil
 }
 
+// checkFloorDecomposition refuses a floor for a decomposition whose
+// blanket no plugin samples (Decomposition.Sampled).
+func checkFloorDecomposition(d *Decomposition, floor int, what string) error {
+	if floor > 0 && !d.Sampled {
+		return fmt.Errorf("%w: floor: %s has no blanket a randomizer samples (a composition, WorstOf or the generic clone); a shuffler floor needs one randomizer's own declaration", ErrInvalidArgument, what)
+	}
+	return nil
+}
+
 // FloorDelta returns the privacy profile point at eps of a batch of
 // honest reports (the victim's included, >= 1) to which the shuffler adds
 // floor draws of m's blanket distribution at eps0: Upper bounds delta
@@ -376,6 +392,9 @@ func FloorDelta(m Mechanism, eps0 float64, honest, floor int, eps float64) (Delt
 	if err != nil {
 		return DeltaResult{}, err
 	}
+	if err := checkFloorDecomposition(d, floor, m.String()); err != nil {
+		return DeltaResult{}, err
+	}
 	return floorDeltaOf(d, honest, floor, eps), nil
 }
 
@@ -387,7 +406,7 @@ func floorDeltaOf(d *Decomposition, honest, floor int, eps float64) DeltaResult 
 	var r DeltaResult
 	for _, b := range res {
 		r.Upper = math.Max(r.Upper, b.hi)
-		if honest == 1 {
+		if honest == 1 && d.ExactPairs {
 			r.Lower = math.Max(r.Lower, b.lo)
 		}
 	}
@@ -399,7 +418,8 @@ func floorDeltaOf(d *Decomposition, honest, floor int, eps float64) DeltaResult 
 // reports (the victim's included, >= 1) to which the shuffler adds floor
 // draws of m's blanket distribution at eps0: Upper holds whatever else the
 // batch holds. Lower is the exact eps of the worst candidate pair when
-// honest = 1, else 0; Tight says whether Upper was certified within
+// honest = 1 and the candidates are exact pairs (Decomposition.ExactPairs),
+// else 0; Tight says whether Upper was certified within
 // Tolerance of the floor's exact value.
 func FloorEpsilon(m Mechanism, eps0 float64, honest, floor int, delta float64) (EpsilonResult, error) {
 	if err := checkQuery(eps0, honest); err != nil {
@@ -415,6 +435,9 @@ func FloorEpsilon(m Mechanism, eps0 float64, honest, floor int, delta float64) (
 	if err != nil {
 		return EpsilonResult{}, err
 	}
+	if err := checkFloorDecomposition(d, floor, m.String()); err != nil {
+		return EpsilonResult{}, err
+	}
 	return floorEpsilonOf(d, honest, floor, delta), nil
 }
 
@@ -426,7 +449,7 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 	for i, s := range d.Upper {
 		f := newFloorSolver(s, floor, honest)
 		ups[i], oks[i] = f.epsUpper(delta, cap)
-		if honest == 1 && f.gamma > 0 {
+		if honest == 1 && f.gamma > 0 && d.ExactPairs {
 			lows[i], _ = epsLower(f.set, floor+1, delta, cap)
 		}
 	}
@@ -462,8 +485,9 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 // round's profile is at most §3's at n_c plus eta, for every eps, and over
 // T rounds (condition on which rounds fell outside the event) the
 // composition's is at most the composition of §3's pairs at n_c plus
-// T eta. M uses the smallest gamma of the candidate pairs' (a smaller M
-// only lowers n_c, and §3's bound does not increase with n). M falls
+// T eta. M uses the largest gamma of the candidate pairs' (the coupling
+// holds for each, since P(B > m) grows with gamma, and §3's bound at n_c
+// with each pair's own gamma is what the coupling gives). M falls
 // short of m / gamma by about 9 standard deviations of Binomial(m/gamma,
 // gamma) at eta = 1e-18, which matters for small m: a composition keeps
 // the strata where they are few (floorStrataCheap), and otherwise takes,
@@ -532,12 +556,16 @@ func floorStrataCheap(d *Decomposition, nh int) bool {
 
 // floorCoupledPart returns the batch size at which a composition samples a
 // floor part with honest others (the coupled bound), from its
-// decomposition's candidate pairs, and the smallest blanket mass among
+// decomposition's candidate pairs, and the largest blanket mass among
 // them.
 func floorCoupledPart(d *Decomposition, nh, m int) (int, float64) {
-	g := 1.0
+	// The coupling must hold for every candidate: P(Binomial(M, gamma_i)
+	// > m) <= eta grows with gamma_i, so M is chosen at the largest
+	// (found in review: the smallest let a candidate with a larger gamma
+	// count far more draws than its coupling allows).
+	g := 0.0
 	for _, s := range d.Upper {
-		g = math.Min(g, s.Gamma())
+		g = math.Max(g, s.Gamma())
 	}
 	return floorCoupledN(nh, m, g, floorEta), g
 }

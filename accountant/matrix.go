@@ -203,7 +203,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 		}
 	}
 	p := &pairer{m: m, stats: stats, classes: classes}
-	d := &Decomposition{LocalEps: eps0}
+	d := &Decomposition{LocalEps: eps0, Sampled: true, ExactPairs: true}
 
 	// Row profiles: rows with equal profiles and disjoint exceptions give
 	// equal pair atoms.

@@ -28,6 +28,18 @@ type Decomposition struct {
 	// KRR is k when the mechanism is exactly k-ary randomized response (the
 	// k-RR-specific baselines apply), else 0.
 	KRR int
+	// Sampled says that the upper candidates' blanket masses are those of
+	// one randomizer's own declaration (a matrix, atoms or segments, or
+	// k-RR), the law its blanket sampler draws: only then can a shuffler's
+	// floor of blanket draws be accounted (docs/accounting.md §13).
+	// Compositions, WorstOf and the generic clone leave it false.
+	Sampled bool
+	// ExactPairs says that every upper candidate is the exact
+	// decomposition of a real neighbouring pair of the mechanism (a matrix,
+	// or k-RR), so that its value with the victim among blanket draws alone
+	// is also a lower bound. Atoms may declare dominating pairs, segments
+	// split bins, WorstOf and compositions mix mechanisms: false.
+	ExactPairs bool
 }
 
 // Gamma returns the smallest blanket mass over the upper candidate sets.
@@ -92,7 +104,7 @@ func (m KRRMech) Decompose(eps0 float64) (*Decomposition, error) {
 	k := float64(m.K)
 	c := 1 / (e + k - 1)
 	ec := e / (e + k - 1)
-	d := &Decomposition{LocalEps: eps0, KRR: m.K}
+	d := &Decomposition{LocalEps: eps0, KRR: m.K, Sampled: true, ExactPairs: true}
 	up := AtomSet{{R: c, P: ec, Q: c}, {R: c, P: c, Q: ec}}
 	same := AtomSet{{R: c, P: ec, Q: ec}}
 	if m.K > 2 {

@@ -91,7 +91,9 @@ type exactProfiler interface {
 // newMechSampler is newPartSampler with m's exact profile, if it has one.
 func newMechSampler(m Mechanism, d *Decomposition, n, floor int) *partSampler {
 	s := newPartSampler(d, n, floor)
-	if e, ok := m.(exactProfiler); ok {
+	// An exact profile is of the mechanism without draws: its lower end
+	// is no lower bound with a floor (its upper end would still be one).
+	if e, ok := m.(exactProfiler); ok && floor == 0 {
 		s.exact = e.exactProfile(n)
 	}
 	return s
@@ -102,8 +104,9 @@ func newMechSampler(m Mechanism, d *Decomposition, n, floor int) *partSampler {
 // added by the shuffler (floor.go): the upper candidates are then bounded
 // by their floor solvers, and the lower-bound triples, which do not
 // describe the draws, give way to the candidate pairs themselves when n
-// = 1 (the victim alone among the draws, whose floor value is exact) and
-// to nothing otherwise.
+// = 1 and they are exact pairs (the victim alone among the draws, whose
+// floor value is then exact; Decomposition.ExactPairs) and to nothing
+// otherwise.
 func newPartSampler(d *Decomposition, n, floor int) *partSampler {
 	s := &partSampler{n: n, localEps: d.LocalEps, cache: map[profileKey]bracket{}}
 	index := map[string]int{}
@@ -134,7 +137,7 @@ func newPartSampler(d *Decomposition, n, floor int) *partSampler {
 		for _, i := range s.ups {
 			s.floors[i] = newFloorSolver(s.sets[i], floor, n)
 		}
-		if n == 1 {
+		if n == 1 && d.ExactPairs {
 			for _, p := range pairs {
 				s.lows = append(s.lows, p[0])
 				s.lowSwaps = append(s.lowSwaps, p[1])

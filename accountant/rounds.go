@@ -112,6 +112,9 @@ func NewComposition(parts ...Part) (*Composition, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if err := checkFloorDecomposition(d, p.Floor, p.Mech.String()); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		c.parts = append(c.parts, p)
 		c.decs = append(c.decs, d)
 		c.coupled = append(c.coupled, false)

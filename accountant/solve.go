@@ -392,6 +392,16 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	if err := checkFloor(t.N, t.Floor); err != nil {
 		return CalibrationResult{}, err
 	}
+	if t.Floor > 0 {
+		// Refuse up front a floor the mechanism has no sampled blanket
+		// for: inside the search a refused budget only counts as not
+		// proven.
+		if d, err := m.Decompose(math.Max(t.Eps, 1)); err == nil {
+			if err := checkFloorDecomposition(d, t.Floor, m.String()); err != nil {
+				return CalibrationResult{}, err
+			}
+		}
+	}
 	if t.Rounds > 1 {
 		return calibrateRounds(m, t)
 	}
@@ -403,6 +413,9 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	evalAt := func(eps0 float64, wantLo bool) (hi float64, cert bool, capped bool, err error) {
 		d, err := m.Decompose(eps0)
 		if err != nil {
+			return 0, false, false, err
+		}
+		if err := checkFloorDecomposition(d, t.Floor, m.String()); err != nil {
 			return 0, false, false, err
 		}
 		his := make([]float64, len(d.Upper))
