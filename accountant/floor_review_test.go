@@ -154,7 +154,10 @@ func TestFloorLowerOnlyForExactPairs(t *testing.T) {
 	for _, f := range []func() error{
 		func() error { _, err := FloorEpsilon(WorstOf(KRR(2), KRR(50)), 2, 1, 100, 1e-6); return err },
 		func() error { _, err := FloorDelta(Joint(KRR(2), KRR(3)), 2, 1, 100, 0.5); return err },
-		func() error { _, err := NewComposition(Part{Mech: Generic(), Eps0: 2, N: 10, Floor: 5, Rounds: 2}); return err },
+		func() error {
+			_, err := NewComposition(Part{Mech: Generic(), Eps0: 2, N: 10, Floor: 5, Rounds: 2})
+			return err
+		},
 		func() error {
 			_, err := Calibrate(Parallel([]float64{0.5, 0.5}, KRR(2), KRR(3)), Target{Eps: 1, Delta: 1e-6, N: 100, Floor: 50})
 			return err
