@@ -353,6 +353,9 @@ func TestFloorComposed(t *testing.T) {
 // a k-RR report at eps0 = 30, its value in clear, at eps 0.40 for 1e-6,
 // and calibration returns the largest budget it accepts.)
 func TestFloorCalibrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("calibration with a floor searches FloorEpsilon; skipped with -short")
+	}
 	floorCalibrate(t, 1)
 }
 
