@@ -23,10 +23,11 @@ func newCurveCmd(e *env) *cobra.Command {
 		delta  = floatValue{rule: probRule}
 		users  = newCountValue()
 		fakes  = newFakeFlag()
+		floor  = newFloorValue()
 		plotTo string
 	)
 	cmd := &cobra.Command{
-		Use:   "curve --mech SPEC --n N|LO:HI --eps0 E|LO:HI [--rounds T|LO:HI] --delta D [--max-fake-fraction F]",
+		Use:   "curve --mech SPEC --n N|LO:HI --eps0 E|LO:HI [--rounds T|LO:HI] --delta D [--max-fake-fraction F] [--floor M]",
 		Short: "Central eps over a range of n, eps0 or rounds, as CSV, JSON or a plot",
 		Long: `Sweep the central eps over a range of n (--n LO:HI), of eps0 (--eps0 LO:HI) or
 of the number of rounds (--rounds LO:HI); exactly one of the three is a range,
@@ -53,6 +54,11 @@ rounds sweeps the window), the baseline columns hold local (the others are
 empty) and the JSON objects have the key longitudinal of 'blanket account eps'.
 
 ` + fakesHelp + `
+
+--floor M adds, at every point, the eps with M shuffler draws of the blanket
+and the honest n together and of the draws alone (as 'blanket account eps
+--floor'): CSV columns floor, floor_eps_upper and floor_eps_alone after tight,
+the JSON key floor, and two more curves on the plot.
 
 Points are computed concurrently, one per CPU (GOMAXPROCS); progress is shown
 on stderr when it is a terminal.
@@ -120,6 +126,9 @@ on stderr when it is a terminal.
 			if err := checkUsers(users, m, long); err != nil {
 				return err
 			}
+			if err := checkFloorMech(floor, long); err != nil {
+				return err
+			}
 			// Every point is computed for the honest floor of its n
 			// (--max-fake-fraction; n itself without it), and says so.
 			point := func(p curvePoint) (epsReport, error) {
@@ -161,6 +170,9 @@ on stderr when it is a terminal.
 			}
 			rows, err := forEach(cmd.Context(), len(pts), e.workers, func(i int) (epsReport, error) {
 				r, err := point(pts[i])
+				if err == nil && floor.v > 0 {
+					r.Floor, err = floorEps(e, m, pts[i].eps0, fakes.honest(pts[i].n), floor.v, pts[i].rounds, delta.v)
+				}
 				if err != nil {
 					return r, fmt.Errorf("%v: %w", pts[i], err)
 				}
@@ -211,6 +223,7 @@ on stderr when it is a terminal.
 	cmd.Flags().Var(&delta, "delta", "central delta, "+probRule.text+" (required)")
 	cmd.Flags().Var(users, "users", usersUsage)
 	fakes.add(cmd)
+	cmd.Flags().Var(floor, "floor", floorUsage)
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the curves to this .svg, .png or .pdf file")
 	return cmd
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"math"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +16,8 @@ import (
 // the M draws and the n honest reports and the bound of the draws alone,
 // equal to the accountant's FloorEpsilon and FloorDelta (with the honest
 // floor of n under --max-fake-fraction); 'account calibrate --floor M'
-// hands the accountant Target.Floor; the table shows both; --floor 0
+// hands the accountant Target.Floor; 'account curve --floor M' adds both
+// bounds as columns and plot curves; the table shows both; --floor 0
 // prints nothing more; a tree protocol and a negative count are usage
 // errors naming the flag.
 func TestFloorFlag(t *testing.T) {
@@ -39,6 +43,7 @@ func TestFloorFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	alone40 := alone
 	near := func(a any, b float64) bool { v, ok := a.(float64); return ok && math.Abs(v-b) <= 1e-9*b }
 	if fl["draws"] != 40.0 || !near(fl["upper"], with.Upper) || !near(fl["alone"], alone.Upper) || !near(fl["alone_lower"], alone.Lower) {
 		t.Errorf("eps --floor 40 at 96 honest of 120: %v; want upper %v, alone %v (lower %v)", fl, with.Upper, alone.Upper, alone.Lower)
@@ -85,6 +90,33 @@ func TestFloorFlag(t *testing.T) {
 	}
 	if cal := decodeObject(t, out, "eps0", "floor"); cal["floor"] != 80.0 || got.Floor != 80 || got.N != 400 {
 		t.Errorf("calibrate --floor 80 at 400 honest of 500: %v, the accountant got %+v", cal, got)
+	}
+	// A curve adds the floor's two bounds to every point, as columns and
+	// on the plot.
+	plotFile := t.TempDir() + "/floor.svg"
+	out, stderr, code = execute(t, e, "account", "curve", "--mech", "krr:k=5", "--eps0", "2", "--n", "50:96", "--points", "2", "--delta", "1e-5", "--floor", "40", "--plot", plotFile)
+	if code != exitOK {
+		t.Fatalf("curve: exit %d, stderr %s", code, stderr)
+	}
+	header, rows := readCurve(t, out)
+	i := slices.Index(header, "floor_eps_upper")
+	if i < 0 || header[i-1] != "floor" || header[i+1] != "floor_eps_alone" || len(rows) != 2 {
+		t.Fatalf("curve --floor CSV:\n%s", out)
+	}
+	for _, row := range rows {
+		n, _ := strconv.Atoi(row[0])
+		v, _ := strconv.ParseFloat(row[i], 64)
+		a, _ := strconv.ParseFloat(row[i+1], 64)
+		w, err := accountant.FloorEpsilon(m, 2, n, 40, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row[i-1] != "40" || math.Abs(v-w.Upper) > 1e-9*w.Upper || math.Abs(a-alone40.Upper) > 1e-9*alone40.Upper {
+			t.Errorf("curve --floor row %v: want with %v, alone %v", row, w.Upper, alone40.Upper)
+		}
+	}
+	if svg, err := os.ReadFile(plotFile); err != nil || !strings.Contains(string(svg), "floor alone") {
+		t.Errorf("the plot has no floor curves (%v)", err)
 	}
 	for _, args := range [][]string{
 		{"--mech", "krr:k=5", "--eps0", "2", "--n", "400", "--floor", "-1"},

@@ -342,18 +342,23 @@ var curveColumns = []string{"n", "eps0", "rounds", "delta", "eps_upper", "eps_lo
 
 // writeCurveCSV writes one row per point; missing values are empty cells.
 // With --max-fake-fraction the columns max_fake_fraction and honest_n
-// follow n.
+// follow n; with --floor the columns floor, floor_eps_upper and
+// floor_eps_alone follow tight.
 func writeCurveCSV(w io.Writer, rows []epsReport) error {
 	cw := csv.NewWriter(w)
 	names := baselineSet{}.names()
-	fakes := false
+	fakes, floor := false, false
 	if len(rows) > 0 {
 		names = rows[0].Baselines.names()
 		fakes = rows[0].MaxFakeFraction > 0
+		floor = rows[0].Floor != nil
 	}
 	cols := append([]string(nil), curveColumns...)
 	if fakes {
 		cols = slices.Insert(cols, 1, "max_fake_fraction", "honest_n")
+	}
+	if floor {
+		cols = append(cols, "floor", "floor_eps_upper", "floor_eps_alone")
 	}
 	if err := cw.Write(append(append(cols, names...), "seconds")); err != nil {
 		return err
@@ -376,6 +381,13 @@ func writeCurveCSV(w io.Writer, rows []epsReport) error {
 			cell(r.EpsUpper), cell(r.EpsLower), cell(r.LocalEps),
 			strconv.FormatBool(r.Amplified), strconv.FormatBool(r.Tight),
 		)
+		if floor {
+			var f floorParts
+			if r.Floor != nil {
+				f = *r.Floor
+			}
+			rec = append(rec, strconv.Itoa(f.Draws), cell(f.Upper), cell(f.Alone))
+		}
 		for _, name := range names {
 			rec = append(rec, cell(r.Baselines[name]))
 		}

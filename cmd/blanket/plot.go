@@ -43,14 +43,27 @@ func curveSeries(rows []epsReport, names []string) []series {
 	for i, n := range names {
 		bls[i].name = n
 	}
+	with := series{name: "with the floor (this work)"}
+	alone := series{name: "floor alone (this work)"}
+	floor := false
 	for _, r := range rows {
 		up.ys = append(up.ys, r.EpsUpper)
 		low.ys = append(low.ys, r.EpsLower)
 		for i, n := range names {
 			bls[i].ys = append(bls[i].ys, r.Baselines[n])
 		}
+		var w, a *float64
+		if r.Floor != nil {
+			floor = true
+			w, a = r.Floor.Upper, r.Floor.Alone
+		}
+		with.ys, alone.ys = append(with.ys, w), append(alone.ys, a)
 	}
-	return append([]series{up, low}, bls...)
+	out := []series{up, low}
+	if floor {
+		out = append(out, with, alone)
+	}
+	return append(out, bls...)
 }
 
 // segments splits a series into runs of consecutive points that can be
