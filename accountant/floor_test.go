@@ -345,21 +345,15 @@ func TestFloorComposed(t *testing.T) {
 	t.Logf("k=%d eps0=%g m=%d delta=%g, 2 rounds: alone [%.5f, %.5f], with 40 honest %.5f", k, eps0, m, delta, r.Lower, r.Upper, w.Upper)
 }
 
-// TestFloorCalibrate: calibration with a floor returns the largest eps0
-// whose floor bound meets the target (FloorEpsilon there is at most the
-// target, and 1% above eps0 it is not), larger than without the draws;
-// over several rounds likewise through the composition. (With enough
-// draws no local noise is needed at all: 2,000 uniform draws alone keep
-// a k-RR report at eps0 = 30, its value in clear, at eps 0.40 for 1e-6,
-// and calibration returns the largest budget it accepts.)
-func TestFloorCalibrate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("calibration with a floor searches FloorEpsilon; skipped with -short")
-	}
-	floorCalibrate(t, 1)
-}
-
-// floorCalibrate is TestFloorCalibrate over the given rounds.
+// floorCalibrate checks calibration with a floor over the given rounds
+// (make audit's TestFloorDeep; the CLI's plumbing is TestFloorFlag's): it
+// returns the largest eps0 whose floor bound meets the target (FloorEpsilon
+// there is at most the target, and 1% above eps0 it is not), larger than
+// without the draws; over several rounds likewise through the
+// composition. (With enough draws no local noise is needed at all: 2,000
+// uniform draws alone keep a k-RR report at eps0 = 30, its value in
+// clear, at eps 0.40 for 1e-6, and calibration returns the largest budget
+// it accepts.)
 func floorCalibrate(t *testing.T, roundsList ...int) {
 	m := accountant.KRR(10)
 	for _, rounds := range roundsList {
