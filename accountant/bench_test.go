@@ -156,3 +156,42 @@ func sysBytes() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.Sys
 }
+
+// BenchmarkFloorEpsilon measures eps at delta = 1e-6 of k-RR, k = 20,
+// eps0 = 4, with a shuffler floor (floor.go): the draws alone (one engine
+// search), and 10,000 honest reports with the draws (the strata).
+func BenchmarkFloorEpsilon(b *testing.B) {
+	m := KRR(20)
+	for _, c := range []struct{ honest, floor int }{{1, 10_000}, {10_000, 10_000}, {1_000_000, 10_000}} {
+		b.Run(fmt.Sprintf("honest=%.0e/floor=%.0e", float64(c.honest), float64(c.floor)), func(b *testing.B) {
+			for b.Loop() {
+				r, err := FloorEpsilon(m, 4, c.honest, c.floor, 1e-6)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = r.Upper
+			}
+		})
+	}
+}
+
+// BenchmarkFloorEpsilonRounds measures eps at delta = 1e-6 over 30 rounds
+// with the floor: the draws alone (exact), and with 10,000 honest reports
+// (coupled).
+func BenchmarkFloorEpsilonRounds(b *testing.B) {
+	for _, honest := range []int{1, 10_000} {
+		b.Run(fmt.Sprintf("honest=%.0e", float64(honest)), func(b *testing.B) {
+			for b.Loop() {
+				c, err := NewComposition(Part{Mech: KRR(20), Eps0: 4, N: honest, Floor: 10_000, Rounds: 30})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := c.Epsilon(1e-6)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sinkF = r.Upper
+			}
+		})
+	}
+}
