@@ -179,12 +179,7 @@ func (v *verifier) atomFrequencies(ctx context.Context, c *Check, name string, e
 	maps := map[int]outputsFunc{}
 	for _, a := range sets {
 		f, skip, err := v.atomMap(ctx, eps0, a)
-		switch {
-		case err != nil:
-			c.fail(name+" "+a.label, "%v", err)
-			continue
-		case skip != "":
-			c.skip(name+" "+a.label, "%s", skip)
+		if !c.usable(name+" "+a.label, err, skip) {
 			continue
 		}
 		maps[a.index] = f

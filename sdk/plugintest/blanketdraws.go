@@ -109,12 +109,7 @@ func (v *verifier) blanketDraws(ctx context.Context, c *Check, bs sdk.BlanketSam
 	case d.Form == accountant.FormMatrix && d.Matrix != nil:
 		m := d.Matrix
 		output, hint, skip, err := v.outputMap(ctx, eps0, m.NumOutputs())
-		switch {
-		case err != nil:
-			c.fail(name, "%v", err)
-			return
-		case skip != "":
-			c.skip(name, "%s", skip)
+		if !c.usable(name, err, skip) {
 			return
 		}
 		targets = append(targets, target{fmt.Sprintf("%s blanket (%d outputs)", name, m.NumOutputs()), ldptest.BlanketLaw(m), output, hint})
@@ -130,12 +125,7 @@ func (v *verifier) blanketDraws(ctx context.Context, c *Check, bs sdk.BlanketSam
 				continue
 			}
 			f, skip, err := v.atomMap(ctx, eps0, a)
-			switch {
-			case err != nil:
-				c.fail(name+" "+a.label, "%v", err)
-				continue
-			case skip != "":
-				c.skip(name+" "+a.label, "%s", skip)
+			if !c.usable(name+" "+a.label, err, skip) {
 				continue
 			}
 			probs := ldptest.PairBlanketLaw(a.set)
@@ -151,12 +141,7 @@ func (v *verifier) blanketDraws(ctx context.Context, c *Check, bs sdk.BlanketSam
 		}
 		pair := d.Pairs[0]
 		output, hint, skip, err := v.outputMap(ctx, eps0, len(pair.Bins))
-		switch {
-		case err != nil:
-			c.fail(name, "%v", err)
-			return
-		case skip != "":
-			c.skip(name, "%s", skip)
+		if !c.usable(name, err, skip) {
 			return
 		}
 		targets = append(targets, target{fmt.Sprintf("%s blanket (%d bins)", name, len(pair.Bins)), ldptest.PairBlanketLaw(pair), output, hint})

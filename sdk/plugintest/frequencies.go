@@ -63,12 +63,7 @@ func (v *verifier) checkFrequencies(ctx context.Context, c *Check) {
 		}
 		m := d.Matrix
 		output, hint, skip, err := v.outputMap(ctx, eps0, m.NumOutputs())
-		switch {
-		case err != nil:
-			c.fail(name, "%v", err)
-			continue
-		case skip != "":
-			c.skip(name, "%s", skip)
+		if !c.usable(name, err, skip) {
 			continue
 		}
 		cases, err := v.cases(m)
@@ -309,12 +304,7 @@ func (v *verifier) segmentFrequencies(ctx context.Context, c *Check, name string
 	}
 	outs := len(pair.Bins)
 	output, hint, skip, err := v.outputMap(ctx, eps0, outs)
-	switch {
-	case err != nil:
-		c.fail(name, "%v", err)
-		return
-	case skip != "":
-		c.skip(name, "%s", skip)
+	if !c.usable(name, err, skip) {
 		return
 	}
 	type test struct {

@@ -82,12 +82,7 @@ func (v *verifier) checkPrivacy(ctx context.Context, c *Check) {
 			continue
 		}
 		pairs, skip, err := v.auditPairs(ctx, eps0, d)
-		switch {
-		case err != nil:
-			c.fail(name, "%v", err)
-			continue
-		case skip != "":
-			c.skip(name, "%s", skip)
+		if !c.usable(name, err, skip) {
 			continue
 		}
 		declared := d.Eps0

@@ -247,6 +247,21 @@ func (c *Check) add(t Test) {
 	}
 }
 
+// usable records a mapping's error as a failed test, or its reason to
+// skip as a skipped test, named name, and reports whether there was
+// neither, so that the caller may use the mapping.
+func (c *Check) usable(name string, err error, skip string) bool {
+	switch {
+	case err != nil:
+		c.fail(name, "%v", err)
+		return false
+	case skip != "":
+		c.skip(name, "%s", skip)
+		return false
+	}
+	return true
+}
+
 func (c *Check) pass(name, format string, args ...any) {
 	c.add(Test{Name: name, Status: Pass, Message: fmt.Sprintf(format, args...)})
 }
