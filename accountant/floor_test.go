@@ -3,6 +3,7 @@ package accountant_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/blanket-dp/blanket/accountant"
@@ -231,19 +232,10 @@ func TestFloorArguments(t *testing.T) {
 		want          string
 	}{{0, 10, "n must be >= 1"}, {10, -1, "floor must be in"}} {
 		_, err := accountant.FloorDelta(m, 2, c.honest, c.floor, 0.5)
-		if err == nil || !contains(err.Error(), c.want) {
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("honest %d floor %d: %v, want %q", c.honest, c.floor, err, c.want)
 		}
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // krrAmongDrawsLosses returns the privacy loss distribution of k-RR's
@@ -382,7 +374,7 @@ func floorCalibrate(t *testing.T, roundsList ...int) {
 // TestFloorCalibrateErrors: a negative floor is refused by name.
 func TestFloorCalibrateErrors(t *testing.T) {
 	m := accountant.KRR(10)
-	if _, err := accountant.Calibrate(m, accountant.Target{Eps: 0.5, Delta: 1e-6, N: 2000, Floor: -3}); err == nil || !contains(err.Error(), "floor") {
+	if _, err := accountant.Calibrate(m, accountant.Target{Eps: 0.5, Delta: 1e-6, N: 2000, Floor: -3}); err == nil || !strings.Contains(err.Error(), "floor") {
 		t.Errorf("a negative floor: %v", err)
 	}
 }

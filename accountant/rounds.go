@@ -125,11 +125,14 @@ func NewComposition(parts ...Part) (*Composition, error) {
 			// average; either bounds the part, neither gives a lower
 			// bound.
 			nn, g := floorCoupledPart(d, p.N, p.Floor)
-			s := newMechSampler(p.Mech, d, 1, p.Floor)
-			if float64(nn-1)*g > float64(p.Floor) {
+			coupled := float64(nn-1)*g > float64(p.Floor)
+			var s *partSampler
+			if coupled {
 				s = newMechSampler(p.Mech, d, nn, 0)
-				c.coupled[len(c.coupled)-1] = true
+			} else {
+				s = newMechSampler(p.Mech, d, 1, p.Floor)
 			}
+			c.coupled[len(c.coupled)-1] = coupled
 			s.lows, s.lowSwaps = nil, nil
 			c.samplers = append(c.samplers, s)
 			continue
