@@ -339,13 +339,6 @@ func twiddleTable(L int) []complex128 {
 	return t
 }
 
-func twiddle(t []complex128, L int, m int) complex128 {
-	if m <= L/2 {
-		return t[m]
-	}
-	return cmplx.Conj(t[L-m])
-}
-
 // fastSize returns the smallest integer >= n of the form 2^a 3^b 5^c that
 // gonum's fftpack can factor: it splits a length into factors 4, 2, 3 and 5
 // and holds at most 13 of them.
@@ -526,12 +519,26 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		clear(coefM)
 	}
 	var errN, errM, l2N, l2M, err2N float64
+	// rot[i] is k·pos_i mod L for the current k, advanced by pos_i at each
+	// step (the same table index as the product taken modulo L).
+	rot := make([]int, len(pts))
 	for k := range half {
-		var phi complex128
-		for _, q := range pts {
-			m := int((int64(k) * int64(q.pos)) % int64(L))
-			phi += complex(q.w, 0) * twiddle(t, L, m)
+		var re, im float64
+		for i, q := range pts {
+			m := rot[i]
+			if m <= L/2 {
+				re += q.w * real(t[m])
+				im += q.w * imag(t[m])
+			} else {
+				re += q.w * real(t[L-m])
+				im -= q.w * imag(t[L-m])
+			}
+			if m += q.pos; m >= L {
+				m -= L
+			}
+			rot[i] = m
 		}
+		phi := complex(re, im)
 		a := cmplx.Abs(phi)
 		mult := 2.0
 		if k == 0 || (L%2 == 0 && k == L/2) {
@@ -541,15 +548,17 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			continue
 		}
 		la := math.Log(a)
-		if nf*math.Log(a+phiErr) < -745 {
+		lae := math.Log(a + phiErr)
+		if nf*lae < -745 {
 			continue // |phi^n| and its error underflow
 		}
 		arg := cmplx.Phase(phi)
-		yn := cmplx.Rect(math.Exp(nf*la), nf*arg)
+		rn := math.Exp(nf * la)
+		yn := cmplx.Rect(rn, nf*arg)
 		// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
 		// rounding of n*log|phi| and n*arg(phi) in exp and rect.
 		rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
-		en := math.Exp(nf*math.Log(a+phiErr)) - math.Exp(nf*la) + cmplx.Abs(yn)*rel
+		en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
 		coefN[k] = yn
 		errN += mult * en
 		err2N += mult * en * en
@@ -558,7 +567,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			m1 := nf - 1
 			ym := cmplx.Rect(math.Exp(m1*la), m1*arg)
 			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-			em := math.Exp(m1*math.Log(a+phiErr)) - math.Exp(m1*la) + cmplx.Abs(ym)*relm
+			em := math.Exp(m1*lae) - math.Exp(m1*la) + cmplx.Abs(ym)*relm
 			coefM[k] = ym
 			errM += mult * em
 			l2M += mult * real(ym*cmplx.Conj(ym))

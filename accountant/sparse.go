@@ -94,7 +94,13 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	}
 	lf := logFactorials(mMax)
 	var total, comp float64
-	counts := make([]int, a)
+	add := func(v float64) {
+		y := v - comp
+		t := total + y
+		comp = (t - total) - y
+		total = t
+	}
+	var pw pairWalk
 	sumRange := func(m0, m1 int) {
 		for m := m0; m <= m1; m++ {
 			lpm := logBinomPMF(m, n, pi)
@@ -102,19 +108,15 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 				continue
 			}
 			base := float64(n-m) * z0
+			lm := lpm + lf[m]
 			// Enumerate counts of the other atoms summing to m.
 			var rec func(j, left int, lp, s float64)
 			rec = func(j, left int, lp, s float64) {
 				if j == a-1 {
-					counts[j] = left
 					s += float64(left) * zs[j]
 					if s > 0 {
 						lp += float64(left)*ls[j] - lf[left]
-						v := math.Exp(lpm+lf[m]+lp) * s
-						y := v - comp
-						t := total + y
-						comp = (t - total) - y
-						total = t
+						add(math.Exp(lm+lp) * s)
 					}
 					return
 				}
@@ -123,8 +125,11 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 				if s+float64(left)*zs[j] <= 0 {
 					return
 				}
+				if j == a-2 {
+					pw.sum(lm, lp, left, s, zs[j], zs[j+1], ls[j], ls[j+1], lf, add)
+					return
+				}
 				for c := 0; c <= left; c++ {
-					counts[j] = c
 					rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s+float64(c)*zs[j])
 				}
 			}

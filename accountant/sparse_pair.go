@@ -1,0 +1,133 @@
+package accountant
+
+import "math"
+
+// The last two atoms of sparseExact's enumeration, summed by a walk.
+//
+// With the counts of every other atom fixed, sparseExact's leaves are
+// c = 0..left draws of atom x and left-c of atom y, of mass
+//
+//	V(c) = exp(lm + lp + c lx - log c! + (left-c) ly - log (left-c)!)
+//
+// and sum s(c) = s + c zx + (left-c) zy; it adds V(c) s(c) for each c with
+// s(c) > 0. It used to take one exp per leaf, most of its time. Consecutive
+// masses differ by an exact factor,
+//
+//	V(c+1) / V(c) = rho (left-c)/(c+1),   rho = e^(lx - ly),
+//
+// so one exp and a few multiplications and a division per step give them
+// all. The walk covers the leaves from the first to the last with s(c) > 0
+// and starts at the largest mass among them (the masses are unimodal in c:
+// the factor falls as c grows); every step is a product of positive numbers,
+// so nothing cancels.
+//
+// Rounding, with u = 2^-53. rho is exp of the rounded difference d = lx-ly:
+// relative error at most (|d| + 1) u to first order (the subtraction's
+// rounding, amplified by exp, and exp's own ulp); the step's factor, rho
+// times the exact integer left-c over the exact integer c+1, adds u for
+// each of the two operations, and its product with the walked value one
+// more. A walked term k steps from its start therefore
+// has relative error at most k (|d| + 4) u (1.01) beyond that of the exp
+// it started from (for k (|d|+4) u <= 0.01), and the start is computed as
+// sparseExact computes every term. sum walks only when
+// left (|d| + 4) u (1.01) <= walkRel = 1e-11, a hundredth of sparseRel
+// (1e-9), whose own share of rounding is below 1e-12: the walked terms stay
+// within the margin the bracket already takes. Otherwise, and for every
+// term once a walked one falls below walkTiny, it takes the exp per term
+// as before.
+//
+// Underflow: the walk holds only normal numbers. A step's factor lies
+// between e^-600 2^-15 and e^600 2^15 (|d| > 600 takes the exp per term;
+// left is at most 1e-11/(4u) < 2^15), normal and finite; the walked value
+// times it is the step's only result, and one below walkTiny = 2^-900
+// (denormal or not) sends the term and the rest of its direction to the
+// exp per term.
+const (
+	walkRel  = 1e-11
+	walkTiny = 0x1p-900
+)
+
+// pairWalk holds the masses of one pair sum between calls.
+type pairWalk struct{ v []float64 }
+
+// sum adds, through add and in order of c, V(c) s(c) for c = 0..left with
+// s(c) > 0, where lm + lp is the log mass of the counts fixed so far, s their
+// sum, zx >= zy the two atoms' values, lx and ly their renormalised log
+// masses and lf the log factorials.
+func (w *pairWalk) sum(lm, lp float64, left int, s, zx, zy, lx, ly float64, lf []float64, add func(float64)) {
+	// direct and sc are sparseExact's per-leaf formulas, term for term.
+	direct := func(c int) float64 {
+		e := lp + float64(c)*lx - lf[c]
+		e += float64(left-c)*ly - lf[left-c]
+		return math.Exp(lm + e)
+	}
+	sc := func(c int) float64 { return s + float64(c)*zx + float64(left-c)*zy }
+	d := lx - ly
+	if left == 0 || math.Abs(d) > 600 || float64(left)*(math.Abs(d)+4)*ulp*1.01 > walkRel {
+		for c := 0; c <= left; c++ {
+			if t := sc(c); t > 0 {
+				add(direct(c) * t)
+			}
+		}
+		return
+	}
+	// The leaves with s(c) > 0, first to last (s(c) rises with c, but the
+	// rounded sums need not: the rule is the per-leaf code's, term by term).
+	lo, hi := -1, -1
+	for c := 0; c <= left; c++ {
+		if sc(c) > 0 {
+			if lo < 0 {
+				lo = c
+			}
+			hi = c
+		}
+	}
+	if lo < 0 {
+		return
+	}
+	rho, rhoInv := math.Exp(d), math.Exp(-d)
+	// The mode: masses rise while rho (left-c) >= c+1; the walk starts at
+	// the largest mass of [lo, hi].
+	c0 := 0
+	if x := (rho*float64(left) - 1) / (1 + rho); x >= 0 {
+		c0 = min(left, int(x)+1)
+	}
+	c0 = min(max(c0, lo), hi)
+	if cap(w.v) < left+1 {
+		w.v = make([]float64, 2*left+1)
+	}
+	v := w.v[:left+1]
+	// v[c] < 0 marks a mass left to the exp per term. Each step's factor
+	// (rho times one integer over another) does not depend on the walk,
+	// so the chain of dependent operations is one multiplication a step.
+	v[c0] = direct(c0)
+	exact := v[c0] < walkTiny
+	for c := c0; c < hi; c++ {
+		v[c+1] = -1
+		if !exact {
+			x := v[c] * (rho * float64(left-c) / float64(c+1))
+			if exact = x < walkTiny; !exact {
+				v[c+1] = x
+			}
+		}
+	}
+	exact = v[c0] < walkTiny
+	for c := c0; c > lo; c-- {
+		v[c-1] = -1
+		if !exact {
+			x := v[c] * (rhoInv * float64(c) / float64(left-c+1))
+			if exact = x < walkTiny; !exact {
+				v[c-1] = x
+			}
+		}
+	}
+	for c := lo; c <= hi; c++ {
+		if t := sc(c); t > 0 {
+			m := v[c]
+			if m < 0 {
+				m = direct(c)
+			}
+			add(m * t)
+		}
+	}
+}
