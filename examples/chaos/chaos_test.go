@@ -90,10 +90,10 @@ type chaosApp struct {
 
 func runChaos(t *testing.T, cfg chaosRun) {
 	began := time.Now()
+	dir := t.TempDir()
+	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin)) // builds blanket: outside the run's deadline
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin))
 	srv.start(ctx)
 	pl := srv.servedPlan(ctx)
 	t.Logf("%v: blanket serve up", time.Since(began).Round(time.Millisecond))

@@ -199,15 +199,15 @@ func tool(ctx context.Context, bin, dataDir, endpoint, planKey string, pl *plan.
 func runCLI(t *testing.T, cfg cliRunCfg) {
 	began := time.Now()
 	testbuild.Start(toolPkg) // beside blanket's build; testbuild.Binary waits for it
+	dir := t.TempDir()
+	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin)) // builds blanket: outside the run's deadline
+	bin := testbuild.Binary(t, toolPkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin))
 	srv.start(ctx)
 	pl := srv.servedPlan(ctx)
 	grace := int(pl.GraceLength() / pl.PeriodLength())
 	users := cliSchedule(t, cfg, grace, dir)
-	bin := testbuild.Binary(t, toolPkg)
 
 	// Day 0 is the first period starting at least a fifth of a period
 	// from now.
