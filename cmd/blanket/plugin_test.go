@@ -118,15 +118,18 @@ func TestPluginVerifySummary(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		return lines[len(lines)-1]
 	}
-	out, errOut, code := executeEngine(t, "plugin", "verify", "longitudinal", "--eps0", "2")
+	// The summary line is the subject, not the kit's power: small samples
+	// (the race detector slows sampling tenfold).
+	small := []string{"--samples", "4000", "--batches", "20", "--batch-size", "200"}
+	out, errOut, code := executeEngine(t, append([]string{"plugin", "verify", "longitudinal", "--eps0", "2"}, small...)...)
 	if code != 0 || !strings.HasPrefix(lastLine(out), "PASS, SAMPLER UNCHECKED") {
 		t.Errorf("verify longitudinal: code %d, last line %q\n%s", code, lastLine(out), errOut)
 	}
-	out, _, code = executeEngine(t, "plugin", "verify", "longitudinal", "--eps0", "2", "--strict")
+	out, _, code = executeEngine(t, append([]string{"plugin", "verify", "longitudinal", "--eps0", "2", "--strict"}, small...)...)
 	if code == 0 || lastLine(out) != "FAIL" || !strings.Contains(out, "--strict") {
 		t.Errorf("verify longitudinal --strict: code %d, last line %q", code, lastLine(out))
 	}
-	out, errOut, code = executeEngine(t, "plugin", "verify", "krr", "--categories", "100", "--eps0", "2", "--strict")
+	out, errOut, code = executeEngine(t, append([]string{"plugin", "verify", "krr", "--categories", "100", "--eps0", "2", "--strict"}, small...)...)
 	if code != 0 || lastLine(out) != "PASS" || !strings.Contains(out, "PASS frequencies") {
 		t.Errorf("verify krr --categories 100 --strict: code %d, last line %q\n%s%s", code, lastLine(out), out, errOut)
 	}
