@@ -41,10 +41,13 @@ func must[R any](r R, err error) R {
 // runs) and a default one from FromConfig (crypto randomness, declared by
 // atoms). Each run fails falsely with probability at most 1e-6.
 func TestBuiltins(t *testing.T) {
-	// Google's Laplace sampler is the costliest under make test's -race:
-	// laplace runs with a sixteenth of the default draws here (the
-	// frequency check still sees 5000 reports per input);
-	// TestBuiltinsLaplaceDeep (make audit) runs the defaults.
+	// Google's Laplace sampler and RAPPOR's 100-bit reports are the
+	// costliest under make test's -race: laplace/default and
+	// rappor/default run here with a quarter of the default frequency
+	// draws (the frequency and atoms checks still see 5000 reports per
+	// input) and a twentieth of the estimator's;
+	// TestBuiltinsLaplaceDeep and TestBuiltinsRapporDeep (make audit) run
+	// the defaults.
 	light := plugintest.Options{Samples: 5000, Batches: 50, BatchSize: 200}
 	tests := []struct {
 		name string
@@ -57,7 +60,7 @@ func TestBuiltins(t *testing.T) {
 		{"hadamard/default", must(hadamard.FromConfig(sdk.Config{Categories: labels(100), Other: "other"})), plugintest.Options{}},
 		{"rappor/small", must(rappor.New(rappor.Options{Categories: labels(5), Other: "other", Mode: rappor.Symmetric, Rand: seeded(3)})), plugintest.Options{}},
 		{"rappor/small-oue", must(rappor.New(rappor.Options{Categories: labels(4), Rand: seeded(4)})), plugintest.Options{}},
-		{"rappor/default", must(rappor.FromConfig(sdk.Config{Categories: labels(100)})), plugintest.Options{}},
+		{"rappor/default", must(rappor.FromConfig(sdk.Config{Categories: labels(100)})), light},
 		{"summation/small", must(summation.New(summation.Options{Lo: -1, Hi: 3, K: 3, Rand: seeded(5)})), plugintest.Options{}},
 		{"summation/default", must(summation.FromConfig(sdk.Config{Lo: 0, Hi: 1000, Params: map[string]string{"k": "100"}})), plugintest.Options{}},
 		{"laplace/default", must(laplace.FromConfig(sdk.Config{Lo: -5, Hi: 60})), light},
