@@ -200,7 +200,7 @@ func runCLI(t *testing.T, cfg cliRunCfg) {
 	began := time.Now()
 	testbuild.Start(toolPkg) // beside blanket's build; testbuild.Binary waits for it
 	dir := t.TempDir()
-	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin)) // builds blanket: outside the run's deadline
+	srv := newServer(t, dir, planYAML(cfg.period, cfg.nMin, 0)) // builds blanket: outside the run's deadline
 	bin := testbuild.Binary(t, toolPkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

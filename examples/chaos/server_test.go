@@ -60,14 +60,18 @@ const (
 
 // planYAML is the tests' plan: two metrics (a k-RR category and a summed
 // value) of separate travel, a short real-clock period, a small n_min,
-// and the default grace (8 periods).
-func planYAML(period time.Duration, nMin int) string {
+// and a grace of grace periods (0: the default, 8).
+func planYAML(period time.Duration, nMin, grace int) string {
+	g := ""
+	if grace > 0 {
+		g = fmt.Sprintf("grace: %d\n", grace)
+	}
 	return fmt.Sprintf(`version: 1
 target: {eps: 1, delta: 1.0e-6}
 n_min: %d
 period: %s
 horizon: 1
-travel: separate
+%stravel: separate
 metrics:
   - name: %s
     plugin: krr
@@ -77,7 +81,7 @@ metrics:
     lo: 0
     hi: 1000
     params: {k: "4"}
-`, nMin, period, metricScreen, metricBytes)
+`, nMin, period, g, metricScreen, metricBytes)
 }
 
 // The plan's metrics.
