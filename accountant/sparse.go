@@ -25,8 +25,9 @@ const (
 	sparseMaxTerms = 3_000_000
 	// sparseRel is the relative margin for the rounding of the binomial
 	// probabilities (Loader's method: a few ulps times the size of its
-	// terms, well below 1e-12 for n <= 1e10), of the log-factorials of the
-	// small counts and of the sums.
+	// terms). Every other rounding (the sums, the log-factorials, the
+	// masses' exponents, the pair walk) is bounded per leaf and per m
+	// (sparse_sum.go).
 	sparseRel = 1e-9
 )
 
@@ -93,48 +94,56 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 		zs[i], ls[i] = z[o], lw[o]
 	}
 	lf := logFactorials(mMax)
-	var total, comp float64
-	add := func(v float64) {
-		y := v - comp
-		t := total + y
-		comp = (t - total) - y
-		total = t
+	maxZ, maxL := math.Abs(z0), 0.0
+	for j := range zs {
+		maxZ = math.Max(maxZ, math.Abs(zs[j]))
+		maxL = math.Max(maxL, math.Abs(ls[j]))
 	}
+	// The leaves' terms, rounding bounded per leaf (sparse_sum.go).
+	var sum bandSum
 	var pw pairWalk
-	sumRange := func(m0, m1 int) {
+	sumRange := func(m0, m1 int) bool {
 		for m := m0; m <= m1; m++ {
 			lpm := logBinomPMF(m, n, pi)
 			if math.IsInf(lpm, -1) {
 				continue
 			}
-			base := float64(n-m) * z0
+			mf := float64(m)
+			base := dd{}.addProd(float64(n-m), z0)
+			em := float64(2*a+10) * ulp * (math.Abs(lpm) + 2*lf[m] + mf*(maxL+1))
+			if em > 0.01 {
+				return false
+			}
+			sum.eps = float64(8*(a+2)) * ulp * ulp * (math.Abs(base.hi) + mf*maxZ)
+			sum.rel = 1.01*(em+8*ulp) + walkRel
 			lm := lpm + lf[m]
 			// Enumerate counts of the other atoms summing to m.
-			var rec func(j, left int, lp, s float64)
-			rec = func(j, left int, lp, s float64) {
+			var rec func(j, left int, lp float64, s dd)
+			rec = func(j, left int, lp float64, s dd) {
 				if j == a-1 {
-					s += float64(left) * zs[j]
-					if s > 0 {
+					s = s.addProd(float64(left), zs[j])
+					if sum.counts(s) {
 						lp += float64(left)*ls[j] - lf[left]
-						add(math.Exp(lm+lp) * s)
+						sum.leaf(math.Exp(lm+lp), s)
 					}
 					return
 				}
 				// Remaining atoms have values <= zs[j]: if even all of left at
 				// zs[j] cannot make the sum positive, prune.
-				if s+float64(left)*zs[j] <= 0 {
+				if !sum.mayCount(s, left, zs[j]) {
 					return
 				}
 				if j == a-2 {
-					pw.sum(lm, lp, left, s, zs[j], zs[j+1], ls[j], ls[j+1], lf, add)
+					pw.sum(lm, lp, left, s, zs[j], zs[j+1], ls[j], ls[j+1], lf, &sum)
 					return
 				}
 				for c := 0; c <= left; c++ {
-					rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s+float64(c)*zs[j])
+					rec(j+1, left-c, lp+float64(c)*ls[j]-lf[c], s.addProd(float64(c), zs[j]))
 				}
 			}
 			rec(0, m, 0, base)
 		}
+		return true
 	}
 	// Omitted mass beyond m_max: (S_n)_+ <= (n z_0)_+ + M Delta.
 	delta := 0.0
@@ -148,8 +157,10 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 		return math.Max(nf*z0, 0)*math.Exp(binomTailLog(n, pi, m+1)) +
 			delta*nf*pi*math.Exp(binomTailLog(n-1, pi, m))
 	}
-	sumRange(0, mMax)
-	for mMax < n && tailAt(mMax) > 1e-3*sparseRel*total && tailAt(mMax) > 1e-6*MinDelta*nf {
+	if !sumRange(0, mMax) {
+		return bracket{}, false
+	}
+	for mMax < n && tailAt(mMax) > 1e-3*sparseRel*sum.hi.sum && tailAt(mMax) > 1e-6*MinDelta*nf {
 		next := min(n, mMax+1+mMax/4)
 		for m := mMax + 1; m <= next; m++ {
 			terms += binom(m+a-1, a-1)
@@ -158,12 +169,14 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			return bracket{}, false
 		}
 		lf = logFactorials(next)
-		sumRange(mMax+1, next)
+		if !sumRange(mMax+1, next) {
+			return bracket{}, false
+		}
 		mMax = next
 	}
 	tail := tailAt(mMax)
-	hi := math.Max((total*(1+sparseRel)+tail)/nf, DeltaFloor)
-	lo := total * (1 - sparseRel) / nf
+	hi := math.Max((sum.hi.sum*(1+sparseRel)+tail)/nf, DeltaFloor)
+	lo := sum.lo.sum * (1 - sparseRel) / nf
 	return bracket{lo: lo, hi: hi}, true
 }
 
@@ -183,12 +196,4 @@ func binomTailLog(n int, p float64, m int) float64 {
 		kl += (1 - x) * math.Log((1-x)/(1-p))
 	}
 	return -nf * kl
-}
-
-func logFactorials(m int) []float64 {
-	lf := make([]float64, m+1)
-	for i := 1; i <= m; i++ {
-		lf[i] = lf[i-1] + math.Log(float64(i))
-	}
-	return lf
 }

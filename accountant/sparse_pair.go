@@ -9,14 +9,14 @@ import "math"
 //
 //	V(c) = exp(lm + lp + c lx - log c! + (left-c) ly - log (left-c)!)
 //
-// and sum s(c) = s + c zx + (left-c) zy; it adds V(c) s(c) for each c with
-// s(c) > 0. It used to take one exp per leaf, most of its time. Consecutive
+// and sum s(c) = s + c zx + (left-c) zy; it adds V(c) s(c) for each c whose
+// leaf counts (s(c) may be positive: sparse_sum.go). It used to take one exp per leaf, most of its time. Consecutive
 // masses differ by an exact factor,
 //
 //	V(c+1) / V(c) = rho (left-c)/(c+1),   rho = e^(lx - ly),
 //
 // so one exp and a few multiplications and a division per step give them
-// all. The walk covers the leaves from the first to the last with s(c) > 0
+// all. The walk covers the leaves from the first to the last that counts
 // and starts at the largest mass among them (the masses are unimodal in c:
 // the factor falls as c grows); every step is a product of positive numbers,
 // so nothing cancels.
@@ -52,32 +52,32 @@ const (
 // pairWalk holds the masses of one pair sum between calls.
 type pairWalk struct{ v []float64 }
 
-// sum adds, through add and in order of c, V(c) s(c) for c = 0..left with
-// s(c) > 0, where lm + lp is the log mass of the counts fixed so far, s their
-// sum, zx >= zy the two atoms' values, lx and ly their renormalised log
-// masses and lf the log factorials.
-func (w *pairWalk) sum(lm, lp float64, left int, s, zx, zy, lx, ly float64, lf []float64, add func(float64)) {
+// sum adds to b, in order of c, the leaves c = 0..left that count
+// (bandSum.counts), where lm + lp is the log mass of the counts fixed so
+// far, s their sum, zx >= zy the two atoms' values, lx and ly their
+// renormalised log masses and lf the log factorials.
+func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, lf []float64, b *bandSum) {
 	// direct and sc are sparseExact's per-leaf formulas, term for term.
 	direct := func(c int) float64 {
 		e := lp + float64(c)*lx - lf[c]
 		e += float64(left-c)*ly - lf[left-c]
 		return math.Exp(lm + e)
 	}
-	sc := func(c int) float64 { return s + float64(c)*zx + float64(left-c)*zy }
+	sc := func(c int) dd { return s.addProd(float64(c), zx).addProd(float64(left-c), zy) }
 	d := lx - ly
 	if left == 0 || math.Abs(d) > 600 || float64(left)*(math.Abs(d)+5)*ulp*1.01 > walkRel {
 		for c := 0; c <= left; c++ {
-			if t := sc(c); t > 0 {
-				add(direct(c) * t)
+			if t := sc(c); b.counts(t) {
+				b.leaf(direct(c), t)
 			}
 		}
 		return
 	}
-	// The leaves with s(c) > 0, first to last (s(c) rises with c, but the
-	// rounded sums need not: the rule is the per-leaf code's, term by term).
+	// The leaves that count, first to last (s(c) rises with c, but the
+	// rule is applied term by term).
 	lo, hi := -1, -1
 	for c := 0; c <= left; c++ {
-		if sc(c) > 0 {
+		if b.counts(sc(c)) {
 			if lo < 0 {
 				lo = c
 			}
@@ -124,12 +124,12 @@ func (w *pairWalk) sum(lm, lp float64, left int, s, zx, zy, lx, ly float64, lf [
 		}
 	}
 	for c := lo; c <= hi; c++ {
-		if t := sc(c); t > 0 {
+		if t := sc(c); b.counts(t) {
 			m := v[c]
 			if m < 0 {
 				m = direct(c)
 			}
-			add(m * t)
+			b.leaf(m, t)
 		}
 	}
 }

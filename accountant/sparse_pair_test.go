@@ -60,8 +60,12 @@ func TestPairWalkMatchesDirect(t *testing.T) {
 		zx := 4*r.Float64() - 1
 		zy := zx - 3*r.Float64()
 		s := float64(left) * (2*r.Float64() - 1)
-		var got float64
-		w.sum(lm, 0, left, s, zx, zy, lx, ly, lf, func(v float64) { got += v })
+		var b bandSum
+		w.sum(lm, 0, left, dd{hi: s}, zx, zy, lx, ly, lf, &b)
+		got := b.hi.sum
+		if b.lo.sum != got {
+			t.Fatalf("case %d: with no error allowances the lower sum %g differs from the upper %g", i, b.lo.sum, got)
+		}
 		want := pairDirect(lm, 0, left, s, zx, zy, lx, ly)
 		tol := 1e-10*want + 1e-300
 		if math.Abs(got-want) > tol || math.IsNaN(got) {
@@ -76,23 +80,19 @@ func TestPairWalkMatchesDirect(t *testing.T) {
 	}
 }
 
-// TestPairWalkOrder checks that the walk adds the positive-sum leaves in
-// order of c, as the per-leaf code did (sparseExact's compensated sum is
-// then the same sum), and none other.
-func TestPairWalkOrder(t *testing.T) {
+// TestPairWalkLeaves checks the walk's terms on a pair where only the
+// leaves c = 31..60 of 60 have a positive sum (s(c) = c - 30): their sum by
+// the binomial law, and nothing of the others.
+func TestPairWalkLeaves(t *testing.T) {
 	var w pairWalk
 	lf := logFactorials(100)
-	var got []float64
-	// s(c) = -30 + c: positive from c = 31.
-	w.sum(lf[60], 0, 60, -30, 1, 0, math.Log(0.3), math.Log(0.7), lf, func(v float64) { got = append(got, v) })
-	if len(got) != 30 {
-		t.Fatalf("%d terms added, want 30 (c = 31..60)", len(got))
+	var b bandSum
+	w.sum(lf[60], 0, 60, dd{hi: -30}, 1, 0, math.Log(0.3), math.Log(0.7), lf, &b)
+	want := 0.0
+	for c := 31; c <= 60; c++ {
+		want += math.Exp(lf[60]-lf[c]-lf[60-c]+float64(c)*math.Log(0.3)+float64(60-c)*math.Log(0.7)) * float64(c-30)
 	}
-	for i, v := range got {
-		c := 31 + i
-		want := math.Exp(lf[60]-lf[c]-lf[60-c]+float64(c)*math.Log(0.3)+float64(60-c)*math.Log(0.7)) * float64(c-30)
-		if math.Abs(v-want) > 1e-12*want {
-			t.Fatalf("term %d (c = %d): %g, want %g", i, c, v, want)
-		}
+	if math.Abs(b.hi.sum-want) > 1e-12*want {
+		t.Fatalf("sum %.17g, want %.17g", b.hi.sum, want)
 	}
 }

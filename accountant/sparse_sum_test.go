@@ -1,0 +1,137 @@
+package accountant
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDDAddProdBound checks dd sums of integer multiples against exact
+// big.Float arithmetic: after k steps from an exact start the error is
+// within sparse_sum.go's 8 (k + 1) u^2 times the magnitudes, and a plain
+// float64 sum of the same terms is often far outside it.
+func TestDDAddProdBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	worse := 0
+	for i := range 2000 {
+		n := float64(r.Int64N(1e10) + 1)
+		z0 := -(0.01 + 10*r.Float64())
+		x := dd{}.addProd(n, z0)
+		plain := n * z0
+		exact := new(big.Float).SetPrec(2000).Mul(big.NewFloat(n), big.NewFloat(z0))
+		mag := math.Abs(n * z0)
+		k := 1 + r.IntN(6)
+		for range k {
+			c := float64(r.Int64N(int64(n)/int64(k) + 1))
+			z := 20*r.Float64() - 5
+			x = x.addProd(c, z)
+			plain += c * z
+			exact.Add(exact, new(big.Float).SetPrec(2000).Mul(big.NewFloat(c), big.NewFloat(z)))
+			mag += math.Abs(c * z)
+		}
+		bound := 8 * float64(k+1) * ulp * ulp * mag
+		diff := new(big.Float).Sub(exact, new(big.Float).SetPrec(2000).Add(big.NewFloat(x.hi), big.NewFloat(x.lo)))
+		d, _ := diff.Float64()
+		if math.Abs(d) > bound {
+			t.Fatalf("case %d: dd error %g above the bound %g", i, d, bound)
+		}
+		pd, _ := new(big.Float).Sub(exact, big.NewFloat(plain)).Float64()
+		if math.Abs(pd) > bound {
+			worse++
+		}
+	}
+	if worse < 1000 {
+		t.Fatalf("a plain sum was outside the dd bound in only %d of 2000 cases: the test does not exercise cancellation", worse)
+	}
+}
+
+// TestBandSumNearZero: a leaf whose true sum is 1e-7 at a base of -1e9
+// (a plain float64 sum is off by about 1e-7 there) is counted, inside both
+// sums' band, and one whose true sum is exactly 0 adds nothing to the lower
+// sum and at most its eps to the upper.
+func TestBandSumNearZero(t *testing.T) {
+	b := bandSum{eps: 1e-20}
+	// 1e9 * (-0.1) + 1e9 * 0.1000000000000001 ... built from exact pieces:
+	// base = -(2^30) * 0.75, then + 2^30 * 0.75 + 2^-24.
+	base := dd{}.addProd(1<<30, -0.75)
+	s := base.addProd(1<<30, 0.75).addProd(1, 0x1p-24)
+	if !b.counts(s) {
+		t.Fatal("a leaf of sum 2^-24 is not counted")
+	}
+	b.leaf(1, s)
+	if want := 0x1p-24; b.lo.sum > want || b.hi.sum < want || b.hi.sum-b.lo.sum > 3e-20 {
+		t.Fatalf("band [%g, %g] around the true %g", b.lo.sum, b.hi.sum, want)
+	}
+	z := base.addProd(1<<30, 0.75)
+	var c bandSum
+	c.eps = 1e-20
+	c.leaf(1, z)
+	if c.lo.sum != 0 || c.hi.sum > 1e-20 {
+		t.Fatalf("a leaf of sum 0: band [%g, %g], want [0, <= 1e-20]", c.lo.sum, c.hi.sum)
+	}
+}
+
+// TestSparseExactOneOtherAtom checks sparseExact on two atoms (a dominant
+// one and one other: the sum over m alone) against a second derivation:
+// the binomial masses by ratios walked from the mode and normalised by
+// their sum (relative error below 4u a step: 5e-12 at the furthest term
+// that matters) and the sums exactly in big.Float, at n up to 10^7 (m up to
+// about 10^5, where the exponents of the masses reach 10^6).
+func TestSparseExactOneOtherAtom(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		w1     float64
+		z0, z1 float64
+	}{
+		{1000, 0.01, -0.5, 80},
+		{200_000, 0.001, -0.02, 30},
+		{10_000_000, 0.01, -0.9, 95},
+	} {
+		p := prepared{z: []float64{tc.z0, tc.z1}, w: []float64{1 - tc.w1, tc.w1}}
+		p.maxZ = tc.z1
+		got, ok := sparseExact(p, tc.n)
+		if !ok {
+			t.Fatalf("%+v: the sparse path declined", tc)
+		}
+		want := oneAtomReference(tc.n, tc.w1, tc.z0, tc.z1)
+		if got.lo > want*(1+2e-11) || got.hi < want*(1-2e-11) {
+			t.Errorf("%+v: bracket [%.15g, %.15g] misses the reference %.15g", tc, got.lo, got.hi, want)
+		}
+		if (got.hi-got.lo)/want > 1e-7 {
+			t.Errorf("%+v: bracket [%.15g, %.15g] wider than 1e-7 relative", tc, got.lo, got.hi)
+		}
+	}
+}
+
+// oneAtomReference is (1/n) sum_m P(M = m) ((n-m) z0 + m z1)_+ with M ~
+// Binomial(n, w1): the masses relative to the mode's by the ratios of
+// consecutive ones, normalised by their own sum (the walk stops where they
+// fall below 1e-300 of the mode's), the sums exact in big.Float.
+func oneAtomReference(n int, w1, z0, z1 float64) float64 {
+	nf := float64(n)
+	mode := int(math.Floor((nf + 1) * w1))
+	pos := func(m int) float64 {
+		s := new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(n-m)), big.NewFloat(z0))
+		s.Add(s, new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(m)), big.NewFloat(z1)))
+		v, _ := s.Float64()
+		return math.Max(v, 0)
+	}
+	ratio := w1 / (1 - w1)
+	var mass, total kahan
+	mass.add(1)
+	total.add(pos(mode))
+	pm := 1.0
+	for m := mode; m < n && pm > 1e-300; m++ {
+		pm *= ratio * float64(n-m) / float64(m+1)
+		mass.add(pm)
+		total.add(pm * pos(m+1))
+	}
+	pm = 1
+	for m := mode; m > 0 && pm > 1e-300; m-- {
+		pm *= float64(m) / (ratio * float64(n-m+1))
+		mass.add(pm)
+		total.add(pm * pos(m-1))
+	}
+	return total.sum / mass.sum / nf
+}
