@@ -454,10 +454,15 @@ func TestUpperPLDFuzz(t *testing.T) {
 // outputs, eps0 up to 7), the same matrices declared in the atoms form with
 // several pairs, and heterogeneous compositions of them, at n = 1..4 and
 // T = 1..3, against exact enumeration of the candidate blanket pairs and of
-// the lower-bound datasets.
-func TestHorizonTinyAsymmetric(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := range 8 {
+// the lower-bound datasets. Four trials here;
+// TestHorizonTinyAsymmetricDeep (make audit) runs sixteen more.
+func TestHorizonTinyAsymmetric(t *testing.T) { horizonTinyAsymmetric(t, 3, 4) }
+
+// horizonTinyAsymmetric runs TestHorizonTinyAsymmetric's check on trials
+// random compositions drawn from seed.
+func horizonTinyAsymmetric(t *testing.T, seed uint64, trials int) {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	for trial := range trials {
 		var parts []Part
 		var total float64
 		for range 1 + rng.IntN(2) {

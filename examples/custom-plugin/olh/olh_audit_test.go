@@ -34,3 +34,10 @@ func TestConformanceAtSizeDeep(t *testing.T) {
 		t.Logf("%s", rep)
 	}
 }
+
+// TestConformanceMediumDeep runs the whole kit at 20 buckets, between
+// TestConformance's small and large configurations.
+func TestConformanceMediumDeep(t *testing.T) {
+	r := mustNew(t, Options{Categories: labels(20), Rand: seeded(3)})
+	plugintest.Run(t, r, plugintest.Options{Output: r.Output, Strict: true})
+}
