@@ -111,6 +111,10 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			mf := float64(m)
 			base := dd{}.addProd(float64(n-m), z0)
 			em := float64(2*a+10) * ulp * (math.Abs(lpm) + 2*lf[m] + mf*(maxL+1))
+			if a == 1 {
+				// log m! - log m! cancels: the leaf's exponent is lpm + m l_1.
+				em = 4 * ulp * (math.Abs(lpm) + mf*(maxL+1))
+			}
 			if em > 0.01 {
 				return false
 			}
@@ -122,10 +126,15 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			rec = func(j, left int, lp float64, s dd) {
 				if j == a-1 {
 					s = s.addProd(float64(left), zs[j])
-					if sum.counts(s) {
-						lp += float64(left)*ls[j] - lf[left]
-						sum.leaf(math.Exp(lm+lp), s)
+					if !sum.counts(s) {
+						return
 					}
+					if a == 1 {
+						sum.leaf(math.Exp(lpm+float64(left)*ls[j]), s)
+						return
+					}
+					lp += float64(left)*ls[j] - lf[left]
+					sum.leaf(math.Exp(lm+lp), s)
 					return
 				}
 				// Remaining atoms have values <= zs[j]: if even all of left at

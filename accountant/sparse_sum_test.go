@@ -75,9 +75,10 @@ func TestBandSumNearZero(t *testing.T) {
 // TestSparseExactOneOtherAtom checks sparseExact on two atoms (a dominant
 // one and one other: the sum over m alone) against a second derivation:
 // the binomial masses by ratios walked from the mode and normalised by
-// their sum (relative error below 4u a step: 5e-12 at the furthest term
-// that matters) and the sums exactly in big.Float, at n up to 10^7 (m up to
-// about 10^5, where the exponents of the masses reach 10^6).
+// their sum (relative error below 4u a step: 5e-12 within 10,000 steps of
+// the mode, where the mass is) and the sums exactly in big.Float, at n up
+// to 3 10^8 (m up to about 3 10^6, where the exponents of the masses reach
+// 4 10^7).
 func TestSparseExactOneOtherAtom(t *testing.T) {
 	for _, tc := range []struct {
 		n      int
@@ -87,6 +88,11 @@ func TestSparseExactOneOtherAtom(t *testing.T) {
 		{1000, 0.01, -0.5, 80},
 		{200_000, 0.001, -0.02, 30},
 		{10_000_000, 0.01, -0.9, 95},
+		// m about 10^6 and 2.85 10^6: the bracket stayed within 1e-7 only
+		// once the single atom's exponent dropped its log m! - log m!
+		// (review of 8370e34: 7.4e-8 and 2.2e-7 before).
+		{100_000_000, 0.01, -0.9, 95},
+		{300_000_000, 0.0095, -0.9, 95},
 	} {
 		p := prepared{z: []float64{tc.z0, tc.z1}, w: []float64{1 - tc.w1, tc.w1}}
 		p.maxZ = tc.z1
