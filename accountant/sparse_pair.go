@@ -49,8 +49,8 @@ const (
 	walkTiny = 0x1p-900
 )
 
-// pairWalk holds the masses of one pair sum between calls.
-type pairWalk struct{ v []float64 }
+// pairWalk holds the masses and sums of one pair sum between calls.
+type pairWalk struct{ v, x []float64 }
 
 // sum adds to b, in order of c, the leaves c = 0..left that count
 // (bandSum.counts), where lm + lp is the log mass of the counts fixed so
@@ -74,10 +74,15 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 		return
 	}
 	// The leaves that count, first to last (s(c) rises with c, but the
-	// rule is applied term by term).
+	// rule is applied term by term), and their evaluated sums.
+	if cap(w.x) < left+1 {
+		w.x = make([]float64, 2*left+1)
+	}
+	xs := w.x[:left+1]
 	lo, hi := -1, -1
 	for c := 0; c <= left; c++ {
-		if b.counts(sc(c)) {
+		xs[c] = sc(c).val()
+		if xs[c]+b.eps > 0 {
 			if lo < 0 {
 				lo = c
 			}
@@ -124,12 +129,12 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 		}
 	}
 	for c := lo; c <= hi; c++ {
-		if t := sc(c); b.counts(t) {
+		if xs[c]+b.eps > 0 {
 			m := v[c]
 			if m < 0 {
 				m = direct(c)
 			}
-			b.leaf(m, t)
+			b.leafAt(m, xs[c])
 		}
 	}
 }

@@ -92,8 +92,10 @@ type bandSum struct {
 }
 
 // leaf adds the leaf of mass v and sum s.
-func (b *bandSum) leaf(v float64, s dd) {
-	x := s.val()
+func (b *bandSum) leaf(v float64, s dd) { b.leafAt(v, s.val()) }
+
+// leafAt adds the leaf of mass v and evaluated sum x = s.val().
+func (b *bandSum) leafAt(v, x float64) {
 	if x+b.eps <= 0 {
 		return
 	}
