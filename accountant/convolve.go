@@ -245,7 +245,8 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 	p := fft.Sequence(nil, Y)
 	l2Err := math.Sqrt(dY2/Lf) + 5*ulp*log2L*math.Sqrt(Y2/Lf)
 	// Main sum in the scaled unit e^{K(theta)}.
-	var main, comp, sumW2, maxW float64
+	var sumW2, maxW float64
+	var acc kahan
 	for i := max(Ai, int64(epsIdx)); i < Ai+int64(L); i++ {
 		s := float64(i) * step
 		if s <= eps {
@@ -253,14 +254,11 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 		}
 		u := math.Exp(-theta*(s-eps)) * -math.Expm1(eps-s) // unit e^{K(theta) - theta eps}: no underflow near eps
 		pv := p[int(((i%int64(L))+int64(L))%int64(L))] / Lf
-		term := pv * u
-		y := term - comp
-		t := main + y
-		comp = (t - main) - y
-		main = t
+		acc.add(pv * u)
 		sumW2 += u * u
 		maxW = math.Max(maxW, u)
 	}
+	main := acc.sum
 	fpErr := l2Err * math.Sqrt(sumW2)
 	// Every term above is in the unit e^{K(theta) - theta eps}.
 	k0 -= theta * eps

@@ -596,17 +596,13 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.
 	// Work in the scaled unit e^{n k0} to avoid underflow.
 	logScale := nf * k0
-	var main, sumSU2, maxSU float64
-	var comp float64 // Kahan compensation
+	var sumSU2, maxSU float64
+	var acc kahan
 	for i := max(A, 1); i < A+int64(L); i++ {
 		sv := h * float64(i)
 		u := math.Exp(-theta * sv)
 		pv := pn[int(((i%int64(L))+int64(L))%int64(L))] / Lf
-		term := sv * pv * u
-		y := term - comp
-		tt := main + y
-		comp = (tt - main) - y
-		main = tt
+		acc.add(sv * pv * u)
 		su := sv * u
 		sumSU2 += su * su
 		maxSU = math.Max(maxSU, su)
@@ -614,6 +610,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			break
 		}
 	}
+	main := acc.sum
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
 	if !full {

@@ -210,9 +210,8 @@ func kovPlateau(delta1 float64, k int) float64 {
 // kovAddUp returns a + b rounded up: the next float64 above fl(a+b) when
 // the sum is inexact (TwoSum error > 0).
 func kovAddUp(a, b float64) float64 {
-	s := a + b
-	bv := s - a
-	if e := (a - (s - bv)) + (b - bv); e > 0 {
+	s, e := twoSum(a, b)
+	if e > 0 {
 		return math.Nextafter(s, math.Inf(1))
 	}
 	return s

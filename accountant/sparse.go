@@ -125,16 +125,16 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			var rec func(j, left int, lp float64, s dd)
 			rec = func(j, left int, lp float64, s dd) {
 				if j == a-1 {
-					s = s.addProd(float64(left), zs[j])
-					if !sum.counts(s) {
+					x := s.addProd(float64(left), zs[j]).val()
+					if !sum.counts(x) {
 						return
 					}
 					if a == 1 {
-						sum.leaf(math.Exp(lpm+float64(left)*ls[j]), s)
+						sum.leaf(math.Exp(lpm+float64(left)*ls[j]), x)
 						return
 					}
 					lp += float64(left)*ls[j] - lf[left]
-					sum.leaf(math.Exp(lm+lp), s)
+					sum.leaf(math.Exp(lm+lp), x)
 					return
 				}
 				// Remaining atoms have values <= zs[j]: if even all of left at

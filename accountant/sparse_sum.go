@@ -66,24 +66,6 @@ func (x dd) addProd(c, z float64) dd {
 // val returns hi + lo, rounded.
 func (x dd) val() float64 { return x.hi + x.lo }
 
-// twoSum returns a + b rounded and its rounding error (Knuth).
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	e = (a - (s - bb)) + (b - bb)
-	return s, e
-}
-
-// kahan is a compensated running sum.
-type kahan struct{ sum, comp float64 }
-
-func (k *kahan) add(v float64) {
-	y := v - k.comp
-	t := k.sum + y
-	k.comp = (t - k.sum) - y
-	k.sum = t
-}
-
 // bandSum accumulates the leaves' terms into an upper and a lower sum, with
 // the sum's error eps and the mass's relative error rel of the current m.
 type bandSum struct {
@@ -91,22 +73,17 @@ type bandSum struct {
 	eps, rel float64
 }
 
-// leaf adds the leaf of mass v and sum s.
-func (b *bandSum) leaf(v float64, s dd) { b.leafAt(v, s.val()) }
+// counts reports whether a leaf of evaluated sum x = s.val() adds
+// anything.
+func (b *bandSum) counts(x float64) bool { return x+b.eps > 0 }
 
-// leafAt adds the leaf of mass v and evaluated sum x = s.val().
-func (b *bandSum) leafAt(v, x float64) {
-	if x+b.eps <= 0 {
-		return
-	}
+// leaf adds the leaf of mass v and evaluated sum x, one that counts.
+func (b *bandSum) leaf(v, x float64) {
 	b.hi.add(v * (x + b.eps) * (1 + b.rel))
 	if x-b.eps > 0 {
 		b.lo.add(v * (x - b.eps) * (1 - b.rel))
 	}
 }
-
-// counts reports whether a leaf of sum s adds anything.
-func (b *bandSum) counts(s dd) bool { return s.val()+b.eps > 0 }
 
 // mayCount reports whether some leaf below a node of sum s, with left
 // draws still to make of atoms of value at most z, may add anything: the
@@ -121,13 +98,10 @@ func (b *bandSum) mayCount(s dd, left int, z float64) bool {
 // (compensated sum of the logs).
 func logFactorials(m int) []float64 {
 	lf := make([]float64, m+1)
-	var sum, comp float64
+	var sum kahan
 	for i := 2; i <= m; i++ {
-		y := math.Log(float64(i)) - comp
-		t := sum + y
-		comp = (t - sum) - y
-		sum = t
-		lf[i] = sum
+		sum.add(math.Log(float64(i)))
+		lf[i] = sum.sum
 	}
 	return lf
 }
