@@ -17,10 +17,14 @@ import "math"
 //	V(c+1) / V(c) = rho (left-c)/(c+1),   rho = e^(lx - ly),
 //
 // so one exp and a few multiplications and a division per step give them
-// all. The walk covers the leaves from the first to the last that counts
-// and starts at the largest mass among them (the masses are unimodal in c:
-// the factor falls as c grows); every step is a product of positive numbers,
-// so nothing cancels.
+// all. The leaves before the first that counts are not even scanned: the
+// true sums s(c) rise with c (zx >= zy), a leaf that does not count has a
+// true sum <= 0 (sparse_sum.go), so every leaf before one that does not
+// count adds nothing, and a bisection finds such a leaf f-1 with leaf f
+// counting (or f = 0). The walk covers the leaves from the first to the
+// last that counts and starts at the largest mass among them (the masses
+// are unimodal in c: the factor falls as c grows); every step is a product
+// of positive numbers, so nothing cancels.
 //
 // Rounding, with u = 2^-53. rho is exp of the rounded difference d = lx-ly:
 // relative error at most (|d| + 2) u to first order (the subtraction's
@@ -72,14 +76,30 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 		}
 		return
 	}
-	// The leaves that count, first to last (s(c) rises with c, but the
-	// rule is applied term by term), and their evaluated sums.
+	// The leaves that count, first to last, and their evaluated sums. The
+	// true sums rise with c (zx >= zy), and a leaf that does not count has
+	// a true sum <= 0 (sparse_sum.go), so every leaf before it adds nothing:
+	// a bisection finds a leaf f-1 that does not count with f = 0 or f
+	// counting, and the scan starts at f. From f on the rule is applied term
+	// by term, as the evaluated sums need not rise.
+	f := 0
+	if !b.counts(sc(0).val()) {
+		no, yes := 0, left+1 // no does not count; yes counts or is past the end
+		for yes-no > 1 {
+			if mid := no + (yes-no)/2; b.counts(sc(mid).val()) {
+				yes = mid
+			} else {
+				no = mid
+			}
+		}
+		f = yes
+	}
 	if cap(w.x) < left+1 {
 		w.x = make([]float64, 2*left+1)
 	}
 	xs := w.x[:left+1]
 	lo, hi := -1, -1
-	for c := 0; c <= left; c++ {
+	for c := f; c <= left; c++ {
 		xs[c] = sc(c).val()
 		if b.counts(xs[c]) {
 			if lo < 0 {
