@@ -20,6 +20,7 @@ func BenchmarkDelta(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				d, err := Delta(m, 4, n, r.Upper)
 				if err != nil {
 					b.Fatal(err)
@@ -39,6 +40,7 @@ func BenchmarkEpsilon(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
 			var peak uint64
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				r, err := Epsilon(m, 4, n, 1e-6)
 				if err != nil {
 					b.Fatal(err)
@@ -58,6 +60,7 @@ func BenchmarkCalibrate(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000, 100_000_000} {
 		b.Run(fmt.Sprintf("n=%.0e", float64(n)), func(b *testing.B) {
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				c, err := Calibrate(m, Target{Eps: 1, Delta: 1e-6, N: n})
 				if err != nil {
 					b.Fatal(err)
@@ -74,6 +77,7 @@ func BenchmarkCalibrate(b *testing.B) {
 func BenchmarkCurve(b *testing.B) {
 	m := KRR(100)
 	for b.Loop() {
+		ForgetMemo() // time the computation, not the memo
 		for i := range 20 {
 			n := int(math.Round(math.Pow(10, 3+5*float64(i)/19)))
 			r, err := Epsilon(m, 4, n, 1e-6)
@@ -97,6 +101,7 @@ func BenchmarkEpsilonRounds(b *testing.B) {
 			var peak uint64
 			var r EpsilonResult
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				var err error
 				r, err = ComposeEpsilon([]Part{{Mech: KRR(100), Eps0: 4, N: n, Rounds: 365}}, 1e-6)
 				if err != nil {
@@ -123,6 +128,7 @@ func BenchmarkEpsilonRounds(b *testing.B) {
 func BenchmarkCalibrateRounds(b *testing.B) {
 	var c CalibrationResult
 	for b.Loop() {
+		ForgetMemo() // time the computation, not the memo
 		var err error
 		c, err = Calibrate(KRR(20), Target{Eps: 1, Delta: 1e-6, N: 10_000, Rounds: 365})
 		if err != nil {
@@ -141,6 +147,7 @@ func BenchmarkAllocatePlanRounds(b *testing.B) {
 		{Name: "screen", Mech: KRR(20)}, {Name: "feature", Mech: KRR(12)}, {Name: "any", Mech: Generic()},
 	}}
 	for b.Loop() {
+		ForgetMemo() // time the computation, not the memo
 		r, err := AllocatePlan(spec)
 		if err != nil {
 			b.Fatal(err)
@@ -165,6 +172,7 @@ func BenchmarkFloorEpsilon(b *testing.B) {
 	for _, c := range []struct{ honest, floor int }{{1, 10_000}, {10_000, 10_000}, {1_000_000, 10_000}} {
 		b.Run(fmt.Sprintf("honest=%.0e/floor=%.0e", float64(c.honest), float64(c.floor)), func(b *testing.B) {
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				r, err := FloorEpsilon(m, 4, c.honest, c.floor, 1e-6)
 				if err != nil {
 					b.Fatal(err)
@@ -182,6 +190,7 @@ func BenchmarkFloorEpsilonRounds(b *testing.B) {
 	for _, honest := range []int{1, 10_000} {
 		b.Run(fmt.Sprintf("honest=%.0e", float64(honest)), func(b *testing.B) {
 			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
 				c, err := NewComposition(Part{Mech: KRR(20), Eps0: 4, N: honest, Floor: 10_000, Rounds: 30})
 				if err != nil {
 					b.Fatal(err)

@@ -149,6 +149,10 @@ func TestConcurrentQueries(t *testing.T) {
 	}
 	got := make([][][]float64, concurrentGoroutines)
 	errs := make([][]error, concurrentGoroutines)
+	// Without the memo (memo.go), so that the goroutines run the engine's
+	// shared state and the memo itself at once, and so that the ground
+	// truth below is computed again.
+	ForgetMemo()
 	runConcurrently(func(g int) {
 		got[g] = make([][]float64, len(queries))
 		errs[g] = make([]error, len(queries))
@@ -157,13 +161,9 @@ func TestConcurrentQueries(t *testing.T) {
 			got[g][j], errs[g][j] = queries[j].run()
 		}
 	})
-	// The sequential ground truth. queryTol: the engine is not
-	// bit-reproducible even sequentially (newLattice collects the masses in
-	// a map, whose iteration order Go randomizes, so the characteristic
-	// function is summed in varying orders; observed differences are below
-	// 1e-12 relative), while a data race corrupts whole values; 1e-9
-	// separates the two and is far below the engine's 0.5% accuracy.
-	const queryTol = 1e-9
+	// The sequential ground truth, bit for bit: the engine is a pure
+	// function (memo.go), so a data race is the only way to differ.
+	ForgetMemo()
 	for j, q := range queries {
 		want, err := q.run()
 		if err != nil {
@@ -175,7 +175,7 @@ func TestConcurrentQueries(t *testing.T) {
 				continue
 			}
 			for k := range want {
-				if math.Abs(got[g][j][k]-want[k]) > queryTol*math.Abs(want[k]) {
+				if got[g][j][k] != want[k] {
 					t.Errorf("%s, goroutine %d: result %v, sequential %v", q.name, g, got[g][j], want)
 					break
 				}

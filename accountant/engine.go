@@ -1,8 +1,10 @@
 package accountant
 
 import (
+	"maps"
 	"math"
 	"math/cmplx"
+	"slices"
 	"sync"
 )
 
@@ -154,7 +156,11 @@ func newLattice(p prepared, h float64) *lattice {
 			l.atoms = append(l.atoms, latticeAtom{r: p.w[j], kappa: h * t * (1 - t), a: ai})
 		}
 	}
-	for i, m := range mass {
+	// In index order: a map's order changes from run to run, and the sums
+	// over the lattice points (the cumulants, phi) would round differently
+	// each time (evaluate is a pure function: memo.go).
+	for _, i := range slices.Sorted(maps.Keys(mass)) {
+		m := mass[i]
 		if m <= 0 {
 			continue
 		}
@@ -394,6 +400,17 @@ func fftFactors(n int) int {
 // (tilted). wantLo selects whether the lower side (one more inverse FFT) is
 // computed; otherwise lo is 0.
 func evaluate(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
+	key := memoKey(s, n, eps, hRel, wantLo)
+	if b, ok := memo.get(key); ok {
+		return b
+	}
+	b := compute(s, n, eps, hRel, wantLo)
+	memo.put(key, b)
+	return b
+}
+
+// compute is evaluate without the memo (memo.go).
+func compute(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 	p := prepare(s, eps)
 	if p.maxZ <= 0 {
 		return bracket{lo: 0, hi: 0}
