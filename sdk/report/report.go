@@ -250,20 +250,44 @@ type Batch struct {
 	Suite uint16
 	// Sealed are the ciphertexts.
 	Sealed [][]byte
+	// Draws is how many of Sealed the shuffler added itself: draws of the
+	// metric's blanket distribution (the plan's floor), sealed like any
+	// report and shuffled among them, so that nothing tells them apart.
+	// The others came from apps.
+	Draws int
 }
 
-// EncodeBatch returns the encoding of b.
+// The batch magics. BLB2 carries Draws; a batch without draws is encoded
+// as BLB1, byte for byte what shufflers before the floor wrote, so that
+// collectors of either age take it.
+const (
+	batchMagicV1 = "BLB1"
+	batchMagicV2 = "BLB2"
+)
+
+// EncodeBatch returns the encoding of b. It panics when b.Draws is
+// negative or above len(b.Sealed) (a programmer error).
 func EncodeBatch(b Batch) []byte {
-	n := 4 + 16 + 2 + len(b.Metric) + 2 + 4
+	if b.Draws < 0 || b.Draws > len(b.Sealed) {
+		panic(fmt.Sprintf("report: a batch of %d reports with %d draws", len(b.Sealed), b.Draws))
+	}
+	n := 4 + 16 + 2 + len(b.Metric) + 2 + 4 + 4
 	for _, s := range b.Sealed {
 		n += 4 + len(s)
 	}
 	out := make([]byte, 0, n)
-	out = append(out, "BLB1"...)
+	if b.Draws == 0 {
+		out = append(out, batchMagicV1...)
+	} else {
+		out = append(out, batchMagicV2...)
+	}
 	out = append(out, b.ID[:]...)
 	out = binary.BigEndian.AppendUint16(out, uint16(len(b.Metric)))
 	out = append(out, b.Metric...)
 	out = binary.BigEndian.AppendUint16(out, b.Suite)
+	if b.Draws > 0 {
+		out = binary.BigEndian.AppendUint32(out, uint32(b.Draws))
+	}
 	out = binary.BigEndian.AppendUint32(out, uint32(len(b.Sealed)))
 	for _, s := range b.Sealed {
 		out = binary.BigEndian.AppendUint32(out, uint32(len(s)))
@@ -276,8 +300,9 @@ func EncodeBatch(b Batch) []byte {
 func DecodeBatch(p []byte) (Batch, error) {
 	r := &reader{b: p}
 	var b Batch
-	if m := r.take(4, "batch magic"); m != nil && string(m) != "BLB1" {
-		r.fail("batch magic %q, want %q", m, "BLB1")
+	m := r.take(4, "batch magic")
+	if m != nil && string(m) != batchMagicV1 && string(m) != batchMagicV2 {
+		r.fail("batch magic %q, want %q or %q", m, batchMagicV1, batchMagicV2)
 	}
 	copy(b.ID[:], r.take(16, "batch id"))
 	ml := int(r.u16("metric length"))
@@ -290,6 +315,13 @@ func DecodeBatch(p []byte) (Batch, error) {
 	}
 	b.Metric = string(metric)
 	b.Suite = r.u16("suite")
+	var draws uint32
+	if string(m) == batchMagicV2 {
+		draws = r.u32("draw count")
+		if r.err == nil && draws == 0 {
+			r.fail("a %s batch with 0 draws (it is encoded as %s)", batchMagicV2, batchMagicV1)
+		}
+	}
 	n := r.u32("report count")
 	if r.err != nil {
 		return Batch{}, r.err
@@ -297,6 +329,10 @@ func DecodeBatch(p []byte) (Batch, error) {
 	if n > MaxBatchReports {
 		return Batch{}, fmt.Errorf("%w: %d reports, limit %d", ErrTooLarge, n, MaxBatchReports)
 	}
+	if draws > n {
+		return Batch{}, fmt.Errorf("%w: %d draws in a batch of %d reports", ErrMalformed, draws, n)
+	}
+	b.Draws = int(draws)
 	b.Sealed = make([][]byte, 0, min(int(n), len(p)/5))
 	for range int(n) {
 		sl := int(r.u32("sealed length"))

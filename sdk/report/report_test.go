@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -36,8 +37,47 @@ func TestBatchRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != b.ID || got.Metric != b.Metric || len(got.Sealed) != 3 || !bytes.Equal(got.Sealed[1], []byte{2, 3}) {
+	if got.ID != b.ID || got.Metric != b.Metric || len(got.Sealed) != 3 || !bytes.Equal(got.Sealed[1], []byte{2, 3}) || got.Draws != 0 {
 		t.Fatalf("got %+v, want %+v", got, b)
+	}
+	b.Draws = 2
+	got, err = DecodeBatch(EncodeBatch(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Draws != 2 || len(got.Sealed) != 3 || !bytes.Equal(got.Sealed[1], []byte{2, 3}) {
+		t.Fatalf("with draws: got %+v, want %+v", got, b)
+	}
+}
+
+// TestBatchWithoutDrawsIsBLB1 pins the encoding of a batch without draws
+// to the bytes shufflers wrote before the floor, which collectors of that
+// age decode, and that of a batch with draws.
+func TestBatchWithoutDrawsIsBLB1(t *testing.T) {
+	b := Batch{ID: ID{1, 2, 3}, Metric: "m", Suite: 1, Sealed: [][]byte{{9}, {8, 7}}}
+	v1 := "BLB1" + string(b.ID[:]) + "\x00\x01m" + "\x00\x01" + "\x00\x00\x00\x02" + "\x00\x00\x00\x01\x09" + "\x00\x00\x00\x02\x08\x07"
+	if got := string(EncodeBatch(b)); got != v1 {
+		t.Fatalf("without draws: %q, want %q", got, v1)
+	}
+	b.Draws = 1
+	v2 := "BLB2" + string(b.ID[:]) + "\x00\x01m" + "\x00\x01" + "\x00\x00\x00\x01" + "\x00\x00\x00\x02" + "\x00\x00\x00\x01\x09" + "\x00\x00\x00\x02\x08\x07"
+	if got := string(EncodeBatch(b)); got != v2 {
+		t.Fatalf("with a draw: %q, want %q", got, v2)
+	}
+}
+
+// TestDecodeBatchDrawErrors checks that a draw count above the report
+// count, or a BLB2 batch with none, is malformed.
+func TestDecodeBatchDrawErrors(t *testing.T) {
+	b := Batch{ID: ID{1}, Metric: "m", Suite: 1, Sealed: [][]byte{{9}, {8, 7}}, Draws: 1}
+	enc := EncodeBatch(b)
+	at := 4 + 16 + 2 + 1 + 2 // the draw count
+	for name, draws := range map[string]uint32{"above the reports": 3, "zero": 0} {
+		bad := append([]byte(nil), enc...)
+		binary.BigEndian.PutUint32(bad[at:], draws)
+		if _, err := DecodeBatch(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
 	}
 }
 
@@ -158,6 +198,7 @@ func FuzzDecodeEnvelopes(f *testing.F) {
 func FuzzDecodeBatch(f *testing.F) {
 	f.Add(EncodeBatch(Batch{Metric: "m", Suite: 1, Sealed: [][]byte{{1}, {2}}}))
 	f.Add([]byte("BLB1"))
+	f.Add(EncodeBatch(Batch{Metric: "m", Suite: 1, Sealed: [][]byte{{1}, {2}}, Draws: 1}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		bt, err := DecodeBatch(b)
 		if err != nil {
