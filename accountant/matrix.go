@@ -2,6 +2,7 @@ package accountant
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -408,8 +409,10 @@ func (p *pairer) pairAtoms(x, xp int) AtomSet {
 		left[s.min]--
 		out = append(out, Atom{R: s.min, P: rx.at(y), Q: rxp.at(y)})
 	})
-	for r, c := range left {
-		if c > 0 {
+	// In value order: Merge sums the atoms of equal ratios in the order
+	// given, and a map's order changes from run to run.
+	for _, r := range slices.Sorted(maps.Keys(left)) {
+		if c := left[r]; c > 0 {
 			n := float64(c)
 			out = append(out, Atom{R: n * r, P: n * rx.def, Q: n * rxp.def})
 		}

@@ -24,7 +24,9 @@ import (
 // about a quarter of the evaluations in the test suites.
 //
 // Memory is bounded: two generations of at most memoBytes/2 of keys each
-// (a key is 25 bytes and 24 per atom).
+// (a key is 25 bytes and 24 per atom); with the maps' own storage the
+// memo holds about three times its key bytes at most (a second engineer
+// measured 94 MB for one-atom keys).
 // When the current one fills it becomes the old one and the old one is
 // dropped; a hit in the old one is copied to the current one.
 const memoBytes = 32 << 20

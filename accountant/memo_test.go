@@ -56,16 +56,21 @@ func TestMemoReturnsTheComputation(t *testing.T) {
 		if base.path == "lattice" {
 			variants = append(variants, v)
 		}
+		v = base
+		v.eps = base.eps * (1 + 1e-12) // beyond float32's precision
+		variants = append(variants, v)
 		for j, f := range []func(a *Atom){
 			func(a *Atom) { a.R *= 0.9 },
 			func(a *Atom) { a.P *= 0.9 },
 			func(a *Atom) { a.Q *= 1.1 },
 		} {
-			v = base
-			v.s = append(AtomSet(nil), base.s...)
-			f(&v.s[0])
-			v.name = fmt.Sprintf("%s, atom 0 changed (%d)", base.name, j)
-			variants = append(variants, v)
+			for _, at := range []int{0, len(base.s) - 1} {
+				v = base
+				v.s = append(AtomSet(nil), base.s...)
+				f(&v.s[at])
+				v.name = fmt.Sprintf("%s, atom %d changed (%d)", base.name, at, j)
+				variants = append(variants, v)
+			}
 		}
 		first := compute(base.s, base.n, base.eps, base.hRel, base.wantLo)
 		for i, c := range variants {
@@ -79,6 +84,24 @@ func TestMemoReturnsTheComputation(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestForgetMemo checks that ForgetMemo empties the memo (the benchmarks
+// and TestConcurrentQueries rely on it to compute again).
+func TestForgetMemo(t *testing.T) {
+	d, err := KRR(3).Decompose(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := memoKey(d.Upper[0], 500, 0.3, hRelStart, true)
+	evaluate(d.Upper[0], 500, 0.3, hRelStart, true)
+	if _, ok := memo.get(key); !ok {
+		t.Fatal("an evaluation is not in the memo")
+	}
+	ForgetMemo()
+	if _, ok := memo.get(key); ok {
+		t.Fatal("ForgetMemo left an evaluation in the memo")
 	}
 }
 

@@ -18,7 +18,11 @@ import "math"
 // is at most eps_m = 8 (a + 2) u^2 (|(n-m) z_0| + m max_j |z_j|) (a
 // constant per m). The evaluated sum x = hi + lo adds u |x|, counted in
 // the term's relative error below. A leaf with x + eps_m <= 0 has a true
-// sum <= 0 and adds nothing; the others add V (x + eps_m) to the upper
+// sum <= 0 and adds nothing (x is hi, the rounded hi + lo, so the true sum
+// is within eps_m of x up to |lo| <= u |x|, which eps_m's slack covers:
+// the products' errors reach about 7 u^2 of the magnitudes against the
+// 8 (a + 2) u^2 allowed; and the test x + eps_m > 0, rounded, has the
+// exact sum's sign, 0 being representable); the others add V (x + eps_m) to the upper
 // sum and, when x - eps_m > 0, V (x - eps_m) to the lower one: each is
 // then above, resp. below, the leaf's true term V s_+ up to the relative
 // errors of V and of the products. Near-zero sums thus widen the bracket
