@@ -273,6 +273,11 @@ func (c *Collector) admit(ctx context.Context, in *ingestion) error {
 	case in.b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
 		return fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, in.b.Suite)
+	case in.b.Draws > 0:
+		// Refused, not acknowledged: the shuffler keeps it and sends it
+		// again, to a collector that can take it.
+		c.c.refused.Add(1)
+		return fmt.Errorf("%w: the batch holds %d blanket draws (a shuffler with a floor), which this collector cannot take yet: it would count them in its estimates as apps' reports", ErrBatchRefused, in.b.Draws)
 	case len(in.b.Sealed) < c.plan.NMin:
 		c.c.refused.Add(1)
 		return fmt.Errorf("%w: %d reports, fewer than n_min = %d", ErrBatchRefused, len(in.b.Sealed), c.plan.NMin)

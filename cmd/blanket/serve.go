@@ -363,7 +363,7 @@ the next start.`,
 				mux.Handle("POST "+admission.TokensPath, is.Handler(a))
 				issuerChecks, seedPath = []health.Check{{Name: "issuer", Ready: is.Ready}}, path
 			}
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Store: sf.store, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg, Admission: verifier}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: c.Plan(), EarlierPlans: earlier, Dir: sf.data, Store: sf.store, Collector: url, Token: token, Logger: logger.With("role", "shuffler"), Registerer: reg, Admission: verifier, Open: ps.Open}))
 			if err != nil {
 				return err
 			}

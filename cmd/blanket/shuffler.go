@@ -16,6 +16,7 @@ import (
 	"github.com/blanket-dp/blanket/internal/health"
 	"github.com/blanket-dp/blanket/internal/pgdb"
 	"github.com/blanket-dp/blanket/internal/secrets"
+	"github.com/blanket-dp/blanket/sdk/plugin"
 
 	"github.com/blanket-dp/blanket/collector/dashboard"
 	"github.com/spf13/cobra"
@@ -114,13 +115,18 @@ forwarded by one replica (another takes over if it dies).`,
 			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			// Randomizers draw the blanket draws of a plan with a floor;
+			// plugins start only when one does.
+			defer plugin.CleanupPlugins()
+			ps := pluginOpener(e.pluginDir)
+			defer ps.Close()
 			ln, err := net.Listen("tcp", sf.addr)
 			if err != nil {
 				return err
 			}
 			defer ln.Close()
 			reg := newRegistry(nil)
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg, Admission: verifier}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg, Admission: verifier, Open: ps.Open}))
 			if err != nil {
 				return err
 			}

@@ -82,6 +82,7 @@ type shufflerMetrics struct {
 	uploads, envelopes, rejected                       *prometheus.Desc
 	released, reportsReleased, sends, acked, sendFails *prometheus.Desc
 	expired, poolReports, poolMin, outgoing            *prometheus.Desc
+	draws, floorFailures                               *prometheus.Desc
 }
 
 func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
@@ -107,12 +108,14 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 		poolReports:     d("pool_reports", "Reports waiting in each pool (summed over epochs and periods).", "pool"),
 		poolMin:         d("pool_min_reports", "n_min: the smallest batch the shuffler releases."),
 		outgoing:        d("outgoing_batches", "Released batches not yet acknowledged by the collector."),
+		draws:           d("blanket_draws_total", "Blanket draws added to released batches (the plan's floor), on top of their reports."),
+		floorFailures:   d("floor_failures_total", "Batches of a pool with a floor released without draws, because drawing failed (the randomizer or the period's report key unavailable); the batch says it has none."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *shufflerMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing} {
+	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing, m.draws, m.floorFailures} {
 		ch <- d
 	}
 	m.uploadSeconds.Describe(ch)
@@ -141,6 +144,8 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.acked, c.batchesForwarded.Load())
 	counter(m.sendFails, c.forwardFailures.Load())
 	counter(m.expired, c.expired.Load())
+	counter(m.draws, c.draws.Load())
+	counter(m.floorFailures, c.floorFailures.Load())
 	ch <- prometheus.MustNewConstMetric(m.poolMin, prometheus.GaugeValue, float64(m.s.o.Plan.NMin))
 	m.uploadSeconds.Collect(ch)
 

@@ -107,6 +107,15 @@ func (s *Shuffler) periodDeadline(p report.Period) int64 {
 // and lengths are never removed: late reports of an earlier plan keep
 // their pools.
 func (s *Shuffler) AddPlan(p *plan.Plan) {
+	s.takePlan(p)
+	if err := s.addFloorPlan(context.Background(), p); err != nil {
+		s.log.Error("a plan's floor: its batches get no blanket draws", "plan", p.Epoch(), "error", err)
+	}
+}
+
+// takePlan is AddPlan but for the floor (floor.go): p's pools, period
+// length and grace.
+func (s *Shuffler) takePlan(p *plan.Plan) {
 	s.addPools(p.Pools(), []int64{int64(p.PeriodLength() / time.Second)})
 	if s.graceFixed {
 		return

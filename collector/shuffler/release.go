@@ -157,6 +157,7 @@ func (s *Shuffler) Release(ctx context.Context) (int, error) {
 		pending[poolEpoch{pool, epoch}]++
 	}
 	emptied := func(key string) {
+		s.dropDraws(key)
 		pool, epoch, _, _ := report.ParsePoolKey(key)
 		if pending[poolEpoch{pool, epoch}]--; pending[poolEpoch{pool, epoch}] > 0 {
 			return
@@ -477,7 +478,13 @@ func (s *Shuffler) expire(ctx context.Context, key string, suite uint16) (bool, 
 // fewer than NMin are free.
 func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, keep int) (int, error) {
 	var id report.ID
-	n, err := s.st.release(ctx, metric, suite, s.o.Plan.NMin, keep, s.o.MaxBatch, func(sealed [][]byte) (report.ID, []byte) {
+	// The floor's draws, made before the transaction (floor.go); they
+	// never count toward n_min, and the batch's reports and draws fit in
+	// one batch.
+	draws, drawErr := s.drawsFor(ctx, metric)
+	maxBatch := min(s.o.MaxBatch, report.MaxBatchReports-len(draws))
+	n, err := s.st.release(ctx, metric, suite, s.o.Plan.NMin, keep, maxBatch, func(sealed [][]byte) (report.ID, []byte) {
+		sealed = append(sealed, draws...)
 		src := ldp.DefaultSource(s.o.Rand)
 		Shuffle(src, sealed)
 		for i := 0; i < len(id); i += 8 {
@@ -486,14 +493,22 @@ func (s *Shuffler) releaseOne(ctx context.Context, metric string, suite uint16, 
 				id[i+j] = byte(v >> (8 * j))
 			}
 		}
-		return id, report.EncodeBatch(report.Batch{ID: id, Metric: metric, Suite: suite, Sealed: sealed})
+		return id, report.EncodeBatch(report.Batch{ID: id, Metric: metric, Suite: suite, Sealed: sealed, Draws: len(draws)})
 	})
 	if err != nil || n == 0 {
+		if err == nil {
+			s.keepDraws(metric, draws)
+		}
 		return 0, err
+	}
+	if drawErr != nil {
+		s.c.floorFailures.Add(1)
+		s.log.Error("blanket draws for a batch failed: it was released without them, and says so", "metric", metric, "batch", id.String(), "error", drawErr)
 	}
 	s.c.batchesReleased.Add(1)
 	s.c.reportsReleased.Add(int64(n))
-	s.log.Info("batch released", "metric", metric, "batch", id.String(), "reports", n)
+	s.c.draws.Add(int64(len(draws)))
+	s.log.Info("batch released", "metric", metric, "batch", id.String(), "reports", n, "draws", len(draws))
 	return n, nil
 }
 

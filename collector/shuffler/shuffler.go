@@ -167,6 +167,10 @@ type Options struct {
 	// spend. Defaults to none: envelopes are taken without a token, and
 	// anyone who can reach the upload port can add reports to a batch.
 	Admission *issuer.Verifier
+	// Open opens a metric's randomizer, to draw from its blanket for a
+	// plan with a floor (floor.go). Required when a plan the shuffler
+	// takes has one; unused otherwise.
+	Open plan.Opener
 	// Registerer receives the shuffler's Prometheus metrics
 	// (blanket_shuffler_*: uploads, envelopes and batches by outcome, pool
 	// sizes, upload latency; nothing about a sender). Defaults to none:
@@ -216,6 +220,7 @@ type shufflerCounters struct {
 	badRequests, tooLarge, rateLimited       atomic.Int64
 	unavailable, canceled                    atomic.Int64
 	batchesReleased, reportsReleased         atomic.Int64
+	draws, floorFailures                     atomic.Int64
 	sends, batchesForwarded, forwardFailures atomic.Int64
 	expired                                  atomic.Int64
 	// rejectedBy counts rejected envelopes of answered uploads by reason.
@@ -266,6 +271,13 @@ type Shuffler struct {
 	// commit goroutine after each deletion of ids).
 	forgotten atomic.Pointer[map[int64]int64]
 	poolsMu   sync.Mutex // serializes AddPlan
+
+	// floorMu guards floorPlans, the published plans with a floor by
+	// epoch (copied on write), and spareDraws, by pool key, the draws a
+	// release made and did not use (floor.go).
+	floorMu    sync.Mutex
+	floorPlans map[string]*plan.Plan
+	spareDraws map[string][][]byte
 
 	// epochsMu guards epochs: per pool, the epoch tags with reports
 	// pooled (or admitted since Release last looked), for
@@ -408,7 +420,10 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		return nil, err
 	}
 	for _, p := range append([]*plan.Plan{o.Plan}, o.EarlierPlans...) {
-		s.AddPlan(p)
+		s.takePlan(p)
+		if err := s.addFloorPlan(ctx, p); err != nil {
+			return fail(err)
+		}
 	}
 	learned, lengths, err := st.learned(ctx)
 	if err != nil {

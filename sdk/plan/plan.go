@@ -34,6 +34,10 @@ import (
 // ErrInvalid reports a plan that breaks a rule; the message names the field.
 var ErrInvalid = errors.New("plan: invalid")
 
+// MaxFloor bounds a plan's floor: a quarter of the largest batch
+// (report.MaxBatchReports), so that draws and the apps' reports fit in one.
+const MaxFloor = report.MaxBatchReports / 4
+
 // Version is the plan format version this package reads and writes.
 const Version = 1
 
@@ -80,6 +84,15 @@ type Plan struct {
 	// the plan's digest (its epoch): SDKs older than the field would
 	// compute another epoch and have their reports refused.
 	MaxFakeFraction float64 `yaml:"max_fake_fraction,omitempty" json:"max_fake_fraction,omitempty"`
+	// Floor is how many draws of a metric's blanket distribution the
+	// shuffler adds to every batch it releases, sealed like the apps'
+	// reports and shuffled among them (docs/accounting.md §13). They never
+	// count toward NMin. With them each batch has a second guarantee, its
+	// floor, that holds whatever the other reports are, fakes included.
+	// Defaults to 0: no draws. Separate travel only, and every metric's
+	// randomizer must draw from its blanket (sdk.BlanketSampler). Setting
+	// it changes the plan's digest (its epoch), as with grace.
+	Floor int `yaml:"floor,omitempty" json:"floor,omitempty"`
 	// Metrics are the plan's metrics. Required, at least one.
 	Metrics []Metric `yaml:"metrics" json:"metrics"`
 	// Guarantee is the per-user guarantee at NMin (at its honest floor
@@ -198,7 +211,7 @@ func Parse(data []byte) (*Plan, error) {
 	// yaml truncates a fraction into an int field (1.5 -> 1): reject it.
 	var top map[string]any
 	if err := yaml.Unmarshal(data, &top); err == nil {
-		for _, k := range []string{"n_min", "horizon", "grace"} {
+		for _, k := range []string{"n_min", "horizon", "grace", "floor"} {
 			if f, ok := top[k].(float64); ok && f != math.Trunc(f) {
 				return nil, invalid("%s = %v, must be a whole number", k, f)
 			}
@@ -267,6 +280,12 @@ func (p *Plan) Validate() error {
 	}
 	if p.Horizon < 0 || p.Horizon > declare.MaxRounds {
 		return invalid("horizon = %d, must be in [1, %d] periods (0 or omitted: 1)", p.Horizon, declare.MaxRounds)
+	}
+	if p.Floor < 0 || p.Floor > MaxFloor {
+		return invalid("floor = %d, must be in [0, %d] blanket draws per batch (0 or omitted: none)", p.Floor, MaxFloor)
+	}
+	if p.Floor > 0 && declare.Travel(p.Travel) != "" && declare.Travel(p.Travel) != declare.TravelSeparate {
+		return invalid("floor = %d with travel = %s: the shuffler adds blanket draws under separate travel only (a %s message's blanket is not sampled yet); remove floor or travel", p.Floor, p.Travel, p.Travel)
 	}
 	if p.Grace < 0 || time.Duration(p.Grace) > MaxGrace/p.PeriodLength() {
 		return invalid("grace = %d, must be in [1, %d] periods of %v (at most %v; 0 or omitted: %d)", p.Grace, MaxGrace/p.PeriodLength(), p.PeriodLength(), MaxGrace, DefaultGrace)
