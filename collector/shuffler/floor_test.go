@@ -21,14 +21,7 @@ import (
 // with a fresh collector key, and that key's private half.
 func floorPlan(t *testing.T, nMin, m int) (*plan.Plan, *report.PrivateKey) {
 	t.Helper()
-	priv, pub, err := report.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := report.ParsePrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sk := servertest.CollectorKey(t)
 	p := testPlan(t, nMin)
 	p.Floor = m
 	p.CollectorKeys = []plan.CollectorKey{plan.NewCollectorKey(pub, 0)}

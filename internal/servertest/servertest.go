@@ -279,3 +279,18 @@ func (s *Sink) Bodies() [][]byte {
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.bodies...)
 }
+
+// CollectorKey returns a fresh collector key: its public half's bytes
+// (for plan.NewCollectorKey) and its private half.
+func CollectorKey(t testing.TB) ([]byte, *report.PrivateKey) {
+	t.Helper()
+	priv, pub, err := report.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := report.ParsePrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, sk
+}
