@@ -76,12 +76,10 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 		}
 		return
 	}
-	// The leaves that count, first to last, and their evaluated sums. The
-	// true sums rise with c (zx >= zy), and a leaf that does not count has
-	// a true sum <= 0 (sparse_sum.go), so every leaf before it adds nothing:
-	// a bisection finds a leaf f-1 that does not count with f = 0 or f
-	// counting, and the scan starts at f. From f on the rule is applied term
-	// by term, as the evaluated sums need not rise.
+	// The leaves that count, first to last, and their evaluated sums: the
+	// scan starts at the leaf f the bisection finds (the proof is at the
+	// top of the file) and applies the rule term by term from there, as the
+	// evaluated sums need not rise.
 	f := 0
 	if !b.counts(sc(0).val()) {
 		no, yes := 0, left+1 // no does not count; yes counts or is past the end

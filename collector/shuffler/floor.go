@@ -91,12 +91,7 @@ func (s *Shuffler) drawsFor(ctx context.Context, key string) ([][]byte, error) {
 	if len(spare) == p.Floor {
 		return spare, nil
 	}
-	i := -1
-	for j, m := range p.Metrics {
-		if p.Pool(m.Name) == pool {
-			i = j
-		}
-	}
+	i := p.MetricIndex(pool) // a floor's plan travels separately: a pool is a metric
 	if i < 0 {
 		return nil, fmt.Errorf("pool %q is no metric's of plan %s", pool, epoch)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/plugins/builtin"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
@@ -215,14 +216,7 @@ func (f *fakeServer) setPlan(p *plan.Plan) {
 // from from (Unix seconds) on, and returns its id.
 func (f *fakeServer) rotate(t testing.TB, from int64) string {
 	t.Helper()
-	priv, pub, err := report.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := report.ParsePrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, sk := servertest.CollectorKey(t)
 	f.mu.Lock()
 	f.privs[sk.ID()] = sk
 	p := clonePlanJSON(f.pl)
