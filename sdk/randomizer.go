@@ -120,6 +120,27 @@ type BlanketSampler interface {
 	SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error)
 }
 
+// FloorEstimator is an optional interface of a BlanketSampler whose
+// estimates can take the shuffler's blanket draws out: a batch to which a
+// shuffler added draws (a plan's floor, docs/accounting.md §13) holds
+// reports of apps and draws of the blanket, and a collector estimates what
+// the apps sent. The conformance kit (sdk/plugintest, blanket plugin
+// verify) checks it against SampleBlanket, Randomize and Accumulate. The
+// plugin protocol carries it (RPC EstimateFloor); a plugin that does not
+// implement it makes the host's EstimateFloor fail with an error wrapping
+// errors.ErrUnsupported.
+type FloorEstimator interface {
+	// EstimateFloor is Estimate for a statistic stat.Draws of whose stat.N
+	// valid reports are draws of the blanket at stat.Eps0 (SampleBlanket),
+	// 0 <= Draws <= N. Every item's Value is unbiased for the other N -
+	// Draws reports alone (the draws' expected contribution subtracted),
+	// its Variance is that of this estimate (the draws' own variance
+	// included), Lo and Hi follow from them as in Estimate, and Post is
+	// post-processed for N - Draws reports. Estimate.N is N - Draws. With
+	// Draws = 0 it equals Estimate. Errors wrap ErrBadStatistic.
+	EstimateFloor(ctx context.Context, stat *Statistic) (*Estimate, error)
+}
+
 // InputKind is the kind of values a randomizer takes.
 type InputKind int
 

@@ -23,6 +23,12 @@ type Statistic struct {
 	// Counts are the plugin's counters; their length is fixed by the
 	// configuration.
 	Counts []int64
+	// Draws is how many of the N valid reports are the shuffler's draws
+	// of the randomizer's blanket at Eps0 (a plan's floor,
+	// docs/accounting.md §13), not reports of apps. Accumulate leaves it
+	// 0; the collector sets it from the batch. A statistic with draws is
+	// estimated by FloorEstimator.EstimateFloor; Estimate refuses it.
+	Draws int64
 }
 
 // Clone returns a deep copy of s.
@@ -77,7 +83,11 @@ func (s *Statistic) Merge(o *Statistic) error {
 			return err
 		}
 	}
-	s.N, s.Malformed, s.Counts = n, bad, counts
+	draws, err := add(s.Draws, o.Draws, "Draws")
+	if err != nil {
+		return err
+	}
+	s.N, s.Malformed, s.Counts, s.Draws = n, bad, counts, draws
 	return nil
 }
 
