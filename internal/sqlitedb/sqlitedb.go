@@ -53,6 +53,17 @@ type Schema struct {
 	// whose table exists without it was written by a pre-release build,
 	// whose schema nothing migrates, and Open refuses it.
 	Newest map[string]string
+	// Added are columns added to a table after a release: Open adds each
+	// one a file's table lacks (ALTER TABLE ... ADD COLUMN), after
+	// Statements. A release's files then open in later builds.
+	Added []Column
+}
+
+// Column is a column added to a table after a release. Decl is its type
+// and constraints as ALTER TABLE ADD COLUMN takes them: a NOT NULL
+// column needs a DEFAULT, which rows written before fill in.
+type Column struct {
+	Table, Name, Decl string
 }
 
 // Open opens (creating) the database at path with the extra
@@ -76,6 +87,10 @@ func Open(ctx context.Context, path string, schema Schema, pragmas ...string) (*
 			w.Close()
 			return nil, fmt.Errorf("sqlitedb: %s: schema: %w", path, err)
 		}
+	}
+	if err := addColumns(ctx, w, schema.Added); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitedb: %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", dsn(path, true, pragmas))
 	if err != nil {
@@ -129,6 +144,23 @@ func checkNewest(ctx context.Context, w *sql.DB, newest map[string]string) error
 		}
 		if columns > 0 && has == 0 {
 			return fmt.Errorf("table %s has no column %s: the file was written by a pre-release build, whose schema is not migrated; move it aside to start a new one", table, newest[table])
+		}
+	}
+	return nil
+}
+
+// addColumns adds each column of added its table lacks.
+func addColumns(ctx context.Context, w *sql.DB, added []Column) error {
+	for _, c := range added {
+		var has int
+		if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, c.Table, c.Name).Scan(&has); err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
+		if has > 0 {
+			continue
+		}
+		if _, err := w.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s %s`, c.Table, c.Name, c.Decl)); err != nil {
+			return fmt.Errorf("schema: adding column %s to %s: %w", c.Name, c.Table, err)
 		}
 	}
 	return nil
