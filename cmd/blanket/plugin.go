@@ -101,8 +101,11 @@ bounds) and fails when the bound exceeds the declared eps0.
 A plugin that draws from its blanket distribution (sdk.BlanketSampler, the
 SampleBlanket RPC: the reports a shuffler adds to every batch for a
 privacy floor) has its draws tested against the blanket of its declaration
-(chi-square); one that does not has the check skipped with a message, and
-the floor is unavailable for it.
+(chi-square), and must take the draws out of its estimates
+(sdk.FloorEstimator, the EstimateFloor RPC), which the floor check tests
+as the estimator check does, with draws added to every batch; one that does
+not draw has both checks skipped with a message, and the floor is
+unavailable for it.
 
 Run it on the configuration you ship (--categories 1000) and on a small one
 (the default: 8 categories, or the range [0, 1], or two states for a plugin

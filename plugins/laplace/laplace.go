@@ -254,12 +254,21 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	if err := r.checkStatistic(stat); err != nil {
 		return nil, err
 	}
-	g, lam := Grid(stat.Eps0), Rate(stat.Eps0)
-	nf := float64(stat.N)
-	k := float64(stat.Counts[0])*(1<<32) + float64(stat.Counts[1])
+	return ldp.NewEstimate(Name, stat, r.conf, r.items(stat, 0)), nil
+}
+
+// items returns the sum and mean items of st's N reports of which draws
+// are blanket draws, reports of the middle of the range (0 in Estimate;
+// floor.go).
+func (r *Randomizer) items(st *sdk.Statistic, draws int64) []sdk.Item {
+	g, lam := Grid(st.Eps0), Rate(st.Eps0)
+	nf := float64(st.N)
+	k := float64(st.Counts[0])*(1<<32) + float64(st.Counts[1])
 	width := r.hi - r.lo
 	sd := g * math.Sqrt(2*math.Exp(-lam)) / -math.Expm1(-lam) // standard deviation of g·Z
 	varSum := nf * width * width * sd * sd
+	na := float64(st.N - draws) // the apps' reports
+	sum := na*r.lo + width*(g*k-float64(draws)/2)
 	z := ldp.ZScore(r.conf)
 	item := func(label string, v, variance, lo, hi float64) sdk.Item {
 		h := z * math.Sqrt(variance)
@@ -267,10 +276,10 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 		return sdk.Item{Label: label, Value: v, Variance: variance, Lo: v - h, Hi: v + h,
 			Post: clip(v), PostLo: clip(v - h), PostHi: clip(v + h)}
 	}
-	return ldp.NewEstimate(Name, stat, r.conf, []sdk.Item{
-		item("sum", nf*r.lo+width*g*k, varSum, nf*r.lo, nf*r.hi),
-		item("mean", r.lo+width*g*k/nf, varSum/(nf*nf), r.lo, r.hi),
-	}), nil
+	return []sdk.Item{
+		item("sum", sum, varSum, na*r.lo, na*r.hi),
+		item("mean", sum/na, varSum/(na*na), r.lo, r.hi),
+	}
 }
 
 // checkStatistic validates a statistic of this randomizer: compatible,
@@ -292,6 +301,8 @@ func (r *Randomizer) checkStatistic(s *sdk.Statistic) error {
 		return fmt.Errorf("%w: N = %d, need at least one valid report", sdk.ErrBadStatistic, s.N)
 	case s.Malformed < 0:
 		return fmt.Errorf("%w: Malformed = %d, must be >= 0", sdk.ErrBadStatistic, s.Malformed)
+	case s.Draws != 0:
+		return fmt.Errorf("%w: %d of the statistic's reports are the shuffler's blanket draws: estimate it with EstimateFloor (sdk.FloorEstimator)", sdk.ErrBadStatistic, s.Draws)
 	case s.N > 1<<31:
 		return fmt.Errorf("%w: N = %d, more than the 2^31 reports a statistic holds", sdk.ErrBadStatistic, s.N)
 	case math.Abs(float64(s.Counts[0])) > float64(s.N)*(MaxSteps>>32):

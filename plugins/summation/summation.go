@@ -351,28 +351,5 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	if err := ldp.CheckStatistic(stat, &r.desc, r.k+1, true); err != nil {
 		return nil, err
 	}
-	gamma, notGamma := r.blanket(stat.Eps0)
-	kf, nf := float64(r.k), float64(stat.N)
-	var sumZ, sumZZ float64 // sum Z and sum (Z² - Z)
-	for j, c := range stat.Counts {
-		z := float64(j) / kf
-		sumZ += float64(c) * z
-		sumZZ += float64(c) * z * (z - 1)
-	}
-	s := (sumZ - nf*gamma/2) / notGamma
-	u2 := (2*kf + 1) / (6 * kf)
-	varS := (gamma*sumZZ+nf*gamma*(notGamma*u2+gamma/4))/(notGamma*notGamma) + nf/(4*kf*kf)
-	varS = max(varS, 0)
-	width := r.hi - r.lo
-	z := ldp.ZScore(r.conf)
-	item := func(label string, v, variance, lo, hi float64) sdk.Item {
-		h := z * math.Sqrt(variance)
-		clip := func(x float64) float64 { return min(max(x, lo), hi) }
-		return sdk.Item{Label: label, Value: v, Variance: variance, Lo: v - h, Hi: v + h,
-			Post: clip(v), PostLo: clip(v - h), PostHi: clip(v + h)}
-	}
-	return ldp.NewEstimate(Name, stat, r.conf, []sdk.Item{
-		item("sum", nf*r.lo+width*s, width*width*varS, nf*r.lo, nf*r.hi),
-		item("mean", r.lo+width*s/nf, width*width*varS/(nf*nf), r.lo, r.hi),
-	}), nil
+	return ldp.NewEstimate(Name, stat, r.conf, r.items(stat, 0)), nil
 }

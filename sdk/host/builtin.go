@@ -153,6 +153,19 @@ func (p *inProcess) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][
 	return bs.SampleBlanket(ctx, eps0, n)
 }
 
+// EstimateFloor implements sdk.FloorEstimator when the randomizer does,
+// and fails with an error wrapping errors.ErrUnsupported otherwise.
+func (p *inProcess) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	fe, ok := p.r.(sdk.FloorEstimator)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s: EstimateFloor: %w", p.name, errors.ErrUnsupported)
+	}
+	return fe.EstimateFloor(ctx, stat)
+}
+
 // Step implements sdk.Stateful when the randomizer does, and fails with an
 // error wrapping errors.ErrUnsupported otherwise. The answer is checked
 // (sdk.CheckStep); len(states) must be in.Len(), else the error wraps

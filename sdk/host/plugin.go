@@ -21,6 +21,7 @@ type Plugin interface {
 	sdk.AtomMapper
 	sdk.FormDeclarer
 	sdk.BlanketSampler
+	sdk.FloorEstimator
 
 	// Name returns the plugin name it was opened by.
 	Name() string

@@ -91,6 +91,9 @@ func CheckStatistic(s *sdk.Statistic, desc *sdk.Description, counts int, sumIsN 
 	if s.N < 1 {
 		return fmt.Errorf("%w: N = %d, need at least one valid report", sdk.ErrBadStatistic, s.N)
 	}
+	if s.Draws != 0 {
+		return errHasDraws(s)
+	}
 	if s.Malformed < 0 {
 		return fmt.Errorf("%w: Malformed = %d, must be >= 0", sdk.ErrBadStatistic, s.Malformed)
 	}

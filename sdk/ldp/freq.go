@@ -46,13 +46,25 @@ func (p Pure) Variance(n, nv float64) float64 {
 // shift; [PostLo, PostHi] is [Lo, Hi] moved by the same shift and clipped to
 // [0, n], so it contains Post (its coverage is not guaranteed).
 func (p Pure) Items(labels []string, support []int64, n int64, confidence float64) []sdk.Item {
+	return p.items(labels, support, n, 0, nil, confidence)
+}
+
+// items is Items with draws of n drawn from the blanket, each supporting
+// label i with probability s(i) (FloorItems; floor.go).
+func (p Pure) items(labels []string, support []int64, n, draws int64, s func(int) float64, confidence float64) []sdk.Item {
 	z := ZScore(confidence)
-	nf := float64(n)
+	nf := float64(n - draws)
 	items := make([]sdk.Item, len(labels))
 	values := make([]float64, len(labels))
 	for i, l := range labels {
-		v := p.Count(support[i], n)
-		vr := p.Variance(nf, min(max(v, 0), nf))
+		v := p.Count(support[i], n-draws)
+		var vd float64
+		if draws > 0 {
+			si := s(i)
+			v -= float64(draws) * si / p.Diff
+			vd = float64(draws) * si * (1 - si) / (p.Diff * p.Diff)
+		}
+		vr := p.Variance(nf, min(max(v, 0), nf)) + vd
 		h := z * math.Sqrt(vr)
 		items[i] = sdk.Item{Label: l, Value: v, Variance: vr, Lo: v - h, Hi: v + h}
 		values[i] = v

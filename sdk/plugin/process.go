@@ -491,6 +491,21 @@ func (p *subprocess) SampleBlanket(ctx context.Context, eps0 float64, n int) ([]
 	return out, nil
 }
 
+// EstimateFloor implements sdk.FloorEstimator by the EstimateFloor RPC: a
+// plugin that does not implement it fails with an error wrapping
+// errors.ErrUnsupported.
+func (p *subprocess) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+	if p.closed.Load() {
+		return nil, p.errClosed()
+	}
+	var e *sdk.Estimate
+	err := p.call(ctx, "EstimateFloor", func(ctx context.Context, c *rpc.Client) (err error) {
+		e, err = c.EstimateFloor(ctx, stat)
+		return err
+	})
+	return e, err
+}
+
 // Accumulate implements sdk.Randomizer.
 func (p *subprocess) Accumulate(ctx context.Context, eps0 float64, reports [][]byte) (*sdk.Statistic, error) {
 	if p.closed.Load() {

@@ -18,6 +18,12 @@ type drawsNoAtoms struct {
 	bs sdk.BlanketSampler
 }
 
+// EstimateFloor passes through to the wrapped randomizer's (a shuffler
+// with a floor needs it; the floor estimate check fails without it).
+func (d drawsNoAtoms) EstimateFloor(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	return d.bs.(sdk.FloorEstimator).EstimateFloor(ctx, s)
+}
+
 func (d drawsNoAtoms) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]byte, error) {
 	return d.bs.SampleBlanket(ctx, eps0, n)
 }

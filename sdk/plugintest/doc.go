@@ -57,6 +57,11 @@
 //     and the reported variance matches the spread of the estimates
 //     (chi-square on their ratio; overstating it up to VarianceSlack times
 //     is allowed).
+//   - floor: for a randomizer that draws from its blanket, the estimator
+//     check with BatchSize draws added to every batch, estimated by
+//     sdk.FloorEstimator.EstimateFloor (floorestimate.go): the means are
+//     the truth of the apps' inputs and the variances those of the
+//     estimates. A sampler without EstimateFloor fails it.
 //   - inputs: inputs of the wrong kind, unknown categories without an other
 //     bucket, NaN and infinite reals fail with errors wrapping
 //     sdk.ErrBadInput that name the bad index; budgets outside the range

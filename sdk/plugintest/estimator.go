@@ -107,16 +107,21 @@ func (v *verifier) checkEstimator(ctx context.Context, c *Check) {
 		nMeans++
 	}
 	nVars := len(tb.single)
-	perEps := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s))
+	// Half of the family's budget, the floor estimate check the other
+	// (floorestimate.go).
+	perEps := v.opts.FalseFailureRate / families / float64(len(v.opts.Eps0s)) / 2
 	for _, eps0 := range v.opts.Eps0s {
-		v.estimatorAt(ctx, c, eps0, tb, perEps/float64(nMeans), perEps/float64(max(nVars, 1)))
+		v.estimatorAt(ctx, c, eps0, tb, perEps/float64(nMeans), perEps/float64(max(nVars, 1)), nil)
 		if ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-func (v *verifier) estimatorAt(ctx context.Context, c *Check, eps0 float64, tb *truthBatch, alphaMean, alphaVar float64) {
+// estimatorAt runs the estimator check at eps0; with fe set, each batch
+// holds Options.BatchSize blanket draws besides its reports and is
+// estimated by fe (the floor estimate check, floorestimate.go).
+func (v *verifier) estimatorAt(ctx context.Context, c *Check, eps0 float64, tb *truthBatch, alphaMean, alphaVar float64, fe *floorEstimate) {
 	B := v.opts.Batches
 	values := map[string][]float64{}
 	variances := map[string]float64{}
@@ -128,12 +133,25 @@ func (v *verifier) estimatorAt(ctx context.Context, c *Check, eps0 float64, tb *
 			c.fail(name, "Randomize: %v", err)
 			return
 		}
+		if fe != nil {
+			draws, err := fe.draw(ctx, eps0)
+			if err != nil {
+				c.fail(name, "SampleBlanket: %v", err)
+				return
+			}
+			reports = append(reports, draws...)
+		}
 		stat, err := v.accumulate(ctx, eps0, reports)
 		if err != nil {
 			c.fail(name, "Accumulate: %v", err)
 			return
 		}
-		est, err := v.estimate(ctx, stat)
+		var est *sdk.Estimate
+		if fe != nil {
+			est, err = fe.estimate(ctx, stat)
+		} else {
+			est, err = v.estimate(ctx, stat)
+		}
 		if err != nil {
 			c.fail(name, "Estimate: %v", err)
 			return

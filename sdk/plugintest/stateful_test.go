@@ -79,7 +79,7 @@ func TestStatefulConformance(t *testing.T) {
 				switch c.Name {
 				case plugintest.CheckPrivacy:
 					want = plugintest.Skip // a tree's transcripts are tested against their exact law instead
-				case plugintest.CheckBlanket:
+				case plugintest.CheckBlanket, plugintest.CheckFloorEstimate:
 					want = plugintest.Skip // the tree protocol offers no blanket draws (plugins/longitudinal says why)
 				}
 				if c.Status != want {

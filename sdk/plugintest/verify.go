@@ -71,6 +71,7 @@ func Verify(ctx context.Context, r sdk.Randomizer, opts Options) (*Report, error
 		{CheckPrivacy, v.checkPrivacy},
 		{CheckBlanket, v.checkBlanket},
 		{CheckEstimator, v.checkEstimator},
+		{CheckFloorEstimate, v.checkFloorEstimate},
 		{CheckInputs, v.checkInputs},
 		{CheckReports, v.checkReports},
 		{CheckStatistics, v.checkStatistics},

@@ -26,6 +26,7 @@ var (
 	_ sdk.Randomizer     = (*Client)(nil)
 	_ sdk.Stateful       = (*Client)(nil)
 	_ sdk.BlanketSampler = (*Client)(nil)
+	_ sdk.FloorEstimator = (*Client)(nil)
 )
 
 // NewClient returns a client on conn.
@@ -195,6 +196,20 @@ func (c *Client) SampleBlanket(ctx context.Context, eps0 float64, n int) ([][]by
 		return nil, fmt.Errorf("%w: SampleBlanket answered %d reports for %d draws", sdk.ErrPluginFailed, len(reports), n)
 	}
 	return reports, nil
+}
+
+// EstimateFloor implements sdk.FloorEstimator. A plugin that does not
+// implement it answers UNIMPLEMENTED: the error wraps
+// errors.ErrUnsupported.
+func (c *Client) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+	resp, err := c.rpc.EstimateFloor(ctx, &randomizerv1.EstimateRequest{Statistic: statisticToProto(stat)}, callOptions...)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	if resp.GetEstimate() == nil {
+		return nil, fmt.Errorf("%w: EstimateFloor answered without an estimate", sdk.ErrPluginFailed)
+	}
+	return estimateFromProto(resp.GetEstimate()), nil
 }
 
 // Step implements sdk.Stateful. A plugin whose randomizer is not stateful

@@ -119,6 +119,7 @@ func statisticToProto(s *sdk.Statistic) *randomizerv1.Statistic {
 		N:         s.N,
 		Malformed: s.Malformed,
 		Counts:    s.Counts,
+		Draws:     s.Draws,
 	}
 }
 
@@ -133,6 +134,7 @@ func statisticFromProto(s *randomizerv1.Statistic) *sdk.Statistic {
 		N:         s.GetN(),
 		Malformed: s.GetMalformed(),
 		Counts:    s.GetCounts(),
+		Draws:     s.GetDraws(),
 	}
 }
 

@@ -300,6 +300,28 @@ func (s *Server) Estimate(ctx context.Context, req *randomizerv1.EstimateRequest
 	return &randomizerv1.EstimateResponse{Estimate: estimateToProto(e)}, nil
 }
 
+// EstimateFloor implements randomizerv1.RandomizerServer: UNIMPLEMENTED
+// unless the randomizer is an sdk.FloorEstimator.
+func (s *Server) EstimateFloor(ctx context.Context, req *randomizerv1.EstimateRequest) (_ *randomizerv1.EstimateResponse, err error) {
+	defer s.recoverPanic("EstimateFloor", &err)
+	r, err := s.randomizer()
+	if err != nil {
+		return nil, err
+	}
+	fe, ok := r.(sdk.FloorEstimator)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "sdk: this plugin does not take blanket draws out of its estimates (sdk.FloorEstimator)")
+	}
+	e, err := fe.EstimateFloor(ctx, statisticFromProto(req.GetStatistic()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if e == nil {
+		return nil, internal("EstimateFloor", "a nil estimate")
+	}
+	return &randomizerv1.EstimateResponse{Estimate: estimateToProto(e)}, nil
+}
+
 // Atoms implements randomizerv1.RandomizerServer: UNIMPLEMENTED unless
 // the randomizer is an sdk.AtomMapper.
 func (s *Server) Atoms(ctx context.Context, req *randomizerv1.AtomsRequest) (_ *randomizerv1.AtomsResponse, err error) {

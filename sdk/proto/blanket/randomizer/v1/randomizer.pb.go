@@ -551,13 +551,16 @@ func (x *Reports) GetCount() uint32 {
 
 // Statistic mirrors sdk.Statistic.
 type Statistic struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Plugin        string                 `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
-	Digest        string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
-	Eps0          float64                `protobuf:"fixed64,3,opt,name=eps0,proto3" json:"eps0,omitempty"`
-	N             int64                  `protobuf:"varint,4,opt,name=n,proto3" json:"n,omitempty"`
-	Malformed     int64                  `protobuf:"varint,5,opt,name=malformed,proto3" json:"malformed,omitempty"`
-	Counts        []int64                `protobuf:"varint,6,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Plugin    string                 `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	Digest    string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	Eps0      float64                `protobuf:"fixed64,3,opt,name=eps0,proto3" json:"eps0,omitempty"`
+	N         int64                  `protobuf:"varint,4,opt,name=n,proto3" json:"n,omitempty"`
+	Malformed int64                  `protobuf:"varint,5,opt,name=malformed,proto3" json:"malformed,omitempty"`
+	Counts    []int64                `protobuf:"varint,6,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	// Draws is how many of the n valid reports are the shuffler's draws of
+	// the blanket (sdk.Statistic.Draws); 0 from Accumulate.
+	Draws         int64 `protobuf:"varint,7,opt,name=draws,proto3" json:"draws,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -632,6 +635,13 @@ func (x *Statistic) GetCounts() []int64 {
 		return x.Counts
 	}
 	return nil
+}
+
+func (x *Statistic) GetDraws() int64 {
+	if x != nil {
+		return x.Draws
+	}
+	return 0
 }
 
 // Item mirrors sdk.Item.
@@ -1868,14 +1878,15 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x18\n" +
 	"\alengths\x18\x02 \x03(\rR\alengths\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\rR\x04size\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\rR\x05count\"\x93\x01\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\"\xa9\x01\n" +
 	"\tStatistic\x12\x16\n" +
 	"\x06plugin\x18\x01 \x01(\tR\x06plugin\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12\x12\n" +
 	"\x04eps0\x18\x03 \x01(\x01R\x04eps0\x12\f\n" +
 	"\x01n\x18\x04 \x01(\x03R\x01n\x12\x1c\n" +
 	"\tmalformed\x18\x05 \x01(\x03R\tmalformed\x12\x16\n" +
-	"\x06counts\x18\x06 \x03(\x03R\x06counts\"\xb4\x01\n" +
+	"\x06counts\x18\x06 \x03(\x03R\x06counts\x12\x14\n" +
+	"\x05draws\x18\a \x01(\x03R\x05draws\"\xb4\x01\n" +
 	"\x04Item\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x1a\n" +
@@ -1948,7 +1959,7 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\tInputKind\x12\x1a\n" +
 	"\x16INPUT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16INPUT_KIND_CATEGORICAL\x10\x01\x12\x13\n" +
-	"\x0fINPUT_KIND_REAL\x10\x022\xae\a\n" +
+	"\x0fINPUT_KIND_REAL\x10\x022\x90\b\n" +
 	"\n" +
 	"Randomizer\x12^\n" +
 	"\tConfigure\x12'.blanket.randomizer.v1.ConfigureRequest\x1a(.blanket.randomizer.v1.ConfigureResponse\x12[\n" +
@@ -1960,7 +1971,8 @@ const file_blanket_randomizer_v1_randomizer_proto_rawDesc = "" +
 	"\bEstimate\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12X\n" +
 	"\aOutputs\x12%.blanket.randomizer.v1.OutputsRequest\x1a&.blanket.randomizer.v1.OutputsResponse\x12R\n" +
 	"\x05Atoms\x12#.blanket.randomizer.v1.AtomsRequest\x1a$.blanket.randomizer.v1.AtomsResponse\x12j\n" +
-	"\rSampleBlanket\x12+.blanket.randomizer.v1.SampleBlanketRequest\x1a,.blanket.randomizer.v1.SampleBlanketResponse\x12O\n" +
+	"\rSampleBlanket\x12+.blanket.randomizer.v1.SampleBlanketRequest\x1a,.blanket.randomizer.v1.SampleBlanketResponse\x12`\n" +
+	"\rEstimateFloor\x12&.blanket.randomizer.v1.EstimateRequest\x1a'.blanket.randomizer.v1.EstimateResponse\x12O\n" +
 	"\x04Step\x12\".blanket.randomizer.v1.StepRequest\x1a#.blanket.randomizer.v1.StepResponseBLZJgithub.com/blanket-dp/blanket/sdk/proto/blanket/randomizer/v1;randomizerv1b\x06proto3"
 
 var (
@@ -2037,19 +2049,21 @@ var file_blanket_randomizer_v1_randomizer_proto_depIdxs = []int32{
 	21, // 24: blanket.randomizer.v1.Randomizer.Outputs:input_type -> blanket.randomizer.v1.OutputsRequest
 	23, // 25: blanket.randomizer.v1.Randomizer.Atoms:input_type -> blanket.randomizer.v1.AtomsRequest
 	25, // 26: blanket.randomizer.v1.Randomizer.SampleBlanket:input_type -> blanket.randomizer.v1.SampleBlanketRequest
-	27, // 27: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
-	10, // 28: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
-	12, // 29: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
-	14, // 30: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
-	16, // 31: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
-	18, // 32: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
-	20, // 33: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
-	22, // 34: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
-	24, // 35: blanket.randomizer.v1.Randomizer.Atoms:output_type -> blanket.randomizer.v1.AtomsResponse
-	26, // 36: blanket.randomizer.v1.Randomizer.SampleBlanket:output_type -> blanket.randomizer.v1.SampleBlanketResponse
-	28, // 37: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
+	19, // 27: blanket.randomizer.v1.Randomizer.EstimateFloor:input_type -> blanket.randomizer.v1.EstimateRequest
+	27, // 28: blanket.randomizer.v1.Randomizer.Step:input_type -> blanket.randomizer.v1.StepRequest
+	10, // 29: blanket.randomizer.v1.Randomizer.Configure:output_type -> blanket.randomizer.v1.ConfigureResponse
+	12, // 30: blanket.randomizer.v1.Randomizer.Describe:output_type -> blanket.randomizer.v1.DescribeResponse
+	14, // 31: blanket.randomizer.v1.Randomizer.Declare:output_type -> blanket.randomizer.v1.DeclareResponse
+	16, // 32: blanket.randomizer.v1.Randomizer.Randomize:output_type -> blanket.randomizer.v1.RandomizeResponse
+	18, // 33: blanket.randomizer.v1.Randomizer.Accumulate:output_type -> blanket.randomizer.v1.AccumulateResponse
+	20, // 34: blanket.randomizer.v1.Randomizer.Estimate:output_type -> blanket.randomizer.v1.EstimateResponse
+	22, // 35: blanket.randomizer.v1.Randomizer.Outputs:output_type -> blanket.randomizer.v1.OutputsResponse
+	24, // 36: blanket.randomizer.v1.Randomizer.Atoms:output_type -> blanket.randomizer.v1.AtomsResponse
+	26, // 37: blanket.randomizer.v1.Randomizer.SampleBlanket:output_type -> blanket.randomizer.v1.SampleBlanketResponse
+	20, // 38: blanket.randomizer.v1.Randomizer.EstimateFloor:output_type -> blanket.randomizer.v1.EstimateResponse
+	28, // 39: blanket.randomizer.v1.Randomizer.Step:output_type -> blanket.randomizer.v1.StepResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name

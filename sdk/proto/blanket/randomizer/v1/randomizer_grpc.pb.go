@@ -54,6 +54,7 @@ const (
 	Randomizer_Outputs_FullMethodName       = "/blanket.randomizer.v1.Randomizer/Outputs"
 	Randomizer_Atoms_FullMethodName         = "/blanket.randomizer.v1.Randomizer/Atoms"
 	Randomizer_SampleBlanket_FullMethodName = "/blanket.randomizer.v1.Randomizer/SampleBlanket"
+	Randomizer_EstimateFloor_FullMethodName = "/blanket.randomizer.v1.Randomizer/EstimateFloor"
 	Randomizer_Step_FullMethodName          = "/blanket.randomizer.v1.Randomizer/Step"
 )
 
@@ -105,6 +106,14 @@ type RandomizerClient interface {
 	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason BAD_EPS0,
 	// or BAD_INPUT for a count above the plugin's limit.
 	SampleBlanket(ctx context.Context, in *SampleBlanketRequest, opts ...grpc.CallOption) (*SampleBlanketResponse, error)
+	// EstimateFloor is Estimate for a statistic statistic.draws of whose n
+	// valid reports are draws of the blanket (SampleBlanket at its eps0):
+	// every item unbiased for the other n - draws reports alone, its
+	// variance with the draws' own, post-processed for n - draws reports
+	// (sdk.FloorEstimator). Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason
+	// BAD_STATISTIC. Estimate refuses a statistic with draws.
+	EstimateFloor(ctx context.Context, in *EstimateRequest, opts ...grpc.CallOption) (*EstimateResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -222,6 +231,16 @@ func (c *randomizerClient) SampleBlanket(ctx context.Context, in *SampleBlanketR
 	return out, nil
 }
 
+func (c *randomizerClient) EstimateFloor(ctx context.Context, in *EstimateRequest, opts ...grpc.CallOption) (*EstimateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EstimateResponse)
+	err := c.cc.Invoke(ctx, Randomizer_EstimateFloor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *randomizerClient) Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StepResponse)
@@ -280,6 +299,14 @@ type RandomizerServer interface {
 	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason BAD_EPS0,
 	// or BAD_INPUT for a count above the plugin's limit.
 	SampleBlanket(context.Context, *SampleBlanketRequest) (*SampleBlanketResponse, error)
+	// EstimateFloor is Estimate for a statistic statistic.draws of whose n
+	// valid reports are draws of the blanket (SampleBlanket at its eps0):
+	// every item unbiased for the other n - draws reports alone, its
+	// variance with the draws' own, post-processed for n - draws reports
+	// (sdk.FloorEstimator). Optional: a plugin that does not implement it
+	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason
+	// BAD_STATISTIC. Estimate refuses a statistic with draws.
+	EstimateFloor(context.Context, *EstimateRequest) (*EstimateResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
 	// per user, in the same order; an empty state is a user's first step.
@@ -333,6 +360,9 @@ func (UnimplementedRandomizerServer) Atoms(context.Context, *AtomsRequest) (*Ato
 }
 func (UnimplementedRandomizerServer) SampleBlanket(context.Context, *SampleBlanketRequest) (*SampleBlanketResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SampleBlanket not implemented")
+}
+func (UnimplementedRandomizerServer) EstimateFloor(context.Context, *EstimateRequest) (*EstimateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EstimateFloor not implemented")
 }
 func (UnimplementedRandomizerServer) Step(context.Context, *StepRequest) (*StepResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Step not implemented")
@@ -520,6 +550,24 @@ func _Randomizer_SampleBlanket_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Randomizer_EstimateFloor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EstimateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RandomizerServer).EstimateFloor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Randomizer_EstimateFloor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RandomizerServer).EstimateFloor(ctx, req.(*EstimateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Randomizer_Step_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StepRequest)
 	if err := dec(in); err != nil {
@@ -580,6 +628,10 @@ var Randomizer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SampleBlanket",
 			Handler:    _Randomizer_SampleBlanket_Handler,
+		},
+		{
+			MethodName: "EstimateFloor",
+			Handler:    _Randomizer_EstimateFloor_Handler,
 		},
 		{
 			MethodName: "Step",

@@ -1,0 +1,60 @@
+package ldp
+
+// Estimates of a statistic that holds the shuffler's blanket draws
+// (sdk.FloorEstimator, docs/accounting.md §13).
+//
+// A pure frequency protocol (Pure) estimates a value's count from its
+// support count C, (C - n Q)/(P - Q). Of the n reports, D are draws of
+// the blanket omega, independent of each other and of the apps' reports;
+// a draw supports value i with probability s_i = omega(supports i). So
+// the draws' support count is Binomial(D, s_i), with mean D s_i and
+// variance D s_i (1 - s_i), and
+//
+//	(C - D s_i - (n - D) Q)/(P - Q)
+//
+// is unbiased for the count among the n - D apps' reports, with variance
+// the apps' part (Pure.Variance at n - D) plus D s_i (1 - s_i)/(P - Q)^2.
+// Norm-Sub projects onto the simplex of total n - D. With D = 0 this is
+// Pure.Items exactly.
+
+import (
+	"fmt"
+
+	"github.com/blanket-dp/blanket/sdk"
+)
+
+// errHasDraws refuses a statistic with draws where Estimate is asked.
+func errHasDraws(s *sdk.Statistic) error {
+	return fmt.Errorf("%w: %d of the statistic's reports are the shuffler's blanket draws: estimate it with EstimateFloor (sdk.FloorEstimator), which takes them out", sdk.ErrBadStatistic, s.Draws)
+}
+
+// SplitDraws validates the Draws of a statistic given to EstimateFloor,
+// 0 <= Draws <= N - 1 (at least one report of an app to estimate), and
+// returns a copy without them (for CheckStatistic and the estimator) and
+// their number. Errors wrap sdk.ErrBadStatistic.
+func SplitDraws(s *sdk.Statistic) (*sdk.Statistic, int64, error) {
+	if s == nil {
+		return nil, 0, fmt.Errorf("%w: nil statistic", sdk.ErrBadStatistic)
+	}
+	if s.Draws < 0 || (s.Draws > 0 && s.Draws >= s.N) {
+		return nil, 0, fmt.Errorf("%w: Draws = %d of N = %d reports, must be in [0, N-1]: at least one report of an app", sdk.ErrBadStatistic, s.Draws, s.N)
+	}
+	c := *s
+	c.Draws = 0
+	return &c, s.Draws, nil
+}
+
+// FloorEstimate returns the estimate of a statistic without its draws
+// (SplitDraws) that its randomizer made: est of stat, N the apps' reports.
+func FloorEstimate(est *sdk.Estimate, draws int64) *sdk.Estimate {
+	est.N -= draws
+	return est
+}
+
+// FloorItems is Items for n reports of which draws are draws of the
+// blanket, a draw supporting label i with probability support[i] (see the
+// top of the file): Value unbiased for the other n - draws reports,
+// Variance with the draws' own, Post projected for n - draws reports.
+func (p Pure) FloorItems(labels []string, counts []int64, n, draws int64, support func(i int) float64, confidence float64) []sdk.Item {
+	return p.items(labels, counts, n, draws, support, confidence)
+}
