@@ -39,7 +39,13 @@ package accountant
 //
 // h does not increase. The view with K + 1 draws is a post-processing of
 // the view with K (add one draw of omega, which uses no data, and
-// reshuffle), so h(K + 1) <= h(K).
+// reshuffle), so h(K + 1) <= h(K). Hence the batch's bound E[h(m + K')]
+// does not increase in m, nor in n_h: Binomial(n_h, gamma) is
+// Binomial(n_h - 1, gamma) plus an independent Bernoulli(gamma), so it
+// grows stochastically with n_h. (Pair by pair, the view at n_h' >= n_h
+// and m' >= m is a post-processing of the view at (n_h, m): add
+// Binomial(n_h' - n_h, gamma) + m' - m draws and reshuffle; the collector,
+// which counts lower bounds of both, relies on it.)
 //
 // The mixture. K' is cut into strata [e_i, e_{i+1}) at evaluated points
 // e_0 < ... < e_L; on a stratum h(m + K') <= h(m + e_i) <= hi(e_i) and

@@ -183,13 +183,6 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	if o.Open == nil {
 		return nil, fmt.Errorf("%w: Open is required", ErrOptions)
 	}
-	if o.Plan.Floor > 0 {
-		// The shuffler's draws (collector/shuffler/floor.go) and the
-		// accountant's floor (accountant.FloorEpsilon) exist; the
-		// collector's share does not yet: it would count the draws in
-		// its estimates and guarantees as apps' reports.
-		return nil, fmt.Errorf("%w: the plan has floor = %d, and this collector cannot take blanket draws yet: it would count them in its estimates as apps' reports; remove floor (blanket account --floor computes what a floor would prove)", ErrOptions, o.Plan.Floor)
-	}
 	switch o.ShufflerAdmission {
 	case "", admission.AdmissionTokens, admission.AdmissionOpen:
 	default:
@@ -241,6 +234,10 @@ func OpenCollector(ctx context.Context, o CollectorOptions) (*Collector, error) 
 	}
 	c.m = newCollectorMetrics(c)
 	if err := c.publish(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
+	if err := checkFloorPlan(ctx, c.plan, o.Open); err != nil {
 		st.close()
 		return nil, err
 	}

@@ -457,9 +457,8 @@ func TestCollectorRefusesBadBatches(t *testing.T) {
 		{"unknown metric", todayBody(f.c.Plan(), "no/such", sealed), http.StatusUnprocessableEntity},
 		{"below n_min", todayBody(f.c.Plan(), metric, sealed[:9]), http.StatusUnprocessableEntity},
 		{"suite", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: periodKey(metric, f.c.Epoch()), Suite: 7, Sealed: sealed}), http.StatusUnprocessableEntity},
-		// A shuffler's blanket draws: this collector would count them as
-		// apps' reports (the shuffler keeps the batch and retries).
-		{"blanket draws", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: periodKey(metric, f.c.Epoch()), Suite: report.SuiteX25519ChaCha, Sealed: sealed, Draws: 1}), http.StatusUnprocessableEntity},
+		// A shuffler's blanket draws do not count toward n_min.
+		{"below n_min with a draw", report.EncodeBatch(report.Batch{ID: report.NewID(), Metric: periodKey(metric, f.c.Epoch()), Suite: report.SuiteX25519ChaCha, Sealed: sealed, Draws: 1}), http.StatusUnprocessableEntity},
 		// Pool keys without a reporting period: no per-period guarantee
 		// could cover their reports.
 		{"no tag", batchBody(metric, sealed), http.StatusUnprocessableEntity},

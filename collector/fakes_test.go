@@ -136,7 +136,7 @@ func TestTreeGuaranteesAtHonestFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, ok := f.c.computeGuarantee(ctx, f.c.cur, "ui/dark", 1200, nil)
+	g, ok := f.c.computeGuarantee(ctx, f.c.cur, epsKey{pool: "ui/dark", n: 1200}, nil)
 	if !ok {
 		t.Fatal("no guarantee")
 	}

@@ -11,7 +11,10 @@ import (
 
 type epsKey struct {
 	epoch, pool, mix string
-	n                int64
+	n, draws         int64
+	// alone is the floor alone (floorAlone): the draws and the user's
+	// report, nothing else counted.
+	alone bool
 }
 
 type epsValue struct{ eps, delta float64 }
@@ -36,11 +39,21 @@ type epsCall struct {
 // is at the top of accountant/declare/fakes.go), and the mix is the least
 // honest share of each metric (accounting.HonestParallelMechanism: the
 // fakes can skew the visible mix).
-func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
-	if n < 1 {
+//
+// draws > 0 are the shuffler's blanket draws the batch holds besides its n
+// reports of apps (a plan's floor: floor.go); the bound then counts them
+// too (accountant.FloorEpsilon at the honest floor of n). They come with
+// separate travel only.
+func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64, draws int64) (epsValue, bool) {
+	return c.cachedGuarantee(ctx, epsKey{epoch: e.epoch, pool: pool, n: n, draws: draws}, e, counts)
+}
+
+// cachedGuarantee computes the guarantee k names (guarantee, floorAlone)
+// once per key: concurrent callers wait for the first.
+func (c *Collector) cachedGuarantee(ctx context.Context, k epsKey, e *epochState, counts []int64) (epsValue, bool) {
+	if k.n < 1 {
 		return epsValue{}, false
 	}
-	k := epsKey{epoch: e.epoch, pool: pool, n: n}
 	if counts != nil {
 		k.mix = fmt.Sprint(counts)
 	}
@@ -58,7 +71,7 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 			}
 			// The other computation failed, perhaps for its own
 			// context: try once more with ours.
-			return c.computeGuarantee(ctx, e, pool, n, counts)
+			return c.computeGuarantee(ctx, e, k, counts)
 		case <-ctx.Done():
 			return epsValue{}, false
 		}
@@ -67,7 +80,7 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 	c.epsInFlight[k] = call
 	c.epsMu.Unlock()
 
-	call.v, call.ok = c.computeGuarantee(ctx, e, pool, n, counts)
+	call.v, call.ok = c.computeGuarantee(ctx, e, k, counts)
 	c.epsMu.Lock()
 	// A parallel batch's mix rarely repeats: only sizes are kept, so the
 	// cache stays as small as the set of batch sizes.
@@ -80,7 +93,8 @@ func (c *Collector) guarantee(ctx context.Context, e *epochState, pool string, n
 	return call.v, call.ok
 }
 
-func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool string, n int64, counts []int64) (epsValue, bool) {
+func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, k epsKey, counts []int64) (epsValue, bool) {
+	pool, n := k.pool, k.n
 	mech, eps0, delta, err := accounting.BatchMechanism(ctx, e.plan, c.o.Open, pool)
 	if err != nil {
 		c.log.Error("batch guarantee", "pool", pool, "error", err)
@@ -102,6 +116,20 @@ func (c *Collector) computeGuarantee(ctx context.Context, e *epochState, pool st
 		r, err := accountant.LongitudinalEpsilon(mech, eps0, e.plan.HonestReports(int(min(n, int64(e.plan.NMin)))), 1, delta)
 		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
 			c.log.Error("batch guarantee", "pool", pool, "n", n, "error", err, "eps", r.Upper)
+			return epsValue{}, false
+		}
+		return epsValue{eps: r.Upper, delta: delta}, true
+	}
+	if k.alone || k.draws > 0 {
+		// The floor (floor.go): with the honest floor of the apps'
+		// reports, or alone (the user's report among the draws).
+		honest := 1
+		if !k.alone {
+			honest = e.plan.HonestReports(int(n))
+		}
+		r, err := accountant.FloorEpsilon(mech, eps0, honest, int(k.draws), delta)
+		if err != nil || math.IsNaN(r.Upper) || math.IsInf(r.Upper, 0) {
+			c.log.Error("batch guarantee", "pool", pool, "n", n, "draws", k.draws, "alone", k.alone, "error", err, "eps", r.Upper)
 			return epsValue{}, false
 		}
 		return epsValue{eps: r.Upper, delta: delta}, true

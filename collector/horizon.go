@@ -135,6 +135,10 @@ type HorizonGuarantee struct {
 	MaxFakeFraction float64 `json:"max_fake_fraction,omitempty"`
 	// Note says what the guarantee covers or why Eps is unknown.
 	Note string `json:"note,omitempty"`
+	// Floor is the guarantee of the floor alone over the horizon, when
+	// the plan has a floor or a batch holds the shuffler's blanket draws
+	// (floor.go); omitted otherwise.
+	Floor *HorizonFloor `json:"floor,omitempty"`
 }
 
 // horizonPart is one (period, pool) with data: its epoch's plan, the pool
@@ -145,6 +149,9 @@ type horizonPart struct {
 	epoch  string
 	pool   string
 	n      int64
+	// draws is the fewest shuffler's blanket draws of its batches
+	// (floor.go).
+	draws int64
 	// tree is the periods per tree of a tree protocol's pool, 0 for any
 	// other pool.
 	tree int
@@ -164,6 +171,8 @@ type poolLoad struct {
 	reports int
 	// n is their smallest batch, rounded down by roundDown2.
 	n int64
+	// draws is their fewest shuffler's blanket draws (floor.go).
+	draws int64
 	// trees is, for a tree protocol, the number of trees those periods lie
 	// in; 0 for any other pool.
 	trees int
@@ -177,7 +186,7 @@ type poolLoad struct {
 // reports and trees at a batch no larger. With parallel travel the round
 // must also dominate each of b's mixes (mixCover).
 func (a poolLoad) covers(b poolLoad) bool {
-	return a.reports >= b.reports && a.n <= b.n && a.trees >= b.trees
+	return a.reports >= b.reports && a.n <= b.n && a.trees >= b.trees && a.draws <= b.draws
 }
 
 // maxHorizonMixes is the number of distinct mixes of metrics of a
@@ -248,7 +257,7 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 	var worst float64
 	var weakest *horizonWindow
 	for i, w := range windows {
-		eps, err := c.composeParts(ctx, w.loads, p.Target.Delta)
+		eps, err := c.composeParts(ctx, w.loads, p.Target.Delta, false)
 		if errors.Is(err, errNoMechanism) {
 			h.Note = err.Error()
 			return h, nil
@@ -270,7 +279,8 @@ func (c *Collector) horizonGuarantee(ctx context.Context, rows []statRow) (*Hori
 		}
 	}
 	h.Note = horizonNote(weakest.loads, fakes)
-	return h, nil
+	h.Floor, err = c.horizonFloor(ctx, parts, windows)
+	return h, err
 }
 
 // horizonNote says what the composition of a window with loads covers;
@@ -328,6 +338,7 @@ func (c *Collector) horizonParts(ctx context.Context, rows []horizonPart) ([]hor
 		k := partKey{q.period, q.epoch, q.pool}
 		if i, ok := at[k]; ok {
 			parts[i].n = min(parts[i].n, q.n)
+			parts[i].draws = min(parts[i].draws, q.draws)
 			continue
 		}
 		pk := poolKey{q.epoch, q.pool}
@@ -494,6 +505,9 @@ func chargedWindow(parts []horizonPart, start, end int64) horizonWindow {
 		if !ok || q.n < ld.n {
 			ld.n = q.n
 		}
+		if !ok || q.draws < ld.draws {
+			ld.draws = q.draws
+		}
 		ld.reports++
 		if q.tree > 0 {
 			if trees[k] == nil {
@@ -541,15 +555,21 @@ var errNoMechanism = errors.New("collector: horizon guarantee unknown")
 // (parallelRound), at one report when a mix has no honest floor
 // (localMix); a tree protocol's part is accountant.LongitudinalPart over
 // its trees and reports.
-func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad, delta float64) (float64, error) {
+//
+// Each part counts its fewest shuffler's blanket draws too (a plan's
+// floor: accountant.Part.Floor). With alone set it counts them and
+// nothing else, the user's report among the draws (one honest report, the
+// floor alone: floor.go); a pooled or tree protocol's part has no floor,
+// and the floor alone of a window with one is unknown (errNoMechanism).
+func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad, delta float64, alone bool) (float64, error) {
 	keys := slices.SortedFunc(maps.Keys(loads), func(a, b poolKey) int {
 		return cmp.Or(strings.Compare(a.epoch, b.epoch), strings.Compare(a.pool, b.pool))
 	})
 	var sig strings.Builder
-	fmt.Fprintf(&sig, "%g", delta)
+	fmt.Fprintf(&sig, "%g/%t", delta, alone)
 	for _, k := range keys {
 		ld := loads[k]
-		fmt.Fprintf(&sig, "|%s/%s/%d*%d^%d", k.epoch, k.pool, ld.n, ld.reports, ld.trees)
+		fmt.Fprintf(&sig, "|%s/%s/%d*%d^%d+%d", k.epoch, k.pool, ld.n, ld.reports, ld.trees, ld.draws)
 		if len(ld.bound) > 0 {
 			sum := sha256.Sum256([]byte(strings.Join(ld.bound, ";")))
 			fmt.Fprintf(&sig, "#%d:%x", len(ld.bound), sum[:12])
@@ -581,6 +601,12 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		// The honest floor of the smallest batch, under the epoch's own
 		// max_fake_fraction (the identity at 0).
 		n := pl.HonestReports(int(ld.n))
+		if alone {
+			if pl.Pooled() || ld.trees > 0 {
+				return 0, fmt.Errorf("%w: epoch %s pool %s has no floor of blanket draws (pooled travel or a tree protocol)", errNoMechanism, k.epoch, k.pool)
+			}
+			n = 1
+		}
 		if pl.Travel == string(accountant.TravelParallel) {
 			var local bool
 			if mech, local, err = c.parallelRound(ctx, pl, mech, ld.bound); err != nil {
@@ -600,7 +626,7 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		if isLong {
 			long = append(long, tree{len(ps), ld})
 		}
-		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: n, Rounds: ld.reports})
+		ps = append(ps, accountant.Part{Mech: mech, Eps0: eps0, N: n, Rounds: ld.reports, Floor: int(ld.draws)})
 	}
 	// A tree protocol's reports are not independent across periods: its
 	// part is the protocol's own (accountant.LongitudinalPart) over the
@@ -616,6 +642,12 @@ func (c *Collector) composeParts(ctx context.Context, loads map[poolKey]poolLoad
 		ps[t.at], tails = p, tails+tail
 	}
 	comp, err := accountant.NewComposition(ps...)
+	if errors.Is(err, accountant.ErrInvalidArgument) {
+		// A part the accountant cannot compose (a floor of a mechanism
+		// whose blanket no sampler draws): no guarantee, not a failure of
+		// the whole answer.
+		return 0, fmt.Errorf("%w: %v", errNoMechanism, err)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -51,7 +51,7 @@ func batchEps(t *testing.T, f *collectorFixture, counts []int64) float64 {
 	for _, c := range counts {
 		n += c
 	}
-	g, ok := f.c.computeGuarantee(context.Background(), f.c.cur, f.c.Plan().Pool(""), n, counts)
+	g, ok := f.c.computeGuarantee(context.Background(), f.c.cur, epsKey{pool: f.c.Plan().Pool(""), n: n}, counts)
 	if !ok {
 		t.Fatalf("no guarantee for %v", counts)
 	}

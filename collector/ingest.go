@@ -87,6 +87,11 @@ type IngestResult struct {
 	// period). They are stored, and published with later batches of that
 	// pool, epoch and period once they reach n_min together.
 	Held int64 `json:"held,omitempty"`
+	// Draws is how many of the batch's reports it says are the shuffler's
+	// blanket draws (a plan's floor), in neither N nor Malformed (their
+	// guarantee counts fewer when some reports failed to open: floor.go);
+	// omitted when none.
+	Draws int64 `json:"draws,omitempty"`
 	// Parts counts the valid reports of each metric of a pooled batch
 	// (joint or parallel travel), where N counts messages. Absent for a
 	// batch of one metric.
@@ -273,11 +278,15 @@ func (c *Collector) admit(ctx context.Context, in *ingestion) error {
 	case in.b.Suite != report.SuiteX25519ChaCha:
 		c.c.refused.Add(1)
 		return fmt.Errorf("%w: suite %d is not supported", ErrBatchRefused, in.b.Suite)
-	case in.b.Draws > 0:
-		// Refused, not acknowledged: the shuffler keeps it and sends it
-		// again, to a collector that can take it.
+	case in.b.Draws > 0 && in.b.Draws != in.epoch.plan.Floor:
+		// A shuffler adds its epoch's plan's floor to every batch, or
+		// nothing when drawing failed (floor.go): any other count is a
+		// shuffler of another plan, or a broken one.
 		c.c.refused.Add(1)
-		return fmt.Errorf("%w: the batch holds %d blanket draws (a shuffler with a floor), which this collector cannot take yet: it would count them in its estimates as apps' reports", ErrBatchRefused, in.b.Draws)
+		return fmt.Errorf("%w: the batch holds %d blanket draws, but the floor of its epoch %s's plan is %d: a shuffler adds that many or none", ErrBatchRefused, in.b.Draws, in.epoch.epoch, in.epoch.plan.Floor)
+	case in.b.Draws > 0 && len(in.b.Sealed)-in.b.Draws < c.plan.NMin:
+		c.c.refused.Add(1)
+		return fmt.Errorf("%w: %d reports of which %d are the shuffler's blanket draws, fewer than n_min = %d of apps", ErrBatchRefused, len(in.b.Sealed), in.b.Draws, c.plan.NMin)
 	case len(in.b.Sealed) < c.plan.NMin:
 		c.c.refused.Add(1)
 		return fmt.Errorf("%w: %d reports, fewer than n_min = %d", ErrBatchRefused, len(in.b.Sealed), c.plan.NMin)
@@ -313,7 +322,13 @@ func (c *Collector) openAndAccumulate(ctx context.Context, in *ingestion) error 
 			counts[e.plan.MetricIndex(p.rec.metric)] = p.rec.n
 		}
 	}
-	g, ok := c.guarantee(ctx, e, in.pool, n, counts)
+	draws, err := in.takeDraws(parts, n)
+	if err != nil {
+		c.c.refused.Add(1)
+		return err
+	}
+	n -= in.res.Draws
+	g, ok := c.guarantee(ctx, e, in.pool, n, counts, draws)
 	if !ok {
 		if err := ctx.Err(); err != nil {
 			// Not a missing guarantee: the sender is gone. Store nothing.
@@ -342,13 +357,13 @@ func (c *Collector) openAndAccumulate(ctx context.Context, in *ingestion) error 
 }
 
 // reconcile makes the batch's counts account for every report: the
-// malformed ones are those not counted valid. With one metric per batch
-// (separate travel) its one row and statistic (accumulate makes one even
+// malformed ones are those counted neither valid nor draws. With one
+// metric per batch (separate travel) its one row and statistic (accumulate makes one even
 // with no valid report, which keeps the batch from being ingested twice)
 // count as malformed every report not counted: unopenable, of the wrong
 // length, or refused by the plugin.
 func (in *ingestion) reconcile() {
-	in.res.Malformed = int64(in.res.Reports) - in.res.N
+	in.res.Malformed = int64(in.res.Reports) - in.res.N - in.res.Draws
 	if in.epoch.pool != nil {
 		return
 	}
@@ -367,14 +382,14 @@ func (c *Collector) commitIngestion(ctx context.Context, in *ingestion) (IngestR
 		return in.res, err
 	}
 	res := in.res
-	c.c.addReports(in.pool, res.N, res.Malformed)
+	c.c.addReports(in.pool, res.N, res.Malformed, res.Draws)
 	if res.Held > 0 {
 		c.c.held.Add(1)
 		c.c.addHeld(in.pool, res.Held)
 		c.log.Warn("batch with fewer than n_min valid reports: stored, its reports held out of every estimate until more of their pool, epoch and period bring them to n_min",
 			"batch", res.Batch, "metric", in.b.Metric, "n", res.N, "held", res.Held, "malformed", res.Malformed, "epoch", res.Epoch)
 	}
-	c.log.Info("batch ingested", "batch", res.Batch, "metric", in.b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "eps", fmtOptional(res.Eps))
+	c.log.Info("batch ingested", "batch", res.Batch, "metric", in.b.Metric, "n", res.N, "malformed", res.Malformed, "held", res.Held, "draws", res.Draws, "eps", fmtOptional(res.Eps))
 	return res, nil
 }
 
@@ -428,7 +443,7 @@ func (c *Collector) ingestUnopenable(ctx context.Context, b report.Batch, pool, 
 	if slices.Contains(c.plan.Pools(), pool) {
 		label = pool
 	}
-	c.c.addReports(label, 0, res.Malformed)
+	c.c.addReports(label, 0, res.Malformed, 0)
 	if errors.Is(why, ErrKeyDeleted) {
 		c.c.keyDeleted.Add(res.Malformed)
 		c.log.Warn("batch of a period whose report key was deleted: its reports cannot be opened any more and are counted malformed (it came later than the plans' grace and the key slack allow)",

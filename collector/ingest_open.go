@@ -170,4 +170,7 @@ type IngestStats struct {
 	// KeyDeleted counts the reports (of Malformed) of batches of a period
 	// whose report key was deleted: they arrived too late to be opened.
 	KeyDeleted int64 `json:"key_deleted"`
+	// Draws counts the shuffler's blanket draws of ingested batches (a
+	// plan's floor), in neither Reports nor Malformed.
+	Draws int64 `json:"draws"`
 }

@@ -25,11 +25,13 @@ type collectorCounters struct {
 }
 
 // reportCounts are the valid and malformed reports of one pool's
-// batches, and the valid ones held at ingest (in no estimate then).
-type reportCounts struct{ valid, malformed, held atomic.Int64 }
+// batches, the valid ones held at ingest (in no estimate then), and the
+// shuffler's blanket draws (floor.go; in neither valid nor malformed).
+type reportCounts struct{ valid, malformed, held, draws atomic.Int64 }
 
-// addReports counts the valid and malformed reports of a batch of pool.
-func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
+// addReports counts the valid and malformed reports and the blanket
+// draws of a batch of pool.
+func (c *collectorCounters) addReports(pool string, valid, malformed, draws int64) {
 	v, ok := c.reports.Load(pool)
 	if !ok {
 		v, _ = c.reports.LoadOrStore(pool, new(reportCounts))
@@ -37,6 +39,7 @@ func (c *collectorCounters) addReports(pool string, valid, malformed int64) {
 	rc := v.(*reportCounts)
 	rc.valid.Add(valid)
 	rc.malformed.Add(malformed)
+	rc.draws.Add(draws)
 }
 
 // addHeld counts n valid reports of a batch of pool held at ingest.
@@ -66,6 +69,7 @@ func (c *Collector) Stats() IngestStats {
 		st.Reports += rc.valid.Load()
 		st.Malformed += rc.malformed.Load()
 		st.HeldReports += rc.held.Load()
+		st.Draws += rc.draws.Load()
 	})
 	return st
 }

@@ -139,7 +139,7 @@ func TestHorizonGuaranteeTreeSpread(t *testing.T) {
 	if h == nil || h.Eps == nil {
 		t.Fatalf("horizon %+v", h)
 	}
-	epsB, err := f.c.composeParts(ctx, chargedWindow(parts, b[0].Start, b[0].Start+16*86400).loads, p.Target.Delta)
+	epsB, err := f.c.composeParts(ctx, chargedWindow(parts, b[0].Start, b[0].Start+16*86400).loads, p.Target.Delta, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestComposePartsLongitudinal(t *testing.T) {
 	if ld := loads[poolKey{ep, "ui/dark"}]; len(loads) != 1 || ld.trees != 3 || ld.reports != 5 || ld.n != 1000 {
 		t.Fatalf("window B's loads %+v, want 3 trees, 5 reports at 1000", loads)
 	}
-	got, err := f.c.composeParts(ctx, loads, p.Target.Delta)
+	got, err := f.c.composeParts(ctx, loads, p.Target.Delta, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestComposePartsLongitudinal(t *testing.T) {
 	if math.Abs(got-want.Upper) > 1e-12*want.Upper {
 		t.Errorf("composeParts %.6f, the accountant's composition %.6f", got, want.Upper)
 	}
-	g, ok := f.c.computeGuarantee(ctx, f.c.cur, "ui/dark", 1000, nil)
+	g, ok := f.c.computeGuarantee(ctx, f.c.cur, epsKey{pool: "ui/dark", n: 1000}, nil)
 	if !ok {
 		t.Fatal("no batch guarantee")
 	}

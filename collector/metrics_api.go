@@ -129,9 +129,12 @@ type PeriodEstimate struct {
 	Version string  `json:"version"`
 	Eps0    float64 `json:"eps0"`
 	// N and Malformed count the valid and dropped reports of the batches
-	// in the estimate; Batches those batches.
+	// in the estimate; Batches those batches. Draws counts the shuffler's
+	// blanket draws among them (a plan's floor), not in N: the estimates
+	// take their expected contribution out (omitted when none).
 	N         int64 `json:"n"`
 	Malformed int64 `json:"malformed"`
+	Draws     int64 `json:"draws,omitempty"`
 	Batches   int64 `json:"batches"`
 	// Held is the valid reports of the period's held batches (fewer than
 	// n_min valid reports in all so far): in no estimate, nor in N, until
@@ -152,6 +155,12 @@ type PeriodEstimate struct {
 	// of the batch with the largest eps (the smallest one). Null when a
 	// batch with valid reports has no known guarantee.
 	Guarantee *BatchGuarantee `json:"guarantee"`
+	// Floor is the weakest guarantee of the floor alone among the
+	// batches, when the epoch's plan has a floor or a batch holds the
+	// shuffler's blanket draws: each user's report among its batch's
+	// draws, whatever the batch's other reports are (fakes included;
+	// floor.go). Omitted otherwise.
+	Floor *FloorGuarantee `json:"floor,omitempty"`
 	// BatchList lists every batch, oldest first, held ones too.
 	BatchList []BatchInfo `json:"batch_list"`
 }
@@ -193,7 +202,26 @@ type BatchGuarantee struct {
 	// batch in which a metric may hold no honest message but the user's
 	// has the local guarantee (one report).
 	Honest int64 `json:"honest,omitempty"`
+	// Draws is the shuffler's blanket draws the guarantee counts besides
+	// the apps' reports (a plan's floor; omitted when none).
+	Draws int64 `json:"draws,omitempty"`
 	// Batch is the batch id.
+	Batch string `json:"batch"`
+}
+
+// FloorGuarantee is the guarantee of a floor alone: a user's report among
+// the shuffler's blanket draws of its batch, nothing else counted
+// (accountant.FloorEpsilon with one honest report). It holds whatever the
+// batch's other reports are.
+type FloorGuarantee struct {
+	// Eps and Delta: each user's report is (Eps, Delta)-DP. Eps is null
+	// when it is not known.
+	Eps   *float64 `json:"eps"`
+	Delta float64  `json:"delta"`
+	// Draws is the fewest draws of the period's batches, the count Eps is
+	// for; with none, Eps is the local guarantee of one report.
+	Draws int64 `json:"draws"`
+	// Batch is the id of a batch with that many draws.
 	Batch string `json:"batch"`
 }
 
@@ -209,6 +237,9 @@ type BatchInfo struct {
 	// max_fake_fraction (omitted when it is 0).
 	Messages int64 `json:"messages"`
 	Honest   int64 `json:"honest,omitempty"`
+	// Draws is the shuffler's blanket draws its guarantee counts (a plan's
+	// floor; omitted when none).
+	Draws int64 `json:"draws,omitempty"`
 	// Eps and Delta are its central guarantee; null when unknown.
 	Eps   *float64 `json:"eps"`
 	Delta *float64 `json:"delta"`
@@ -287,7 +318,7 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 	e := PeriodEstimate{
 		Start: periodStart(row.period), End: periodEnd(row.period),
 		Epoch: row.epoch, Current: row.epoch == c.epoch, Plugin: row.stat.Plugin, Eps0: row.stat.Eps0,
-		N: row.stat.N, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
+		N: row.stat.N - row.stat.Draws, Draws: row.stat.Draws, Malformed: row.stat.Malformed, Batches: row.batches, BatchList: []BatchInfo{},
 	}
 	p, err := c.epochPlan(ctx, row.epoch)
 	if err != nil {
@@ -310,7 +341,7 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 	if stat == nil {
 		err = fmt.Errorf("%w: no valid report in this period: the span's estimate belongs to an earlier one", sdk.ErrBadStatistic)
 	} else {
-		est, err = r.Estimate(ctx, stat)
+		est, err = estimate(ctx, r, stat)
 	}
 	switch {
 	case errors.Is(err, sdk.ErrBadStatistic):
@@ -337,6 +368,7 @@ func (c *Collector) periodEstimate(ctx context.Context, row statRow, rows []stat
 	// Held batches included: against the collector, which received them,
 	// their reports have their own batch's guarantee (ingest.go).
 	e.BatchList, e.Guarantee = batchInfos(batches)
+	e.Floor = c.periodFloor(ctx, p, row, batches)
 	withHonest(p, &e)
 	return e, nil
 }
@@ -431,14 +463,14 @@ func batchInfos(batches []batchRecord) ([]BatchInfo, *BatchGuarantee) {
 	var weakest *BatchGuarantee
 	unknown := false
 	for _, b := range batches {
-		list = append(list, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Eps: b.eps, Delta: b.delta, Held: b.held})
+		list = append(list, BatchInfo{ID: hex.EncodeToString(b.id[:]), N: b.n, Malformed: b.malformed, Messages: b.messages, Draws: b.draws, Eps: b.eps, Delta: b.delta, Held: b.held})
 		switch {
 		case b.eps == nil || b.delta == nil:
 			// A batch with valid reports and no guarantee makes the
 			// weakest one unknown: no smaller eps is claimed.
 			unknown = unknown || b.n > 0
 		case weakest == nil || *b.eps > weakest.Eps:
-			weakest = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Batch: hex.EncodeToString(b.id[:])}
+			weakest = &BatchGuarantee{Eps: *b.eps, Delta: *b.delta, N: b.n, Messages: b.messages, Draws: b.draws, Batch: hex.EncodeToString(b.id[:])}
 		}
 	}
 	if unknown {

@@ -56,7 +56,7 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 			Help: "Time the collector took to calibrate its plan at start (0 when the plan came calibrated or a stored calibration was reused).",
 		}),
 		batches:  prometheus.NewDesc("blanket_collector_batches_total", "Batches posted (POST /v1/batches) by result: ingested, duplicate (acknowledged, not counted again), bad (unreadable, too large or undecodable), refused (422), unauthorized (401), failed (500, retried by the shuffler).", []string{"result"}, nil),
-		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted) or malformed (dropped).", []string{"pool", "result"}, nil),
+		reports:  prometheus.NewDesc("blanket_collector_reports_total", "Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted), malformed (dropped) or draw (the shuffler's blanket draws of a plan's floor, taken out of the estimates).", []string{"pool", "result"}, nil),
 		planInfo: prometheus.NewDesc("blanket_collector_plan_info", "The plan epoch the collector publishes (value 1).", []string{"epoch"}, nil),
 		heldBatches: prometheus.NewDesc("blanket_collector_batches_held_total",
 			"Ingested batches with fewer than n_min valid reports of an epoch: stored and counted, their reports held out of every estimate until later batches of the same pool, epoch and period bring them to n_min.", nil, nil),
@@ -99,6 +99,9 @@ func (m *collectorMetrics) Collect(ch chan<- prometheus.Metric) {
 	c.eachPool(func(pool string, rc *reportCounts) {
 		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.valid.Load()), pool, "valid")
 		ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(rc.malformed.Load()), pool, "malformed")
+		if d := rc.draws.Load(); d > 0 {
+			ch <- prometheus.MustNewConstMetric(m.reports, prometheus.CounterValue, float64(d), pool, "draw")
+		}
 		ch <- prometheus.MustNewConstMetric(m.heldReports, prometheus.CounterValue, float64(rc.held.Load()), pool)
 	})
 	ch <- prometheus.MustNewConstMetric(m.planInfo, prometheus.GaugeValue, 1, m.c.epoch)

@@ -57,7 +57,7 @@ blanket_collector_batches_total{result="failed"} 0
 blanket_collector_batches_total{result="ingested"} 1
 blanket_collector_batches_total{result="refused"} 1
 blanket_collector_batches_total{result="unauthorized"} 1
-# HELP blanket_collector_reports_total Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted) or malformed (dropped).
+# HELP blanket_collector_reports_total Reports of ingested batches by pool (a metric with separate travel, the plan's pool with joint or parallel; other: a pool of no current plan) and result: valid (counted), malformed (dropped) or draw (the shuffler's blanket draws of a plan's floor, taken out of the estimates).
 # TYPE blanket_collector_reports_total counter
 blanket_collector_reports_total{pool="ui/screen",result="malformed"} 1
 blanket_collector_reports_total{pool="ui/screen",result="valid"} 11

@@ -91,10 +91,12 @@ type statRecord struct {
 	N         int64   `json:"n"`
 	Malformed int64   `json:"malformed"`
 	Counts    []int64 `json:"counts"`
+	// Draws is how many of N are the shuffler's blanket draws (floor.go).
+	Draws int64 `json:"draws,omitempty"`
 }
 
 func encodeStat(s *sdk.Statistic) ([]byte, error) {
-	return json.Marshal(statRecord{s.Plugin, s.Digest, s.Eps0, s.N, s.Malformed, s.Counts})
+	return json.Marshal(statRecord{s.Plugin, s.Digest, s.Eps0, s.N, s.Malformed, s.Counts, s.Draws})
 }
 
 func decodeStat(b []byte) (*sdk.Statistic, error) {
@@ -102,7 +104,7 @@ func decodeStat(b []byte) (*sdk.Statistic, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("collector: stored statistic: %w", err)
 	}
-	return &sdk.Statistic{Plugin: r.Plugin, Digest: r.Digest, Eps0: r.Eps0, N: r.N, Malformed: r.Malformed, Counts: r.Counts}, nil
+	return &sdk.Statistic{Plugin: r.Plugin, Digest: r.Digest, Eps0: r.Eps0, N: r.N, Malformed: r.Malformed, Counts: r.Counts, Draws: r.Draws}, nil
 }
 
 // batchRecord is one row of the batches table.
@@ -113,9 +115,12 @@ type batchRecord struct {
 	n         int64
 	malformed int64
 	messages  int64
-	eps       *float64
-	delta     *float64
-	period    report.Period
+	// draws is the shuffler's blanket draws the batch's guarantee counts
+	// (floor.go): besides n, never among them.
+	draws  int64
+	eps    *float64
+	delta  *float64
+	period report.Period
 	// held is set while the batch's statistic waits, held, for more of
 	// its pool, epoch and period (fateOf).
 	held bool

@@ -142,6 +142,8 @@ var pgMigrations = []string{
 		deleted bigint,
 		private bytea
 	)`,
+	// The shuffler's blanket draws a batch's guarantee counts (floor.go).
+	`ALTER TABLE batches ADD COLUMN draws bigint NOT NULL DEFAULT 0`,
 }
 
 // pgStore is the collector's state in PostgreSQL, shared by replicas.
@@ -352,9 +354,9 @@ func (st *pgStore) commitBatch(ctx context.Context, id report.ID, g batchGroup) 
 		held = fate == hold
 		for _, p := range g.parts {
 			b := p.rec
-			if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, held); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held, draws)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, held, b.draws); err != nil {
 				return err
 			}
 		}
@@ -491,12 +493,12 @@ func (st *pgStore) statRows(ctx context.Context, table, metric string) ([]statRo
 }
 
 func (st *pgStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
-	return pgdb.Collect(ctx, st.pool, `SELECT id, n, malformed, messages, eps, delta, held FROM batches
+	return pgdb.Collect(ctx, st.pool, `SELECT id, n, malformed, messages, eps, delta, held, draws FROM batches
 		WHERE metric = $1 AND epoch = $2 AND period_start = $3 ORDER BY seq`,
 		func(row pgx.CollectableRow) (batchRecord, error) {
 			b := batchRecord{metric: metric, epoch: epoch, period: period}
 			var id []byte
-			err := row.Scan(&id, &b.n, &b.malformed, &b.messages, &b.eps, &b.delta, &b.held)
+			err := row.Scan(&id, &b.n, &b.malformed, &b.messages, &b.eps, &b.delta, &b.held, &b.draws)
 			copy(b.id[:], id)
 			return b, err
 		}, metric, epoch, period.Start)
@@ -504,11 +506,11 @@ func (st *pgStore) batchList(ctx context.Context, metric, epoch string, period r
 
 func (st *pgStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// As sqliteStore.periodParts.
-	return pgdb.Collect(ctx, st.pool, `SELECT period_start, period_len, epoch, metric, min(greatest(messages, 1)) FROM batches
+	return pgdb.Collect(ctx, st.pool, `SELECT period_start, period_len, epoch, metric, min(greatest(messages, 1)), min(draws) FROM batches
 		WHERE n > 0 GROUP BY period_start, period_len, epoch, metric ORDER BY period_start, epoch, metric`,
 		func(row pgx.CollectableRow) (horizonPart, error) {
 			var q horizonPart
-			err := row.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n)
+			err := row.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n, &q.draws)
 			return q, err
 		})
 }

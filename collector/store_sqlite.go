@@ -46,7 +46,9 @@ var sqliteSchema = []string{
 	// and malformed count the metric's reports.
 	// period_start and period_len (Unix seconds) are the reporting period
 	// of the batch (report.Period). held is 1 while the batch's statistic
-	// is held (fewer than n_min valid reports so far: ingest.go).
+	// is held (fewer than n_min valid reports so far: ingest.go). draws
+	// is the shuffler's blanket draws the batch's guarantee counts
+	// (floor.go), which n and messages do not.
 	`CREATE TABLE IF NOT EXISTS batches (
 		id BLOB NOT NULL,
 		metric TEXT NOT NULL,
@@ -59,6 +61,7 @@ var sqliteSchema = []string{
 		period_start INTEGER NOT NULL,
 		period_len INTEGER NOT NULL,
 		held INTEGER NOT NULL DEFAULT 0,
+		draws INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (id, metric, epoch)
 	)`,
 	`CREATE INDEX IF NOT EXISTS batches_metric ON batches (metric, epoch)`,
@@ -100,11 +103,15 @@ var sqliteSchema = []string{
 // pre-release builds lack (sqlitedb.Schema.Newest).
 var sqliteNewest = map[string]string{"batches": "held"}
 
+// sqliteAdded are the columns added to sqliteSchema's tables since its
+// release: a file written before them gains them at open.
+var sqliteAdded = []sqlitedb.Column{{Table: "batches", Name: "draws", Decl: "INTEGER NOT NULL DEFAULT 0"}}
+
 // openSQLiteStore opens (creating) the collector's database at path, with
 // the plan-signing key in keyDir. A file of a build whose epochs carried
 // the one report key (before the key schedule) is refused.
 func openSQLiteStore(ctx context.Context, path, keyDir string) (*sqliteStore, error) {
-	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest})
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest, Added: sqliteAdded})
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +182,8 @@ func commitGroup(ctx context.Context, tx *sql.Tx, g batchGroup) (bool, error) {
 	fate := fateOf(g, heldMessages)
 	for _, p := range g.parts {
 		b := p.rec
-		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, fate == hold); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, metric, epoch, n, malformed, messages, eps, delta, period_start, period_len, held, draws) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.id[:], b.metric, b.epoch, b.n, b.malformed, b.messages, b.eps, b.delta, b.period.Start, b.period.Length, fate == hold, b.draws); err != nil {
 			return false, err
 		}
 	}
@@ -333,7 +340,7 @@ func (st *sqliteStore) statRows(ctx context.Context, table, metric string) ([]st
 // batchList returns the batches of metric in epoch and period, in
 // ingestion order.
 func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, period report.Period) ([]batchRecord, error) {
-	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta, held FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
+	rows, err := st.db.R.QueryContext(ctx, `SELECT id, n, malformed, messages, eps, delta, held, draws FROM batches WHERE metric = ? AND epoch = ? AND period_start = ? ORDER BY rowid`, metric, epoch, period.Start)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +350,7 @@ func (st *sqliteStore) batchList(ctx context.Context, metric, epoch string, peri
 		b := batchRecord{metric: metric, epoch: epoch, period: period}
 		var id []byte
 		var eps, delta sql.NullFloat64
-		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta, &b.held); err != nil {
+		if err := rows.Scan(&id, &b.n, &b.malformed, &b.messages, &eps, &delta, &b.held, &b.draws); err != nil {
 			return nil, err
 		}
 		copy(b.id[:], id)
@@ -476,8 +483,9 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	// messages of a pooled batch are counted as its valid messages less
 	// every refused part (a lower bound, 0 when each refused part is
 	// counted against another message), and an honest message in it is
-	// then still composed, alone at worst.
-	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)) FROM batches
+	// then still composed, alone at worst. Its draws count at the fewest
+	// of the period's batches (the guarantee only grows with either).
+	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, epoch, metric, MIN(MAX(messages, 1)), MIN(draws) FROM batches
 		WHERE n > 0 GROUP BY period_start, epoch, metric ORDER BY period_start, epoch, metric`)
 	if err != nil {
 		return nil, err
@@ -486,7 +494,7 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	var out []horizonPart
 	for rows.Next() {
 		var q horizonPart
-		if err := rows.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n); err != nil {
+		if err := rows.Scan(&q.period.Start, &q.period.Length, &q.epoch, &q.pool, &q.n, &q.draws); err != nil {
 			return nil, err
 		}
 		out = append(out, q)

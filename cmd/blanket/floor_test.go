@@ -128,3 +128,39 @@ func TestFloorFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWithFloor runs 'blanket serve' on the calibrated test plan with
+// a floor of 2000 blanket draws: the shuffler draws them from the k-RR
+// plugin's process (SampleBlanket) and adds them to the batch of 1000
+// apps' reports; the collector counts the apps' reports alone, takes the
+// draws out of its estimates through the plugin (EstimateFloor: every
+// category within the z of a 1e-6 false-failure rate, where the draws
+// counted as apps' reports would put each 2000/5 off) and states the
+// guarantee with the draws and from them alone.
+func TestServeWithFloor(t *testing.T) {
+	planFile, _ := calibratedTestPlan(t)
+	b, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planFile, append(b, []byte("floor: 2000\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "serve", "--data", t.TempDir(), "--plan", planFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn", "--admission", "open")
+	vals, truth := values(1000)
+	if res := upload(t, s.url, appReports(t, s.url, "ui/screen", vals)); res.Accepted != 1000 {
+		t.Fatalf("upload: %+v", res)
+	}
+	closePeriods(t, s)
+	e := checkEstimate(t, s.url, "ui/screen", 1000, truth)
+	if e.Draws != 2000 || e.Guarantee == nil || e.Guarantee.Draws != 2000 || e.Floor == nil || e.Floor.Eps == nil || e.Floor.Draws != 2000 {
+		t.Fatalf("period: draws %d, guarantee %+v, floor %+v; want 2000 draws in both and the floor alone's eps", e.Draws, e.Guarantee, e.Floor)
+	}
+	if !(e.Guarantee.Eps < *e.Floor.Eps && *e.Floor.Eps < e.Eps0) {
+		t.Errorf("guarantee %v, floor alone %v, eps0 %v: want the guarantee below the floor alone, amplified below eps0", e.Guarantee.Eps, *e.Floor.Eps, e.Eps0)
+	}
+	checkOps(t, s, `{"collector":true,"shuffler":false}`, `{"collector":true,"shuffler":true}`,
+		`blanket_shuffler_blanket_draws_total 2000`,
+		`blanket_collector_reports_total{pool="ui/screen",result="draw"} 2000`,
+		`blanket_collector_reports_total{pool="ui/screen",result="valid"} 1000`)
+}

@@ -23,7 +23,7 @@ import (
 // with an unknown eps, a name with a slash, many categories, and a label
 // that is markup (it must show as text).
 const (
-	edgePlan = `{"version":1,"target":{"eps":1,"delta":1e-6},"n_min":100,"period":"24h0m0s","horizon":7,"max_fake_fraction":0.1,"metrics":[
+	edgePlan = `{"version":1,"target":{"eps":1,"delta":1e-6},"n_min":100,"floor":1000,"period":"24h0m0s","horizon":7,"max_fake_fraction":0.1,"metrics":[
 		{"name":"toString","plugin":"krr","categories":["a","b"],"eps0":0.5},
 		{"name":"constructor","plugin":"krr","categories":["a","b"],"eps0":0.5},
 		{"name":"empty","plugin":"krr","categories":["a","b"],"eps0":0.5},
@@ -50,7 +50,7 @@ func edgePeriod(start, estimates string, n int) string {
 	if estimates != "" {
 		est = `"confidence":0.95,"estimates":` + estimates
 	}
-	return fmt.Sprintf(`{"start":%s,"end":%s,"epoch":"00000000000000e1","current":true,"plugin":"krr","version":"1","eps0":0.5,"n":%d,"malformed":0,"batches":1,%s,"max_fake_fraction":0.1,"guarantee":{"eps":0.3,"delta":1e-7,"n":%d,"messages":%d,"honest":%d,"batch":"00"},"batch_list":[]}`,
+	return fmt.Sprintf(`{"start":%s,"end":%s,"epoch":"00000000000000e1","current":true,"plugin":"krr","version":"1","eps0":0.5,"n":%d,"malformed":0,"draws":1000,"batches":1,%s,"max_fake_fraction":0.1,"guarantee":{"eps":0.3,"delta":1e-7,"n":%d,"messages":%d,"honest":%d,"draws":1000,"batch":"00"},"floor":{"eps":0.21,"delta":1e-7,"draws":1000,"batch":"00"},"batch_list":[]}`,
 		s, e, n, est, n, n, n-n/10)
 }
 
@@ -72,7 +72,7 @@ func edgeDetail(name string) (string, bool) {
 	switch name {
 	case "toString", "constructor":
 		periods = []string{edgePeriod("2024-01-01T00:00:00Z", ab, 100), edgePeriod("2024-01-02T00:00:00Z", ab, 100)}
-		horizon = `{"periods":7,"period":"24h0m0s","eps":null,"delta":1e-6,"reports":2,"target_eps":1,"target_delta":1e-6,"max_fake_fraction":0.1,"note":"not composed"}`
+		horizon = `{"periods":7,"period":"24h0m0s","eps":null,"delta":1e-6,"reports":2,"target_eps":1,"target_delta":1e-6,"max_fake_fraction":0.1,"note":"not composed","floor":{"eps":0.84,"delta":1e-6,"draws":1000,"note":"the draws alone"}}`
 	case "empty":
 	case "net/latency_ms":
 		periods = []string{edgePeriod("2024-01-01T00:00:00Z", categories("sum", "mean"), 50), edgePeriod("2024-01-02T00:00:00Z", "", 50)}
@@ -149,6 +149,8 @@ func TestPageEdgeCases(t *testing.T) {
 		Warn     bool     `json:"warn"`
 		Plan     string   `json:"plan"`
 		Latest   string   `json:"latest"`
+		Floor    string   `json:"floor"`
+		Lines    int      `json:"lines"`
 	}
 	const read = `(() => ({
 		error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
@@ -160,6 +162,8 @@ func TestPageEdgeCases(t *testing.T) {
 		scope: (document.querySelector("#privacy .scope-against") || {}).textContent || "",
 		provided: [...document.querySelectorAll("#privacy .scope li")].map((li) => li.textContent),
 		warn: !!document.querySelector("#privacy .scope-local.warn"),
+		floor: (document.querySelector("#privacy .floor-eps") || {}).textContent || "",
+		lines: document.querySelectorAll('section.metric[data-metric="toString"] .eps-panel svg g.series-group').length,
 	}))()`
 	if err := page.Eval(ctx, read, &got); err != nil {
 		t.Fatal(err)
@@ -185,6 +189,11 @@ func TestPageEdgeCases(t *testing.T) {
 	// The plan's max_fake_fraction and a batch's honest count are shown.
 	if !strings.Contains(got.Plan, "max fake fraction") || !strings.Contains(got.Plan, "0.1 of a batch's valid reports may be fake") {
 		t.Errorf("the plan panel does not show max_fake_fraction 0.1: %q", got.Plan)
+	}
+	// A floor: the plan's, the horizon's and a period's floor alone, and
+	// the latest guarantee's draws.
+	if !strings.Contains(got.Plan, "adds 1000 blanket draws") || got.Floor != "ε = 0.84" || !strings.Contains(got.Latest, "and 1000 blanket draws") || !strings.Contains(got.Latest, "floor alone: (ε, δ) = (0.21") || got.Lines != 2 {
+		t.Errorf("the floor on the page: plan %q, horizon %q, latest %q, %d lines in the eps chart (want 2)", got.Plan, got.Floor, got.Latest, got.Lines)
 	}
 	if !strings.Contains(got.Latest, "counted as 90 honest") {
 		t.Errorf("the latest guarantee does not show its honest count: %q", got.Latest)

@@ -133,6 +133,9 @@ function renderPlan(plan) {
       ["max fake fraction", plan.max_fake_fraction
         ? `${plan.max_fake_fraction} of a batch's valid reports may be fake: every guarantee counts its honest floor, n − ⌊${plan.max_fake_fraction} n⌋`
         : "0: every valid report assumed honest"],
+      ["floor", plan.floor
+        ? `the shuffler adds ${fmt.int(plan.floor)} blanket draws to every batch: every guarantee is stated with them, and from them alone`
+        : "0: no blanket draws"],
       ["travel", plan.travel || "separate"],
       ["period", plan.period ? fmt.duration(plan.period) : "none"],
       ["horizon", plan.horizon ? `${plan.horizon} periods` : "–"],
@@ -203,8 +206,26 @@ function renderPrivacy(plan, hz, isCollector, scope) {
     ]),
   );
   if (hz.note) body.appendChild(h("p", { class: "muted", text: hz.note }));
+  if (hz.floor) body.appendChild(floorCard(hz.floor, hz.target_eps));
   const note = scopeNote(scope);
   if (note) body.appendChild(note);
+}
+
+// floorCard shows the horizon's guarantee from the shuffler's blanket
+// draws alone: it holds whatever the other reports are, fakes included.
+function floorCard(fl, target) {
+  const known = fl.eps !== null && fl.eps !== undefined;
+  const box = h("div", { class: "floor" });
+  box.appendChild(h("h3", { text: "From the floor alone" }));
+  box.appendChild(
+    h("p", {},
+      h("span", { class: "big floor-eps", text: known ? `ε = ${fmt.eps(fl.eps)}` : "ε unknown" }),
+      `, δ = ${fmt.delta(fl.delta)}: each report among its batch's ${fmt.int(fl.draws)} blanket draws, whatever the other reports are`,
+    ),
+  );
+  if (known) box.appendChild(meter(fl.eps / target, fl.eps > target));
+  if (fl.note) box.appendChild(h("p", { class: "muted", text: fl.note }));
+  return box;
 }
 
 function renderPools(pools) {
@@ -450,18 +471,27 @@ function epsPanel(periods) {
   const box = h("div", { class: "eps-panel" });
   box.appendChild(h("h3", { text: "Central ε per period (weakest batch)" }));
   const vals = periods.map((p) => (p.guarantee ? p.guarantee.eps : null));
+  const series = [{ name: "ε", color: "#067647", values: vals }];
+  if (periods.some((p) => p.floor)) {
+    series.push({ name: "ε, floor alone", color: "#b54708", values: periods.map((p) => (p.floor && p.floor.eps !== null ? p.floor.eps : null)) });
+  }
   box.appendChild(
     charts.lineChart({
       title: "central eps per period",
       labels: periods.map((p) => fmt.short(p.start)),
-      series: [{ name: "ε", color: "#067647", values: vals }],
+      series,
       height: 200,
     }),
   );
   const last = periods[periods.length - 1];
   if (last.guarantee) {
     const honest = last.guarantee.honest ? `, counted as ${fmt.int(last.guarantee.honest)} honest (max fake fraction ${last.max_fake_fraction})` : "";
-    box.appendChild(h("p", { class: "muted", text: `latest: (ε, δ) = (${fmt.eps(last.guarantee.eps)}, ${fmt.delta(last.guarantee.delta)}) for its batch of ${fmt.int(last.guarantee.messages)} messages${honest}` }));
+    const draws = last.guarantee.draws ? ` and ${fmt.int(last.guarantee.draws)} blanket draws` : "";
+    box.appendChild(h("p", { class: "muted", text: `latest: (ε, δ) = (${fmt.eps(last.guarantee.eps)}, ${fmt.delta(last.guarantee.delta)}) for its batch of ${fmt.int(last.guarantee.messages)} messages${honest}${draws}` }));
+  }
+  if (last.floor) {
+    const known = last.floor.eps !== null && last.floor.eps !== undefined;
+    box.appendChild(h("p", { class: "muted floor-latest", text: `floor alone: ${known ? `(ε, δ) = (${fmt.eps(last.floor.eps)}, ${fmt.delta(last.floor.delta)})` : "ε unknown"} among ${fmt.int(last.floor.draws)} blanket draws, whatever the other reports are` }));
   }
   return box;
 }
