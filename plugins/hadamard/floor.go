@@ -45,13 +45,7 @@ func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*s
 	if err := ldp.CheckStatistic(s, &r.desc, r.kk, true); err != nil {
 		return nil, err
 	}
-	f := append([]int64(nil), s.Counts...)
-	FWHT(f)
-	support := make([]int64, r.k)
-	for x := range support {
-		support[x] = (s.N + f[x+1]) / 2
-	}
 	sd := r.drawSupport(s.Eps0)
-	items := r.Pure(s.Eps0).FloorItems(r.desc.Categories, support, s.N, draws, func(int) float64 { return sd }, r.conf)
+	items := r.Pure(s.Eps0).FloorItems(r.desc.Categories, r.support(s), s.N, draws, func(int) float64 { return sd }, r.conf)
 	return ldp.FloorEstimate(ldp.NewEstimate(Name, s, r.conf, items), draws), nil
 }

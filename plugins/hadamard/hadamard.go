@@ -482,13 +482,19 @@ func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Es
 	if err := ldp.CheckStatistic(stat, &r.desc, r.kk, true); err != nil {
 		return nil, err
 	}
+	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, r.support(stat), stat.N, r.conf)), nil
+}
+
+// support returns each bucket's support count C(x), the reports in C_x,
+// from a checked statistic's output counts.
+func (r *Randomizer) support(stat *sdk.Statistic) []int64 {
 	f := append([]int64(nil), stat.Counts...)
 	FWHT(f)
 	support := make([]int64, r.k)
 	for x := range support {
 		support[x] = (stat.N + f[x+1]) / 2 // n + F[u] is even: F[u] = n - 2·(count outside C_x)
 	}
-	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, support, stat.N, r.conf)), nil
+	return support
 }
 
 // FWHT replaces a by its Walsh-Hadamard transform in place,

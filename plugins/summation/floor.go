@@ -17,7 +17,6 @@ package summation
 
 import (
 	"context"
-	"math"
 
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -61,10 +60,7 @@ func (r *Randomizer) items(st *sdk.Statistic, draws int64) []sdk.Item {
 	width := r.hi - r.lo
 	z := ldp.ZScore(r.conf)
 	item := func(label string, v, variance, lo, hi float64) sdk.Item {
-		h := z * math.Sqrt(variance)
-		clip := func(x float64) float64 { return min(max(x, lo), hi) }
-		return sdk.Item{Label: label, Value: v, Variance: variance, Lo: v - h, Hi: v + h,
-			Post: clip(v), PostLo: clip(v - h), PostHi: clip(v + h)}
+		return ldp.ClippedItem(z, label, v, variance, lo, hi)
 	}
 	return []sdk.Item{
 		item("sum", nf*r.lo+width*s, width*width*varS, nf*r.lo, nf*r.hi),

@@ -105,3 +105,14 @@ func NormSubShift(v []float64, total float64) float64 {
 	}
 	return shift
 }
+
+// ClippedItem returns the Item of an unbiased estimate v of a real
+// quantity with the given variance: [Lo, Hi] is v ± z·sqrt(variance),
+// and Post, PostLo and PostHi are v, Lo and Hi clipped to the feasible
+// [lo, hi] (a sum's or a mean's range).
+func ClippedItem(z float64, label string, v, variance, lo, hi float64) sdk.Item {
+	h := z * math.Sqrt(variance)
+	clip := func(x float64) float64 { return min(max(x, lo), hi) }
+	return sdk.Item{Label: label, Value: v, Variance: variance, Lo: v - h, Hi: v + h,
+		Post: clip(v), PostLo: clip(v - h), PostHi: clip(v + h)}
+}

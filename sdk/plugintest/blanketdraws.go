@@ -57,20 +57,30 @@ const CheckBlanket = "draws"
 // for a randomizer without sdk.BlanketSampler.
 const blanketNotImplemented = "not implemented"
 
+// blanketSampler returns the randomizer as an sdk.BlanketSampler, ok
+// false when it is none or answers a draw of none at the first eps0 with
+// errors.ErrUnsupported (a plugin without the RPC); err is any other
+// failure of that probe.
+func (v *verifier) blanketSampler(ctx context.Context) (bs sdk.BlanketSampler, ok bool, err error) {
+	bs, ok = v.r.(sdk.BlanketSampler)
+	if !ok {
+		return nil, false, nil
+	}
+	err = guard(func() error {
+		_, err := bs.SampleBlanket(ctx, v.opts.Eps0s[0], 0)
+		return err
+	})
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, false, nil
+	}
+	return bs, true, err
+}
+
 func (v *verifier) checkBlanket(ctx context.Context, c *Check) {
-	bs, ok := v.r.(sdk.BlanketSampler)
-	if ok {
-		perr := guard(func() error {
-			_, err := bs.SampleBlanket(ctx, v.opts.Eps0s[0], 0)
-			return err
-		})
-		switch {
-		case errors.Is(perr, errors.ErrUnsupported):
-			ok = false
-		case perr != nil:
-			c.fail("SampleBlanket", "no draws at eps0 = %g: %v", v.opts.Eps0s[0], perr)
-			return
-		}
+	bs, ok, err := v.blanketSampler(ctx)
+	if err != nil {
+		c.fail("SampleBlanket", "no draws at eps0 = %g: %v", v.opts.Eps0s[0], err)
+		return
 	}
 	if !ok {
 		c.skip(blanketNotImplemented, "the randomizer does not draw from its blanket distribution: the shuffler's privacy floor (blanket reports added to every batch) is unavailable for it; implement sdk.BlanketSampler (RPC SampleBlanket) to offer it")

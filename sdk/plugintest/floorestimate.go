@@ -71,14 +71,7 @@ func (f *floorEstimate) estimate(ctx context.Context, s *sdk.Statistic) (e *sdk.
 }
 
 func (v *verifier) checkFloorEstimate(ctx context.Context, c *Check) {
-	bs, ok := v.r.(sdk.BlanketSampler)
-	if ok {
-		perr := guard(func() error {
-			_, err := bs.SampleBlanket(ctx, v.opts.Eps0s[0], 0)
-			return err
-		})
-		ok = !errors.Is(perr, errors.ErrUnsupported)
-	}
+	bs, ok, _ := v.blanketSampler(ctx) // a failing sampler fails the draws check
 	if !ok {
 		c.skip("all", "the randomizer does not draw from its blanket (sdk.BlanketSampler): no shuffler adds draws to its batches")
 		return

@@ -88,3 +88,48 @@ func CheckFloorEstimate(t testing.TB, r FloorEstimator, eps0 float64, m *account
 		t.Error("Estimate took a statistic with draws")
 	}
 }
+
+// FloorSampler is a FloorEstimator that draws from its blanket and
+// declares a matrix.
+type FloorSampler interface {
+	FloorEstimator
+	sdk.BlanketSampler
+	Declaration(eps0 float64, form accountant.Form) (*accountant.Declaration, error)
+}
+
+// CheckFloorEstimates runs CheckFloorEstimate on r at eps0 0.5, 2 and 6,
+// on the statistic of r's reports of in and 300 of its blanket draws;
+// single sets the counts (len counts) of one report of output y.
+func CheckFloorEstimates(t testing.TB, r FloorSampler, in sdk.Inputs, counts int, single func(c []int64, y int), affine []string) {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := r.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const draws = 300
+	for _, eps0 := range []float64{0.5, 2, 6} {
+		d, err := r.Declaration(eps0, accountant.FormMatrix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := func(y int) *sdk.Statistic {
+			s := &sdk.Statistic{Plugin: desc.Name, Digest: desc.Digest, Eps0: eps0, N: 1, Counts: make([]int64, counts)}
+			single(s.Counts, y)
+			return s
+		}
+		reports, err := r.Randomize(ctx, eps0, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drawn, err := r.SampleBlanket(ctx, eps0, draws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := r.Accumulate(ctx, eps0, append(reports, drawn...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckFloorEstimate(t, r, eps0, d.Matrix, one, base, draws, affine)
+	}
+}
