@@ -132,12 +132,15 @@ type BlanketSampler interface {
 type FloorEstimator interface {
 	// EstimateFloor is Estimate for a statistic stat.Draws of whose stat.N
 	// valid reports are draws of the blanket at stat.Eps0 (SampleBlanket),
-	// 0 <= Draws <= N. Every item's Value is unbiased for the other N -
+	// 0 <= Draws <= N - 1: at least one report of an app, as Estimate
+	// needs N >= 1 (draws alone estimate nothing, and a mean of no report
+	// has no value). Every item's Value is unbiased for the other N -
 	// Draws reports alone (the draws' expected contribution subtracted),
 	// its Variance is that of this estimate (the draws' own variance
 	// included), Lo and Hi follow from them as in Estimate, and Post is
 	// post-processed for N - Draws reports. Estimate.N is N - Draws. With
-	// Draws = 0 it equals Estimate. Errors wrap ErrBadStatistic.
+	// Draws = 0 it equals Estimate. Errors wrap ErrBadStatistic, among
+	// them Draws < 0 and Draws >= N.
 	EstimateFloor(ctx context.Context, stat *Statistic) (*Estimate, error)
 }
 

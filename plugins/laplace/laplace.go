@@ -280,8 +280,9 @@ func (r *Randomizer) items(st *sdk.Statistic, draws int64) []sdk.Item {
 }
 
 // checkStatistic validates a statistic of this randomizer: compatible,
-// N >= 1, and counts that N reports within MaxSteps could have summed to.
-// Errors wrap sdk.ErrBadStatistic.
+// N >= 1, no draws (ldp.CheckNoDraws: Estimate refuses them), and counts
+// that N reports within MaxSteps could have summed to. Errors wrap
+// sdk.ErrBadStatistic.
 func (r *Randomizer) checkStatistic(s *sdk.Statistic) error {
 	if s == nil {
 		return fmt.Errorf("%w: nil statistic", sdk.ErrBadStatistic)
@@ -299,7 +300,7 @@ func (r *Randomizer) checkStatistic(s *sdk.Statistic) error {
 	case s.Malformed < 0:
 		return fmt.Errorf("%w: Malformed = %d, must be >= 0", sdk.ErrBadStatistic, s.Malformed)
 	case s.Draws != 0:
-		return fmt.Errorf("%w: %d of the statistic's reports are the shuffler's blanket draws: estimate it with EstimateFloor (sdk.FloorEstimator)", sdk.ErrBadStatistic, s.Draws)
+		return ldp.CheckNoDraws(s)
 	case s.N > 1<<31:
 		return fmt.Errorf("%w: N = %d, more than the 2^31 reports a statistic holds", sdk.ErrBadStatistic, s.N)
 	case math.Abs(float64(s.Counts[0])) > float64(s.N)*(MaxSteps>>32):

@@ -74,9 +74,9 @@ func CopyDescription(d *sdk.Description) *sdk.Description {
 
 // CheckStatistic validates a statistic before estimation: produced by the
 // plugin and configuration of desc at a supported eps0, with counts
-// counters, N >= 1, no negative counter, and either counts summing to N
-// (sumIsN, one count per report) or each count at most N. Errors wrap
-// sdk.ErrBadStatistic.
+// counters, N >= 1, no draws (CheckNoDraws: Estimate refuses them), no
+// negative counter, and either counts summing to N (sumIsN, one count per
+// report) or each count at most N. Errors wrap sdk.ErrBadStatistic.
 func CheckStatistic(s *sdk.Statistic, desc *sdk.Description, counts int, sumIsN bool) error {
 	if s == nil {
 		return fmt.Errorf("%w: nil statistic", sdk.ErrBadStatistic)
@@ -91,8 +91,8 @@ func CheckStatistic(s *sdk.Statistic, desc *sdk.Description, counts int, sumIsN 
 	if s.N < 1 {
 		return fmt.Errorf("%w: N = %d, need at least one valid report", sdk.ErrBadStatistic, s.N)
 	}
-	if s.Draws != 0 {
-		return errHasDraws(s)
+	if err := CheckNoDraws(s); err != nil {
+		return err
 	}
 	if s.Malformed < 0 {
 		return fmt.Errorf("%w: Malformed = %d, must be >= 0", sdk.ErrBadStatistic, s.Malformed)

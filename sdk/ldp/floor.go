@@ -23,9 +23,16 @@ import (
 	"github.com/blanket-dp/blanket/sdk"
 )
 
-// errHasDraws refuses a statistic with draws where Estimate is asked.
-func errHasDraws(s *sdk.Statistic) error {
-	return fmt.Errorf("%w: %d of the statistic's reports are the shuffler's blanket draws: estimate it with EstimateFloor (sdk.FloorEstimator), which takes them out", sdk.ErrBadStatistic, s.Draws)
+// CheckNoDraws returns nil for a statistic without draws, and for one
+// with draws (Draws != 0) an error wrapping sdk.ErrBadStatistic that
+// names EstimateFloor: Estimate refuses such a statistic
+// (sdk.Statistic.Draws). CheckStatistic calls it; a randomizer that
+// validates its statistics otherwise calls it from its Estimate.
+func CheckNoDraws(s *sdk.Statistic) error {
+	if s.Draws == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: Draws = %d: that many of the statistic's reports are the shuffler's blanket draws; estimate it with EstimateFloor (sdk.FloorEstimator), which takes them out", sdk.ErrBadStatistic, s.Draws)
 }
 
 // SplitDraws validates the Draws of a statistic given to EstimateFloor,

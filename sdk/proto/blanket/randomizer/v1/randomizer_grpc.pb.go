@@ -112,7 +112,8 @@ type RandomizerClient interface {
 	// variance with the draws' own, post-processed for n - draws reports
 	// (sdk.FloorEstimator). Optional: a plugin that does not implement it
 	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason
-	// BAD_STATISTIC. Estimate refuses a statistic with draws.
+	// BAD_STATISTIC, among them draws < 0 and draws >= n (at least one
+	// report of an app). Estimate refuses a statistic with draws.
 	EstimateFloor(ctx context.Context, in *EstimateRequest, opts ...grpc.CallOption) (*EstimateResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
@@ -305,7 +306,8 @@ type RandomizerServer interface {
 	// variance with the draws' own, post-processed for n - draws reports
 	// (sdk.FloorEstimator). Optional: a plugin that does not implement it
 	// answers UNIMPLEMENTED. Errors: INVALID_ARGUMENT with reason
-	// BAD_STATISTIC. Estimate refuses a statistic with draws.
+	// BAD_STATISTIC, among them draws < 0 and draws >= n (at least one
+	// report of an app). Estimate refuses a statistic with draws.
 	EstimateFloor(context.Context, *EstimateRequest) (*EstimateResponse, error)
 	// Step advances per-user states of a stateful randomizer (sdk.Stateful,
 	// Description.stateful) to a reporting period: one state and one input
