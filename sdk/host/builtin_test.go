@@ -15,8 +15,8 @@ var builtins = map[string]sdk.Factory{krr.Name: sdk.FactoryOf(krr.FromConfig)}
 // TestBuiltinBehavesAsAPlugin opens k-RR in process and checks what a
 // Plugin promises whatever its implementation: the randomizer's answers,
 // errors.ErrUnsupported from Step and Outputs it does not implement (and
-// SampleBlanket of a randomizer without it), and
-// sdk.ErrClosed after Close.
+// SampleBlanket and EstimateFloor of a randomizer without them), k-RR's
+// EstimateFloor, and sdk.ErrClosed after Close.
 func TestBuiltinBehavesAsAPlugin(t *testing.T) {
 	ctx := context.Background()
 	p, err := host.Builtin("krr", sdk.Config{Categories: []string{"a", "b"}}, builtins)
@@ -42,8 +42,20 @@ func TestBuiltinBehavesAsAPlugin(t *testing.T) {
 	if _, err := p.Outputs(ctx, 1, reports); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Outputs on k-RR: %v, want ErrUnsupported", err)
 	}
-	if draws, err := p.SampleBlanket(ctx, 1, 4); err != nil || len(draws) != 4 {
-		t.Errorf("SampleBlanket on k-RR: %d draws, %v", len(draws), err)
+	draws, err := p.SampleBlanket(ctx, 1, 4)
+	if err != nil || len(draws) != 4 {
+		t.Fatalf("SampleBlanket on k-RR: %d draws, %v", len(draws), err)
+	}
+	stat, err := p.Accumulate(ctx, 1, append(reports, draws...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat.Draws = 4
+	if est, err := p.EstimateFloor(ctx, stat); err != nil || est.N != 3 {
+		t.Errorf("EstimateFloor on k-RR of 3 reports and 4 draws: %+v, %v; want an estimate of N = 3", est, err)
+	}
+	if _, err := p.Estimate(ctx, stat); !errors.Is(err, sdk.ErrBadStatistic) {
+		t.Errorf("Estimate on k-RR of a statistic with draws: %v, want ErrBadStatistic", err)
 	}
 	hidden, err := host.Builtin("plain", sdk.Config{Categories: []string{"a", "b"}}, map[string]sdk.Factory{"plain": func(cfg sdk.Config) (sdk.Randomizer, error) {
 		r, err := krr.FromConfig(cfg)
@@ -55,11 +67,17 @@ func TestBuiltinBehavesAsAPlugin(t *testing.T) {
 	if _, err := hidden.SampleBlanket(ctx, 1, 4); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("SampleBlanket on a randomizer without it: %v, want ErrUnsupported", err)
 	}
+	if _, err := hidden.EstimateFloor(ctx, stat); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("EstimateFloor on a randomizer without it: %v, want ErrUnsupported", err)
+	}
 	if err := p.Close(); err != nil || p.Running() {
 		t.Fatalf("Close: %v, Running %v", err, p.Running())
 	}
 	if _, err := p.Describe(ctx); !errors.Is(err, sdk.ErrClosed) {
 		t.Errorf("Describe after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.EstimateFloor(ctx, stat); !errors.Is(err, sdk.ErrClosed) {
+		t.Errorf("EstimateFloor after Close: %v, want ErrClosed", err)
 	}
 }
 

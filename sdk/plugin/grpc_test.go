@@ -789,3 +789,84 @@ func TestGRPCSampleBlanket(t *testing.T) {
 		t.Errorf("a sampler answering one draw short: %v, want codes.Internal", err)
 	}
 }
+
+// nilFloor answers EstimateFloor with neither an estimate nor an error.
+type nilFloor struct{ *krr.Randomizer }
+
+func (nilFloor) EstimateFloor(context.Context, *sdk.Statistic) (*sdk.Estimate, error) {
+	return nil, nil
+}
+
+// TestGRPCEstimateFloor: a statistic's draws cross the plugin protocol
+// (Statistic.draws): the served EstimateFloor gives what the randomizer's
+// gives in process, and the served Estimate refuses the statistic, as it
+// could not had the draws been lost on the way; Draws below 0 or at N
+// answer sdk.ErrBadStatistic, a plugin without sdk.FloorEstimator
+// errors.ErrUnsupported, and a nil estimate is the plugin's fault.
+func TestGRPCEstimateFloor(t *testing.T) {
+	ctx := context.Background()
+	cfg := sdk.Config{Categories: labels(5)}
+	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client {
+		c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+			r, err := krr.FromConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return f(r), nil
+		})
+		if _, err := c.Configure(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	local, err := krr.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open(func(r *krr.Randomizer) sdk.Randomizer { return r })
+	reps, err := c.Randomize(ctx, 1, categorical(5)(400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	draws, err := c.SampleBlanket(ctx, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := c.Accumulate(ctx, 1, append(reps, draws...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat.Draws = 100
+	got, err := c.EstimateFloor(ctx, stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := local.EstimateFloor(ctx, stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("served EstimateFloor %+v, in process %+v", got, want)
+	}
+	if got.N != 400 {
+		t.Errorf("served EstimateFloor counts N = %d, want the 400 apps' reports", got.N)
+	}
+	if _, err := c.Estimate(ctx, stat); !errors.Is(err, sdk.ErrBadStatistic) {
+		t.Errorf("served Estimate of a statistic with draws: %v, want sdk.ErrBadStatistic", err)
+	}
+	for _, d := range []int64{-1, stat.N} {
+		bad := stat.Clone()
+		bad.Draws = d
+		if _, err := c.EstimateFloor(ctx, bad); !errors.Is(err, sdk.ErrBadStatistic) {
+			t.Errorf("served EstimateFloor with Draws = %d of N = %d: %v, want sdk.ErrBadStatistic", d, bad.N, err)
+		}
+	}
+	plain := open(func(r *krr.Randomizer) sdk.Randomizer { return struct{ sdk.Randomizer }{r} })
+	if _, err := plain.EstimateFloor(ctx, stat); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("EstimateFloor of a randomizer without it: %v, want errors.ErrUnsupported", err)
+	}
+	broken := open(func(r *krr.Randomizer) sdk.Randomizer { return nilFloor{r} })
+	if _, err := broken.EstimateFloor(ctx, stat); status.Code(err) != codes.Internal {
+		t.Errorf("a plugin answering a nil estimate: %v, want codes.Internal", err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/blanket-dp/blanket/plugins/builtin"
+	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/host"
 	"github.com/blanket-dp/blanket/sdk/plugin"
@@ -579,4 +580,57 @@ func TestHostDeathNoOrphan(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitGone(t, pid)
+}
+
+// TestSubprocessEstimateFloor: a statistic with the shuffler's draws
+// crosses to a plugin process and back: its EstimateFloor gives what
+// k-RR's gives in process, its Estimate refuses the statistic, and a
+// panic in EstimateFloor fails that call with codes.Internal and keeps
+// the process.
+func TestSubprocessEstimateFloor(t *testing.T) {
+	ctx := context.Background()
+	p := openTest(t, nil)
+	in := make([]string, 300)
+	for i := range in {
+		in[i] = []string{"a", "b", "c"}[i%3]
+	}
+	reports, err := p.Randomize(ctx, 1, sdk.Inputs{Categories: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draws, err := p.SampleBlanket(ctx, 1, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := p.Accumulate(ctx, 1, append(reports, draws...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat.Draws = 200
+	got, err := p.EstimateFloor(ctx, stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := krr.FromConfig(sdk.Config{Categories: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := local.EstimateFloor(ctx, stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || got.N != 300 {
+		t.Errorf("EstimateFloor in the plugin process %+v, in process %+v (N = 300 apps' reports)", got, want)
+	}
+	if _, err := p.Estimate(ctx, stat); !errors.Is(err, sdk.ErrBadStatistic) {
+		t.Errorf("Estimate of a statistic with draws in the plugin process: %v, want sdk.ErrBadStatistic", err)
+	}
+	panicking := openTest(t, map[string]string{"panic": "estimate"})
+	pid := plugin.PID(panicking)
+	if _, err := panicking.EstimateFloor(ctx, stat); status.Code(err) != codes.Internal || errors.Is(err, sdk.ErrPluginFailed) {
+		t.Errorf("EstimateFloor on a panicking plugin: %v, want codes.Internal", err)
+	}
+	if err := randomizeABC(ctx, panicking); err != nil || plugin.PID(panicking) != pid {
+		t.Errorf("after a panic in EstimateFloor: %v, pid %d, was %d", err, plugin.PID(panicking), pid)
+	}
 }

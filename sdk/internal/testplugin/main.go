@@ -4,7 +4,8 @@
 // goes to krr.FromConfig:
 //
 //	hang=M1,M2    the named methods (configure, describe, declare, randomize,
-//	              accumulate, estimate) block for an hour, ignoring ctx
+//	              accumulate, estimate: Estimate and EstimateFloor) block
+//	              for an hour, ignoring ctx
 //	crash=M1,M2   the named methods exit the process with status 3
 //	panic=M1,M2   the named methods panic
 //	crash_once=F  the first Randomize exits the process unless file F
@@ -123,4 +124,9 @@ func (m *misbehaving) Accumulate(ctx context.Context, eps0 float64, reports [][]
 func (m *misbehaving) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
 	m.misbehave("estimate")
 	return m.Randomizer.Estimate(ctx, stat)
+}
+
+func (m *misbehaving) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+	m.misbehave("estimate")
+	return m.Randomizer.EstimateFloor(ctx, stat)
 }
