@@ -103,9 +103,10 @@ SampleBlanket RPC: the reports a shuffler adds to every batch for a
 privacy floor) has its draws tested against the blanket of its declaration
 (chi-square), and must take the draws out of its estimates
 (sdk.FloorEstimator, the EstimateFloor RPC), which the floor check tests
-as the estimator check does, with draws added to every batch; one that does
-not draw has both checks skipped with a message, and the floor is
-unavailable for it.
+as the estimator check does, with draws added to every batch, after its
+contract (without draws it is Estimate; Estimate refuses a statistic with
+draws, EstimateFloor draws below 0 or from N up); one that does not draw has
+both checks skipped with a message, and the floor is unavailable for it.
 
 Run it on the configuration you ship (--categories 1000) and on a small one
 (the default: 8 categories, or the range [0, 1], or two states for a plugin

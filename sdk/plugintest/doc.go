@@ -61,7 +61,11 @@
 //     check with BatchSize draws added to every batch, estimated by
 //     sdk.FloorEstimator.EstimateFloor (floorestimate.go): the means are
 //     the truth of the apps' inputs and the variances those of the
-//     estimates. A sampler without EstimateFloor fails it.
+//     estimates. Before them, its contract on one batch: without draws
+//     EstimateFloor is Estimate; with them it estimates N - Draws reports
+//     with valid items; Estimate of a statistic with draws, and Draws
+//     -1, N and N + 1, fail with sdk.ErrBadStatistic. A sampler without
+//     EstimateFloor fails it.
 //   - inputs: inputs of the wrong kind, unknown categories without an other
 //     bucket, NaN and infinite reals fail with errors wrapping
 //     sdk.ErrBadInput that name the bad index; budgets outside the range

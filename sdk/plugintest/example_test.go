@@ -37,7 +37,7 @@ func ExampleVerify() {
 	// privacy     pass (9 tests)
 	// draws       pass (3 tests)
 	// estimator   pass (24 tests)
-	// floor       pass (24 tests)
+	// floor       pass (35 tests)
 	// inputs      pass (26 tests)
 	// reports     pass (30 tests)
 	// statistics  pass (20 tests)

@@ -61,9 +61,64 @@ func (n noFloor) SampleBlanket(ctx context.Context, eps0 float64, count int) ([]
 	return n.bs.SampleBlanket(ctx, eps0, count)
 }
 
+// estimateTakesDraws has an Estimate that takes a statistic with draws,
+// counting them as apps' reports.
+type estimateTakesDraws struct{ *krr.Randomizer }
+
+func (e estimateTakesDraws) Estimate(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	c := s.Clone()
+	c.Draws = 0
+	return e.Randomizer.Estimate(ctx, c)
+}
+
+// floorAnyDraws takes any Draws, clamping them to [0, N-1].
+type floorAnyDraws struct{ *krr.Randomizer }
+
+func (f floorAnyDraws) EstimateFloor(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	c := s.Clone()
+	c.Draws = min(max(c.Draws, 0), c.N-1)
+	return f.Randomizer.EstimateFloor(ctx, c)
+}
+
+// floorPostOfAll post-processes for all N reports, the draws included:
+// its post-processed counts sum to N, not N - Draws.
+type floorPostOfAll struct{ *krr.Randomizer }
+
+func (f floorPostOfAll) EstimateFloor(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	e, err := f.Randomizer.EstimateFloor(ctx, s)
+	if err != nil || s.Draws == 0 {
+		return e, err
+	}
+	scale := float64(s.N) / float64(s.N-s.Draws)
+	for i := range e.Items {
+		it := &e.Items[i]
+		it.Post, it.PostLo, it.PostHi = it.Post*scale, it.PostLo*scale, it.PostHi*scale
+	}
+	return e, nil
+}
+
+// floorOff answers what EstimateFloor should plus a thousandth, also
+// without draws: not Estimate's estimate.
+type floorOff struct{ *krr.Randomizer }
+
+func (f floorOff) EstimateFloor(ctx context.Context, s *sdk.Statistic) (*sdk.Estimate, error) {
+	e, err := f.Randomizer.EstimateFloor(ctx, s)
+	if err != nil {
+		return e, err
+	}
+	for i := range e.Items {
+		it := &e.Items[i]
+		it.Value, it.Lo, it.Hi = it.Value+1e-3, it.Lo+1e-3, it.Hi+1e-3
+	}
+	return e, nil
+}
+
 // TestBrokenFloorEstimatesFail: the floor check fails an EstimateFloor
-// that leaves the draws in, one that forgets their variance, and a
-// sampler without EstimateFloor; the real k-RR passes it.
+// that leaves the draws in, one that forgets their variance, a sampler
+// without EstimateFloor, an Estimate that takes draws, an EstimateFloor
+// that takes negative draws or more than N, one whose post-processing
+// counts the draws, and one that is not Estimate without draws; the real
+// k-RR passes it.
 func TestBrokenFloorEstimatesFail(t *testing.T) {
 	newK := func(seed uint64) *krr.Randomizer {
 		return must(krr.New(krr.Options{Categories: labels(3), Other: "other", Rand: seeded(seed)}))
@@ -80,6 +135,11 @@ func TestBrokenFloorEstimatesFail(t *testing.T) {
 		{"draws left in", floorLeftIn{newK(31)}, 100, true, "mean"},
 		{"draws' variance left out", floorVarianceOut{newK(32)}, 300, true, "variance"},
 		{"no EstimateFloor", noFloor{newK(33), newK(34)}, 100, true, "implement sdk.FloorEstimator"},
+		{"Estimate takes draws", estimateTakesDraws{newK(36)}, 20, true, "draws: Estimate refuses"},
+		{"negative draws taken", floorAnyDraws{newK(37)}, 20, true, "negative draws refused"},
+		{"draws above N taken", floorAnyDraws{newK(38)}, 20, true, "more draws than reports refused"},
+		{"post-processed for N", floorPostOfAll{newK(39)}, 20, true, "draws: items valid"},
+		{"not Estimate without draws", floorOff{newK(40)}, 20, true, "no draws: Estimate's"},
 		{"k-RR", newK(35), 300, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

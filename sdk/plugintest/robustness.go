@@ -124,7 +124,7 @@ func statBad(s *sdk.Statistic) int64 {
 // sameStat reports whether two statistics are equal in every field.
 func sameStat(a, b *sdk.Statistic) bool {
 	return a != nil && b != nil && a.Plugin == b.Plugin && a.Digest == b.Digest && a.Eps0 == b.Eps0 &&
-		a.N == b.N && a.Malformed == b.Malformed && slices.Equal(a.Counts, b.Counts)
+		a.N == b.N && a.Malformed == b.Malformed && a.Draws == b.Draws && slices.Equal(a.Counts, b.Counts)
 }
 
 func fmtStat(s *sdk.Statistic) string {
@@ -134,6 +134,9 @@ func fmtStat(s *sdk.Statistic) string {
 	counts := fmt.Sprint(s.Counts)
 	if len(counts) > 80 {
 		counts = counts[:77] + "..."
+	}
+	if s.Draws != 0 {
+		return fmt.Sprintf("{N: %d, Malformed: %d, Draws: %d, Counts: %s}", s.N, s.Malformed, s.Draws, counts)
 	}
 	return fmt.Sprintf("{N: %d, Malformed: %d, Counts: %s}", s.N, s.Malformed, counts)
 }
