@@ -5,8 +5,10 @@ package ksubset
 // The blanket is uniform on the s-subsets of the k buckets (blanket.go),
 // so a draw holds each bucket with probability s/k. ldp.Pure.FloorItems
 // takes D s/k out of each bucket's count and adds D (s/k)(1 - s/k) to its
-// variance. The conformance kit's floor check tests it against known
-// inputs mixed with real draws.
+// variance. TestEstimateFloor checks it against the blanket of the
+// declared matrix and Estimate of single reports (exactly, variance
+// included, with C(k, s) draws, one of each subset); the conformance
+// kit's floor check, against known inputs mixed with real draws.
 
 import (
 	"context"

@@ -9,9 +9,12 @@ package laplace
 // of the n - D apps' s_i; the sum of the apps' inputs is (n - D)·Lo +
 // (Hi - Lo)·(g·K - D/2). Every report's noise, a draw's included, has the
 // same variance g²·2u/(1-u)² (a draw is a report of a fixed input), so
-// Var(sum) = n·(Hi-Lo)²·g²·2u/(1-u)², over all n reports. The conformance
-// kit's floor check tests the means and variances against known inputs
-// mixed with real draws (TestBuiltins).
+// Var(sum) = n·(Hi-Lo)²·g²·2u/(1-u)², over all n reports. TestEstimateFloor
+// checks it against Estimate: draws in symmetric pairs about the middle
+// (exactly their expected contribution) must give the apps' estimate with
+// one report's variance per draw added, and fresh draws vary as much
+// (Monte Carlo); the conformance kit's floor check tests the means and
+// variances against known inputs mixed with real draws (TestBuiltins).
 
 import (
 	"context"

@@ -6,8 +6,11 @@ package olh
 // uniform on [0, g) and independent of the seed, so a draw supports bucket
 // v (y = H_seed(v)) with probability exactly 1/g, whatever v and the
 // family's collisions. ldp.Pure.FloorItems takes D/g out of each support
-// count and adds D (1/g)(1 - 1/g) to its variance. The conformance kit's
-// floor check tests it against known inputs mixed with real draws.
+// count and adds D (1/g)(1 - 1/g) to its variance. TestEstimateFloor
+// checks it against the blanket of the declared matrix and Estimate of
+// single reports (exactly, variance included, with one draw of each
+// output); the conformance kit's floor check, against known inputs mixed
+// with real draws.
 
 import (
 	"context"
