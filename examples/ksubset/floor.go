@@ -12,7 +12,6 @@ package ksubset
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -24,21 +23,8 @@ var _ sdk.FloorEstimator = (*Randomizer)(nil)
 // apps' reports, the draws' expected s/k per bucket taken out and their
 // variance added.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	st, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := ldp.CheckStatistic(st, &r.desc, r.k, false); err != nil {
-		return nil, err
-	}
-	var sum int64
-	for _, c := range st.Counts {
-		sum += c
-	}
-	if sum != int64(r.s)*st.N {
-		return nil, fmt.Errorf("%w: counts sum to %d, want s·N = %d·%d (every report holds s buckets)", sdk.ErrBadStatistic, sum, r.s, st.N)
-	}
 	support := float64(r.s) / float64(r.k)
-	items := r.Pure(st.Eps0).FloorItems(r.desc.Categories, st.Counts, st.N, draws, func(int) float64 { return support }, r.conf)
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, st, r.conf, items), draws), nil
+	return ldp.EstimateFloor(Name, stat, r.conf, r.checkStatistic, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		return r.Pure(s.Eps0).FloorItems(r.desc.Categories, s.Counts, s.N, draws, func(int) float64 { return support }, r.conf), nil
+	})
 }

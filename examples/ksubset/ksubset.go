@@ -233,21 +233,31 @@ func (r *Randomizer) Accumulate(ctx context.Context, eps0 float64, reports [][]b
 	return ldp.AccumulateBitmaps(ctx, &r.desc, eps0, r.k, r.s, reports)
 }
 
-// Estimate implements sdk.Randomizer: one item per bucket, the estimated
-// number of senders in it, (C(v) - n q*)/(p* - q*) with C(v) the reports
-// whose subset holds v (p*, q* in Pure), variance
-// n q*(1-q*)/(p*-q*)² + n_v (1-p*-q*)/(p*-q*) with n_v the clamped
-// estimate, and Norm-Sub post-processing (see ldp.Pure.Items).
-func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+// checkStatistic validates a statistic before estimation
+// (ldp.CheckStatistic), its counts summing to s·N: every report holds s
+// buckets. Errors wrap sdk.ErrBadStatistic.
+func (r *Randomizer) checkStatistic(stat *sdk.Statistic) error {
 	if err := ldp.CheckStatistic(stat, &r.desc, r.k, false); err != nil {
-		return nil, err
+		return err
 	}
 	var sum int64
 	for _, c := range stat.Counts {
 		sum += c // each count is at most N, checked: no overflow below 2^47 reports
 	}
 	if sum != int64(r.s)*stat.N {
-		return nil, fmt.Errorf("%w: counts sum to %d, want s·N = %d·%d (every report holds s buckets)", sdk.ErrBadStatistic, sum, r.s, stat.N)
+		return fmt.Errorf("%w: counts sum to %d, want s·N = %d·%d (every report holds s buckets)", sdk.ErrBadStatistic, sum, r.s, stat.N)
+	}
+	return nil
+}
+
+// Estimate implements sdk.Randomizer: one item per bucket, the estimated
+// number of senders in it, (C(v) - n q*)/(p* - q*) with C(v) the reports
+// whose subset holds v (p*, q* in Pure), variance
+// n q*(1-q*)/(p*-q*)² + n_v (1-p*-q*)/(p*-q*) with n_v the clamped
+// estimate, and Norm-Sub post-processing (see ldp.Pure.Items).
+func (r *Randomizer) Estimate(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
+	if err := r.checkStatistic(stat); err != nil {
+		return nil, err
 	}
 	return ldp.NewEstimate(Name, stat, r.conf, r.Pure(stat.Eps0).Items(r.desc.Categories, stat.Counts, stat.N, r.conf)), nil
 }

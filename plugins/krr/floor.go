@@ -28,13 +28,8 @@ func (r *Randomizer) drawSupport(int) float64 { return 1 / float64(r.k) }
 // apps' reports, the draws' expected 1/k per bucket taken out and their
 // variance added.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	s, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := ldp.CheckStatistic(s, &r.desc, r.k, true); err != nil {
-		return nil, err
-	}
-	items := r.Pure(s.Eps0).FloorItems(r.desc.Categories, s.Counts, s.N, draws, r.drawSupport, r.conf)
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, s, r.conf, items), draws), nil
+	check := func(s *sdk.Statistic) error { return ldp.CheckStatistic(s, &r.desc, r.k, true) }
+	return ldp.EstimateFloor(Name, stat, r.conf, check, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		return r.Pure(s.Eps0).FloorItems(r.desc.Categories, s.Counts, s.N, draws, r.drawSupport, r.conf), nil
+	})
 }

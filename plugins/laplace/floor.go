@@ -28,12 +28,7 @@ var _ sdk.FloorEstimator = (*Randomizer)(nil)
 // EstimateFloor implements sdk.FloorEstimator: Estimate's sum and mean of
 // the apps' reports, the draws' expected middle of the range taken out.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	st, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkStatistic(st); err != nil {
-		return nil, err
-	}
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, st, r.conf, r.items(st, draws)), draws), nil
+	return ldp.EstimateFloor(Name, stat, r.conf, r.checkStatistic, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		return r.items(s, draws), nil
+	})
 }

@@ -37,14 +37,9 @@ func (r *Randomizer) drawSupport(eps0 float64) float64 {
 // apps' reports, the draws' expected bits taken out and their variance
 // added.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	s, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := ldp.CheckStatistic(s, &r.desc, r.d, false); err != nil {
-		return nil, err
-	}
-	sd := r.drawSupport(s.Eps0)
-	items := r.Pure(s.Eps0).FloorItems(r.desc.Categories, s.Counts, s.N, draws, func(int) float64 { return sd }, r.conf)
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, s, r.conf, items), draws), nil
+	check := func(s *sdk.Statistic) error { return ldp.CheckStatistic(s, &r.desc, r.d, false) }
+	return ldp.EstimateFloor(Name, stat, r.conf, check, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		sd := r.drawSupport(s.Eps0)
+		return r.Pure(s.Eps0).FloorItems(r.desc.Categories, s.Counts, s.N, draws, func(int) float64 { return sd }, r.conf), nil
+	})
 }

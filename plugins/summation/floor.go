@@ -28,14 +28,10 @@ var _ sdk.FloorEstimator = (*Randomizer)(nil)
 // the apps' reports, the draws' expected half a level each taken out and
 // their variance added.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	st, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := ldp.CheckStatistic(st, &r.desc, r.k+1, true); err != nil {
-		return nil, err
-	}
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, st, r.conf, r.items(st, draws)), draws), nil
+	check := func(s *sdk.Statistic) error { return ldp.CheckStatistic(s, &r.desc, r.k+1, true) }
+	return ldp.EstimateFloor(Name, stat, r.conf, check, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		return r.items(s, draws), nil
+	})
 }
 
 // items returns the sum and mean items of st's n reports of which draws

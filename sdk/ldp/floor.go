@@ -35,27 +35,33 @@ func CheckNoDraws(s *sdk.Statistic) error {
 	return fmt.Errorf("%w: Draws = %d: that many of the statistic's reports are the shuffler's blanket draws; estimate it with EstimateFloor (sdk.FloorEstimator), which takes them out", sdk.ErrBadStatistic, s.Draws)
 }
 
-// SplitDraws validates the Draws of a statistic given to EstimateFloor,
-// 0 <= Draws <= N - 1 (at least one report of an app to estimate), and
-// returns a copy without them (for CheckStatistic and the estimator) and
-// their number. Errors wrap sdk.ErrBadStatistic.
-func SplitDraws(s *sdk.Statistic) (*sdk.Statistic, int64, error) {
-	if s == nil {
-		return nil, 0, fmt.Errorf("%w: nil statistic", sdk.ErrBadStatistic)
+// EstimateFloor is sdk.FloorEstimator.EstimateFloor for the randomizer
+// named plugin: it validates stat's Draws, 0 <= Draws <= N - 1 (at least
+// one report of an app to estimate), checks the statistic without them
+// with check (what its Estimate checks), and returns the estimate of the
+// N - Draws apps' reports whose items are items(s, draws): s the
+// statistic without its draws (its N counts them), draws their number.
+// Errors wrap sdk.ErrBadStatistic, or are items'.
+func EstimateFloor(plugin string, stat *sdk.Statistic, confidence float64, check func(*sdk.Statistic) error, items func(s *sdk.Statistic, draws int64) ([]sdk.Item, error)) (*sdk.Estimate, error) {
+	if stat == nil {
+		return nil, fmt.Errorf("%w: nil statistic", sdk.ErrBadStatistic)
 	}
-	if s.Draws < 0 || (s.Draws > 0 && s.Draws >= s.N) {
-		return nil, 0, fmt.Errorf("%w: Draws = %d of N = %d reports, must be in [0, N-1]: at least one report of an app", sdk.ErrBadStatistic, s.Draws, s.N)
+	draws := stat.Draws
+	if draws < 0 || (draws > 0 && draws >= stat.N) {
+		return nil, fmt.Errorf("%w: Draws = %d of N = %d reports, must be in [0, N-1]: at least one report of an app", sdk.ErrBadStatistic, draws, stat.N)
 	}
-	c := *s
-	c.Draws = 0
-	return &c, s.Draws, nil
-}
-
-// FloorEstimate returns the estimate of a statistic without its draws
-// (SplitDraws) that its randomizer made: est of stat, N the apps' reports.
-func FloorEstimate(est *sdk.Estimate, draws int64) *sdk.Estimate {
+	s := *stat
+	s.Draws = 0
+	if err := check(&s); err != nil {
+		return nil, err
+	}
+	it, err := items(&s, draws)
+	if err != nil {
+		return nil, err
+	}
+	est := NewEstimate(plugin, &s, confidence, it)
 	est.N -= draws
-	return est
+	return est, nil
 }
 
 // FloorItems is Items for n reports of which draws are draws of the

@@ -728,6 +728,23 @@ func TestGRPCOutputs(t *testing.T) {
 	}
 }
 
+// wrappedKRRClient returns a client of a served k-RR randomizer of cfg,
+// configured, wrapped by wrap.
+func wrappedKRRClient(t *testing.T, cfg sdk.Config, wrap func(*krr.Randomizer) sdk.Randomizer) *rpc.Client {
+	t.Helper()
+	c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
+		r, err := krr.FromConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(r), nil
+	})
+	if _, err := c.Configure(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // shortBlanket answers one blanket draw fewer than asked.
 type shortBlanket struct{ *krr.Randomizer }
 
@@ -746,19 +763,7 @@ func (s shortBlanket) SampleBlanket(ctx context.Context, eps0 float64, n int) ([
 func TestGRPCSampleBlanket(t *testing.T) {
 	ctx := context.Background()
 	cfg := sdk.Config{Categories: labels(5)}
-	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client {
-		c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
-			r, err := krr.FromConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			return f(r), nil
-		})
-		if _, err := c.Configure(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client { return wrappedKRRClient(t, cfg, f) }
 	plain := open(func(r *krr.Randomizer) sdk.Randomizer { return struct{ sdk.Randomizer }{r} })
 	if _, err := plain.SampleBlanket(ctx, 1, 3); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("SampleBlanket of a randomizer without it: %v, want errors.ErrUnsupported", err)
@@ -806,19 +811,7 @@ func (nilFloor) EstimateFloor(context.Context, *sdk.Statistic) (*sdk.Estimate, e
 func TestGRPCEstimateFloor(t *testing.T) {
 	ctx := context.Background()
 	cfg := sdk.Config{Categories: labels(5)}
-	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client {
-		c := grpcClient(t, func(cfg sdk.Config) (sdk.Randomizer, error) {
-			r, err := krr.FromConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			return f(r), nil
-		})
-		if _, err := c.Configure(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	open := func(f func(*krr.Randomizer) sdk.Randomizer) *rpc.Client { return wrappedKRRClient(t, cfg, f) }
 	local, err := krr.FromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -26,18 +26,13 @@ var _ sdk.FloorEstimator = (*Randomizer)(nil)
 // apps' reports, the draws' expected 1/g per bucket taken out and their
 // variance added.
 func (r *Randomizer) EstimateFloor(ctx context.Context, stat *sdk.Statistic) (*sdk.Estimate, error) {
-	s, draws, err := ldp.SplitDraws(stat)
-	if err != nil {
-		return nil, err
-	}
-	if err := ldp.CheckStatistic(s, &r.desc, r.d, false); err != nil {
-		return nil, err
-	}
-	f, err := r.Family(s.Eps0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sdk.ErrBadStatistic, err)
-	}
-	support := 1 / float64(f.G())
-	items := pure(s.Eps0, f).FloorItems(r.desc.Categories, s.Counts, s.N, draws, func(int) float64 { return support }, r.conf)
-	return ldp.FloorEstimate(ldp.NewEstimate(Name, s, r.conf, items), draws), nil
+	check := func(s *sdk.Statistic) error { return ldp.CheckStatistic(s, &r.desc, r.d, false) }
+	return ldp.EstimateFloor(Name, stat, r.conf, check, func(s *sdk.Statistic, draws int64) ([]sdk.Item, error) {
+		f, err := r.Family(s.Eps0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", sdk.ErrBadStatistic, err)
+		}
+		support := 1 / float64(f.G())
+		return pure(s.Eps0, f).FloorItems(r.desc.Categories, s.Counts, s.N, draws, func(int) float64 { return support }, r.conf), nil
+	})
 }

@@ -39,20 +39,7 @@ func CheckFloorEstimate(t testing.TB, r FloorEstimator, eps0 float64, m *account
 	t.Helper()
 	ctx := context.Background()
 	omega := BlanketLaw(m)
-	var mu, sq []float64
-	for y, w := range omega {
-		e, err := r.Estimate(ctx, single(y))
-		if err != nil {
-			t.Fatalf("Estimate of one report of output %d: %v", y, err)
-		}
-		if mu == nil {
-			mu, sq = make([]float64, len(e.Items)), make([]float64, len(e.Items))
-		}
-		for i, it := range e.Items {
-			mu[i] += w * it.Value
-			sq[i] += w * it.Value * it.Value
-		}
-	}
+	mu, sq := drawMoments(t, r, omega, single)
 	plain, err := r.Estimate(ctx, base)
 	if err != nil {
 		t.Fatal(err)
@@ -237,22 +224,10 @@ func CheckFloorBalanced(t testing.TB, r FloorEstimator, eps0 float64, m *account
 	if !ok {
 		return false
 	}
+	mu, sq := drawMoments(t, r, omega, single)
 	stat := apps.Clone()
-	var mu, sq []float64
-	for y, w := range omega {
-		one := single(y)
-		e, err := r.Estimate(ctx, one)
-		if err != nil {
-			t.Fatalf("Estimate of one report of output %d: %v", y, err)
-		}
-		if mu == nil {
-			mu, sq = make([]float64, len(e.Items)), make([]float64, len(e.Items))
-		}
-		for i, it := range e.Items {
-			mu[i] += w * it.Value
-			sq[i] += w * it.Value * it.Value
-		}
-		for j, c := range one.Counts {
+	for y := range omega {
+		for j, c := range single(y).Counts {
 			stat.Counts[j] += copies[y] * c
 		}
 	}
@@ -287,4 +262,25 @@ func CheckFloorBalanced(t testing.TB, r FloorEstimator, eps0 float64, m *account
 		}
 	}
 	return true
+}
+
+// drawMoments returns, per item, the first two moments of r's Estimate of
+// one report drawn from omega: mu = sum_y omega_y Estimate(single(y)) and
+// sq = sum_y omega_y Estimate(single(y))^2.
+func drawMoments(t testing.TB, r FloorEstimator, omega []float64, single func(y int) *sdk.Statistic) (mu, sq []float64) {
+	t.Helper()
+	for y, w := range omega {
+		e, err := r.Estimate(context.Background(), single(y))
+		if err != nil {
+			t.Fatalf("Estimate of one report of output %d: %v", y, err)
+		}
+		if mu == nil {
+			mu, sq = make([]float64, len(e.Items)), make([]float64, len(e.Items))
+		}
+		for i, it := range e.Items {
+			mu[i] += w * it.Value
+			sq[i] += w * it.Value * it.Value
+		}
+	}
+	return mu, sq
 }
