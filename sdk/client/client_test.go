@@ -32,6 +32,11 @@ func fastConfig(f *fakeServer, dir string) client.Config {
 		RetryMin:    5 * time.Millisecond,
 		RetryMax:    50 * time.Millisecond,
 		Now:         newTestClock().Now,
+		// Every Record stages itself: these tests move a test clock
+		// between Records and check what each Record staged and closed
+		// at once. The buffered path (the default) is tested in
+		// buffer_test.go, against this one.
+		StageInterval: -1,
 	}
 }
 
@@ -348,7 +353,6 @@ func TestModes(t *testing.T) {
 		gets0, _ := f.requests()
 		p = newProvider(t, cfg)
 		record(t, p, clk)
-		flush(t, p)
 		if !p.Meter("app").Categorical("screen").Enabled(ctx) {
 			t.Error("not Enabled in ModeLocal")
 		}

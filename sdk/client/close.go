@@ -12,9 +12,9 @@ import (
 	"github.com/blanket-dp/blanket/sdk/report"
 )
 
-// Closing a period. closePeriods runs at every Record (when a staged
-// period may have ended), at every upload tick and Flush, and when a
-// Provider starts. It reads every staged value and draw, groups them by
+// Closing a period. closePeriods runs when Records are staged (buffer.go;
+// when a staged period may have ended), at every upload tick and Flush, at
+// Shutdown, and when a Provider starts. It reads every staged value and draw, groups them by
 // pool and period, and closes each group whose period has ended (its end
 // <= now) in one Outbox.ClosePeriod, with what the period's travel mode
 // makes of it (travel.go):
@@ -101,6 +101,12 @@ func (p *Provider) swapPlan(ctx context.Context, v *verifiedPlan) (bool, error) 
 // draw of plan v are closed (v is not the plan in use: the others are
 // left for it). The caller holds closeMu.
 func (p *Provider) closeEnded(ctx context.Context, v *verifiedPlan, now time.Time, own bool) error {
+	// The Records buffered in memory are staged first, so that no period
+	// closes without them (buffer.go). One that fails to stage stays
+	// buffered, and is late if its period closes meanwhile.
+	if err := p.stageBuffered(ctx); err != nil && ctx.Err() == nil {
+		p.log.Warn("blanket staging Records", "error", err)
+	}
 	grace := p.graceOf(v)
 	var lastErr error
 	for range maxCloseTries {

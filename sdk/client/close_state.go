@@ -114,7 +114,7 @@ func (v *verifiedPlan) hasState() bool {
 // takes reports whether the state metric would take val as its value: of
 // its kind, and a category it has (or it has an other bucket).
 func (ms *metricState) takes(val Value) bool {
-	return val.Kind == ms.kind && ms.check(sdk.Inputs{Categories: []string{val.Category}}) == nil
+	return val.Kind == ms.kind && ms.checkValue(val.Category, val.Sum) == nil
 }
 
 // closeStateGroup closes one ended period of state metric ms of plan v: it

@@ -97,12 +97,14 @@ func runDead(ctx context.Context, cfg client.Config) deadRun {
 		return r
 	}
 	_ = p.Meter("app").Categorical("screen").Record(ctx, "home")
-	r.recorded = p.Stats().Recorded
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t1 := time.Now()
 	_ = p.Shutdown(sctx)
 	r.stop = time.Since(t1)
+	// The Record waited in memory (the default StageInterval): Shutdown
+	// staged it.
+	r.recorded = p.Stats().Recorded
 	return r
 }
 

@@ -178,9 +178,10 @@ func dropPeriod(reason DropReason, metric string, period report.Period, detail s
 	return x
 }
 
-// late counts a Record of metric into period dropped as late.
-func (p *Provider) late(metric string, period report.Period, detail string) {
-	p.stats.late.Add(1)
+// late counts records Records of metric into period dropped as late, as
+// one Drop.
+func (p *Provider) late(metric string, period report.Period, records int64, detail string) {
+	p.stats.late.Add(records)
 	p.drop(dropPeriod(DropLate, metric, period, detail))
 }
 
@@ -188,7 +189,7 @@ func (p *Provider) late(metric string, period report.Period, detail string) {
 // it was closed for their metric already, as late.
 func (p *Provider) lateValues(vals []Value, detail string) {
 	for _, v := range vals {
-		p.late(v.Metric, v.Period, detail)
+		p.late(v.Metric, v.Period, 1, detail)
 	}
 }
 

@@ -25,7 +25,7 @@ const latencyMetric = "app/latency"
 // newMeanServer starts a fake server whose plan is the test plan with
 // travel and a fourth metric, app/latency (laplace over [0, 100],
 // aggregate mean), calibrated by hand like the others.
-func newMeanServer(t *testing.T, travel string) *fakeServer {
+func newMeanServer(t testing.TB, travel string) *fakeServer {
 	t.Helper()
 	f := newFakeServer(t, nil)
 	pl := testPlan(nil)
@@ -49,7 +49,7 @@ type outputSpy struct {
 // withLaplace returns a randomizer cache of the default randomizers and
 // laplace, in process: how an app whose plan names laplace opts in (see
 // client.DefaultRandomizers).
-func withLaplace(t *testing.T) *client.RandomizerCache {
+func withLaplace(t testing.TB) *client.RandomizerCache {
 	f := client.DefaultRandomizers()
 	f[laplace.Name] = sdk.FactoryOf(laplace.FromConfig)
 	c := client.NewRandomizerCache(client.InProcess(f))

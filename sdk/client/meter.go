@@ -79,11 +79,11 @@ func (in *instrument) Err() error {
 	return err
 }
 
-func (in *instrument) record(ctx context.Context, v sdk.Inputs) error {
+func (in *instrument) record(ctx context.Context, category string, x float64) error {
 	if in.off() {
 		return nil
 	}
-	return in.p.record(ctx, in.name, in.want, v)
+	return in.p.record(ctx, in.name, in.want, category, x)
 }
 
 // Categorical records values of a categorical metric (plugins krr,
@@ -98,14 +98,15 @@ func (m *Meter) Categorical(name string) *Categorical {
 	return &Categorical{m.instrument(name, sdk.InputCategorical, "")}
 }
 
-// Record stages v as the metric's value for the current reporting period,
-// replacing the period's earlier value; it returns after the commit
-// (durable with the SQLite outbox). The period's last value is randomized
+// Record takes v as the metric's value for the current reporting period,
+// replacing the period's earlier value. It returns at once, without disk
+// I/O: the value reaches the outbox within Config.StageInterval (see the
+// package doc, Durability). The period's last value is randomized
 // at the plan's eps0, sealed and sent once the period has closed (see the
 // package doc). A v outside the plan's categories goes to the metric's
 // "other" bucket, or fails with ErrBadValue when it has none.
 func (c *Categorical) Record(ctx context.Context, v string) error {
-	return c.record(ctx, sdk.Inputs{Categories: []string{v}})
+	return c.record(ctx, v, 0)
 }
 
 // Sum records values of a real-valued metric whose period value is their
@@ -121,11 +122,11 @@ func (m *Meter) Sum(name string) *Sum {
 }
 
 // Record adds v to the metric's total for the current reporting period; it
-// returns after the commit. Once the period has closed, its total, clamped
+// returns at once, as Categorical.Record does. Once the period has closed, its total, clamped
 // to the plan's [lo, hi], is randomized at the plan's eps0, sealed and sent
 // (see the package doc). NaN and infinities fail with ErrBadValue.
 func (s *Sum) Record(ctx context.Context, v float64) error {
-	return s.record(ctx, sdk.Inputs{Reals: []float64{v}})
+	return s.record(ctx, "", v)
 }
 
 // Mean records values of a real-valued metric whose period value is their
@@ -142,10 +143,10 @@ func (m *Meter) Mean(name string) *Mean {
 }
 
 // Record adds v to the metric's values of the current reporting period; it
-// returns after the commit. Once the period has closed, the mean of its
+// returns at once, as Categorical.Record does. Once the period has closed, the mean of its
 // values (their total over their number, all staged unclamped), clamped to
 // the plan's [lo, hi], is randomized at the plan's eps0, sealed and sent
 // (see the package doc). NaN and infinities fail with ErrBadValue.
 func (mn *Mean) Record(ctx context.Context, v float64) error {
-	return mn.record(ctx, sdk.Inputs{Reals: []float64{v}})
+	return mn.record(ctx, "", v)
 }

@@ -28,7 +28,9 @@ type Outbox interface {
 	// v.Period) and returns the value now staged: a categorical value
 	// replaces the staged Category, a real value adds to the staged Sum
 	// (saturating at ±math.MaxFloat64, so that the total stays finite),
-	// and every Stage adds one to the staged Count (v.Count is ignored).
+	// and every Stage adds v.Count to the staged Count: the number of
+	// Records v merges (1 when v.Count <= 0), so that staging v is
+	// staging its Records one by one, the last category last.
 	// A new or changed value gets a new Rev. When v.Period is closed
 	// (ClosePeriod) for v.Pool or for v.Metric, Stage stages nothing and
 	// returns an error wrapping ErrPeriodClosed.
@@ -158,7 +160,8 @@ type Value struct {
 	// clamped (clamping to the metric's range happens at closing).
 	Sum float64
 	// Count is the number of values staged into it (Records of the
-	// period), set by the outbox. A metric of plan aggregate "mean"
+	// period), set by the outbox; in a value passed to Stage, the number
+	// of Records it merges. A metric of plan aggregate "mean"
 	// reports Sum / Count, clamped at closing.
 	Count int64
 	// Rev identifies the staged value's version; the outbox sets it and
@@ -173,8 +176,11 @@ func (cur Value) merge(v Value) Value {
 	} else {
 		cur.Category = v.Category
 	}
-	if cur.Count < math.MaxInt64 {
-		cur.Count++
+	n := max(v.Count, 1)
+	if cur.Count <= math.MaxInt64-n {
+		cur.Count += n
+	} else {
+		cur.Count = math.MaxInt64
 	}
 	cur.Rev++
 	return cur

@@ -222,8 +222,15 @@ func TestOutboxStaging(t *testing.T) {
 			}
 			stage(sum(30))
 			bytes := stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: -45.5, Count: 99})
-			if bytes.Sum != -15.5 || bytes.Count != 2 {
-				t.Errorf("sum %v of %d Stages, want the total -15.5 of 2 (a Stage counts one, whatever its Count)", bytes.Sum, bytes.Count)
+			if bytes.Sum != -15.5 || bytes.Count != 100 {
+				t.Errorf("sum %v of %d Records, want the total -15.5 of 100 (a Stage of Count 99 merges 99 Records)", bytes.Sum, bytes.Count)
+			}
+			// Count <= 0 is one Record; a Count that would overflow saturates.
+			if bytes = stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Sum: 0.5, Count: -3}); bytes.Count != 101 {
+				t.Errorf("a Stage of Count -3 made the count %d, want 101", bytes.Count)
+			}
+			if bytes = stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d1", Kind: sdk.InputReal, Count: math.MaxInt64}); bytes.Count != math.MaxInt64 || bytes.Sum != -15 {
+				t.Errorf("a Stage of Count MaxInt64 made the count %d and the sum %v, want MaxInt64 and -15", bytes.Count, bytes.Sum)
 			}
 			// Another plan's value of the same metric and period is apart.
 			other := stage(client.Value{Pool: "@joint", Period: p1, Metric: "bytes", Plan: "d0", Kind: sdk.InputReal, Sum: 1})

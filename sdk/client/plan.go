@@ -89,21 +89,21 @@ type metricState struct {
 	digest string
 }
 
-// check returns an error wrapping ErrBadValue and sdk.ErrBadInput when the
-// metric's randomizer would refuse in (sdk.Inputs): a category outside its
+// checkValue returns an error wrapping ErrBadValue and sdk.ErrBadInput
+// when the metric's randomizer would refuse a Record's value (a category
+// for a categorical metric, x for a real one): a category outside its
 // buckets when it has no catch-all, NaN or an infinity. A Record checks
-// its value before staging it, since it is randomized only when its
+// its value before buffering it, since it is randomized only when its
 // period closes.
-func (ms *metricState) check(in sdk.Inputs) error {
-	for _, c := range in.Categories {
-		if ms.other == "" && !ms.categories[c] {
-			return fmt.Errorf("%w: metric %q: %w: category %q is not in the plan and the metric has no other bucket", ErrBadValue, ms.name, sdk.ErrBadInput, c)
-		}
-	}
-	for _, x := range in.Reals {
+func (ms *metricState) checkValue(category string, x float64) error {
+	if ms.kind == sdk.InputReal {
 		if !finite(x) {
 			return fmt.Errorf("%w: metric %q: %w: value %v is not finite", ErrBadValue, ms.name, sdk.ErrBadInput, x)
 		}
+		return nil
+	}
+	if ms.other == "" && !ms.categories[category] {
+		return fmt.Errorf("%w: metric %q: %w: category %q is not in the plan and the metric has no other bucket", ErrBadValue, ms.name, sdk.ErrBadInput, category)
 	}
 	return nil
 }

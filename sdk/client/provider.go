@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -23,6 +24,8 @@ const (
 	DefaultBatchSize = 1000
 	// DefaultUploadDelay is the default of Config.UploadDelay.
 	DefaultUploadDelay = 5 * time.Second
+	// DefaultStageInterval is the default of Config.StageInterval.
+	DefaultStageInterval = time.Second
 	// DefaultUploadInterval is the default of Config.UploadInterval.
 	DefaultUploadInterval = 5 * time.Minute
 	// DefaultRetryMin is the default of Config.RetryMin.
@@ -124,6 +127,17 @@ type Config struct {
 	// before uploading, so that the reports of a burst of closings go in
 	// one request. Defaults to DefaultUploadDelay. Flush does not wait.
 	UploadDelay time.Duration
+	// StageInterval is how long the values of Records wait in memory
+	// before they are staged in the outbox: a Record returns without disk
+	// I/O, and the Records of a burst go in one pass, one transaction per
+	// metric and period. A crash (kill -9, a power cut) loses the values
+	// of the last StageInterval; Flush, Shutdown and every closing of
+	// periods stage them first. Defaults to DefaultStageInterval.
+	// Negative makes every Record stage its value before it returns (an
+	// fsync per Record, as the SQLite outbox commits with
+	// synchronous=FULL): for an app that must not lose a Record to a
+	// crash, and off the hot path.
+	StageInterval time.Duration
 	// UploadInterval is how often the uploader closes the periods that
 	// ended and looks for pending reports by itself. Defaults to
 	// DefaultUploadInterval.
@@ -228,7 +242,14 @@ type Provider struct {
 	// drops hands Drops to Config.OnDrop; nil without one.
 	drops *dropQueue
 
-	mu       sync.RWMutex // Records hold it shared; Shutdown exclusive
+	// buf holds the Records not yet staged (buffer.go); nil when every
+	// Record stages itself (Config.StageInterval < 0). The stager stages
+	// it; stagerCancel stops it, and stagerDone is closed when it has.
+	buf          *recordBuffer
+	stagerCancel context.CancelFunc
+	stagerDone   chan struct{}
+
+	mu       sync.RWMutex // Flush, RefreshPlan and Records staging themselves hold it shared; Shutdown exclusive
 	shutdown bool
 	// closeMu serializes the closing of periods (close.go).
 	closeMu sync.Mutex
@@ -255,7 +276,9 @@ type Provider struct {
 // Provider closed; a period closed by another process on the same outbox
 // counts there.
 type Stats struct {
-	// Recorded counts Records that staged their value for their period.
+	// Recorded counts Records whose value was staged for their period.
+	// Recorded, Skipped and Late count a Record once its value left memory
+	// for the outbox (Config.StageInterval), not when Record returned.
 	Recorded int64
 	// Skipped counts Records of parallel travel for a metric their period
 	// did not draw: they report nothing.
@@ -471,6 +494,7 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		// Reports left by an earlier run go out without waiting.
 		p.up.notify()
 	}
+	p.startStager()
 	ok = true
 	return p, nil
 }
@@ -534,6 +558,9 @@ func (p *Provider) fillDefaults() error {
 	if c.UploadInterval == 0 {
 		c.UploadInterval = DefaultUploadInterval
 	}
+	if c.StageInterval == 0 {
+		c.StageInterval = DefaultStageInterval
+	}
 	if c.RetryMin == 0 {
 		c.RetryMin = DefaultRetryMin
 	}
@@ -574,6 +601,10 @@ func (p *Provider) fillDefaults() error {
 }
 
 func (p *Provider) closeOwned() {
+	if p.stagerCancel != nil {
+		p.stagerCancel()
+		<-p.stagerDone
+	}
 	if p.ownOutbox && p.outbox != nil {
 		if err := p.outbox.Close(); err != nil {
 			p.log.Warn("blanket outbox close", "error", err)
@@ -682,15 +713,17 @@ func (p *Provider) Meter(scope string) *Meter {
 	return &Meter{p: p, scope: scope}
 }
 
-// Flush closes the reporting periods that have ended (as an upload tick
-// does), fetches the admission tokens missing (with Config.Credential),
-// then uploads every pending report, retrying with backoff, and returns
-// when the outbox holds none or ctx is done (then with ctx's error and the
+// Flush stages the Records not yet staged and closes the reporting
+// periods that have ended (as an upload tick does); then, in ModeOn, it
+// fetches the admission tokens missing (with Config.Credential) and
+// uploads every pending report, retrying with backoff, and returns when
+// the outbox holds none or ctx is done (then with ctx's error and the
 // last upload error). Values of the period still open stay staged, and
 // reports still without an admission token stay in the outbox, waiting
-// for one. It returns nil at once outside ModeOn.
+// for one. In ModeLocal it returns once the periods are closed (nothing is
+// uploaded); in ModeOff, and in ModeLocal without a plan, at once.
 func (p *Provider) Flush(ctx context.Context) error {
-	if p == nil || p.up == nil {
+	if p == nil || p.mode == ModeOff || p.currentPlan() == nil {
 		return nil
 	}
 	p.mu.RLock()
@@ -703,6 +736,9 @@ func (p *Provider) Flush(ctx context.Context) error {
 			return err
 		}
 		p.log.Warn("blanket closing periods", "error", err)
+	}
+	if p.up == nil {
+		return nil
 	}
 	if p.admit != nil {
 		if _, err := p.admit.run(ctx); err != nil {
@@ -752,9 +788,11 @@ func (p *Provider) Stats() Stats {
 // refuses connections does not wait on it at exit. Reports not uploaded,
 // and the values staged for the open period, stay in a durable outbox for
 // the next Provider on the same DataDir, which closes the period once it
-// has ended. It waits for Records and Flushes in progress, and for the
-// last Drop passed to Config.OnDrop, and returns the upload attempt's
-// error, if any (or why it made none). Calls after the first return nil.
+// has ended. It waits for Flushes in progress, stages the Records not yet
+// staged (a Record from then on fails with ErrShutdown), waits for the
+// last Drop passed to Config.OnDrop, and returns the error of staging or
+// of the upload attempt, if any (or why it made none). Calls after the
+// first return nil.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
@@ -766,14 +804,16 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	}
 	p.shutdown = true
 	p.mu.Unlock()
-	// From here no Record, Flush or RefreshPlan runs (ErrShutdown).
+	// From here no Flush or RefreshPlan runs (ErrShutdown), and once the
+	// stager stops no Record either.
 	if p.upCancel != nil {
 		p.upCancel()
 		<-p.upDone
 	}
-	var err error
+	// The last Records reach the outbox before it closes.
+	err := p.stopStager(ctx)
 	if p.up != nil {
-		err = p.lastUpload(ctx)
+		err = errors.Join(err, p.lastUpload(ctx))
 	}
 	p.closeOwned()
 	return err

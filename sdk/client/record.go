@@ -34,66 +34,83 @@ import (
 // went back) is staged for its own period if that period is not closed,
 // which keeps the bound of one report per period.
 
-// record stages one value of metric name as the plan's travel mode says.
-func (p *Provider) record(ctx context.Context, name string, want instrumentKind, in sdk.Inputs) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.shutdown {
-		return ErrShutdown
-	}
+// record takes one value of metric name, a category or a real x as the
+// metric's kind says: it checks it and buffers it (buffer.go), or stages
+// it before returning with Config.StageInterval < 0 (recordNow).
+func (p *Provider) record(ctx context.Context, name string, want instrumentKind, category string, x float64) error {
 	v := p.plan.Load()
 	ms, err := v.resolve(name, want)
 	if err != nil {
 		return err
 	}
-	if err := ms.check(in); err != nil {
+	if err := ms.checkValue(category, x); err != nil {
 		return err
 	}
-	now := p.now()
-	if now.Unix() >= p.nextClose.Load() {
+	period := v.plan.ReportPeriod(p.now())
+	if p.buf == nil {
+		return p.recordNow(ctx, v, ms, period, category, x)
+	}
+	return p.buf.add(bufKey{v: v, ms: ms, period: period}, category, x)
+}
+
+// recordNow stages one Record before it returns, closing first the
+// periods that have ended.
+func (p *Provider) recordNow(ctx context.Context, v *verifiedPlan, ms *metricState, period report.Period, category string, x float64) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
+		return ErrShutdown
+	}
+	if p.now().Unix() >= p.nextClose.Load() {
 		if err := p.closePeriods(ctx); err != nil && ctx.Err() == nil {
 			// The value is staged all the same; the ended periods close
 			// at the next try, or expire after the grace.
 			p.log.Warn("blanket closing periods", "error", err)
 		}
 	}
-	period := v.plan.ReportPeriod(now)
+	return p.stageValue(ctx, v, ms, period, bufVal{category: category, sum: x, count: 1})
+}
+
+// stageValue stages bv, bv.count Records of metric ms of plan v in
+// period, as the plan's travel mode says. Records that cannot be staged
+// because their period is closed are late (nil error).
+func (p *Provider) stageValue(ctx context.Context, v *verifiedPlan, ms *metricState, period report.Period, bv bufVal) error {
 	if period.Valid() != nil {
-		p.late(name, period, "the clock reads before 1970: no period holds it")
+		p.late(ms.name, period, bv.count, "the clock reads before 1970: no period holds it")
 		return nil
 	}
 	if v.travel == declare.TravelParallel {
 		chosen, err := p.draw(ctx, v, period)
 		if errors.Is(err, ErrPeriodClosed) {
-			p.late(name, period, "the period is closed for the plan's pool")
+			p.late(ms.name, period, bv.count, "the period is closed for the plan's pool")
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		if chosen != ms {
-			p.stats.skipped.Add(1)
+			p.stats.skipped.Add(bv.count)
 			return nil
 		}
 	}
-	val := Value{Pool: ms.pool, Period: period, Metric: ms.name, Plan: v.digest, Kind: ms.kind}
+	val := Value{Pool: ms.pool, Period: period, Metric: ms.name, Plan: v.digest, Kind: ms.kind, Count: bv.count}
 	if ms.kind == sdk.InputReal {
-		val.Sum = in.Reals[0]
+		val.Sum = bv.sum
 	} else {
-		val.Category = in.Categories[0]
+		val.Category = bv.category
 	}
-	_, err = p.outbox.Stage(ctx, val)
+	_, err := p.outbox.Stage(ctx, val)
 	if errors.Is(err, ErrPeriodClosed) && ms.state != nil {
 		_, err = p.stageStateLater(ctx, v, ms, val)
 	}
 	if err != nil {
 		if errors.Is(err, ErrPeriodClosed) {
-			p.late(name, period, "the period is closed for the metric or its pool")
+			p.late(ms.name, period, bv.count, "the period is closed for the metric or its pool")
 			return nil
 		}
 		return err
 	}
-	p.stats.recorded.Add(1)
+	p.stats.recorded.Add(bv.count)
 	return nil
 }
 

@@ -35,7 +35,7 @@ func newPooledServer(t *testing.T, travel string) *fakeServer {
 }
 
 // fakeKeys returns the collector key schedule f's plan was served with.
-func fakeKeys(t *testing.T, f *fakeServer) []plan.CollectorKey {
+func fakeKeys(t testing.TB, f *fakeServer) []plan.CollectorKey {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -39,6 +39,9 @@ func (p *Plan) GraceLength() time.Duration {
 
 // PeriodLength returns the plan's period (DefaultPeriod when unset).
 func (p *Plan) PeriodLength() time.Duration {
+	if p.Period == "" {
+		return DefaultPeriod // without the error ParseDuration allocates: a Record calls this
+	}
 	if d, err := time.ParseDuration(p.Period); err == nil && d > 0 {
 		return d
 	}
