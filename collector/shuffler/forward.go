@@ -175,7 +175,47 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 			}
 		}
 	})
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, strings.TrimSuffix(s.o.Collector, "/")+"/v1/batches", bytes.NewReader(body))
+	if status, err := s.post(actx, b, body); err != nil {
+		return status, err
+	}
+	if err := s.st.acknowledged(ctx, b.id); err != nil {
+		// Acknowledged but not deleted: the next attempt is a duplicate,
+		// which the collector acknowledges without counting.
+		return http.StatusOK, fmt.Errorf("deleting acknowledged batch: %w", err)
+	}
+	s.c.batchesForwarded.Add(1)
+	s.log.Info("batch forwarded", "batch", b.id.String(), "metric", b.metric, "reports", b.n)
+	return http.StatusOK, nil
+}
+
+// post delivers a batch's body to one collector URL after another
+// (collectors.go) until one acknowledges it (200), and returns the last
+// status and error otherwise.
+func (s *Shuffler) post(ctx context.Context, b outgoingBatch, body []byte) (int, error) {
+	var (
+		status int
+		err    error
+	)
+	for _, i := range s.col.order() {
+		status, err = s.postTo(ctx, s.col.urls[i], body)
+		if err == nil {
+			s.col.mark(i, true)
+			return status, nil
+		}
+		if ctx.Err() != nil || !failover(status) {
+			return status, err
+		}
+		s.col.mark(i, false)
+		if len(s.col.urls) > 1 {
+			s.log.Warn("a collector did not take the batch; trying the next", "collector", s.col.urls[i], "batch", b.id.String(), "error", err)
+		}
+	}
+	return status, err
+}
+
+// postTo sends a batch's body to the collector at base URL u.
+func (s *Shuffler) postTo(ctx context.Context, u string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/v1/batches", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -191,14 +231,7 @@ func (s *Shuffler) send(ctx context.Context, b outgoingBatch) (int, error) {
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("collector answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return resp.StatusCode, fmt.Errorf("collector %s answered %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
 	}
-	if err := s.st.acknowledged(ctx, b.id); err != nil {
-		// Acknowledged but not deleted: the next attempt is a duplicate,
-		// which the collector acknowledges without counting.
-		return resp.StatusCode, fmt.Errorf("deleting acknowledged batch: %w", err)
-	}
-	s.c.batchesForwarded.Add(1)
-	s.log.Info("batch forwarded", "batch", b.id.String(), "metric", b.metric, "reports", b.n)
 	return resp.StatusCode, nil
 }

@@ -2,6 +2,7 @@ package shuffler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,8 +30,13 @@ const maxPlanBytes = 4 << 20
 // the plan themselves (their eps0 ceiling, their plugins), so relaying it
 // adds no trust in the shuffler.
 type PlanRelay struct {
-	// Collector is the collector's base URL. Required.
+	// Collector is the collector's base URL. Required unless Collectors
+	// is set.
 	Collector string
+	// Collectors are more base URLs of the same collector, after
+	// Collector (Options.Collectors): a fetch tries the URL that answered
+	// last first, then the others in order. Defaults to none.
+	Collectors []string
 	// Client fetches the plan. Defaults to a client with a 10 s timeout.
 	Client *http.Client
 	// MaxAge is how long a fetched plan is served before it is fetched
@@ -55,6 +61,8 @@ type PlanRelay struct {
 	// sig holds the signature headers relayed with body.
 	sig     http.Header
 	fetched time.Time
+	// good is the index of the URL that answered last.
+	good int
 	// held is set once a plan was fetched (Ready reads it without mu,
 	// which a fetch holds).
 	held atomic.Bool
@@ -108,7 +116,7 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, http.Header, err
 	if pr.body != nil && time.Since(pr.fetched) < maxAge {
 		return pr.body, pr.etag, pr.sig, nil
 	}
-	body, etag, sig, err := pr.fetch(ctx)
+	body, etag, sig, err := pr.fetchAny(ctx)
 	if err != nil {
 		if pr.Logger != nil {
 			pr.Logger.Warn("fetching the collector's plan", "error", err)
@@ -130,12 +138,40 @@ func (pr *PlanRelay) plan(ctx context.Context) ([]byte, string, http.Header, err
 	return body, etag, sig, nil
 }
 
-func (pr *PlanRelay) fetch(ctx context.Context) ([]byte, string, http.Header, error) {
+// fetchAny fetches the plan from the collector URLs, the one that
+// answered last first; the caller holds mu.
+func (pr *PlanRelay) fetchAny(ctx context.Context) ([]byte, string, http.Header, error) {
+	var urls []string
+	for _, u := range append([]string{pr.Collector}, pr.Collectors...) {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, "", nil, fmt.Errorf("no collector URL")
+	}
+	var errs []error
+	for k := range urls {
+		i := (pr.good + k) % len(urls)
+		body, etag, sig, err := pr.fetch(ctx, urls[i])
+		if err == nil {
+			pr.good = i
+			return body, etag, sig, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", urls[i], err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, "", nil, errors.Join(errs...)
+}
+
+func (pr *PlanRelay) fetch(ctx context.Context, base string) ([]byte, string, http.Header, error) {
 	c := pr.Client
 	if c == nil {
 		c = &http.Client{Timeout: 10 * time.Second}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(pr.Collector, "/")+"/v1/plan", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/v1/plan", nil)
 	if err != nil {
 		return nil, "", nil, err
 	}

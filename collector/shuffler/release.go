@@ -539,6 +539,7 @@ func (s *Shuffler) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.forwardLoop(ctx) })
+	wg.Go(func() { s.col.probeLoop(ctx, s.o.ProbeInterval) })
 	t := time.NewTicker(s.o.ReleaseInterval)
 	defer t.Stop()
 	for {

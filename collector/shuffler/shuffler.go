@@ -75,8 +75,16 @@ type Options struct {
 	// Dir/shuffler.db.
 	Store string
 	// Collector is the collector's base URL; batches go to
-	// Collector + "/v1/batches". Required.
+	// Collector + "/v1/batches". Required unless Collectors is set.
 	Collector string
+	// Collectors are more base URLs of the same collector (its replicas
+	// on one shared store, or balancers in front of them), after
+	// Collector: each batch goes to a ready one, in turn, failing over to
+	// the next (collectors.go). Defaults to none.
+	Collectors []string
+	// ProbeInterval is how often, with several collector URLs, each
+	// one's GET /readyz is asked. Defaults to DefaultProbeInterval.
+	ProbeInterval time.Duration
 	// Token is the bearer token presented to the collector. Defaults to
 	// none.
 	Token string
@@ -262,6 +270,8 @@ func (c *shufflerCounters) rejected() int64 {
 type Shuffler struct {
 	o   Options
 	log *slog.Logger
+	// col is the collector URLs batches go to (collectors.go).
+	col *collectorSet
 	m   *shufflerMetrics
 	// pools is the set of pools the shuffler takes and lengths the
 	// period lengths in seconds (both copied on write by AddPlan).
@@ -335,8 +345,17 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	if err := o.Plan.Validate(); err != nil {
 		return nil, err
 	}
-	if o.Collector == "" {
+	var urls []string
+	for _, u := range append([]string{o.Collector}, o.Collectors...) {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: Collector URL is required", ErrOptions)
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = DefaultProbeInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -375,6 +394,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
+	col := newCollectorSet(urls, o.Client)
 	if o.ForwardTimeout <= 0 {
 		o.ForwardTimeout = 10 * time.Minute
 	}
@@ -404,6 +424,7 @@ func Open(ctx context.Context, o Options) (*Shuffler, error) {
 		o:      o,
 		log:    o.Logger,
 		st:     st,
+		col:    col,
 		reqs:   make(chan *acceptReq),
 		closed: make(chan struct{}),
 		kick:   make(chan struct{}, 1),
