@@ -90,7 +90,7 @@ func (d *metricDetail) total() int64 {
 // detail GETs metric name; with horizon false the collector skips the
 // guarantee over the horizon (a composition: pollers do not need it).
 func (f *fleet) detail(ctx context.Context, name string, horizon bool) (*metricDetail, error) {
-	u, err := url.JoinPath(f.cfg.endpoint, "/v1/metrics", name)
+	u, err := url.JoinPath(f.cfg.collectorURL(), "/v1/metrics", name)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,10 @@ import (
 // config is the fleet's flags.
 type config struct {
 	endpoint string
+	// collector is the collector's base URL, for the plan and the
+	// estimates, when it is not served at endpoint (the apps' endpoint
+	// is then a shuffler, which relays only the plan); "" means endpoint.
+	collector string
 	// planKey is the collector's plan-signing key the first instance
 	// pins (client.Config.PlanKey); the others report by the plan it
 	// verified.
@@ -139,12 +143,21 @@ func run(ctx context.Context, cfg config, out, log io.Writer) (ok bool, err erro
 	return f.report(ctx)
 }
 
+// collectorURL returns the collector's base URL: collector, else
+// endpoint.
+func (c *config) collectorURL() string {
+	if c.collector != "" {
+		return c.collector
+	}
+	return c.endpoint
+}
+
 // waitReady polls GET /v1/plan until it answers 200, for up to cfg.wait.
 func (f *fleet) waitReady(ctx context.Context) error {
 	if f.cfg.wait <= 0 {
 		return nil
 	}
-	u, err := url.JoinPath(f.cfg.endpoint, client.PlanPath)
+	u, err := url.JoinPath(f.cfg.collectorURL(), client.PlanPath)
 	if err != nil {
 		return err
 	}
@@ -252,6 +265,7 @@ func (f *fleet) providerConfig(now func() time.Time, id uint64) client.Config {
 		TokenPrefetch: f.cfg.tokenPrefetch,
 		Mode:          client.ModeOn,
 		Endpoint:      f.cfg.endpoint,
+		PlanEndpoint:  f.cfg.collector,
 		PlanKey:       f.cfg.planKey,
 		MaxEps0:       f.cfg.maxEps0,
 		Plan:          f.plan,                   // fetched by the first instance; nil for it

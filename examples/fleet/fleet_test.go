@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -108,6 +110,10 @@ type fleetCase struct {
 	// dashboard checks the dashboard in a headless Chromium afterwards
 	// (checkDashboard).
 	dashboard bool
+	// split sends the apps through a front that serves only a
+	// shuffler's paths (POST /v1/reports, GET /v1/plan), and gives the
+	// fleet the collector's URL apart (-collector).
+	split bool
 }
 
 // TestFleet runs a small fleet end to end through the real shuffler and
@@ -122,7 +128,7 @@ type fleetCase struct {
 // 1e-6 per metric, see check). The server's dashboard is then drawn in a
 // headless Chromium and checked against the API (checkDashboard).
 func TestFleet(t *testing.T) {
-	c := fleetCase{n: 1400, nMin: 600, days: 1, horizon: 2, dashboard: true}
+	c := fleetCase{n: 1400, nMin: 600, days: 1, horizon: 2, dashboard: true, split: true}
 	if testing.Short() {
 		c.n = 1000
 	}
@@ -149,7 +155,11 @@ func runFleet(t *testing.T, c fleetCase) {
 	if v := os.Getenv("BLANKET_FLEET_WORKERS"); v != "" {
 		workers, _ = strconv.Atoi(v)
 	}
-	ok, err := run(ctx, config{endpoint: url, planKey: planKey(url), n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: c.days, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
+	endpoint, collectorURL := url, ""
+	if c.split {
+		endpoint, collectorURL = shufflerFront(t, url), url
+	}
+	ok, err := run(ctx, config{endpoint: endpoint, collector: collectorURL, admin: url, planKey: planKey(url), n: n, workers: workers, seed: 7, zipfS: 1.1, maxEps0: 8, days: c.days, active: 0.4, records: 3, poll: 50 * time.Millisecond}, &out, &log)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +175,24 @@ func runFleet(t *testing.T, c fleetCase) {
 	if c.dashboard {
 		checkDashboard(t, url, p)
 	}
+}
+
+// shufflerFront serves on loopback what a shuffler apart from the
+// collector serves apps, POST /v1/reports and GET /v1/plan, by passing
+// them to the server at url, and 404 to anything else (the collector's
+// /v1/metrics): the fleet must ask the collector apart for its estimates.
+func shufflerFront(t *testing.T, url string) string {
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/reports", proxy)
+	mux.Handle("GET /v1/plan", proxy)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestBinomialAllowance(t *testing.T) {

@@ -47,7 +47,8 @@ import (
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.endpoint, "endpoint", "http://127.0.0.1:8080", "base URL of the Blanket server (shuffler and collector)")
+	flag.StringVar(&cfg.endpoint, "endpoint", "http://127.0.0.1:8080", "base URL the apps upload to: blanket serve, a shuffler, or a load balancer in front of shufflers")
+	flag.StringVar(&cfg.collector, "collector", "", "base URL of the collector (its plan, signed, and the estimates) when it is not served at -endpoint; default -endpoint")
 	flag.StringVar(&cfg.planKey, "plan-key", "", "the collector's plan-signing key, as `blanket collector plan-key --data DIR` prints it (required): the plan is refused unless it signed it")
 	flag.IntVar(&cfg.n, "n", 100000, "number of simulated app instances")
 	flag.IntVar(&cfg.workers, "workers", 32*runtime.GOMAXPROCS(0), "instances running at once (they mostly wait for the shuffler's durable commits)")
