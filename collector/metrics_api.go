@@ -25,8 +25,11 @@ type MetricList struct {
 	// Metrics are the plan's metrics and any other metric with stored
 	// data, by name.
 	Metrics []MetricSummary `json:"metrics"`
-	// Ingest are the ingest counters since the collector started.
+	// Ingest are this process's ingest counters, since it started.
 	Ingest IngestStats `json:"ingest"`
+	// Stored is what the store every replica shares holds per period
+	// (stored.go): the same on every replica.
+	Stored Stored `json:"stored"`
 	// Scope says against whom the stated guarantees hold.
 	Scope Scope `json:"scope"`
 }
@@ -87,7 +90,13 @@ func (c *Collector) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Held += row.stat.N
 	}
-	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats(), Scope: c.scope()}
+	stored, err := c.Stored(r.Context())
+	if err != nil {
+		c.log.Error("listing metrics", "error", err)
+		httpserver.WriteError(w, http.StatusInternalServerError, "listing metrics failed")
+		return
+	}
+	out := MetricList{Epoch: c.epoch, Metrics: []MetricSummary{}, Ingest: c.Stats(), Stored: stored, Scope: c.scope()}
 	for _, s := range byName {
 		out.Metrics = append(out.Metrics, *s)
 	}

@@ -8,13 +8,21 @@ package collector
 // the plans' pool names.
 //
 // The counters are the collector's atomics, read at scrape time: the JSON
-// API's IngestStats sums the same ones (one count, two views). Only the
-// latency histograms and the calibration time are kept in client_golang's
-// own types.
+// API's IngestStats sums the same ones (one count, two views), this
+// process's since it started. The stored gauges read the store every
+// replica shares (stored.go), the same on every replica: the cluster's
+// figures. Only the latency histograms and the calibration time are kept
+// in client_golang's own types.
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// scrapeTimeout bounds the store queries of one scrape.
+const scrapeTimeout = 5 * time.Second
 
 // latencyBuckets are the buckets of the latency histograms: 1 ms to about
 // 6 minutes, by factors of 2.5 (opening a batch of a million reports takes
@@ -36,6 +44,9 @@ type collectorMetrics struct {
 	batches, reports, planInfo *prometheus.Desc
 	heldBatches, heldReports   *prometheus.Desc
 	keyDeleted, reportKeys     *prometheus.Desc
+	// storedBatches and storedReports are the shared store's (stored.go):
+	// the same on every replica.
+	storedBatches, storedReports *prometheus.Desc
 }
 
 func newCollectorMetrics(c *Collector) *collectorMetrics {
@@ -64,6 +75,10 @@ func newCollectorMetrics(c *Collector) *collectorMetrics {
 			"Valid reports of ingested batches held out of every estimate at ingest (part of result=\"valid\" of blanket_collector_reports_total), by pool.", []string{"pool"}, nil),
 		keyDeleted: prometheus.NewDesc("blanket_collector_reports_key_deleted_total",
 			"Reports of batches of a period whose report key was deleted: they came later than the plans' grace and the key slack allow, cannot be opened and are counted malformed.", nil, nil),
+		storedBatches: prometheus.NewDesc("blanket_collector_stored_batches",
+			"Batches the store every replica shares holds, by reporting period (its start, RFC 3339), for the periods of the plan's horizon ending now: the same on every replica, where blanket_collector_batches_total counts this process's since it started.", []string{"period"}, nil),
+		storedReports: prometheus.NewDesc("blanket_collector_stored_reports",
+			"Reports of those batches, by reporting period and result: valid or malformed (summed over metrics: a message of joint or parallel travel counts once per metric it carries).", []string{"period", "result"}, nil),
 		reportKeys: prometheus.NewDesc("blanket_collector_report_keys",
 			"The collector's report keys by state: pending (published, not used yet), active, retired (still opening the reports of their periods), deleted (private half erased).", []string{"state"}, nil),
 	}
@@ -78,6 +93,8 @@ func (m *collectorMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.heldReports
 	ch <- m.keyDeleted
 	ch <- m.reportKeys
+	ch <- m.storedBatches
+	ch <- m.storedReports
 	m.ingestSeconds.Describe(ch)
 	m.estimateSeconds.Describe(ch)
 	m.calibration.Describe(ch)
@@ -115,6 +132,18 @@ func (m *collectorMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for state, n := range states {
 		ch <- prometheus.MustNewConstMetric(m.reportKeys, prometheus.GaugeValue, float64(n), state)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if s, err := m.c.Stored(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(m.storedBatches, err)
+	} else {
+		for _, p := range m.c.recentStored(s) {
+			at := p.Start.Format(time.RFC3339)
+			ch <- prometheus.MustNewConstMetric(m.storedBatches, prometheus.GaugeValue, float64(p.Batches), at)
+			ch <- prometheus.MustNewConstMetric(m.storedReports, prometheus.GaugeValue, float64(p.Reports), at, "valid")
+			ch <- prometheus.MustNewConstMetric(m.storedReports, prometheus.GaugeValue, float64(p.Malformed), at, "malformed")
+		}
 	}
 	m.ingestSeconds.Collect(ch)
 	m.estimateSeconds.Collect(ch)

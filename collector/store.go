@@ -64,6 +64,10 @@ type store interface {
 	// batches, the smallest batch (in shuffled messages), by period
 	// start (horizon.go).
 	periodParts(ctx context.Context) ([]horizonPart, error)
+	// periodTotals returns, per reporting period with batches, the
+	// batches, held batches, valid and malformed reports stored (stored.go),
+	// by period start.
+	periodTotals(ctx context.Context) ([]storedRow, error)
 	// ready returns nil when the store takes reads and writes.
 	ready(ctx context.Context) error
 	// close releases the store.

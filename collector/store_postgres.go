@@ -515,6 +515,17 @@ func (st *pgStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 		})
 }
 
+func (st *pgStore) periodTotals(ctx context.Context) ([]storedRow, error) {
+	// As sqliteStore.periodTotals.
+	return pgdb.Collect(ctx, st.pool, `SELECT period_start, period_len, count(DISTINCT id), count(DISTINCT id) FILTER (WHERE held), sum(n)::bigint, sum(malformed)::bigint
+		FROM batches GROUP BY period_start, period_len ORDER BY period_start, period_len`,
+		func(row pgx.CollectableRow) (storedRow, error) {
+			var r storedRow
+			err := row.Scan(&r.period.Start, &r.period.Length, &r.batches, &r.held, &r.reports, &r.malformed)
+			return r, err
+		})
+}
+
 func (st *pgStore) ready(ctx context.Context) error { return pgdb.Ready(ctx, st.pool) }
 
 func (st *pgStore) close() error {

@@ -502,6 +502,25 @@ func (st *sqliteStore) periodParts(ctx context.Context) ([]horizonPart, error) {
 	return out, rows.Err()
 }
 
+func (st *sqliteStore) periodTotals(ctx context.Context) ([]storedRow, error) {
+	// A batch of pooled travel has a row per metric: it counts once.
+	rows, err := st.db.R.QueryContext(ctx, `SELECT period_start, period_len, COUNT(DISTINCT id), COUNT(DISTINCT CASE WHEN held <> 0 THEN id END), SUM(n), SUM(malformed)
+		FROM batches GROUP BY period_start, period_len ORDER BY period_start, period_len`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedRow
+	for rows.Next() {
+		var r storedRow
+		if err := rows.Scan(&r.period.Start, &r.period.Length, &r.batches, &r.held, &r.reports, &r.malformed); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
 
 func (st *sqliteStore) close() error { return st.db.Close() }

@@ -32,7 +32,10 @@ const (
 	edgePools = `{"n_min":100,"settle_seconds":10,"outgoing":0,"batches_released":1,"reports_released":100,"pools":[
 		{"pool":"toString","epoch":"00000000000000e1","period":{"start":"2024-01-01T00:00:00Z","end":"2024-01-02T00:00:00Z"},"reports":3},
 		{"pool":"net/latency_ms","epoch":"00000000000000e1","period":{"start":"2024-01-02T00:00:00Z","end":"2024-01-03T00:00:00Z"},"reports":250}]}`
-	edgeList = `{"epoch":"00000000000000e1","ingest":{"batches":3,"duplicates":0,"bad":0,"refused":0,"reports":400,"malformed":1},"metrics":[
+	edgeList = `{"epoch":"00000000000000e1","ingest":{"batches":3,"duplicates":0,"bad":0,"refused":0,"reports":400,"malformed":1},
+		"stored":{"batches":7,"reports":900,"malformed":2,"periods":[
+		{"start":"2024-01-01T00:00:00Z","end":"2024-01-02T00:00:00Z","batches":3,"held":0,"reports":400,"malformed":1},
+		{"start":"2024-01-02T00:00:00Z","end":"2024-01-03T00:00:00Z","batches":4,"held":1,"reports":500,"malformed":1}]},"metrics":[
 		{"name":"constructor","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":200,"malformed":0,"batches":2},
 		{"name":"empty","plugin":"krr","in_plan":true,"epochs":[],"n":0,"malformed":0,"batches":0},
 		{"name":"many","plugin":"krr","in_plan":true,"epochs":["00000000000000e1"],"n":100,"malformed":0,"batches":1},
@@ -151,6 +154,8 @@ func TestPageEdgeCases(t *testing.T) {
 		Latest   string   `json:"latest"`
 		Floor    string   `json:"floor"`
 		Lines    int      `json:"lines"`
+		Stored   []string `json:"stored"`
+		Ingest   string   `json:"ingest"`
 	}
 	const read = `(() => ({
 		error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
@@ -164,6 +169,8 @@ func TestPageEdgeCases(t *testing.T) {
 		warn: !!document.querySelector("#privacy .scope-local.warn"),
 		floor: (document.querySelector("#privacy .floor-eps") || {}).textContent || "",
 		lines: document.querySelectorAll('section.metric[data-metric="toString"] .eps-panel svg g.series-group').length,
+		stored: [...document.querySelectorAll("#ingest table.stored tr[data-period]")].map((r) => [...r.children].map((td) => td.textContent).join(" ")),
+		ingest: document.getElementById("ingest-body").textContent,
 	}))()`
 	if err := page.Eval(ctx, read, &got); err != nil {
 		t.Fatal(err)
@@ -194,6 +201,12 @@ func TestPageEdgeCases(t *testing.T) {
 	// the latest guarantee's draws.
 	if !strings.Contains(got.Plan, "adds 1000 blanket draws") || got.Floor != "ε = 0.84" || !strings.Contains(got.Latest, "and 1000 blanket draws") || !strings.Contains(got.Latest, "floor alone: (ε, δ) = (0.21") || got.Lines != 2 {
 		t.Errorf("the floor on the page: plan %q, horizon %q, latest %q, %d lines in the eps chart (want 2)", got.Plan, got.Floor, got.Latest, got.Lines)
+	}
+	// The cluster view: the shared store's periods, latest first, and
+	// this process's counters apart.
+	if len(got.Stored) != 2 || !strings.HasSuffix(got.Stored[0], " 4 1 500 1") || !strings.HasSuffix(got.Stored[1], " 3 0 400 1") ||
+		!strings.Contains(got.Ingest, "Stored: every replica") || !strings.Contains(got.Ingest, "This process, since it started") {
+		t.Errorf("the ingest card: stored rows %q, text %q", got.Stored, got.Ingest)
 	}
 	if !strings.Contains(got.Latest, "counted as 90 honest") {
 		t.Errorf("the latest guarantee does not show its honest count: %q", got.Latest)

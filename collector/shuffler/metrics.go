@@ -9,8 +9,11 @@ package shuffler
 // names.
 //
 // The counters are the shuffler's atomics, read at scrape time: the JSON
-// API's Stats sums the same ones (one count, two views). Only the upload
-// latency is kept in client_golang's own type.
+// API's Stats sums the same ones (one count, two views), this process's
+// since it started. The gauges pool_reports, period_reports and
+// outgoing_batches read the store every replica shares: the same on every
+// replica, the cluster's figures. Only the upload latency is kept in
+// client_golang's own type.
 
 import (
 	"context"
@@ -83,6 +86,7 @@ type shufflerMetrics struct {
 	released, reportsReleased, sends, acked, sendFails *prometheus.Desc
 	expired, poolReports, poolMin, outgoing            *prometheus.Desc
 	draws, floorFailures                               *prometheus.Desc
+	periodReports                                      *prometheus.Desc
 }
 
 func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
@@ -107,6 +111,7 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 		expired:         d("reports_expired_total", "Reports deleted unreleased: their pool received fewer than n_min reports in all by its period's deadline (a pool that reached n_min is always released whole)."),
 		poolReports:     d("pool_reports", "Reports waiting in each pool (summed over epochs and periods).", "pool"),
 		poolMin:         d("pool_min_reports", "n_min: the smallest batch the shuffler releases."),
+		periodReports:   d("period_reports", "Reports waiting in the pools, by reporting period (its start, RFC 3339; only periods still open to reports have pools), summed over pools and epochs; read from the store every replica shares, like pool_reports and outgoing_batches.", "period"),
 		outgoing:        d("outgoing_batches", "Released batches not yet acknowledged by the collector."),
 		draws:           d("blanket_draws_total", "Blanket draws added to released batches (the plan's floor), on top of their reports."),
 		floorFailures:   d("floor_failures_total", "Batches of a pool with a floor released without draws, because drawing failed (the randomizer or the period's report key unavailable); the batch says it has none."),
@@ -115,7 +120,7 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 
 // Describe implements prometheus.Collector.
 func (m *shufflerMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing, m.draws, m.floorFailures} {
+	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing, m.draws, m.floorFailures, m.periodReports} {
 		ch <- d
 	}
 	m.uploadSeconds.Describe(ch)
@@ -164,6 +169,15 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for pool, n := range byPool {
 			ch <- prometheus.MustNewConstMetric(m.poolReports, prometheus.GaugeValue, float64(n), pool)
+		}
+		byPeriod := map[string]int64{}
+		for _, f := range fills {
+			if f.Period != nil {
+				byPeriod[f.Period.Start.UTC().Format(time.RFC3339)] += f.Reports
+			}
+		}
+		for at, n := range byPeriod {
+			ch <- prometheus.MustNewConstMetric(m.periodReports, prometheus.GaugeValue, float64(n), at)
 		}
 	}
 	if out, err := m.s.st.outgoingCount(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -74,7 +75,10 @@ blanket_shuffler_pool_reports{pool="ui/screen"} 4
 # HELP blanket_shuffler_pool_min_reports n_min: the smallest batch the shuffler releases.
 # TYPE blanket_shuffler_pool_min_reports gauge
 blanket_shuffler_pool_min_reports 4
-`), "blanket_shuffler_pool_reports", "blanket_shuffler_pool_min_reports"); err != nil {
+# HELP blanket_shuffler_period_reports Reports waiting in the pools, by reporting period (its start, RFC 3339; only periods still open to reports have pools), summed over pools and epochs; read from the store every replica shares, like pool_reports and outgoing_batches.
+# TYPE blanket_shuffler_period_reports gauge
+blanket_shuffler_period_reports{period="`+time.Unix(today.Start, 0).UTC().Format(time.RFC3339)+`"} 4
+`), "blanket_shuffler_pool_reports", "blanket_shuffler_pool_min_reports", "blanket_shuffler_period_reports"); err != nil {
 		t.Error(err)
 	}
 

@@ -240,8 +240,8 @@ function renderPools(pools) {
   body.appendChild(
     kv([
       ["n_min", fmt.int(pools.n_min)],
-      ["released since start", `${fmt.int(pools.batches_released)} batches, ${fmt.int(pools.reports_released)} reports`],
-      ["awaiting the collector's acknowledgement", `${fmt.int(pools.outgoing)} batches`],
+      ["awaiting the collector's acknowledgement (every replica)", `${fmt.int(pools.outgoing)} batches`],
+      ["released by this process since it started", `${fmt.int(pools.batches_released)} batches, ${fmt.int(pools.reports_released)} reports`],
     ]),
   );
   if (!pools.pools.length) {
@@ -264,6 +264,10 @@ function renderPools(pools) {
   body.appendChild(t);
 }
 
+// storedPeriodsShown is how many of the latest periods the ingest card
+// lists from the shared store.
+const storedPeriodsShown = 8;
+
 function renderIngest(list) {
   const box = document.getElementById("ingest");
   const body = document.getElementById("ingest-body");
@@ -273,7 +277,35 @@ function renderIngest(list) {
     return;
   }
   box.hidden = false;
+  const st = list.stored;
+  if (st) {
+    body.appendChild(h("h3", { text: "Stored: every replica (the shared store)" }));
+    body.appendChild(
+      kv([
+        ["batches", fmt.int(st.batches)],
+        ["valid reports", fmt.int(st.reports)],
+        ["malformed reports", fmt.int(st.malformed)],
+      ]),
+    );
+    const recent = st.periods.slice(-storedPeriodsShown).reverse();
+    if (recent.length) {
+      const t = h("table", { class: "stored" }, h("tr", {}, ["period", "batches", "held", "valid reports", "malformed"].map((s) => h("th", { text: s }))));
+      for (const p of recent) {
+        t.appendChild(
+          h("tr", { "data-period": p.start },
+            h("td", { text: fmt.day(p.start) }),
+            h("td", { class: "num", text: fmt.int(p.batches) }),
+            h("td", { class: "num", text: fmt.int(p.held) }),
+            h("td", { class: "num", text: fmt.int(p.reports) }),
+            h("td", { class: "num", text: fmt.int(p.malformed) }),
+          ),
+        );
+      }
+      body.appendChild(t);
+    }
+  }
   const s = list.ingest;
+  body.appendChild(h("h3", { text: "This process, since it started" }));
   body.appendChild(
     kv([
       ["batches ingested", fmt.int(s.batches)],
@@ -283,7 +315,6 @@ function renderIngest(list) {
       ["malformed reports", fmt.int(s.malformed)],
     ]),
   );
-  body.appendChild(h("p", { class: "muted", text: "Counters since the collector started." }));
 }
 
 // periodsOf returns a metric's periods with data, one per period start:
