@@ -454,9 +454,18 @@ func combineSame(parts []*Decomposition, get func(*Decomposition) []AtomSet, com
 	return dedupe(out), nil
 }
 
+// binom returns the binomial coefficient C(n, k), exactly for k or n - k
+// at most 1 (the sparse path counts its terms with it, once per m), else
+// rounded from log-gamma values.
 func binom(n, k int) float64 {
 	if k < 0 || k > n {
 		return 0
+	}
+	switch min(k, n-k) {
+	case 0:
+		return 1
+	case 1:
+		return float64(n)
 	}
 	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
 	return math.Round(math.Exp(lg(n) - lg(k) - lg(n-k)))

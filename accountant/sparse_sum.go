@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // The rounding of sparseExact's leaves, bounded per leaf.
 //
@@ -99,13 +102,49 @@ func (b *bandSum) mayCount(s dd, left int, z float64) bool {
 }
 
 // logFactorials returns log k! for k = 0..m, each within 6u log k!
-// (compensated sum of the logs).
+// (compensated sum of the logs). The slice is shared: callers only read
+// it.
+//
+// The table is a running sum, so the first m + 1 entries of a longer table
+// are the same bits as a table of m + 1: one table, grown as needed and
+// kept up to lfCacheMax entries, serves every call (a calibration asks
+// for tables of tens of thousands of entries at every probe).
 func logFactorials(m int) []float64 {
-	lf := make([]float64, m+1)
-	var sum kahan
-	for i := 2; i <= m; i++ {
+	if m > lfCacheMax {
+		lf := make([]float64, m+1)
+		var sum kahan
+		extendLogFactorials(lf, 2, &sum)
+		return lf
+	}
+	c := &lfCache
+	c.Lock()
+	defer c.Unlock()
+	if len(c.lf) <= m {
+		size := max(m+1, min(2*len(c.lf), lfCacheMax+1))
+		lf := make([]float64, size)
+		copy(lf, c.lf)
+		extendLogFactorials(lf, max(len(c.lf), 2), &c.sum)
+		c.lf = lf
+	}
+	return c.lf[: m+1 : m+1]
+}
+
+// extendLogFactorials fills lf[from:] with log k!, continuing the
+// compensated sum of log 2 + ... + log (from - 1) held in sum.
+func extendLogFactorials(lf []float64, from int, sum *kahan) {
+	for i := from; i < len(lf); i++ {
 		sum.add(math.Log(float64(i)))
 		lf[i] = sum.sum
 	}
-	return lf
+}
+
+// lfCacheMax bounds the shared table of logFactorials (32 MB).
+const lfCacheMax = 1 << 22
+
+// lfCache is logFactorials' shared table and the compensated sum that
+// produced its last entry.
+var lfCache struct {
+	sync.Mutex
+	lf  []float64
+	sum kahan
 }

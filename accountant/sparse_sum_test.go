@@ -143,3 +143,66 @@ func oneAtomReference(n int, w1, z0, z1 float64) float64 {
 	}
 	return total.sum / mass.sum / nf
 }
+
+// TestLogFactorialsSharedTable checks that the shared, grown table of
+// logFactorials gives, for requests of any size in any order, the same bits
+// as a table computed afresh by the running compensated sum (the table's
+// prefix property), and stays within its stated 6u log k! of Lgamma's
+// value at a few sizes (tolerance: 6u log k! plus Lgamma's own few ulps).
+func TestLogFactorialsSharedTable(t *testing.T) {
+	fresh := func(m int) []float64 {
+		lf := make([]float64, m+1)
+		var sum kahan
+		for i := 2; i <= m; i++ {
+			sum.add(math.Log(float64(i)))
+			lf[i] = sum.sum
+		}
+		return lf
+	}
+	want := fresh(300_000)
+	for _, m := range []int{0, 1, 2, 7, 100, 5000, 3, 70_000, 300_000, 12, 150_000} {
+		got := logFactorials(m)
+		if len(got) != m+1 {
+			t.Fatalf("logFactorials(%d) has %d entries", m, len(got))
+		}
+		for k := range got {
+			if got[k] != want[k] {
+				t.Fatalf("logFactorials(%d)[%d] = %v, afresh %v", m, k, got[k], want[k])
+			}
+		}
+	}
+	for _, k := range []int{10, 1000, 299_999} {
+		lg, _ := math.Lgamma(float64(k) + 1)
+		if d := math.Abs(want[k] - lg); d > (6+4)*ulp*lg {
+			t.Errorf("log %d! = %v, Lgamma %v: off by %g", k, want[k], lg, d)
+		}
+	}
+}
+
+// TestBinomSmallK checks binom's exact cases (k or n - k at most 1, which
+// the sparse path's term count uses), and the log-gamma formula used
+// otherwise where it is exact.
+func TestBinomSmallK(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 10, 1000, 123_457, 1 << 40} {
+		if got := binom(n, 0); got != 1 {
+			t.Errorf("binom(%d, 0) = %v", n, got)
+		}
+		if got := binom(n, n); got != 1 {
+			t.Errorf("binom(%d, %d) = %v", n, n, got)
+		}
+		if n >= 1 {
+			if got := binom(n, 1); got != float64(n) {
+				t.Errorf("binom(%d, 1) = %v", n, got)
+			}
+			if got := binom(n, n-1); got != float64(n) {
+				t.Errorf("binom(%d, %d) = %v", n, n-1, got)
+			}
+		}
+	}
+	if got := binom(10, 3); got != 120 {
+		t.Errorf("binom(10, 3) = %v, want 120", got)
+	}
+	if got := binom(20, 10); got != 184756 {
+		t.Errorf("binom(20, 10) = %v, want 184756", got)
+	}
+}
