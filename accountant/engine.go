@@ -401,12 +401,7 @@ func fftFactors(n int) int {
 // computed; otherwise lo is 0.
 func evaluate(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 	key := memoKey(s, n, eps, hRel, wantLo)
-	if b, ok := memo.get(key); ok {
-		return b
-	}
-	b := compute(s, n, eps, hRel, wantLo)
-	memo.put(key, b)
-	return b
+	return memo.do(key, func() bracket { return compute(s, n, eps, hRel, wantLo) })
 }
 
 // compute is evaluate without the memo (memo.go).
@@ -536,6 +531,15 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		clear(coefM)
 	}
 	var errN, errM, l2N, l2M, err2N float64
+	// Most coefficients' n-th powers underflow (the n-fold law is smooth
+	// on the lattice's scale): skipBelow is a magnitude below which
+	// n log(a + phiErr) < -745 for certain, so that the test below would
+	// skip the coefficient too, and the two logs are not needed.
+	// exp(-745/n) is within a few ulps, log within one, the product within
+	// one more: a relative margin of 1e-9 on x = a + phiErr < exp(-745/n)
+	// keeps log x below -745/n by 1e-9, far above those roundings (at most
+	// 1e-15 of 745/n). A coefficient skipped here is skipped below.
+	skipBelow := math.Exp(-745/nf) * (1 - 1e-9)
 	// rot[i] is k·pos_i mod L for the current k, advanced by pos_i at each
 	// step (the same table index as the product taken modulo L).
 	rot := make([]int, len(pts))
@@ -561,7 +565,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		if k == 0 || (L%2 == 0 && k == L/2) {
 			mult = 1
 		}
-		if a == 0 {
+		if a == 0 || a+phiErr < skipBelow {
 			continue
 		}
 		la := math.Log(a)

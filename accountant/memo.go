@@ -37,6 +37,21 @@ type evalMemo struct {
 	cur, old map[string]bracket
 	bytes    int // key bytes in cur
 	limit    int
+	// running holds the evaluations under way, so that a second caller of
+	// the same key waits for the first instead of computing it again: a
+	// composition's bound and its baselines run side by side and sample
+	// the same profile points (a fifth of the evaluations of account eps
+	// --rounds 365 were such duplicates).
+	running map[string]*evaluation
+}
+
+// evaluation is one computation under way; done is closed when b is set,
+// or when the computation panicked (ok false: a waiter computes it
+// itself).
+type evaluation struct {
+	done chan struct{}
+	b    bracket
+	ok   bool
 }
 
 var memo = evalMemo{limit: memoBytes}
@@ -60,10 +75,60 @@ func memoKey(s AtomSet, n int, eps, hRel float64, wantLo bool) []byte {
 	return b
 }
 
+// do returns the bracket recorded for key, else the one another caller is
+// computing for it (waiting for it), else compute's, which it records.
+// compute must not call do: a caller waits only for computations that
+// wait for nothing.
+func (m *evalMemo) do(key []byte, compute func() bracket) bracket {
+	for {
+		m.Lock()
+		if b, ok := m.getLocked(key); ok {
+			m.Unlock()
+			return b
+		}
+		if e, ok := m.running[string(key)]; ok {
+			m.Unlock()
+			<-e.done
+			if e.ok {
+				return e.b
+			}
+			continue // it panicked: try again
+		}
+		e := &evaluation{done: make(chan struct{})}
+		if m.running == nil {
+			m.running = map[string]*evaluation{}
+		}
+		m.running[string(key)] = e
+		m.Unlock()
+		return m.run(key, e, compute)
+	}
+}
+
+// run computes e for key and records it; a panic in compute releases the
+// waiters (without a bracket) and goes on up.
+func (m *evalMemo) run(key []byte, e *evaluation, compute func() bracket) bracket {
+	defer func() {
+		m.Lock()
+		delete(m.running, string(key))
+		if e.ok {
+			m.putLocked(key, e.b)
+		}
+		m.Unlock()
+		close(e.done)
+	}()
+	e.b = compute()
+	e.ok = true
+	return e.b
+}
+
 // get returns the bracket recorded for key, if any.
 func (m *evalMemo) get(key []byte) (bracket, bool) {
 	m.Lock()
 	defer m.Unlock()
+	return m.getLocked(key)
+}
+
+func (m *evalMemo) getLocked(key []byte) (bracket, bool) {
 	if b, ok := m.cur[string(key)]; ok {
 		return b, true
 	}

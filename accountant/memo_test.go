@@ -3,7 +3,9 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
+	"time"
 )
 
 // memoCall is one set of evaluate's arguments.
@@ -198,5 +200,72 @@ func TestComputeDeterministic(t *testing.T) {
 		if got := compute(s, 1000, 0.5, hRelStart, true); got != want {
 			t.Fatalf("call %d: %+v, first call %+v", i+2, got, want)
 		}
+	}
+}
+
+// TestConcurrentMemoComputesEachKeyOnce starts 8 goroutines behind a
+// barrier on the same key: one computes, the others wait for its bracket
+// and get the same one, and a second round finds it recorded. A compute
+// that panics releases its waiters, one of which computes instead.
+func TestConcurrentMemoComputesEachKeyOnce(t *testing.T) {
+	m := evalMemo{limit: 1 << 20}
+	key := memoKey(AtomSet{{R: 0.5, P: 0.7, Q: 0.3}}, 1000, 0.25, 0.5, true)
+	var mu sync.Mutex
+	computed := 0
+	release := make(chan struct{})
+	compute := func() bracket {
+		mu.Lock()
+		computed++
+		mu.Unlock()
+		<-release // hold the key while the others arrive
+		return bracket{lo: 1, hi: 2}
+	}
+	const workers = 8
+	var start, done sync.WaitGroup
+	start.Add(1)
+	got := make([]bracket, workers)
+	for i := range workers {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			got[i] = m.do(key, compute)
+		}()
+	}
+	start.Done()
+	time.Sleep(50 * time.Millisecond) // not needed for correctness: lets the waiters queue
+	close(release)
+	done.Wait()
+	if computed != 1 {
+		t.Fatalf("%d goroutines on one key computed it %d times, want 1", workers, computed)
+	}
+	for i, b := range got {
+		if b != (bracket{lo: 1, hi: 2}) {
+			t.Fatalf("goroutine %d got %+v", i, b)
+		}
+	}
+	if b := m.do(key, func() bracket { t.Fatal("a recorded key computed again"); return bracket{} }); b.hi != 2 {
+		t.Fatalf("recorded bracket %+v", b)
+	}
+
+	// A panic releases the waiters.
+	key2 := memoKey(AtomSet{{R: 0.5, P: 0.7, Q: 0.3}}, 1001, 0.25, 0.5, true)
+	entered := make(chan struct{})
+	boom := make(chan struct{})
+	go func() {
+		defer func() { recover() }()
+		m.do(key2, func() bracket { close(entered); <-boom; panic("compute failed") })
+	}()
+	<-entered
+	res := make(chan bracket)
+	go func() { res <- m.do(key2, func() bracket { return bracket{lo: 3, hi: 4} }) }()
+	close(boom)
+	select {
+	case b := <-res:
+		if b.hi != 4 {
+			t.Fatalf("after a panic the waiter got %+v, want its own bracket", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter was not released by a panicking compute")
 	}
 }
