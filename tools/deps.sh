@@ -7,12 +7,15 @@
 #   postgresql the store tests of the shuffler and the collector run
 #              against a throwaway PostgreSQL server started from its
 #              binaries in /usr/lib/postgresql/<version>/bin (internal/pgtest).
+#   haproxy    the deployment kit's balancer (deploy/haproxy), which
+#              make demo-replicas and its test run in front of the replicas.
 # It needs root for apt-get; without root it names what is missing.
 set -euo pipefail
 
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
