@@ -35,16 +35,21 @@ import (
 //     L on a window [A, A+L) of lattice points: its DFT is phi(k)^n, where
 //     phi is evaluated directly from the few lattice atoms (no forward FFT,
 //     so its rounding error is a few ulps), and one inverse real FFT gives
-//     the wrapped probabilities. Wrapping only adds non-negative mass, which
-//     keeps the upper side sound; on the lower side the aliased mass is
-//     bounded by Chernoff bounds from the exact lattice moment generating
-//     function and subtracted at its worst position. Mass beyond the window
+//     the wrapped probabilities. The (n-1)-fold law of step 2 is needed at
+//     a few points only (one per split atom): it is summed there directly
+//     from its non-zero coefficients (pmAt). Wrapping only adds
+//     non-negative mass, which keeps the upper side sound; on the lower
+//     side the aliased mass is bounded by Chernoff bounds from the exact
+//     lattice moment generating function and subtracted at its worst
+//     position. Mass beyond the window
 //     is bounded the same way (E[S 1{S >= a}] <= a e^{-va} M(v)^n, v >= 1/a).
 //  5. Floating point. The error of phi is bounded by a few ulps; raising to
 //     the n-th power multiplies its relative error by n; the inverse FFT adds
-//     c u log2(L) ||p||_2. The resulting per-point bound is added on the upper
-//     side and subtracted on the lower side, weighted by the untilting
-//     factors, and a final relative margin covers summation rounding.
+//     c u log2(L) ||p||_2, the direct sums of the (n-1)-fold law
+//     (K + 32) u sum |Y_k| over their K terms. The resulting per-point
+//     bound is added on the upper side and subtracted on the lower side,
+//     weighted by the untilting factors, and a final relative margin
+//     covers summation rounding.
 //
 // The window grows until the tail and alias terms are negligible, and the
 // lattice step h = hRel * sd is halved by the caller until the bracket is
@@ -490,6 +495,42 @@ func tiltedSD(p prepared) float64 {
 	return math.Sqrt(k2)
 }
 
+// halfCoef is a non-zero coefficient k of a half spectrum, with its
+// multiplicity in the real inverse DFT (1 for k = 0 and k = L/2, else 2).
+type halfCoef struct {
+	k    int
+	y    complex128
+	mult float64
+}
+
+// pmAt returns the unnormalised real inverse DFT of length L of the half
+// spectrum c at pos, sum_k mult_k Re(y_k e^{2 pi i k pos/L}), as gonum's
+// Sequence defines it (the imaginary parts of the coefficients 0 and L/2
+// ignored), from the twiddle table t of L (t[m] = e^{-2 pi i m/L}, m <=
+// L/2). Its rounding: the table index k pos mod L is exact; each entry is
+// within 12 u absolute (window's phi comment), so a term mult Re(y w) is
+// within mult |y| (2*12 + 4) u of its exact value; a recursive sum of K
+// terms adds at most (K - 1) u times the sum of their magnitudes. In all
+// at most (K + 32) u sum_k mult_k |y_k|, the bound window uses.
+func pmAt(c []halfCoef, t []complex128, L, pos int) float64 {
+	var v float64
+	for _, h := range c {
+		m := int(int64(h.k) * int64(pos) % int64(L))
+		var co, si float64 // cos and sin of 2 pi m/L
+		if m <= L/2 {
+			co, si = real(t[m]), -imag(t[m])
+		} else {
+			co, si = real(t[L-m]), imag(t[L-m])
+		}
+		if h.mult == 1 {
+			v += real(h.y) * co
+		} else {
+			v += h.mult * (real(h.y)*co - imag(h.y)*si)
+		}
+	}
+	return v
+}
+
 type windowResult struct {
 	bracket
 	tailOK bool
@@ -525,12 +566,11 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	defer putFFT()
 	coefN := fft.coefN
 	clear(coefN)
-	var coefM []complex128
-	if wantLo {
-		coefM = fft.coefM
-		clear(coefM)
-	}
-	var errN, errM, l2N, l2M, err2N float64
+	// The (n-1)-fold law is needed only at the few points -a_j of the
+	// convexity correction: its non-zero coefficients are kept (coefM)
+	// and summed at those points directly (pmAt), not transformed.
+	var coefM []halfCoef
+	var errN, errM, l2N, absM, err2N float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
 	// n log(a + phiErr) < -745 for certain, so that the test below would
@@ -589,9 +629,9 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			ym := cmplx.Rect(math.Exp(m1*la), m1*arg)
 			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
 			em := math.Exp(m1*lae) - math.Exp(m1*la) + cmplx.Abs(ym)*relm
-			coefM[k] = ym
+			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
-			l2M += mult * real(ym*cmplx.Conj(ym))
+			absM += mult * cmplx.Abs(ym)
 		}
 	}
 	Lf := float64(L)
@@ -608,11 +648,11 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// ||p||_2 = ||Y||_2 / sqrt(L). This does not grow as the lattice is
 	// refined, unlike a per-point bound summed over every point.
 	l2ErrN := math.Sqrt(err2N/Lf) + 5*ulp*logL*math.Sqrt(l2N/Lf)
-	var pm []float64
 	var epsM float64
 	if wantLo {
-		pm = fft.Sequence(fft.pm, coefM)
-		epsM = errM/Lf + 5*ulp*logL*math.Sqrt(l2M/Lf)
+		// Per point: the coefficients' errors through the normalised
+		// inverse DFT (errM/L), plus pmAt's rounding (see there).
+		epsM = errM/Lf + float64(len(coefM)+32)*ulp*absM/Lf
 	}
 	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.
 	// Work in the scaled unit e^{n k0} to avoid underflow.
@@ -658,7 +698,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			s := -at.a
 			var prob float64
 			if s >= A && s < A+int64(L) {
-				pv := pm[int(((s%int64(L))+int64(L))%int64(L))]/Lf + epsM
+				pv := pmAt(coefM, t, L, int(((s%int64(L))+int64(L))%int64(L)))/Lf + epsM
 				// P_{n-1}(s) = p e^{-theta s h} e^{(n-1) k0}; in scaled units
 				// divide by e^{k0}.
 				prob = math.Max(pv, 0) * math.Exp(-theta*h*float64(s)-k0)

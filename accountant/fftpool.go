@@ -21,12 +21,12 @@ var fftPools struct {
 }
 
 // fftPlan is a pooled plan of length L with the window's buffers: the
-// half spectra coefN, coefM (L/2+1) and the sequences pn, pm (L). Whoever
-// takes one overwrites what it reads (window zeroes the spectra first).
+// half spectrum coefN (L/2+1) and the sequence pn (L). Whoever takes one
+// overwrites what it reads (window zeroes the spectrum first).
 type fftPlan struct {
 	*fourier.FFT
-	coefN, coefM []complex128
-	pn, pm       []float64
+	coefN []complex128
+	pn    []float64
 }
 
 // getFFT returns a plan of length L and the function that gives it back.
@@ -43,7 +43,7 @@ func getFFT(L int) (*fftPlan, func()) {
 			c.order = c.order[1:]
 		}
 		p = &sync.Pool{New: func() any {
-			return &fftPlan{FFT: fourier.NewFFT(L), coefN: make([]complex128, L/2+1), coefM: make([]complex128, L/2+1), pn: make([]float64, L), pm: make([]float64, L)}
+			return &fftPlan{FFT: fourier.NewFFT(L), coefN: make([]complex128, L/2+1), pn: make([]float64, L)}
 		}}
 		c.pools[L] = p
 		c.order = append(c.order, L)
