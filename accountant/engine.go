@@ -495,6 +495,54 @@ func tiltedSD(p prepared) float64 {
 	return math.Sqrt(k2)
 }
 
+// bandEnd returns a k1 <= L/2 + 1 such that every coefficient k in
+// [k1, L/2] of the lattice law with weights w at indices idx (ascending)
+// would be skipped by window's test a + phiErr < skipBelow, so that the
+// window need not compute them (the n-fold law is smooth on the
+// lattice's scale, and only the first few coefficients survive the n-th
+// power).
+//
+// Why. With W = sum_i w_i and any two points i, j at adjacent indices,
+//
+//	|phi(k)|^2 = sum_{i,l} w_i w_l cos(2 pi k (x_i - x_l)/L)
+//	           = W^2 - sum_{i != l} w_i w_l (1 - cos(...))
+//	          <= W^2 - 2 w_i w_j (1 - cos(2 pi k/L)),
+//
+// every term dropped being >= 0; the right side falls as k grows to L/2.
+// The computed a of window is within phiErr of the exact |phi| of the
+// computed weights (phiErr covers the weights' own errors too, and the
+// sum's and the table's, which are all that a carries besides) and 2u
+// relative (the modulus). So where sqrt of the bound at k1, with margins
+// for its own rounding (W's sum: (len + 2) u relative; the product and
+// the table's cosine: 4u and 16u; a relative 1e-10 on the whole, far
+// above the rest), plus 2 phiErr is below skipBelow, window's test skips
+// k1 and every k after it. The skipped coefficients add nothing to any
+// sum, as when the test skips them: the window's results are the same
+// bits. Without adjacent points no k is skipped here.
+func bandEnd(w []float64, idx []int64, L int, t []complex128, phiErr, skipBelow float64) int {
+	half := L/2 + 1
+	var W, P float64
+	for i, x := range w {
+		W += x
+		if i > 0 && idx[i] == idx[i-1]+1 {
+			P = math.Max(P, w[i-1]*x)
+		}
+	}
+	if P == 0 {
+		return half
+	}
+	W *= 1 + float64(len(w)+2)*ulp
+	P *= 1 - 4*ulp
+	for k := 1; k < half; k++ {
+		c := math.Max(1-real(t[k])-16*ulp, 0)
+		b := math.Max(W*W-2*P*c, 0)
+		if math.Sqrt(b)*(1+1e-10)+2*phiErr < skipBelow {
+			return k
+		}
+	}
+	return half
+}
+
 // halfCoef is a non-zero coefficient k of a half spectrum, with its
 // multiplicity in the real inverse DFT (1 for k = 0 and k = L/2, else 2).
 type halfCoef struct {
@@ -540,7 +588,6 @@ type windowResult struct {
 func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo bool) windowResult {
 	h := l.h
 	t := twiddleTable(L)
-	half := L/2 + 1
 	// Tilted lattice weights and their positions modulo L.
 	type pt struct {
 		w   float64
@@ -583,7 +630,11 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// rot[i] is k·pos_i mod L for the current k, advanced by pos_i at each
 	// step (the same table index as the product taken modulo L).
 	rot := make([]int, len(pts))
-	for k := range half {
+	ws := make([]float64, len(pts))
+	for i, q := range pts {
+		ws[i] = q.w
+	}
+	for k := range bandEnd(ws, l.idx, L, t, phiErr, skipBelow) {
 		var re, im float64
 		for i, q := range pts {
 			m := rot[i]

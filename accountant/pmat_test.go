@@ -90,3 +90,61 @@ func TestPmAtWithinItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestBandEndSkipsOnlySkippedCoefficients checks bandEnd on random
+// lattice laws (2 to 40 points, some adjacent, weights summing to 1 up to
+// rounding) at lengths and n where it cuts: every coefficient from its
+// k1 to L/2, computed as the window computes it, fails the window's test
+// a + phiErr < skipBelow, so that skipping them changes nothing. A
+// bandEnd that ignored the factor 2 or the margins, or took
+// non-adjacent points, fails it.
+func TestBandEndSkipsOnlySkippedCoefficients(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 3))
+	cut := 0
+	for trial := range 300 {
+		L := []int{3645, 7290, 36450, 4096, 78125}[trial%5]
+		tab := twiddleTable(L)
+		npts := 2 + r.IntN(39)
+		idx := make([]int64, 0, npts)
+		x := int64(r.IntN(50)) - 25
+		for len(idx) < npts {
+			idx = append(idx, x)
+			x += 1 + int64(r.IntN(3)) // adjacent about a third of the time
+		}
+		w := make([]float64, npts)
+		var sum float64
+		for i := range w {
+			w[i] = math.Exp(-8 * r.Float64())
+			sum += w[i]
+		}
+		for i := range w {
+			w[i] /= sum
+		}
+		n := math.Pow(10, 2+6*r.Float64())
+		phiErr := float64(2*(30+2)+12+2*npts+4) * ulp
+		skipBelow := math.Exp(-745/n) * (1 - 1e-9)
+		k1 := bandEnd(w, idx, L, tab, phiErr, skipBelow)
+		if k1 < L/2+1 {
+			cut++
+		}
+		for k := k1; k <= L/2; k++ {
+			var re, im float64
+			for i, ix := range idx {
+				m := int(((int64(k)*ix)%int64(L) + int64(L)) % int64(L))
+				if m <= L/2 {
+					re += w[i] * real(tab[m])
+					im += w[i] * imag(tab[m])
+				} else {
+					re += w[i] * real(tab[L-m])
+					im -= w[i] * imag(tab[L-m])
+				}
+			}
+			if a := cmplx.Abs(complex(re, im)); !(a+phiErr < skipBelow) {
+				t.Fatalf("trial %d (L %d, n %.3g, %d points): bandEnd %d, but coefficient %d has |phi| %v, not below %v", trial, L, n, npts, k1, k, a, skipBelow-phiErr)
+			}
+		}
+	}
+	if cut < 100 {
+		t.Fatalf("bandEnd cut only %d of 300 laws: the test checks too little", cut)
+	}
+}
