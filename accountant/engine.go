@@ -710,10 +710,19 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	logScale := nf * k0
 	var sumSU2, maxSU float64
 	var acc kahan
-	for i := max(A, 1); i < A+int64(L); i++ {
+	// pos is i mod L, advanced with i.
+	i0 := max(A, 1)
+	pos := int(((i0 % int64(L)) + int64(L)) % int64(L))
+	for i := i0; i < A+int64(L); i++ {
 		sv := h * float64(i)
-		u := math.Exp(-theta * sv)
-		pv := pn[int(((i%int64(L))+int64(L))%int64(L))] / Lf
+		u := 1.0 // exp(-0 sv)
+		if theta != 0 {
+			u = math.Exp(-theta * sv)
+		}
+		pv := pn[pos] / Lf
+		if pos++; pos == L {
+			pos = 0
+		}
 		acc.add(sv * pv * u)
 		su := sv * u
 		sumSU2 += su * su
