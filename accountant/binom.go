@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // logBinomPMF returns log P(Binomial(n, p) = x) accurately for n up to
 // 10^10 and beyond, by Loader's saddle-point method ("Fast and accurate
@@ -80,4 +83,66 @@ func bd0(x, np float64) float64 {
 		return s
 	}
 	return x*math.Log(x/np) + np - x
+}
+
+// logBinomPMFs returns logBinomPMF(m, n, p) for m = 0..m1. The slice is
+// shared: callers only read it.
+//
+// The sparse path sums over the same binomial at every eps a search
+// tries (its p is the blanket mass of the atom set, which eps does not
+// change), so the values of the few most recent (n, p) are kept and
+// extended as needed: each is logBinomPMF's value, the same bits as a call.
+func logBinomPMFs(n int, p float64, m1 int) []float64 {
+	if m1 >= pmfCacheMax {
+		out := make([]float64, m1+1)
+		for m := range out {
+			out[m] = logBinomPMF(m, n, p)
+		}
+		return out
+	}
+	c := &pmfCache
+	c.Lock()
+	defer c.Unlock()
+	k := pmfKey{n, math.Float64bits(p)}
+	t, ok := c.tables[k]
+	if !ok {
+		if c.tables == nil {
+			c.tables = map[pmfKey][]float64{}
+		}
+		if len(c.order) >= maxPMFTables {
+			delete(c.tables, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, k)
+	}
+	if len(t) <= m1 {
+		ext := make([]float64, max(m1+1, min(2*len(t), pmfCacheMax)))
+		copy(ext, t)
+		for m := len(t); m < len(ext); m++ {
+			ext[m] = logBinomPMF(m, n, p)
+		}
+		t = ext
+		c.tables[k] = t
+	}
+	return t[: m1+1 : m1+1]
+}
+
+const (
+	// pmfCacheMax bounds the entries of one table of logBinomPMFs (16 MB),
+	// maxPMFTables the tables kept.
+	pmfCacheMax  = 1 << 21
+	maxPMFTables = 4
+)
+
+// pmfKey identifies a binomial law: n and the bits of p.
+type pmfKey struct {
+	n int
+	p uint64
+}
+
+// pmfCache holds logBinomPMFs' tables, oldest first in order.
+var pmfCache struct {
+	sync.Mutex
+	tables map[pmfKey][]float64
+	order  []pmfKey
 }

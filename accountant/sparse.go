@@ -103,8 +103,9 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	var sum bandSum
 	var pw pairWalk
 	sumRange := func(m0, m1 int) bool {
+		lpms := logBinomPMFs(n, pi, m1)
 		for m := m0; m <= m1; m++ {
-			lpm := logBinomPMF(m, n, pi)
+			lpm := lpms[m]
 			if math.IsInf(lpm, -1) {
 				continue
 			}

@@ -206,3 +206,28 @@ func TestBinomSmallK(t *testing.T) {
 		t.Errorf("binom(20, 10) = %v, want 184756", got)
 	}
 }
+
+// TestLogBinomPMFsSameAsCalls checks that the shared tables of
+// logBinomPMFs give, for requests of any length in any order and for more
+// laws than the cache keeps, the same bits as logBinomPMF called afresh.
+func TestLogBinomPMFsSameAsCalls(t *testing.T) {
+	laws := []struct {
+		n int
+		p float64
+	}{{1_000_000, 0.0045}, {10_000_000, 0.0012}, {500, 0.3}, {100_000_000, 1e-4}, {40, 0.9}, {1_000_000, 0.0045000000000000005}}
+	for round := range 3 {
+		for i, law := range laws {
+			m1 := []int{10, 3000, 60_000}[(i+round)%3]
+			m1 = min(m1, law.n)
+			got := logBinomPMFs(law.n, law.p, m1)
+			if len(got) != m1+1 {
+				t.Fatalf("logBinomPMFs(%d, %v, %d) has %d entries", law.n, law.p, m1, len(got))
+			}
+			for m, v := range got {
+				if w := logBinomPMF(m, law.n, law.p); v != w && !(math.IsInf(v, -1) && math.IsInf(w, -1)) {
+					t.Fatalf("logBinomPMFs(%d, %v)[%d] = %v, logBinomPMF %v", law.n, law.p, m, v, w)
+				}
+			}
+		}
+	}
+}
