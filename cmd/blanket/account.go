@@ -127,13 +127,16 @@ func computeEps(e *env, m accountant.Mechanism, eps0 float64, n, rounds int, del
 		}
 		return composedEps(c, m, eps0, n, rounds, delta, start)
 	}
-	res, err := e.engine.epsilon(m, eps0, n, delta)
+	// The bounds and the baselines are independent: side by side, the
+	// baselines' searches fill the core the bounds' leave idle.
+	var bl map[string]*float64
+	res, err, blErr := both(func() (accountant.EpsilonResult, error) { return e.engine.epsilon(m, eps0, n, delta) },
+		func() (err error) { bl, err = e.engine.epsilonBaselines(m, eps0, n, delta); return err })
 	if err != nil {
 		return epsReport{}, err
 	}
-	bl, err := e.engine.epsilonBaselines(m, eps0, n, delta)
-	if err != nil {
-		return epsReport{}, fmt.Errorf("baselines: %w", err)
+	if blErr != nil {
+		return epsReport{}, fmt.Errorf("baselines: %w", blErr)
 	}
 	return newEpsReport(m, eps0, n, 1, delta, res, bl, start), nil
 }
@@ -419,13 +422,14 @@ func computeDelta(e *env, m accountant.Mechanism, eps0 float64, n, rounds int, e
 		}
 		return res, bl, nil
 	}
-	res, err := e.engine.delta(m, eps0, n, eps)
+	var bl map[string]*float64
+	res, err, blErr := both(func() (accountant.DeltaResult, error) { return e.engine.delta(m, eps0, n, eps) },
+		func() (err error) { bl, err = e.engine.deltaBaselines(m, eps0, n, eps); return err })
 	if err != nil {
 		return accountant.DeltaResult{}, nil, err
 	}
-	bl, err := e.engine.deltaBaselines(m, eps0, n, eps)
-	if err != nil {
-		return accountant.DeltaResult{}, nil, fmt.Errorf("baselines: %w", err)
+	if blErr != nil {
+		return accountant.DeltaResult{}, nil, fmt.Errorf("baselines: %w", blErr)
 	}
 	return res, bl, nil
 }
