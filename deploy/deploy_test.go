@@ -18,10 +18,17 @@ import (
 	"github.com/blanket-dp/blanket/collector/shuffler"
 	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/servertest"
+	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain stops the throwaway PostgreSQL server, if a test started one,
+// and removes the binaries the tests built.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	testbuild.Remove()
+	os.Exit(code)
+}
 
 // roles are the Blanket roles of postgres/roles.sql: each has the login
 // role and the database blanket_ROLE.
