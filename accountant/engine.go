@@ -616,7 +616,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// The (n-1)-fold law is needed only at the few points -a_j of the
 	// convexity correction: its non-zero coefficients are kept (coefM)
 	// and summed at those points directly (pmAt), not transformed.
-	var coefM []halfCoef
+	coefM := fft.coefM[:0]
 	var errN, errM, l2N, absM, err2N float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which

@@ -21,12 +21,15 @@ var fftPools struct {
 }
 
 // fftPlan is a pooled plan of length L with the window's buffers: the
-// half spectrum coefN (L/2+1) and the sequence pn (L). Whoever takes one
-// overwrites what it reads (window zeroes the spectrum first).
+// half spectrum coefN (L/2+1), the sequence pn (L) and room for the
+// (n-1)-fold law's non-zero coefficients coefM (capacity L/2+1: a
+// near-periodic lattice law keeps many). Whoever takes one overwrites
+// what it reads (window zeroes the spectrum and empties coefM first).
 type fftPlan struct {
 	*fourier.FFT
 	coefN []complex128
 	pn    []float64
+	coefM []halfCoef
 }
 
 // getFFT returns a plan of length L and the function that gives it back.
@@ -43,7 +46,7 @@ func getFFT(L int) (*fftPlan, func()) {
 			c.order = c.order[1:]
 		}
 		p = &sync.Pool{New: func() any {
-			return &fftPlan{FFT: fourier.NewFFT(L), coefN: make([]complex128, L/2+1), pn: make([]float64, L)}
+			return &fftPlan{FFT: fourier.NewFFT(L), coefN: make([]complex128, L/2+1), pn: make([]float64, L), coefM: make([]halfCoef, 0, L/2+1)}
 		}}
 		c.pools[L] = p
 		c.order = append(c.order, L)
