@@ -505,9 +505,9 @@ the eps0 found.`,
 				blErr error
 			)
 			finish := e.startStatus(cmd.ErrOrStderr(), "blanket account calibrate")
-			if _, fixed := m.FixedEps0(); t.Rounds > 1 && !fixed {
-				// Over several rounds both take long: run them side by
-				// side.
+			if _, fixed := m.FixedEps0(); !fixed {
+				// Both search many budgets (the baselines calibrate the
+				// clone): run them side by side.
 				c, err, blErr = both(func() (accountant.CalibrationResult, error) { return e.engine.calibrate(m, t) },
 					func() (err error) { bl, err = e.engine.calibrateBaselines(m, t); return err })
 			} else {
