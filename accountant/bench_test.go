@@ -204,3 +204,61 @@ func BenchmarkFloorEpsilonRounds(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAccountTargets measures what the account commands of issue 28's
+// targets compute, bounds and baselines, from a cold memo: eps over 365
+// rounds of k-RR (k = 10 at eps0 = 1, k = 100 at eps0 = 4) at n = 1e6,
+// one report of k-RR, k = 20, eps0 = 4 at n = 1e8, and the calibration of
+// k-RR, k = 100, to (1, 1e-6) at n = 1e6 and 1e7 (the CLI runs the bounds
+// and the baselines side by side; here they run one after the other).
+func BenchmarkAccountTargets(b *testing.B) {
+	rounds := func(k int, eps0 float64) func() error {
+		return func() error {
+			c, err := NewComposition(Part{Mech: KRR(k), Eps0: eps0, N: 1_000_000, Rounds: 365})
+			if err != nil {
+				return err
+			}
+			if _, err := c.Epsilon(1e-6); err != nil {
+				return err
+			}
+			_, err = c.EpsilonBaselines(1e-6)
+			return err
+		}
+	}
+	calibrate := func(n int) func() error {
+		return func() error {
+			t := Target{Eps: 1, Delta: 1e-6, N: n}
+			if _, err := Calibrate(KRR(100), t); err != nil {
+				return err
+			}
+			_, err := CalibrateBaselines(KRR(100), t)
+			return err
+		}
+	}
+	cases := []struct {
+		name string
+		run  func() error
+	}{
+		{"rounds365/krr10-eps0=1", rounds(10, 1)},
+		{"rounds365/krr100-eps0=4", rounds(100, 4)},
+		{"eps/krr20-eps0=4-n=1e8", func() error {
+			if _, err := Epsilon(KRR(20), 4, 100_000_000, 1e-6); err != nil {
+				return err
+			}
+			_, err := EpsilonBaselines(KRR(20), 4, 100_000_000, 1e-6)
+			return err
+		}},
+		{"calibrate/krr100-n=1e6", calibrate(1_000_000)},
+		{"calibrate/krr100-n=1e7", calibrate(10_000_000)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ForgetMemo() // time the computation, not the memo
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -146,3 +146,14 @@ var pmfCache struct {
 	tables map[pmfKey][]float64
 	order  []pmfKey
 }
+
+// forgetSparseTables drops the tables of logFactorials and logBinomPMFs
+// (ForgetMemo).
+func forgetSparseTables() {
+	lfCache.Lock()
+	lfCache.lf, lfCache.sum = nil, kahan{}
+	lfCache.Unlock()
+	pmfCache.Lock()
+	pmfCache.tables, pmfCache.order = nil, nil
+	pmfCache.Unlock()
+}

@@ -166,7 +166,11 @@ func (m *evalMemo) forget() {
 	m.cur, m.old, m.bytes = nil, nil, 0
 }
 
-// ForgetMemo drops every recorded evaluation. Results do not change; the
-// next evaluations take their full time again, which is what a benchmark of
-// a first call (a process's start) measures.
-func ForgetMemo() { memo.forget() }
+// ForgetMemo drops every recorded evaluation, and the sparse path's tables
+// of log factorials and binomial masses. Results do not change; the next
+// evaluations take their full time again, which is what a benchmark of a
+// first call (a process's start) measures.
+func ForgetMemo() {
+	memo.forget()
+	forgetSparseTables()
+}
