@@ -677,12 +677,14 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		l2N += mult * real(yn*cmplx.Conj(yn))
 		if wantLo {
 			m1 := nf - 1
-			ym := cmplx.Rect(math.Exp(m1*la), m1*arg)
+			rm := math.Exp(m1 * la)
+			ym := cmplx.Rect(rm, m1*arg)
+			aym := cmplx.Abs(ym)
 			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-			em := math.Exp(m1*lae) - math.Exp(m1*la) + cmplx.Abs(ym)*relm
+			em := math.Exp(m1*lae) - rm + aym*relm
 			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
-			absM += mult * cmplx.Abs(ym)
+			absM += mult * aym
 		}
 	}
 	Lf := float64(L)
