@@ -475,7 +475,8 @@ func checkServe(t *testing.T, planFile string, n int) {
 }
 
 // TestShufflerAndCollectorCommands runs the two roles as separate
-// commands with separate data directories, on the calibrated test plan.
+// commands with separate data directories, on the calibrated test plan,
+// the shuffler given a dead collector URL before the live one.
 func TestShufflerAndCollectorCommands(t *testing.T) {
 	planFile, _ := calibratedTestPlan(t)
 	cdir, sdir := t.TempDir(), t.TempDir()
@@ -485,7 +486,9 @@ func TestShufflerAndCollectorCommands(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "shuffler", "--data", sdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn", "--admission", "open")
+	// Two collector URLs, the first dead (connection refused): the plan
+	// and the batches go to the second (several collectors, failing over).
+	s := startServer(t, "shuffler", "--data", sdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--collector", "http://127.0.0.1:1", "--collector", c.url, "--token-file", tokenFile, "--release-interval", "50ms", "--log-level", "warn", "--admission", "open")
 	// Apps talk to the shuffler only: it relays the collector's plan.
 	var viaShuffler, direct plan.Plan
 	getJSON(t, s.url+"/v1/plan", &viaShuffler)

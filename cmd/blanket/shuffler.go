@@ -26,7 +26,7 @@ func newShufflerCmd(e *env) *cobra.Command {
 	var (
 		sf           serverFlags
 		tf           shufflerFlags
-		collectorURL string
+		collectorURLs []string
 		tokenFile    string
 		admits       string
 		seedFile     string
@@ -85,8 +85,10 @@ forwarded by one replica (another takes over if it dies).`,
 			if err := tf.check(); err != nil {
 				return err
 			}
-			if u, err := url.Parse(collectorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return usageErrorf("--collector %q, must be an http or https URL", collectorURL)
+			for _, c := range collectorURLs {
+				if u, err := url.Parse(c); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return usageErrorf("--collector %q, must be an http or https URL", c)
+				}
 			}
 			if err := checkAdmissionMode("admission", admits); err != nil {
 				return err
@@ -126,7 +128,7 @@ forwarded by one replica (another takes over if it dies).`,
 			}
 			defer ln.Close()
 			reg := newRegistry(nil)
-			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURL, Token: token, Logger: logger, Registerer: reg, Admission: verifier, Open: ps.Open}))
+			s, err := shuffler.Open(ctx, tf.options(shuffler.Options{Plan: p, Dir: sf.data, Store: sf.store, Collector: collectorURLs[0], Collectors: collectorURLs[1:], Token: token, Logger: logger, Registerer: reg, Admission: verifier, Open: ps.Open}))
 			if err != nil {
 				return err
 			}
@@ -136,7 +138,7 @@ forwarded by one replica (another takes over if it dies).`,
 			// A plan the collector publishes later (another travel mode,
 			// a new metric) brings its pools: apps that fetched it are
 			// not refused, and earlier pools stay for late reports.
-			relay := &shuffler.PlanRelay{Collector: collectorURL, Logger: logger, OnPlan: s.AddPlan, Admission: admits}
+			relay := &shuffler.PlanRelay{Collector: collectorURLs[0], Collectors: collectorURLs[1:], Logger: logger, OnPlan: s.AddPlan, Admission: admits}
 			relay.Register(mux)
 			checks := append(s.Checks(), health.Check{Name: "plan", Ready: relay.Ready})
 			health.Register(mux, false, checks...)
@@ -157,13 +159,13 @@ forwarded by one replica (another takes over if it dies).`,
 				"GET  /v1/pools             each pool's fill against n_min",
 				"POST /v1/pools/close       close the periods ending by ?through= before their deadline",
 			}, adminOpsRoutes...)...)
-			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURL, "admission", admits, "n_min", p.NMin, "metrics", metricNames(p))
+			logger.Info("serving", "addr", ln.Addr().String(), "data", sf.data, "store", pgdb.Redact(sf.store), "collector", collectorURLs, "admission", admits, "n_min", p.NMin, "metrics", metricNames(p))
 			return serveHTTP(ctx, logger, ln, mux, s.Run)
 		}),
 	}
 	sf.add(cmd, "127.0.0.1:8080")
 	tf.add(cmd)
-	cmd.Flags().StringVar(&collectorURL, "collector", "", "the collector's base URL, e.g. http://127.0.0.1:8081 (required)")
+	cmd.Flags().StringArrayVar(&collectorURLs, "collector", nil, "the collector's base URL, e.g. http://127.0.0.1:8081 (required); repeat it for replicas of the collector on one store: each batch goes to one whose GET /readyz answers 200, in turn, and a send that fails goes on to the next")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default DIR/batch.token)")
 	cmd.Flags().StringVar(&admits, "admission", admission.AdmissionTokens, "tokens: take only envelopes with an admission token of their pool key, not spent before (needs --admission-seed); open: take envelopes without one (anyone who can reach the upload port can add reports)")
 	cmd.Flags().StringVar(&seedFile, "admission-seed", "", "a copy of the issuer's admission.seed (mode 0600), with which the shuffler verifies tokens")
