@@ -24,12 +24,12 @@ import (
 
 func newShufflerCmd(e *env) *cobra.Command {
 	var (
-		sf           serverFlags
-		tf           shufflerFlags
+		sf            serverFlags
+		tf            shufflerFlags
 		collectorURLs []string
-		tokenFile    string
-		admits       string
-		seedFile     string
+		tokenFile     string
+		admits        string
+		seedFile      string
 	)
 	cmd := &cobra.Command{
 		Use:   "shuffler --data DIR --plan PLAN.yaml --collector URL --admission-seed FILE [--addr 127.0.0.1:8080]",
