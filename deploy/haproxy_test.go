@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/internal/testdeps"
 )
 
@@ -85,7 +85,7 @@ func startHAProxy(t *testing.T, env map[string]string) func() string {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var out syncBuffer
+	var out servertest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -95,23 +95,6 @@ func startHAProxy(t *testing.T, env map[string]string) func() string {
 		cmd.Wait()
 	})
 	return out.String
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHAProxyConfig runs the real haproxy on haproxy/haproxy.cfg in

@@ -200,23 +200,8 @@ func TestServerCommandUsageErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the output of a server, read while it runs.
+type syncBuffer = servertest.SyncBuffer
 
 // server is a server command running in-process.
 type server struct {
