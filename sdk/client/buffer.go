@@ -120,7 +120,8 @@ func (b *recordBuffer) take() map[bufKey]bufVal {
 }
 
 // settle puts back the values of taken that could not be staged, before
-// the Records buffered since, and keeps taken's map for the next take.
+// the Records buffered since, wakes the stager to try them again, and
+// keeps taken's map for the next take.
 func (b *recordBuffer) settle(taken map[bufKey]bufVal, failed map[bufKey]bufVal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -130,6 +131,14 @@ func (b *recordBuffer) settle(taken map[bufKey]bufVal, failed map[bufKey]bufVal)
 	if b.spare == nil {
 		clear(taken)
 		b.spare = taken
+	}
+	if len(failed) > 0 {
+		// The next pass retries them a StageInterval later: no Record
+		// into an empty buffer will wake it.
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -203,13 +212,14 @@ func (p *Provider) stagePass(ctx context.Context) {
 	}
 }
 
-// startStager starts runStager, unless every Record stages itself
-// (Config.StageInterval < 0).
+// startStager starts runStager on p.buf, which NewProvider made unless
+// every Record stages itself (Config.StageInterval < 0). It makes the
+// buffer before it starts the uploader, which stages it at every closing,
+// and starts the stager last.
 func (p *Provider) startStager() {
-	if p.cfg.StageInterval < 0 {
+	if p.buf == nil {
 		return
 	}
-	p.buf = newRecordBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stagerCancel, p.stagerDone = cancel, make(chan struct{})
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,5 +338,50 @@ func TestLocalFlush(t *testing.T) {
 	}
 	if gets, posts := f.requests(); gets+posts != 0 {
 		t.Errorf("ModeLocal made %d plan requests and %d uploads", gets, posts)
+	}
+}
+
+// failingOutbox fails its first fails Stages, then stages.
+type failingOutbox struct {
+	client.Outbox
+	fails atomic.Int64
+}
+
+func (o *failingOutbox) Stage(ctx context.Context, v client.Value) (client.Value, error) {
+	if o.fails.Add(-1) >= 0 {
+		return client.Value{}, errors.New("disk full (test)")
+	}
+	return o.Outbox.Stage(ctx, v)
+}
+
+// TestBufferedRetriesFailedStage: a pass whose Stage fails keeps the
+// Records in memory and tries again a StageInterval later by itself,
+// without another Record, Flush or closing.
+func TestBufferedRetriesFailedStage(t *testing.T) {
+	f := newFakeServer(t, nil)
+	dir := t.TempDir()
+	cfg, _ := bufferedConfig(f, dir)
+	cfg.StageInterval = 5 * time.Millisecond
+	o := &failingOutbox{Outbox: sqliteOutbox(t, dir)}
+	o.fails.Store(3)
+	cfg.Outbox = o
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	for _, c := range []string{"home", "search"} {
+		if err := p.Meter("app").Categorical("screen").Record(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); p.Stats().Recorded != 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v after 3 failed Stages: the Records were not tried again", p.Stats())
+		}
+	}
+	staged, err := o.Staged(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(staged) != 1 || staged[0].Category != "search" || staged[0].Count != 2 {
+		t.Errorf("staged %+v, want the last of 2 Records, search", staged)
 	}
 }

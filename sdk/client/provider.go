@@ -461,6 +461,9 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 		return p, nil
 	}
 	p.plan.Store(v)
+	if p.cfg.StageInterval >= 0 {
+		p.buf = newRecordBuffer()
+	}
 	cutoff := p.now().UTC().AddDate(0, 0, -p.cfg.LocalRetention).Format(time.DateOnly)
 	if _, err := p.outbox.DropLocal(ctx, cutoff); err != nil {
 		return nil, err
