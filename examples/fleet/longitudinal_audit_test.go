@@ -101,12 +101,7 @@ func TestLongitudinalEndToEnd(t *testing.T) {
 					pr, err := client.NewProvider(ctx, client.Config{
 						Mode: client.ModeOn, Endpoint: url, MaxEps0: 10, Plan: served, Outbox: client.NewMemoryOutbox(),
 						Randomizers: cache, HTTPClient: hc, UploadDelay: time.Hour, Now: now,
-						// Every Record stages itself. With Records in memory
-						// (the default) the collector held more reports
-						// than the Providers counted after Flush (2009 of
-						// 1976): under investigation (issue 28).
-						StageInterval: -1,
-						PeriodGrace:   time.Duration(days+1) * period,
+						PeriodGrace: time.Duration(days+1) * period,
 					})
 					if err != nil {
 						return err

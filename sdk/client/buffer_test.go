@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -383,5 +384,45 @@ func TestBufferedRetriesFailedStage(t *testing.T) {
 	}
 	if len(staged) != 1 || staged[0].Category != "search" || staged[0].Count != 2 {
 		t.Errorf("staged %+v, want the last of 2 Records, search", staged)
+	}
+}
+
+// TestBufferedStateMatchesImmediate: a state metric recorded on a few
+// days of a week, its Records in memory until one closing at the end,
+// is stepped every day with the same values as when each Record staged
+// itself (and closed the days before it): the days between Records step
+// with the state carried from the Record before. Before stateGroups took
+// the staged values into account, the buffered Provider stepped only the
+// days with a Record.
+func TestBufferedStateMatchesImmediate(t *testing.T) {
+	f := stateServer(t)
+	record := map[int]string{0: "false", 2: "true", 5: "false"}
+	run := func(stageInterval time.Duration) []string {
+		cfg, clk := clockConfig(f, t.TempDir())
+		cfg.StageInterval = stageInterval
+		cfg.PeriodGrace = 10 * day // the week's periods all close within it
+		var spy stepSpy
+		cfg.Randomizers = spy.cache(t)
+		p := newProvider(t, cfg)
+		ctx := context.Background()
+		for d := range 7 {
+			clk.Set(t0.Add(time.Duration(d) * day))
+			if v, ok := record[d]; ok {
+				if err := p.Meter("app").Categorical("enabled").Record(ctx, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		clk.Set(t0.Add(7 * day))
+		flush(t, p)
+		var steps []string
+		for _, c := range spy.got() {
+			steps = append(steps, fmt.Sprintf("%d:%s", c.period, c.value))
+		}
+		return steps
+	}
+	immediate, buffered := run(-1), run(time.Hour)
+	if len(immediate) != 7 || !slices.Equal(immediate, buffered) {
+		t.Errorf("steps (period:value): immediate %v, buffered %v; want the same 7", immediate, buffered)
 	}
 }

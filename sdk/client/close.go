@@ -258,7 +258,7 @@ func (p *Provider) readGroups(ctx context.Context, v *verifiedPlan, now time.Tim
 		g := group(periodKey{d.Pool, d.Period})
 		g.draws = append(g.draws, d)
 	}
-	if err := p.stateGroups(ctx, v, now, grace, group); err != nil {
+	if err := p.stateGroups(ctx, v, now, grace, vals, group); err != nil {
 		return nil, 0, err
 	}
 	// Keep the order of period start overall.

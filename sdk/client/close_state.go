@@ -73,10 +73,15 @@ import (
 
 // stateGroups adds, through group, the periods of plan v's state metrics
 // that closing steps although nothing is staged for them: for each such
-// metric with a carried value the current plan's metric takes, the
-// periods of plan v that have ended by now, within the grace, and start
-// after the carried value's period.
-func (p *Provider) stateGroups(ctx context.Context, v *verifiedPlan, now time.Time, grace time.Duration, group func(periodKey) *periodGroup) error {
+// metric with a carried value the current plan's metric takes, or with a
+// value staged (staged) for an ended period, the periods of plan v that
+// have ended by now, within the grace, and start after the earliest such
+// value's period. The staged values count too because Records reach the
+// outbox in batches (buffer.go): a closing may find several periods'
+// values staged before the metric was ever stepped, and the periods
+// between them are stepped with the state carried from the one before,
+// as when each Record closed the periods before it.
+func (p *Provider) stateGroups(ctx context.Context, v *verifiedPlan, now time.Time, grace time.Duration, staged []Value, group func(periodKey) *periodGroup) error {
 	if !v.hasState() {
 		return nil
 	}
@@ -85,14 +90,28 @@ func (p *Provider) stateGroups(ctx context.Context, v *verifiedPlan, now time.Ti
 		return err
 	}
 	cur := v.plan.ReportPeriod(now)
-	for _, c := range carried {
-		ms := v.metrics[c.Metric]
-		if ms == nil || ms.state == nil || !ms.takes(c) {
-			continue
+	// from is, per state metric, the end of the earliest period its
+	// stepping resumes after.
+	from := map[*metricState]int64{}
+	note := func(val Value) {
+		ms := v.metrics[val.Metric]
+		if ms == nil || ms.state == nil || !ms.takes(val) || val.Period.End() > now.Unix() {
+			return
 		}
+		if f, ok := from[ms]; !ok || val.Period.End() < f {
+			from[ms] = val.Period.End()
+		}
+	}
+	for _, c := range carried {
+		note(c)
+	}
+	for _, val := range staged {
+		note(val)
+	}
+	for ms, end := range from {
 		for start := cur.Start - cur.Length; start >= 0; start -= cur.Length {
 			per := report.Period{Start: start, Length: cur.Length}
-			if now.Sub(time.Unix(per.End(), 0)) > grace || per.Start < c.Period.End() {
+			if now.Sub(time.Unix(per.End(), 0)) > grace || per.Start < end {
 				break
 			}
 			group(periodKey{ms.pool, per})
