@@ -203,20 +203,25 @@ ahead. Repeat --plan to keep granting an earlier plan while its late reports
 come in.
 
 State lives in DIR: admission.seed (generated at the first start, mode 0600,
-printed at start), the secret from which every pool key's OPRF key derives;
-each shuffler needs a copy (--admission-seed). Whoever holds it can mint
-tokens: keep it as secret as the collector's key. issuer.db (SQLite) holds
-the grants, identities keyed-hashed, until their period's grace ends.
+printed at start; in DIR with --store postgres://… too), the secret from
+which every pool key's OPRF key derives; each shuffler needs a copy
+(--admission-seed). Whoever holds it can mint tokens: keep it as secret as
+the collector's key. issuer.db (SQLite) holds the grants, identities
+keyed-hashed, until their period's grace ends.
 
 Replicas: with --store postgres://…, any number of issuer processes share one
 PostgreSQL database (schema blanket_issuer) and the same seed file: an
 instance is granted a pool key once whichever replica it asks.`,
 		Example: `  curl -s -o plan.json http://127.0.0.1:8081/v1/plan
   blanket issuer --data ./issuer-data --plan plan.json --jwks https://idp.example/.well-known/jwks.json --jwt-issuer https://idp.example --jwt-audience blanket
-  PGPASSWORD=… blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --jwt-issuer https://idp.example --jwt-audience blanket --store postgres://blanket@db.internal/issuer`,
+  PGPASSWORD=… blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --jwt-issuer https://idp.example --jwt-audience blanket --store postgres://blanket@db.internal/issuer
+  blanket issuer --config /etc/blanket/issuer.yaml   # deploy/config/issuer.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
-			if err := requireFlags(cmd, "data", "jwks", "plan"); err != nil {
+			if data == "" {
+				return usageErrorf("missing required flag --data: the issuer keeps its admission seed there (DIR/%s), with --store postgres://… too", issuer.SeedFile)
+			}
+			if err := requireFlags(cmd, "jwks", "plan"); err != nil {
 				return err
 			}
 			var level slog.Level
@@ -276,13 +281,14 @@ instance is granted a pool key once whichever replica it asks.`,
 			return serveHTTP(ctx, logger, ln, mux, nil)
 		}),
 	}
-	cmd.Flags().StringVar(&data, "data", "", "data directory: the admission seed and the SQLite store of grants (created, mode 0700) (required)")
+	cmd.Flags().StringVar(&data, "data", "", "data directory (created, mode 0700): the admission seed, also with PostgreSQL, and the SQLite store of grants (required)")
 	cmd.Flags().StringArrayVar(&plans, "plan", nil, "the plan the collector publishes (GET /v1/plan, saved as a file): its pools and epoch are granted; repeat for earlier plans still taking late reports (required)")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8082", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&adminAddr, "admin-addr", "127.0.0.1:0", "the operator's listener: GET /metrics and /readyz with reasons; port 0 picks a free one, printed at start")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
-	cmd.Flags().StringVar(&store, "store", os.Getenv("BLANKET_STORE"), "where grants live: a PostgreSQL URL (postgres://user@host/db, schema blanket_issuer; replicas share it) or SQLite in the data directory (default $BLANKET_STORE, else SQLite)")
+	cmd.Flags().StringVar(&store, "store", "", "where grants live: a PostgreSQL URL (postgres://user@host/db, schema blanket_issuer; replicas share it) or SQLite in the data directory (default $BLANKET_STORE, else SQLite)")
 	jf.add(cmd, " (required)")
+	addConfigFlag(cmd)
 	return cmd
 }
 

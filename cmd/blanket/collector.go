@@ -39,14 +39,18 @@ publishes the next key a rotation ahead and uses it from a period boundary,
 'blanket collector rotate-key' schedules one by hand. A retired key opens the
 reports of its periods until the plan's grace and --key-slack after its last
 period, and is then erased. Their private halves are files
-report-<id>.key (mode 0600) in DIR, or in --key-dir, or, with PostgreSQL and
-no --key-dir, rows of the database.
+report-<id>.key (mode 0600) in --key-dir when given, else in DIR with SQLite
+and rows of the database with PostgreSQL.
 
-State lives in DIR: the report keys, plan-signing.key (the Ed25519 key that
-signs the plan, generated at the first start, mode 0600: apps pin its
-public half, which 'blanket collector plan-key' prints), collector.db
-(SQLite) and the bearer token the shuffler must present, --token-file
-(default DIR/batch.token, generated when missing; give the shuffler a copy). An uncalibrated plan is calibrated at the first start and
+State: with SQLite (the default) it lives in DIR: collector.db, the report
+keys (unless --key-dir) and plan-signing.key (the Ed25519 key that signs the
+plan, generated at the first start, mode 0600: apps pin its public half,
+which 'blanket collector plan-key' prints). With --store postgres://… the
+database holds all of it (the report keys' private halves in --key-dir when
+given) and DIR nothing but the default --token-file: --data may then be left
+out when --token-file is given. The bearer token the shuffler must present
+is --token-file (default DIR/batch.token, generated when missing; give the
+shuffler a copy). An uncalibrated plan is calibrated at the first start and
 that calibration is kept. A batch is stored atomically and counted once however
 often it is delivered.
 
@@ -64,10 +68,11 @@ dashboard) and in the Blanket-Admission header of GET /v1/plan.
 Give every replica the same --token-file. Opening reports (HPKE) is the
 collector's main cost, so throughput grows with the replicas' cores.`,
 		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081
-  PGPASSWORD=… blanket collector --data ./c1 --plan plan.yaml --store postgres://blanket@db.internal/telemetry --token-file /etc/blanket/batch.token`,
+  PGPASSWORD=… blanket collector --plan plan.yaml --store postgres://blanket@db.internal/telemetry --token-file /etc/blanket/batch.token
+  blanket collector --config /etc/blanket/collector.yaml   # deploy/config/collector.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
-			p, logger, err := sf.setup(cmd)
+			p, logger, err := sf.setup(cmd, "")
 			if err != nil {
 				return err
 			}
@@ -76,6 +81,9 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 			}
 			if err := checkAdmissionMode("shuffler-admission", admits); err != nil {
 				return err
+			}
+			if tokenFile == "" && sf.data == "" {
+				return usageErrorf("--token-file is required without --data: the bearer token the shufflers present is kept there (default DIR/%s, generated when missing)", secrets.TokenFile)
 			}
 			if tokenFile == "" {
 				tokenFile = filepath.Join(sf.data, secrets.TokenFile)
@@ -125,8 +133,11 @@ collector's main cost, so throughput grows with the replicas' cores.`,
 	}
 	sf.add(cmd, "127.0.0.1:8081")
 	kf.add(cmd)
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default DIR/batch.token, created if missing)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token batches must carry (default $BLANKET_TOKEN_FILE, else DIR/batch.token; created if missing)")
 	cmd.Flags().StringVar(&admits, "shuffler-admission", admission.AdmissionTokens, "what the shufflers enforce, stated in the scope of the guarantees: tokens (they run --admission tokens) or open")
+	cmd.Flags().Lookup("data").Usage = dataUsage("collector.db (SQLite), the report keys (unless --key-dir), plan-signing.key and the default --token-file; with --store postgres://… nothing but that default")
+	cmd.Flags().Lookup("admin-addr").Usage = "the operator's listener: the dashboard, the collector's API, GET /metrics and /readyz with reasons; keep it private; port 0 picks a free one, printed at start (a fixed port suits Prometheus)"
+	addConfigFlag(cmd)
 	cmd.AddCommand(newPlanKeyCmd(), newRotatePlanKeyCmd(), newRotateKeyCmd())
 	return cmd
 }

@@ -4,8 +4,14 @@ import (
 	"os"
 	"testing"
 
+	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
 )
 
-// TestMain removes the binaries the tests built (the example plugin olh).
-func TestMain(m *testing.M) { os.Exit(testbuild.Main(m)) }
+// TestMain stops the throwaway PostgreSQL server, if a test started one,
+// and removes the binaries the tests built (the example plugin olh).
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	testbuild.Remove()
+	os.Exit(code)
+}

@@ -100,6 +100,13 @@ guarantee of every batch.
 	root.PersistentFlags().StringVar(&e.pluginDir, "plugin-dir", os.Getenv(plugin.PluginDirEnv),
 		"directory of randomizer plugin binaries named blanket-<name> (default $"+plugin.PluginDirEnv+")")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// A server command's settings from the environment and its
+		// config file come first: they may name the plugin directory.
+		if cmd.Flags().Lookup(configFlag) != nil {
+			if err := applyConfig(cmd); err != nil {
+				return err
+			}
+		}
 		if err := e.registerPlugins(cmd.Context(), e.pluginDir); err != nil {
 			return &failure{err}
 		}
@@ -139,10 +146,14 @@ func runE(f func(cmd *cobra.Command) error) func(*cobra.Command, []string) error
 }
 
 // requireFlags returns a usage error naming the first flag in names that
-// was not given.
+// was not given: on the command line, or, for a server command, in the
+// environment or its config file (applyConfig marks those changed too).
 func requireFlags(cmd *cobra.Command, names ...string) error {
 	for _, name := range names {
 		if f := cmd.Flags().Lookup(name); f != nil && !f.Changed {
+			if cmd.Flags().Lookup(configFlag) != nil {
+				return usageErrorf("missing required flag --%s, or %s: in the --config file (see '%s --help')", name, name, cmd.CommandPath())
+			}
 			return usageErrorf("missing required flag --%s (see '%s --help')", name, cmd.CommandPath())
 		}
 	}

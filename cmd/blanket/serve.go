@@ -52,13 +52,25 @@ func (f *serverFlags) add(cmd *cobra.Command, defaultAddr string) {
 	cmd.Flags().StringVar(&f.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:0", "the operator's listener: the dashboard with the shuffler's pools, GET /metrics, GET /v1/pools and /readyz with reasons; keep it private (pool counts over time show when reports arrive); port 0 picks a free one, printed at start")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
-	cmd.Flags().StringVar(&f.store, "store", os.Getenv("BLANKET_STORE"), "where state lives: a PostgreSQL URL (postgres://user@host/db; replicas of a role share it; a password is better in PGPASSWORD or ~/.pgpass than on the command line) or a SQLite file; default $BLANKET_STORE, else SQLite in the data directory")
+	cmd.Flags().StringVar(&f.store, "store", "", "where state lives: a PostgreSQL URL (postgres://user@host/db; replicas of a role share it; a password is better in a password file (PGPASSFILE, ~/.pgpass) or PGPASSWORD than on the command line) or a SQLite file; default $BLANKET_STORE, else SQLite in the data directory")
 }
 
 // setup checks the flags, loads the plan, creates the data directory and
-// returns a logger to stderr.
-func (f *serverFlags) setup(cmd *cobra.Command) (*plan.Plan, *slog.Logger, error) {
-	if err := requireFlags(cmd, "data", "plan"); err != nil {
+// returns a logger to stderr. --data is required unless the store is a
+// PostgreSQL URL and pgData is empty; pgData says what the role keeps in
+// --data with PostgreSQL too.
+func (f *serverFlags) setup(cmd *cobra.Command, pgData string) (*plan.Plan, *slog.Logger, error) {
+	if f.store != "" && !pgdb.IsURL(f.store) && strings.Contains(f.store, "://") {
+		return nil, nil, usageErrorf("--store %q: a PostgreSQL URL starts with postgres:// or postgresql://; anything else is a SQLite file path", f.store)
+	}
+	switch {
+	case f.data != "":
+	case pgdb.IsURL(f.store) && pgData != "":
+		return nil, nil, usageErrorf("missing required flag --data: %s keeps %s there, with PostgreSQL too", cmd.CommandPath(), pgData)
+	case !pgdb.IsURL(f.store):
+		return nil, nil, usageErrorf("missing required flag --data (its SQLite store lives there; see '%s --help')", cmd.CommandPath())
+	}
+	if err := requireFlags(cmd, "plan"); err != nil {
 		return nil, nil, err
 	}
 	var level slog.Level
@@ -69,13 +81,18 @@ func (f *serverFlags) setup(cmd *cobra.Command) (*plan.Plan, *slog.Logger, error
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := secrets.EnsureDir(f.data); err != nil {
-		return nil, nil, err
-	}
-	if f.store != "" && !pgdb.IsURL(f.store) && strings.Contains(f.store, "://") {
-		return nil, nil, usageErrorf("--store %q: a PostgreSQL URL starts with postgres:// or postgresql://; anything else is a SQLite file path", f.store)
+	if f.data != "" {
+		if err := secrets.EnsureDir(f.data); err != nil {
+			return nil, nil, err
+		}
 	}
 	return p, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+}
+
+// dataUsage is the help of --data for a role that needs it only with
+// SQLite; keeps says what it holds then.
+func dataUsage(keeps string) string {
+	return "data directory (created, mode 0700): " + keeps + "; required unless --store is a PostgreSQL URL"
 }
 
 // signalContext is cmd's context, also canceled by SIGINT or SIGTERM.
@@ -288,7 +305,7 @@ the next start.`,
   blanket serve --data ./blanket-data --plan examples/plan.yaml --admission open`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
-			p, logger, err := sf.setup(cmd)
+			p, logger, err := sf.setup(cmd, "the batch token and the admission seed")
 			if err != nil {
 				return err
 			}
@@ -406,6 +423,8 @@ the next start.`,
 	kf.add(cmd)
 	jf.add(cmd, " (required unless --admission open)")
 	cmd.Flags().StringVar(&admits, "admission", admission.AdmissionTokens, "tokens: the shuffler takes only envelopes with an admission token from the issuer this process runs (POST /v1/tokens; needs --jwks); open: envelopes without one (anyone who can reach the upload port can add reports)")
+	cmd.Flags().Lookup("data").Usage = "data directory (created, mode 0700): the SQLite databases, the report keys, the plan-signing key, the batch token and the admission seed; with --store postgres://… the token and the seed only (required)"
+	addConfigFlag(cmd)
 	return cmd
 }
 

@@ -51,7 +51,9 @@ pools of every plan it relays, so a plan the collector publishes later (another
 travel mode, a new metric) needs no restart; earlier pools stay for late
 reports.
 It presents the bearer token in --token-file (default DIR/batch.token): copy
-the collector's token file there (mode 0600).
+the collector's token file there (mode 0600). With --store postgres://… the
+shuffler keeps nothing else in DIR: --data may be left out when --token-file
+is given.
 
 Admission (--admission tokens, the default): the shuffler takes an envelope
 only with an admission token of its pool key that no other report spent,
@@ -72,13 +74,14 @@ released by one replica at a time, never below n_min, and a released batch is
 forwarded by one replica (another takes over if it dies).`,
 		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081 --admission-seed ./admission.seed
   PGPASSWORD=… blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --admission-seed /etc/blanket/admission.seed --store postgres://blanket@db.internal/shuffler
-  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://127.0.0.1:8081 --admission open`,
+  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://127.0.0.1:8081 --admission open
+  blanket shuffler --config /etc/blanket/shuffler.yaml   # deploy/config/shuffler.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if err := requireFlags(cmd, "collector"); err != nil {
 				return err
 			}
-			p, logger, err := sf.setup(cmd)
+			p, logger, err := sf.setup(cmd, "")
 			if err != nil {
 				return err
 			}
@@ -105,6 +108,9 @@ forwarded by one replica (another takes over if it dies).`,
 				return usageErrorf("--admission-seed is for --admission tokens, not open")
 			default:
 				warnOpen(logger)
+			}
+			if tokenFile == "" && sf.data == "" {
+				return usageErrorf("--token-file is required without --data: the shuffler reads the collector's bearer token from it (default DIR/%s)", secrets.TokenFile)
 			}
 			if tokenFile == "" {
 				tokenFile = filepath.Join(sf.data, secrets.TokenFile)
@@ -166,9 +172,11 @@ forwarded by one replica (another takes over if it dies).`,
 	sf.add(cmd, "127.0.0.1:8080")
 	tf.add(cmd)
 	cmd.Flags().StringArrayVar(&collectorURLs, "collector", nil, "the collector's base URL, e.g. http://127.0.0.1:8081 (required); repeat it for replicas of the collector on one store: each batch goes to one whose GET /readyz answers 200, in turn, and a send that fails goes on to the next")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default DIR/batch.token)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the collector's bearer token (default $BLANKET_TOKEN_FILE, else DIR/batch.token)")
 	cmd.Flags().StringVar(&admits, "admission", admission.AdmissionTokens, "tokens: take only envelopes with an admission token of their pool key, not spent before (needs --admission-seed); open: take envelopes without one (anyone who can reach the upload port can add reports)")
-	cmd.Flags().StringVar(&seedFile, "admission-seed", "", "a copy of the issuer's admission.seed (mode 0600), with which the shuffler verifies tokens")
+	cmd.Flags().StringVar(&seedFile, "admission-seed", "", "a copy of the issuer's admission.seed (mode 0600), with which the shuffler verifies tokens (default $BLANKET_ADMISSION_SEED)")
+	cmd.Flags().Lookup("data").Usage = dataUsage("shuffler.db (SQLite) and the default --token-file; with --store postgres://… nothing but that default")
+	addConfigFlag(cmd)
 	return cmd
 }
 
