@@ -1,7 +1,10 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"slices"
 	"sync"
 
 	"github.com/blanket-dp/blanket/sdk/report"
@@ -33,6 +36,12 @@ import (
 // finds its period closed when it is staged is late (Stats.Late), as it
 // was when Record staged it; Stats.Recorded, Skipped and Late count
 // Records when they are staged.
+//
+// A pass stages earlier periods first. A state metric's value that
+// fails to stage holds its later periods' values back with it until the
+// next pass: staged late into a closed period, it is filed into the next
+// open one (stageStateLater), and the later Records of that period must
+// land after it, as they did when each Record staged itself.
 //
 // Config.StageInterval < 0 keeps the former path: every Record stages
 // its value before it returns (recordNow), an fsync per Record.
@@ -166,19 +175,51 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 	}
 	var failed map[bufKey]bufVal
 	var first error
-	for k, bv := range taken {
-		if err := p.stageValue(ctx, k.v, k.ms, k.period, bv); err != nil {
+	// A state metric's earlier period stages first, and once one of its
+	// values fails, its later periods wait with it: a value that finds
+	// its period closed is filed into the next open one (stageStateLater),
+	// where a later Record must still replace it.
+	var held map[string]bool
+	for _, k := range periodOrder(taken) {
+		bv := taken[k]
+		var err error
+		if held[k.ms.name] {
+			err = errHeld
+		} else {
+			err = p.stageValue(ctx, k.v, k.ms, k.period, bv)
+		}
+		if err != nil {
 			if failed == nil {
 				failed = make(map[bufKey]bufVal)
 			}
 			failed[k] = bv
-			if first == nil {
+			if k.ms.state != nil {
+				if held == nil {
+					held = make(map[string]bool)
+				}
+				held[k.ms.name] = true
+			}
+			if first == nil && err != errHeld {
 				first = err
 			}
 		}
 	}
 	b.settle(taken, failed)
 	return first
+}
+
+// errHeld marks a state metric's value held back behind an earlier
+// period's value that failed to stage.
+var errHeld = errors.New("client: held behind an earlier period's value")
+
+// periodOrder returns taken's keys, earlier periods first.
+func periodOrder(taken map[bufKey]bufVal) []bufKey {
+	keys := make([]bufKey, 0, len(taken))
+	for k := range taken {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b bufKey) int { return cmp.Compare(a.period.Start, b.period.Start) })
+	return keys
 }
 
 // runStager stages the buffer Config.StageInterval after a Record into
