@@ -50,7 +50,8 @@ type options struct {
 	callTimeout  time.Duration
 	startTimeout time.Duration
 	logger       hclog.Logger
-	maxRequest   int // bytes; maxRequestBytes except in tests
+	maxRequest   int      // bytes; maxRequestBytes except in tests
+	env          []string // WithEnv: variables passed besides passEnv
 }
 
 // WithBuiltins makes Open serve the named randomizers in process, before

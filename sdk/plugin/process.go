@@ -101,7 +101,9 @@ func (p *subprocess) start(ctx context.Context) (*process, error) {
 		startTimeout = time.Until(dl)
 	}
 	cmd := exec.Command(p.path)
+	cmd.Env = pluginEnv(p.o.env) // env.go: the host's secrets stay out
 	cc := &goplugin.ClientConfig{
+		SkipHostEnv:      true,
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSets(nil),
 		Cmd:              cmd,
