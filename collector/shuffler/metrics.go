@@ -10,9 +10,10 @@ package shuffler
 //
 // The counters are the shuffler's atomics, read at scrape time: the JSON
 // API's Stats sums the same ones (one count, two views), this process's
-// since it started. The gauges pool_reports, period_reports and
-// outgoing_batches read the store every replica shares: the same on every
-// replica, the cluster's figures. Only the upload latency is kept in
+// since it started. The gauges pool_reports, period_reports,
+// outgoing_batches and oldest_outgoing_batch_age_seconds read the store
+// every replica shares: the same on every replica, the cluster's
+// figures. Only the upload latency is kept in
 // client_golang's own type.
 
 import (
@@ -86,7 +87,7 @@ type shufflerMetrics struct {
 	released, reportsReleased, sends, acked, sendFails *prometheus.Desc
 	expired, poolReports, poolMin, outgoing            *prometheus.Desc
 	draws, floorFailures                               *prometheus.Desc
-	periodReports                                      *prometheus.Desc
+	periodReports, oldestOutgoing                      *prometheus.Desc
 }
 
 func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
@@ -113,6 +114,7 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 		poolMin:         d("pool_min_reports", "n_min: the smallest batch the shuffler releases."),
 		periodReports:   d("period_reports", "Reports waiting in the pools, by reporting period (its start, RFC 3339; only periods still open to reports have pools), summed over pools and epochs; read from the store every replica shares, like pool_reports and outgoing_batches.", "period"),
 		outgoing:        d("outgoing_batches", "Released batches not yet acknowledged by the collector."),
+		oldestOutgoing:  d("oldest_outgoing_batch_age_seconds", "How long ago the oldest batch not yet acknowledged by the collector was released (0: none); by the store's clock, the same on every replica. A batch is normally acknowledged within seconds: a growing age means the collectors refuse or cannot be reached."),
 		draws:           d("blanket_draws_total", "Blanket draws added to released batches (the plan's floor), on top of their reports."),
 		floorFailures:   d("floor_failures_total", "Batches of a pool with a floor released without draws, because drawing failed (the randomizer or the period's report key unavailable); the batch says it has none."),
 	}
@@ -120,7 +122,7 @@ func newShufflerMetrics(s *Shuffler) *shufflerMetrics {
 
 // Describe implements prometheus.Collector.
 func (m *shufflerMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing, m.draws, m.floorFailures, m.periodReports} {
+	for _, d := range []*prometheus.Desc{m.uploads, m.envelopes, m.rejected, m.released, m.reportsReleased, m.sends, m.acked, m.sendFails, m.expired, m.poolReports, m.poolMin, m.outgoing, m.draws, m.floorFailures, m.periodReports, m.oldestOutgoing} {
 		ch <- d
 	}
 	m.uploadSeconds.Describe(ch)
@@ -184,5 +186,10 @@ func (m *shufflerMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(m.outgoing, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(m.outgoing, prometheus.GaugeValue, float64(out))
+	}
+	if age, _, err := m.s.st.oldestOutgoing(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(m.oldestOutgoing, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(m.oldestOutgoing, prometheus.GaugeValue, age.Seconds())
 	}
 }

@@ -74,6 +74,10 @@ type store interface {
 	acknowledged(ctx context.Context, id report.ID) error
 	// outgoingCount returns the number of outgoing batches.
 	outgoingCount(ctx context.Context) (int64, error)
+	// oldestOutgoing returns how long ago the oldest outgoing batch was
+	// released (by the store's clock: the database's on PostgreSQL), and
+	// false when there is none.
+	oldestOutgoing(ctx context.Context) (time.Duration, bool, error)
 	// ready returns nil when the store takes reads and writes.
 	ready(ctx context.Context) error
 	// close releases the store.

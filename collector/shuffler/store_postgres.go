@@ -121,6 +121,10 @@ var pgMigrations = []string{
 		period_len bigint NOT NULL
 	);
 	CREATE INDEX spent_end ON spent (period_end)`,
+	// 3: each outgoing batch's release (the database's clock, which every
+	// replica shares), for the age of the oldest (oldestOutgoing); a
+	// batch released before gets the migration's time.
+	`ALTER TABLE outgoing ADD COLUMN released_at timestamptz NOT NULL DEFAULT now()`,
 }
 
 // acceptLockTimeout bounds an accept's wait on another replica's ids.
@@ -616,6 +620,14 @@ func (st *pgStore) outgoingCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := st.pool.QueryRow(ctx, `SELECT count(*) FROM outgoing`).Scan(&n)
 	return n, err
+}
+
+func (st *pgStore) oldestOutgoing(ctx context.Context) (time.Duration, bool, error) {
+	var age *float64
+	if err := st.pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM now() - min(released_at))::float8 FROM outgoing`).Scan(&age); err != nil || age == nil {
+		return 0, false, err
+	}
+	return time.Duration(max(0, *age) * float64(time.Second)), true, nil
 }
 
 func (st *pgStore) ready(ctx context.Context) error { return pgdb.Ready(ctx, st.pool) }

@@ -67,13 +67,21 @@ var sqliteSchema = []string{
 	)`,
 	// outgoing holds released batches (report.EncodeBatch bytes) until the
 	// collector acknowledges them.
+	// released_at is the batch's release (Unix seconds, the shuffler's
+	// clock), for the age of the oldest (oldestOutgoing).
 	`CREATE TABLE IF NOT EXISTS outgoing (
 		id BLOB PRIMARY KEY,
 		metric TEXT NOT NULL,
 		n INTEGER NOT NULL,
-		body BLOB NOT NULL
+		body BLOB NOT NULL,
+		released_at INTEGER NOT NULL DEFAULT 0
 	)`,
 }
+
+// sqliteAdded are the columns added after a release (sqlitedb.Schema.Added).
+// A batch released before outgoing had released_at gets the time the
+// file is opened (openSQLiteStore).
+var sqliteAdded = []sqlitedb.Column{{Table: "outgoing", Name: "released_at", Decl: "INTEGER NOT NULL DEFAULT 0"}}
 
 // sqliteNewest names the columns a file of sqliteSchema has that files
 // of pre-release builds lack (sqlitedb.Schema.Newest).
@@ -102,9 +110,13 @@ type sqliteStore struct {
 func openSQLiteStore(ctx context.Context, path string, genSize, grace int64, now func() int64) (*sqliteStore, error) {
 	// secure_delete overwrites deleted rows, so that released reports and
 	// their pool order do not linger in free pages of the file.
-	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest}, "secure_delete(ON)")
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Schema{Statements: sqliteSchema, Newest: sqliteNewest, Added: sqliteAdded}, "secure_delete(ON)")
 	if err != nil {
 		return nil, err
+	}
+	if _, err := db.W.ExecContext(ctx, `UPDATE outgoing SET released_at = ? WHERE released_at = 0`, now()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("shuffler: outgoing batches' release times: %w", err)
 	}
 	st := &sqliteStore{db: db, genSize: genSize, now: now}
 	st.grace.Store(grace)
@@ -415,7 +427,7 @@ func (st *sqliteStore) release(ctx context.Context, key string, suite uint16, nM
 		return 0, fmt.Errorf("shuffler: pool %s counted %d reports, read %d of the %d to release", key, c, len(sealed), k)
 	}
 	id, body := seal(sealed)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body) VALUES (?, ?, ?, ?)`, id[:], key, len(sealed), body); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outgoing (id, metric, n, body, released_at) VALUES (?, ?, ?, ?, ?)`, id[:], key, len(sealed), body, st.now()); err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM pool WHERE metric = ? AND suite = ? AND id <= ?`, key, int64(suite), last); err != nil {
@@ -465,6 +477,14 @@ func (st *sqliteStore) outgoingCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := st.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM outgoing`).Scan(&n)
 	return n, err
+}
+
+func (st *sqliteStore) oldestOutgoing(ctx context.Context) (time.Duration, bool, error) {
+	var at sql.NullInt64
+	if err := st.db.R.QueryRowContext(ctx, `SELECT MIN(released_at) FROM outgoing`).Scan(&at); err != nil || !at.Valid {
+		return 0, false, err
+	}
+	return time.Duration(max(0, st.now()-at.Int64)) * time.Second, true, nil
 }
 
 func (st *sqliteStore) ready(ctx context.Context) error { return st.db.Ready(ctx) }
