@@ -128,18 +128,7 @@ func TestBandEndSkipsOnlySkippedCoefficients(t *testing.T) {
 			cut++
 		}
 		for k := k1; k <= L/2; k++ {
-			var re, im float64
-			for i, ix := range idx {
-				m := int(((int64(k)*ix)%int64(L) + int64(L)) % int64(L))
-				if m <= L/2 {
-					re += w[i] * real(tab[m])
-					im += w[i] * imag(tab[m])
-				} else {
-					re += w[i] * real(tab[L-m])
-					im -= w[i] * imag(tab[L-m])
-				}
-			}
-			if a := cmplx.Abs(complex(re, im)); !(a+phiErr < skipBelow) {
+			if a := windowPhiAbs(w, idx, L, tab, k); !(a+phiErr < skipBelow) {
 				t.Fatalf("trial %d (L %d, n %.3g, %d points): bandEnd %d, but coefficient %d has |phi| %v, not below %v", trial, L, n, npts, k1, k, a, skipBelow-phiErr)
 			}
 		}
@@ -147,4 +136,121 @@ func TestBandEndSkipsOnlySkippedCoefficients(t *testing.T) {
 	if cut < 100 {
 		t.Fatalf("bandEnd cut only %d of 300 laws: the test checks too little", cut)
 	}
+}
+
+// TestBandEndAdversarialLaws runs checkBandEndAdversarial's laws (tiny
+// and odd lengths, indices that wrap past L, two nearly equal heavy atoms,
+// weights down to e^-700, weights that do not sum to 1, n from 1 to
+// 3e8); TestBandEndAdversarialGrid (audit) runs ten times as many.
+func TestBandEndAdversarialLaws(t *testing.T) {
+	checkBandEndAdversarial(t, rand.New(rand.NewPCG(28, 4)), 4000)
+}
+
+// checkBandEndAdversarial checks bandEnd on trials random lattice laws
+// chosen to break it: lengths from 2 to 78125 (odd ones, and L = 2 where
+// L/2 is the only coefficient past 0), 2 to 6 points with steps that
+// wrap past L (a point's index modulo L then lands anywhere, and the
+// adjacent pair bandEnd relies on is adjacent in index, not in position),
+// two heavy atoms of nearly equal weight (W^2 - 2 w_i w_j (1 - cos) then
+// cancels down to (w_i - w_j)^2 at k = L/2), weights from e^-700 up,
+// normalised or not (bandEnd's argument does not need W = 1), phiErr as
+// window computes it for small and large exponents, and n from 1 to 3e8.
+// Every coefficient from bandEnd's k1 to L/2, computed as window computes
+// it, must fail both of window's tests: a + phiErr < skipBelow, and the
+// logarithmic test n log(a + phiErr) < -745 it stands for (the one
+// window had before skipBelow), so that skipping them changes nothing
+// either way. It fails the test too if bandEnd cuts fewer than a tenth of
+// the laws (the check would then check little).
+func checkBandEndAdversarial(t *testing.T, r *rand.Rand, trials int) {
+	t.Helper()
+	cut, checked := 0, 0
+	Ls := []int{2, 3, 4, 5, 6, 7, 9, 10, 15, 16, 64, 81, 125, 3645, 4096, 78125}
+	ns := []float64{1, 2, 3, 5, 10, 100, 1e4, 1e6, 1e8, 3e8}
+	for trial := range trials {
+		L := Ls[r.IntN(len(Ls))]
+		tab := twiddleTable(L)
+		npts := 2 + r.IntN(5)
+		idx := make([]int64, 0, npts)
+		x := int64(r.IntN(2*L+3)) - int64(L)
+		for len(idx) < npts {
+			idx = append(idx, x)
+			if r.IntN(4) == 0 {
+				x += int64(1 + r.IntN(3*L+1)) // may wrap past L
+			} else {
+				x++
+			}
+		}
+		w := make([]float64, npts)
+		mode := r.IntN(4)
+		for i := range w {
+			switch mode {
+			case 0: // two heavy atoms of nearly equal weight
+				w[i] = 1e-12 * r.Float64()
+				if i < 2 {
+					w[i] = 0.5 + 1e-9*(r.Float64()-0.5)
+				}
+			case 1:
+				w[i] = math.Exp(-40 * r.Float64())
+			case 2:
+				w[i] = r.Float64()
+			default:
+				w[i] = math.Exp(-700 * r.Float64())
+			}
+		}
+		if r.IntN(2) == 0 {
+			var s float64
+			for _, v := range w {
+				s += v
+			}
+			for i := range w {
+				w[i] /= s
+			}
+		}
+		n := ns[r.IntN(len(ns))]
+		if r.IntN(2) == 0 {
+			n = math.Pow(10, 8*r.Float64())
+		}
+		// window's phiErr, (2 (maxArg + 2) + 12 + 2 len + 4) u, for
+		// exponents up to 700 and for the smallest.
+		phiErr := float64(2*(r.IntN(700)+2)+12+2*npts+4) * ulp
+		if r.IntN(3) == 0 {
+			phiErr = float64(2*2+12+2*npts+4) * ulp
+		}
+		skipBelow := math.Exp(-745/n) * (1 - 1e-9)
+		k1 := bandEnd(w, idx, L, tab, phiErr, skipBelow)
+		if k1 < L/2+1 {
+			cut++
+		}
+		for k := k1; k <= L/2; k++ {
+			a := windowPhiAbs(w, idx, L, tab, k)
+			checked++
+			magnitudeSkips := a == 0 || a+phiErr < skipBelow
+			logSkips := a == 0 || n*math.Log(a+phiErr) < -745
+			if !magnitudeSkips || !logSkips {
+				t.Fatalf("trial %d (L %d, n %g, idx %v, w %v): bandEnd %d, but coefficient %d has |phi| %v (skipped by the magnitude test %v, by the log test %v)", trial, L, n, idx, w, k1, k, a, magnitudeSkips, logSkips)
+			}
+		}
+	}
+	if cut < trials/10 {
+		t.Fatalf("bandEnd cut only %d of %d laws: the test checks too little", cut, trials)
+	}
+	t.Logf("bandEnd cut %d of %d laws; %d coefficients past k1 checked", cut, trials, checked)
+}
+
+// windowPhiAbs returns |phi(k)| of the lattice law with weights w at
+// indices idx as window computes it (the same table entries, the same
+// order of the sums, the same modulus).
+func windowPhiAbs(w []float64, idx []int64, L int, tab []complex128, k int) float64 {
+	var re, im float64
+	for i, ix := range idx {
+		m := int(((int64(k)*ix)%int64(L) + int64(L)) % int64(L))
+		if m <= L/2 {
+			re += w[i] * real(tab[m])
+			im += w[i] * imag(tab[m])
+		} else {
+			re += w[i] * real(tab[L-m])
+			im -= w[i] * imag(tab[L-m])
+		}
+	}
+	return cmplx.Abs(complex(re, im))
 }

@@ -171,6 +171,21 @@ func TestLogFactorialsSharedTable(t *testing.T) {
 			}
 		}
 	}
+	// Requests of random sizes, the tables dropped now and then
+	// (ForgetMemo), as a long-lived process sees them.
+	r := rand.New(rand.NewPCG(28, 5))
+	for range 200 {
+		m := r.IntN(300_000)
+		if r.IntN(20) == 0 {
+			ForgetMemo()
+		}
+		got := logFactorials(m)
+		for k := range got {
+			if math.Float64bits(got[k]) != math.Float64bits(want[k]) {
+				t.Fatalf("logFactorials(%d)[%d] = %v, afresh %v", m, k, got[k], want[k])
+			}
+		}
+	}
 	for _, k := range []int{10, 1000, 299_999} {
 		lg, _ := math.Lgamma(float64(k) + 1)
 		if d := math.Abs(want[k] - lg); d > (6+4)*ulp*lg {
@@ -181,8 +196,27 @@ func TestLogFactorialsSharedTable(t *testing.T) {
 
 // TestBinomSmallK checks binom's exact cases (k or n - k at most 1, which
 // the sparse path's term count uses), and the log-gamma formula used
-// otherwise where it is exact.
+// otherwise where it is exact. Over every count the sparse path can ask
+// for, binom(m + a - 1, a - 1) with at most 4 sparseMaxTerms terms (m up
+// to about 4,900 for a = 2; m <= 2 once a > 3), binom also equals the
+// log-gamma formula it used for every k before the exact cases, so those
+// did not change a term count. (The formula's rounding first departs
+// from n at binom(8,945,579, 1), far above those counts.)
 func TestBinomSmallK(t *testing.T) {
+	logGamma := func(n, k int) float64 {
+		lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+		return math.Round(math.Exp(lg(n) - lg(k) - lg(n-k)))
+	}
+	for a := 1; a <= 4000; a++ {
+		for m := 0; m <= 6000; m++ {
+			if a > 3 && m > 2 {
+				break
+			}
+			if want, got := logGamma(m+a-1, a-1), binom(m+a-1, a-1); got != want {
+				t.Errorf("binom(%d, %d) = %v, the log-gamma formula %v", m+a-1, a-1, got, want)
+			}
+		}
+	}
 	for _, n := range []int{0, 1, 2, 3, 10, 1000, 123_457, 1 << 40} {
 		if got := binom(n, 0); got != 1 {
 			t.Errorf("binom(%d, 0) = %v", n, got)
