@@ -64,7 +64,9 @@ func (in *instrument) off() bool {
 // Enabled reports whether Record would take a value: the Provider is in
 // ModeLocal or ModeOn with a plan, the metric is in it with a matching kind,
 // and, with parallel travel, the current period drew this metric. An app
-// can skip computing an expensive value when it is false.
+// can skip computing an expensive value when it is false. Like Record, it
+// does no disk I/O, except a period's first call with parallel travel,
+// which reads or makes the period's draw.
 func (in *instrument) Enabled(ctx context.Context) bool {
 	return !in.off() && in.p.enabled(ctx, in.name, in.want)
 }

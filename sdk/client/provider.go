@@ -251,6 +251,12 @@ type Provider struct {
 
 	mu       sync.RWMutex // Flush, RefreshPlan and Records staging themselves hold it shared; Shutdown exclusive
 	shutdown bool
+	// stopped is set with shutdown, for Enabled's path without mu.
+	stopped atomic.Bool
+	// drawn is the last parallel-travel draw this process read or made
+	// (plan, period, metric), so that Enabled asks the outbox once per
+	// period.
+	drawn atomic.Pointer[drawnMetric]
 	// closeMu serializes the closing of periods (close.go).
 	closeMu sync.Mutex
 	// nextClose is the Unix second before which no staged period can
@@ -806,6 +812,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	p.shutdown = true
+	p.stopped.Store(true)
 	p.mu.Unlock()
 	// From here no Flush or RefreshPlan runs (ErrShutdown), and once the
 	// stager stops no Record either.

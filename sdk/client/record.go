@@ -162,7 +162,15 @@ func (p *Provider) draw(ctx context.Context, v *verifiedPlan, period report.Peri
 	if chosen == nil {
 		return nil, fmt.Errorf("client: the staged draw names %q, not a metric of the plan", d.Metric)
 	}
+	p.drawn.Store(&drawnMetric{v: v, period: period, ms: chosen})
 	return chosen, nil
+}
+
+// drawnMetric is the metric plan v drew for period (parallel travel).
+type drawnMetric struct {
+	v      *verifiedPlan
+	period report.Period
+	ms     *metricState
 }
 
 // pickIndex returns i with probability cum[i] - cum[i-1], for cumulative
@@ -182,9 +190,7 @@ func pickIndex(cum []float64, src ldp.Source) int {
 // travel for a metric the current period did not draw, or whose period
 // is closed.
 func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.stopped.Load() {
 		return false
 	}
 	v := p.plan.Load()
@@ -197,6 +203,16 @@ func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind
 	}
 	period := v.plan.ReportPeriod(p.now())
 	if period.Valid() != nil {
+		return false
+	}
+	// The period's draw, once read or made, is in memory: no lock, no
+	// disk. A draw never changes (draw), so the copy stays right.
+	if d := p.drawn.Load(); d != nil && d.v == v && d.period == period {
+		return d.ms == ms
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.shutdown {
 		return false
 	}
 	chosen, err := p.draw(ctx, v, period)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -577,5 +578,64 @@ func jointMessageTooLarge(t *testing.T, labels []string, cache *client.Randomize
 	f.setPlan(pl)
 	if _, err := client.NewProvider(context.Background(), cfg); err != nil {
 		t.Fatalf("parallel: %v", err)
+	}
+}
+
+// drawCounter counts the Draws that reach its outbox.
+type drawCounter struct {
+	client.Outbox
+	draws atomic.Int64
+}
+
+func (o *drawCounter) Draw(ctx context.Context, d client.Draw) (client.Draw, error) {
+	o.draws.Add(1)
+	return o.Outbox.Draw(ctx, d)
+}
+
+// TestEnabledDrawInMemory: with parallel travel, Enabled asks the outbox
+// for a period's draw once and answers from memory after that (no disk
+// I/O on an app's hot path), the same metric every time; the next period
+// draws again; after Shutdown Enabled is false.
+func TestEnabledDrawInMemory(t *testing.T) {
+	f := newPooledServer(t, "parallel")
+	dir := t.TempDir()
+	cfg, clk := clockConfig(f, dir)
+	o := &drawCounter{Outbox: sqliteOutbox(t, dir)}
+	cfg.Outbox = o
+	p := newProvider(t, cfg)
+	ctx := context.Background()
+	m := p.Meter("app")
+	enabled := func() int {
+		which := -1
+		for i, on := range []bool{m.Categorical("screen").Enabled(ctx), m.Categorical("feature").Enabled(ctx), m.Sum("bytes").Enabled(ctx)} {
+			if on {
+				if which >= 0 {
+					t.Fatalf("metrics %d and %d both enabled", which, i)
+				}
+				which = i
+			}
+		}
+		return which
+	}
+	for period := range 2 {
+		first := enabled()
+		if first < 0 {
+			t.Fatal("no metric enabled")
+		}
+		for range 100 {
+			if again := enabled(); again != first {
+				t.Fatalf("period %d: metric %d enabled, then %d", period, first, again)
+			}
+		}
+		if n := o.draws.Load(); n != int64(period+1) {
+			t.Errorf("after period %d: %d Draws reached the outbox, want %d (one per period)", period, n, period+1)
+		}
+		clk.Advance(day)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if enabled() >= 0 {
+		t.Error("a metric enabled after Shutdown")
 	}
 }
