@@ -68,7 +68,7 @@ dashboard) and in the Blanket-Admission header of GET /v1/plan.
 Give every replica the same --token-file. Opening reports (HPKE) is the
 collector's main cost, so throughput grows with the replicas' cores.`,
 		Example: `  blanket collector --data ./collector-data --plan plan.yaml --addr 0.0.0.0:8081
-  PGPASSWORD=… blanket collector --plan plan.yaml --store postgres://blanket@db.internal/telemetry --token-file /etc/blanket/batch.token
+  PGPASSFILE=/etc/blanket/collector.pgpass blanket collector --plan plan.yaml --store postgres://blanket_collector@db.internal/blanket_collector --token-file /etc/blanket/batch.token
   blanket collector --config /etc/blanket/collector.yaml   # deploy/config/collector.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {

@@ -96,7 +96,7 @@ key and publishes the plan whose period the boundary is of). It prints the new
 key and the schedule; a retired key shows as retired until the collector
 erases it.`,
 		Example: `  blanket collector rotate-key --data ./collector-data
-  PGPASSWORD=… blanket collector rotate-key --data ./c1 --store postgres://blanket@db.internal/telemetry --key-dir /srv/blanket/keys`,
+  PGPASSFILE=/etc/blanket/collector.pgpass blanket collector rotate-key --data ./c1 --store postgres://blanket_collector@db.internal/blanket_collector --key-dir /srv/blanket/keys`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if err := f.check(cmd); err != nil {

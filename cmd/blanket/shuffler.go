@@ -73,7 +73,7 @@ retried upload is a duplicate whichever replica took the first, each pool is
 released by one replica at a time, never below n_min, and a released batch is
 forwarded by one replica (another takes over if it dies).`,
 		Example: `  blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://10.0.0.2:8081 --admission-seed ./admission.seed
-  PGPASSWORD=… blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --admission-seed /etc/blanket/admission.seed --store postgres://blanket@db.internal/shuffler
+  PGPASSFILE=/etc/blanket/shuffler.pgpass blanket shuffler --data ./s1 --plan plan.yaml --collector http://collector.internal:8081 --admission-seed /etc/blanket/admission.seed --store postgres://blanket_shuffler@db.internal/blanket_shuffler
   blanket shuffler --data ./shuffler-data --plan plan.yaml --collector http://127.0.0.1:8081 --admission open
   blanket shuffler --config /etc/blanket/shuffler.yaml   # deploy/config/shuffler.yaml`,
 		Args: cobra.NoArgs,
