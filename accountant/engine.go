@@ -50,6 +50,21 @@ import (
 //     bound is added on the upper side and subtracted on the lower side,
 //     weighted by the untilting factors, and a final relative margin
 //     covers summation rounding.
+//     The (n-1)-fold law's points carry 2F more, F = 5 u log2(L) ||p||_2
+//     of that law: the bound its inverse FFT had when it was transformed
+//     (before the direct sums). Soundness does not need it; it keeps every
+//     lower figure at or below the transform's. At a point with exact
+//     wrapped value x (normalised), coefficient error term e (the same
+//     either way) and direct-sum bound P, the transform gave at most x + F
+//     and read x_FFT + e + F; the direct sum gives at least x - P and
+//     reads x_dir + e + P + 2F >= x + e + 2F >= x_FFT + e + F. So each
+//     point's bound, hence the convexity correction, is at least what it
+//     was, and the lower figure at most, up to roundings of a few u of the
+//     point's bound (the pair computes e and F in the same order, the
+//     same bits). Without the 2F the lower figures rose by up to 6.8e-9
+//     relative (hadamard:k=256, eps0 0.5, n 1e8: the dropped F), where
+//     issue 28 allows 1e-9 or a sounder figure; with it they fall by
+//     about as much.
 //
 // The window grows until the tail and alias terms are negligible, and the
 // lattice step h = hRel * sd is halved by the caller until the bracket is
@@ -617,7 +632,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// convexity correction: its non-zero coefficients are kept (coefM)
 	// and summed at those points directly (pmAt), not transformed.
 	coefM := fft.coefM[:0]
-	var errN, errM, l2N, absM, err2N float64
+	var errN, errM, l2N, l2M, absM, err2N float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
 	// n log(a + phiErr) < -745 for certain, so that the test below would
@@ -685,6 +700,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
 			absM += mult * aym
+			l2M += mult * real(ym*cmplx.Conj(ym))
 		}
 	}
 	Lf := float64(L)
@@ -704,8 +720,13 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	var epsM float64
 	if wantLo {
 		// Per point: the coefficients' errors through the normalised
-		// inverse DFT (errM/L), plus pmAt's rounding (see there).
-		epsM = errM/Lf + float64(len(coefM)+32)*ulp*absM/Lf
+		// inverse DFT (errM/L), plus pmAt's rounding (see there), plus
+		// twice the inverse FFT's bound 5 u log2(L) ||p||_2 that the
+		// (n-1)-fold law carried when it was transformed: not needed for
+		// soundness, it keeps each point's bound at or above the FFT's
+		// (step 5), so that no lower figure rises.
+		fftM := 5 * ulp * logL * math.Sqrt(l2M/Lf)
+		epsM = errM/Lf + float64(len(coefM)+32)*ulp*absM/Lf + 2*fftM
 	}
 	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.
 	// Work in the scaled unit e^{n k0} to avoid underflow.

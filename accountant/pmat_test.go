@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/cmplx"
@@ -15,23 +16,18 @@ import (
 // shaped like the window's (a Gaussian envelope |phi|^n that underflows
 // past a few hundred coefficients, random phases, a few stray
 // coefficients further out, a Nyquist coefficient with a rounding-sized
-// imaginary part): against the same sum in 256-bit arithmetic on the same
-// table entries it is within the rounding bound window charges,
-// (K + 32) u sum mult |y| (less the table's own 12 u per entry, which is
-// the table's, not pmAt's); and against gonum's inverse real FFT, which
-// it replaces, within that bound plus the FFT's 5 u log2(L) ||y||_2
-// sqrt(L) (the bound window charged before, unnormalised; lengths of the
-// form 2^a 3^b 5^c, odd ones included, as fastSize gives).
+// imaginary part; lengths of the form 2^a 3^b 5^c, odd ones included, as
+// fastSize gives) and on the comb-shaped spectra of two-point laws
+// (pmAtCombSpectrum), with checkPmAt.
 func TestPmAtWithinItsBound(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 2))
 	for _, L := range []int{3645, 7290, 36450, 37500, 118098, 78125, 4096} {
 		tab := twiddleTable(L)
 		fft := fourier.NewFFT(L)
 		for trial := range 3 {
-			half := make([]complex128, L/2+1)
 			var c []halfCoef
 			sigma := 20 + 200*r.Float64()
-			for k := range half {
+			for k := range L/2 + 1 {
 				a := math.Exp(-0.5 * float64(k*k) / (sigma * sigma))
 				if k > 0 && r.IntN(L/4+1) == 0 {
 					a = 1e-3 * r.Float64() // a stray coefficient (near-periodicity)
@@ -45,50 +41,134 @@ func TestPmAtWithinItsBound(t *testing.T) {
 					mult = 1
 					y = complex(real(y), 1e-17*r.NormFloat64())
 				}
-				half[k] = y
 				c = append(c, halfCoef{k: k, y: y, mult: mult})
 			}
-			if L%2 == 0 && trial == 0 {
-				y := complex(1e-3, 1e-19)
-				half[L/2] = y
-				c = append(c, halfCoef{k: L / 2, y: y, mult: 1})
+			if L%2 == 0 && trial == 0 && c[len(c)-1].k != L/2 {
+				c = append(c, halfCoef{k: L / 2, y: complex(1e-3, 1e-19), mult: 1})
 			}
-			var absY, l2 float64
-			for _, h := range c {
-				absY += h.mult * cmplx.Abs(h.y)
-				l2 += h.mult * real(h.y*cmplx.Conj(h.y))
+			pos := make([]int, 20)
+			for i := range pos {
+				pos[i] = r.IntN(L)
 			}
-			bound := float64(len(c)+32) * ulp * absY
-			seq := fft.Sequence(nil, half)
-			fftBound := 5 * ulp * (math.Log2(float64(L)) + 1) * math.Sqrt(l2*float64(L))
-			for range 20 {
-				pos := r.IntN(L)
-				got := pmAt(c, tab, L, pos)
-				exact := new(big.Float).SetPrec(256)
-				for _, h := range c {
-					m := int(int64(h.k) * int64(pos) % int64(L))
-					co, si := real(tab[min(m, L-m)]), -imag(tab[min(m, L-m)])
-					if m > L/2 {
-						si = -si
-					}
-					term := new(big.Float).SetPrec(256).Mul(big.NewFloat(real(h.y)), big.NewFloat(co))
-					if h.mult != 1 {
-						im := new(big.Float).SetPrec(256).Mul(big.NewFloat(imag(h.y)), big.NewFloat(si))
-						term.Sub(term, im)
-						term.Mul(term, big.NewFloat(h.mult))
-					}
-					exact.Add(exact, term)
-				}
-				e, _ := exact.Float64()
-				if d := math.Abs(got - e); d > bound {
-					t.Fatalf("L %d pos %d: pmAt %v, exact sum %v: off by %g, above its bound %g", L, pos, got, e, d, bound)
-				}
-				if d := math.Abs(got - seq[pos]); d > bound+fftBound {
-					t.Fatalf("L %d pos %d: pmAt %v, gonum's inverse FFT %v: apart by %g, above %g", L, pos, got, seq[pos], d, bound+fftBound)
-				}
-			}
+			checkPmAt(t, fmt.Sprintf("L %d, Gaussian envelope %d", L, trial), c, tab, fft, L, pos)
 		}
 	}
+	for _, tc := range []struct {
+		L     int
+		d     int64
+		w1, m float64
+	}{
+		{3645, 2, 0.5, 1e6}, {7290, 3, 0.3, 1e8}, {78125, 3, 0.5, 1e8}, {4096, 5, 0.9, 3e7},
+		{36450, 7, 0.5, 1e5}, {118098, 4, 0.2, 1e8}, {15, 2, 0.5, 30}, {3645, 1, 0.5, 1e6},
+	} {
+		tab := twiddleTable(tc.L)
+		c, centre, sd := pmAtCombSpectrum(tc.L, tab, tc.d, tc.w1, tc.m)
+		var pos []int
+		for j := -20; j <= 20; j++ { // the teeth near the centre, and between them
+			pos = append(pos, int(((centre+int64(math.Round(float64(j)*sd/8)))%int64(tc.L)+int64(tc.L))%int64(tc.L)))
+		}
+		for range 20 {
+			pos = append(pos, r.IntN(tc.L))
+		}
+		checkPmAt(t, fmt.Sprintf("L %d, two points %d apart, w1 %v, m %g", tc.L, tc.d, tc.w1, tc.m), c, tab, fourier.NewFFT(tc.L), tc.L, pos)
+	}
+}
+
+// checkPmAt checks pmAt on the half spectrum c at the positions pos (unnormalised
+// units, as pmAt returns):
+//
+//   - against the same sum in 256-bit arithmetic on the same table entries,
+//     within the bound window charges for it, P = (K + 32) u sum mult |y|
+//     (the table's own 12 u per entry is the table's, not pmAt's: the
+//     reference uses the same entries);
+//   - against gonum's inverse real FFT, which it replaced, within P plus
+//     the FFT's F = 5 u log2(L) ||y||_2 sqrt(L) (the bound window charged
+//     before, unnormalised), and the FFT against the 256-bit sum within F;
+//   - that the bound window reads now, pmAt + P + 2F, is at least the one
+//     it read from the FFT, FFT + F (engine.go step 5: no lower figure
+//     rises).
+func checkPmAt(t *testing.T, name string, c []halfCoef, tab []complex128, fft *fourier.FFT, L int, pos []int) {
+	t.Helper()
+	half := make([]complex128, L/2+1)
+	var absY, l2 float64
+	for _, h := range c {
+		half[h.k] = h.y
+		absY += h.mult * cmplx.Abs(h.y)
+		l2 += h.mult * real(h.y*cmplx.Conj(h.y))
+	}
+	P := float64(len(c)+32) * ulp * absY
+	F := 5 * ulp * (math.Log2(float64(L)) + 1) * math.Sqrt(l2*float64(L))
+	seq := fft.Sequence(nil, half)
+	for _, p := range pos {
+		got := pmAt(c, tab, L, p)
+		exact := new(big.Float).SetPrec(256)
+		for _, h := range c {
+			m := int(int64(h.k) * int64(p) % int64(L))
+			co, si := real(tab[min(m, L-m)]), -imag(tab[min(m, L-m)])
+			if m > L/2 {
+				si = -si
+			}
+			term := new(big.Float).SetPrec(256).Mul(big.NewFloat(real(h.y)), big.NewFloat(co))
+			if h.mult != 1 {
+				im := new(big.Float).SetPrec(256).Mul(big.NewFloat(imag(h.y)), big.NewFloat(si))
+				term.Sub(term, im)
+				term.Mul(term, big.NewFloat(h.mult))
+			}
+			exact.Add(exact, term)
+		}
+		e, _ := exact.Float64()
+		if d := math.Abs(got - e); d > P {
+			t.Fatalf("%s, pos %d: pmAt %v, exact sum %v: off by %g, above its bound %g", name, p, got, e, d, P)
+		}
+		if d := math.Abs(seq[p] - e); d > F {
+			t.Fatalf("%s, pos %d: gonum's inverse FFT %v, exact sum %v: off by %g, above its bound %g", name, p, seq[p], e, d, F)
+		}
+		if d := math.Abs(got - seq[p]); d > P+F {
+			t.Fatalf("%s, pos %d: pmAt %v, gonum's inverse FFT %v: apart by %g, above %g", name, p, got, seq[p], d, P+F)
+		}
+		if got+P+2*F < seq[p]+F {
+			t.Fatalf("%s, pos %d: pmAt's bound %v is below the FFT's %v", name, p, got+P+2*F, seq[p]+F)
+		}
+	}
+}
+
+// pmAtCombSpectrum returns the non-zero half spectrum of the m-fold law
+// of a two-point lattice law (w1 at 0, 1 - w1 at d) of length L as window
+// computes it (phi from the twiddle table, |phi|^m and its phase through
+// exp and Rect, coefficients whose magnitude underflows left out), and
+// the m-fold law's centre and standard deviation in lattice steps. For
+// d > 1 the law lives on every d-th point only (a comb, as the lower
+// side's two-point sets give at small eps0): its spectrum has d peaks, and
+// the points between the teeth are sums that cancel to 0.
+func pmAtCombSpectrum(L int, tab []complex128, d int64, w1, m float64) (c []halfCoef, centre int64, sd float64) {
+	w := []float64{w1, 1 - w1}
+	idx := []int64{0, d}
+	for k := range L/2 + 1 {
+		var re, im float64
+		for i, ix := range idx {
+			j := int((int64(k) * ix) % int64(L))
+			if j <= L/2 {
+				re += w[i] * real(tab[j])
+				im += w[i] * imag(tab[j])
+			} else {
+				re += w[i] * real(tab[L-j])
+				im -= w[i] * imag(tab[L-j])
+			}
+		}
+		phi := complex(re, im)
+		a := cmplx.Abs(phi)
+		if a == 0 || m*math.Log(a) < -745 {
+			continue
+		}
+		y := cmplx.Rect(math.Exp(m*math.Log(a)), m*cmplx.Phase(phi))
+		mult := 2.0
+		if k == 0 || (L%2 == 0 && k == L/2) {
+			mult = 1
+		}
+		c = append(c, halfCoef{k: k, y: y, mult: mult})
+	}
+	mean := m * (1 - w1) * float64(d)
+	return c, int64(math.Round(mean)), math.Sqrt(m*w1*(1-w1)) * float64(d)
 }
 
 // TestBandEndSkipsOnlySkippedCoefficients checks bandEnd on random
