@@ -208,7 +208,8 @@ func BenchmarkFloorEpsilonRounds(b *testing.B) {
 // BenchmarkAccountTargets measures what the account commands of issue 28's
 // targets compute, bounds and baselines, from a cold memo: eps over 365
 // rounds of k-RR (k = 10 at eps0 = 1, k = 100 at eps0 = 4) at n = 1e6,
-// one report of k-RR, k = 20, eps0 = 4 at n = 1e8, and the calibration of
+// one report of k-RR, k = 20, eps0 = 4 and k = 2, eps0 = 0.5 (a two-point
+// lower-bound set, twopoint.go) at n = 1e8, and the calibration of
 // k-RR, k = 100, to (1, 1e-6) at n = 1e6 and 1e7 (the CLI runs the bounds
 // and the baselines side by side; here they run one after the other).
 func BenchmarkAccountTargets(b *testing.B) {
@@ -246,6 +247,13 @@ func BenchmarkAccountTargets(b *testing.B) {
 				return err
 			}
 			_, err := EpsilonBaselines(KRR(20), 4, 100_000_000, 1e-6)
+			return err
+		}},
+		{"eps/krr2-eps0=0.5-n=1e8", func() error {
+			if _, err := Epsilon(KRR(2), 0.5, 100_000_000, 1e-6); err != nil {
+				return err
+			}
+			_, err := EpsilonBaselines(KRR(2), 0.5, 100_000_000, 1e-6)
 			return err
 		}},
 		{"calibrate/krr100-n=1e6", calibrate(1_000_000)},

@@ -147,8 +147,8 @@ var pmfCache struct {
 	order  []pmfKey
 }
 
-// forgetSparseTables drops the tables of logFactorials and logBinomPMFs
-// (ForgetMemo).
+// forgetSparseTables drops the tables of logFactorials, logBinomPMFs and
+// binomWindowPMF (ForgetMemo).
 func forgetSparseTables() {
 	lfCache.Lock()
 	lfCache.lf, lfCache.sum = nil, kahan{}
@@ -156,4 +156,7 @@ func forgetSparseTables() {
 	pmfCache.Lock()
 	pmfCache.tables, pmfCache.order = nil, nil
 	pmfCache.Unlock()
+	binomWindowCache.Lock()
+	binomWindowCache.tables, binomWindowCache.order = nil, nil
+	binomWindowCache.Unlock()
 }

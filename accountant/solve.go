@@ -34,9 +34,21 @@ type setSolver struct {
 	// latticeOnly skips the sparse exact path (floor.go: sets without a
 	// residual, where it would enumerate every multinomial term).
 	latticeOnly bool
+	// twoPoint sums a two-point set exactly where the sparse path cannot
+	// (twopoint.go); only the lower side's eps search sets it.
+	twoPoint bool
 }
 
 func (s *setSolver) eval(eps float64, wantLo bool) bracket {
+	if s.twoPoint && s.n > 1 {
+		p := prepare(s.set, eps)
+		if p.maxZ <= 0 {
+			return bracket{}
+		}
+		if b, ok := twoPointExact(p, s.n); ok {
+			return b
+		}
+	}
 	if s.latticeOnly && s.n > 1 {
 		p := prepare(s.set, eps)
 		if p.maxZ <= 0 {
@@ -138,7 +150,7 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 // (so that the exact lower-bound eps exceeds it), certified within
 // Tolerance.
 func epsLower(s AtomSet, n int, delta, cap float64) (float64, bool) {
-	sv := &setSolver{set: s, n: n, hRel: hRelStart}
+	sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true}
 	var e float64
 	for range maxRefine {
 		f := func(x float64) float64 { return sv.eval(x, true).lo }
