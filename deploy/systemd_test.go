@@ -16,6 +16,7 @@ import (
 var unitFiles = []string{
 	"systemd/blanket-shuffler@.service",
 	"systemd/blanket-collector@.service",
+	"systemd/blanket-issuer@.service",
 	"systemd/haproxy.service.d/blanket.conf",
 }
 

@@ -108,24 +108,35 @@ func planAllow(plans []*plan.Plan) func(pool, epoch string, period report.Period
 }
 
 // openIssuer opens the issuer of data directory dir (its seed in
-// dir/admission.seed, created at the first start; its grants in store, a
-// PostgreSQL URL, or SQLite in dir), granting the pools of plans only,
+// seedFile when set, read only, else in dir/admission.seed, created at
+// the first start; its grants in store, a PostgreSQL URL, or SQLite in
+// dir), granting the pools of plans only,
 // and starts forgetting its old grants until ctx is done. A period is
 // granted until the longest of the plans' graces after it ends, or grace
 // if longer (a shuffler's --period-grace): at least as long as a
 // shuffler takes its reports. It returns the issuer, its seed and the
 // seed's path.
-func openIssuer(ctx context.Context, dir, store string, plans []*plan.Plan, grace time.Duration, logger *slog.Logger) (*issuer.Issuer, []byte, string, error) {
+func openIssuer(ctx context.Context, dir, seedFile, store string, plans []*plan.Plan, grace time.Duration, logger *slog.Logger) (*issuer.Issuer, []byte, string, error) {
 	for _, p := range plans {
 		grace = max(grace, p.GraceLength())
 	}
-	seed, created, err := issuer.LoadOrCreateSeed(dir)
+	var (
+		seed []byte
+		path = seedFile
+		err  error
+	)
+	if seedFile != "" {
+		seed, err = loadSeedFlag("seed", seedFile)
+	} else {
+		var created bool
+		seed, created, err = issuer.LoadOrCreateSeed(dir)
+		path = filepath.Join(dir, issuer.SeedFile)
+		if created {
+			logger.Info("generated the admission seed; every shuffler needs a copy (--admission-seed)", "file", path)
+		}
+	}
 	if err != nil {
 		return nil, nil, "", err
-	}
-	path := filepath.Join(dir, issuer.SeedFile)
-	if created {
-		logger.Info("generated the admission seed; every shuffler needs a copy (--admission-seed)", "file", path)
 	}
 	is, err := issuer.New(ctx, issuer.Options{Seed: seed, Store: store, Dir: dir, Allow: planAllow(plans), Grace: grace, Logger: logger})
 	if err != nil {
@@ -170,9 +181,9 @@ func loadIssuerPlan(path string) (*plan.Plan, error) {
 
 func newIssuerCmd(e *env) *cobra.Command {
 	var (
-		data, store, addr, adminAddr, logLevel string
-		plans                                  []string
-		jf                                     jwtFlags
+		data, seedFile, store, addr, adminAddr, logLevel string
+		plans                                            []string
+		jf                                               jwtFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "issuer --data DIR --jwks FILE|URL --jwt-issuer ISS --jwt-audience AUD --plan PLAN.json [--addr 127.0.0.1:8082]",
@@ -205,7 +216,9 @@ come in.
 State lives in DIR: admission.seed (generated at the first start, mode 0600,
 printed at start; in DIR with --store postgres://… too), the secret from
 which every pool key's OPRF key derives; each shuffler needs a copy
-(--admission-seed). Whoever holds it can mint tokens: keep it as secret as
+(--admission-seed). --seed FILE reads it from FILE instead (a systemd
+credential, deploy/systemd/blanket-issuer@.service), which must exist:
+it is never generated there. Whoever holds it can mint tokens: keep it as secret as
 the collector's key. issuer.db (SQLite) holds the grants, identities
 keyed-hashed, until their period's grace ends.
 
@@ -218,8 +231,8 @@ instance is granted a pool key once whichever replica it asks.`,
   blanket issuer --config /etc/blanket/issuer.yaml   # deploy/config/issuer.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
-			if data == "" {
-				return usageErrorf("missing required flag --data: the issuer keeps its admission seed there (DIR/%s), with --store postgres://… too", issuer.SeedFile)
+			if data == "" && (seedFile == "" || !pgdb.IsURL(store)) {
+				return usageErrorf("missing required flag --data: the issuer keeps its admission seed there (DIR/%s) unless --seed names it, and its grants unless --store names a PostgreSQL database", issuer.SeedFile)
 			}
 			if err := requireFlags(cmd, "jwks", "plan"); err != nil {
 				return err
@@ -239,8 +252,10 @@ instance is granted a pool key once whichever replica it asks.`,
 				}
 				ps = append(ps, p)
 			}
-			if err := secrets.EnsureDir(data); err != nil {
-				return err
+			if data != "" {
+				if err := secrets.EnsureDir(data); err != nil {
+					return err
+				}
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signalContext(cmd)
@@ -254,7 +269,7 @@ instance is granted a pool key once whichever replica it asks.`,
 				return err
 			}
 			defer ln.Close()
-			is, _, seedPath, err := openIssuer(ctx, data, store, ps, 0, logger)
+			is, _, seedPath, err := openIssuer(ctx, data, seedFile, store, ps, 0, logger)
 			if err != nil {
 				return err
 			}
@@ -282,6 +297,7 @@ instance is granted a pool key once whichever replica it asks.`,
 		}),
 	}
 	cmd.Flags().StringVar(&data, "data", "", "data directory (created, mode 0700): the admission seed, also with PostgreSQL, and the SQLite store of grants (required)")
+	cmd.Flags().StringVar(&seedFile, "seed", "", "read the admission seed from this file (e.g. a systemd credential: ${CREDENTIALS_DIRECTORY}/admission.seed) instead of DIR/admission.seed: it must exist, mode 0600 or stricter, and is never generated; with it and --store postgres://…, --data may be left out")
 	cmd.Flags().StringArrayVar(&plans, "plan", nil, "the plan the collector publishes (GET /v1/plan, saved as a file): its pools and epoch are granted; repeat for earlier plans still taking late reports (required)")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8082", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&adminAddr, "admin-addr", "127.0.0.1:0", "the operator's listener: GET /metrics and /readyz with reasons; port 0 picks a free one, printed at start")
@@ -295,15 +311,27 @@ instance is granted a pool key once whichever replica it asks.`,
 // loadVerifier reads the issuer's seed for a shuffler (--admission-seed)
 // and returns its verifier.
 func loadVerifier(path string) (*issuer.Verifier, error) {
-	seed, err := issuer.LoadSeed(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usageErrorf("--admission-seed %s does not exist: copy the issuer's %s there (mode 0600)", path, issuer.SeedFile)
-	}
-	if errors.Is(err, secrets.ErrSecretFile) {
-		return nil, &usageError{fmt.Errorf("--admission-seed: %w", err)}
-	}
+	seed, err := loadSeedFlag("admission-seed", path)
 	if err != nil {
 		return nil, err
 	}
 	return issuer.NewVerifier(seed)
+}
+
+// loadSeedFlag reads the issuer's seed from path, the value of --flag
+// (the issuer's --seed, a shuffler's --admission-seed): it must exist,
+// readable by its owner only, and hold a seed; it is never created here.
+// Each refusal is a usage error naming the flag and the file.
+func loadSeedFlag(flag, path string) ([]byte, error) {
+	seed, err := issuer.LoadSeed(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usageErrorf("--%s %s does not exist: copy the issuer's %s there (mode 0600)", flag, path, issuer.SeedFile)
+	}
+	if errors.Is(err, secrets.ErrSecretFile) {
+		return nil, &usageError{fmt.Errorf("--%s: %w", flag, err)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return seed, nil
 }

@@ -12,8 +12,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"os"
@@ -34,6 +36,7 @@ import (
 	"github.com/blanket-dp/blanket/admission/issuer"
 	"github.com/blanket-dp/blanket/collector"
 	"github.com/blanket-dp/blanket/collector/shuffler"
+	"github.com/blanket-dp/blanket/internal/pgtest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
 	"github.com/blanket-dp/blanket/sdk/report"
 )
@@ -657,5 +660,98 @@ func wantAdmissionHeader(t *testing.T, what, url string) {
 	resp.Body.Close()
 	if got := resp.Header.Get(admission.AdmissionHeader); got != admission.AdmissionTokens {
 		t.Errorf("%s: %s %q, want %q", what, admission.AdmissionHeader, got, admission.AdmissionTokens)
+	}
+}
+
+// TestIssuerSeedFlag runs 'blanket issuer --seed FILE' as its systemd
+// unit does (the seed a credential file, no --data, its grants on
+// PostgreSQL): a token it
+// mints is taken by a shuffler given the same file as --admission-seed,
+// and nothing is written next to the file. A missing file, one others
+// may read, and one that holds no seed are refused before the issuer
+// listens, each naming --seed and the file.
+func TestIssuerSeedFlag(t *testing.T) {
+	bin := testbuild.Binary(t, blanketPkg)
+	dir := t.TempDir()
+	id := newIDP(t)
+	planFile := writePlan(t, dir, 2)
+	cdir := filepath.Join(dir, "collector")
+	c := startProc(t, "collector", bin, "collector", "--data", cdir, "--plan", planFile, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	var published []byte
+	resp, err := http.Get(c.url + "/v1/plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	publishedFile := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(publishedFile, published, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The credential: a seed made elsewhere, alone in its directory.
+	creds := filepath.Join(dir, "credentials")
+	if _, _, err := issuer.LoadOrCreateSeed(creds); err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(creds, issuer.SeedFile)
+	base := []string{"issuer", "--plan", publishedFile, "--jwks", id.jwks, "--jwt-audience", "blanket", "--jwt-issuer", "https://idp.test", "--addr", "127.0.0.1:0", "--log-level", "warn"}
+
+	// Refusals, before listening.
+	notSeed := filepath.Join(creds, "not.seed")
+	if err := os.WriteFile(notSeed, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open.seed")
+	b, _ := os.ReadFile(seedFile)
+	if err := os.WriteFile(open, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(creds, "missing.seed")
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{missing, []string{"--seed " + missing + " does not exist"}},
+		{open, []string{"--seed", open, "readable by others"}},
+		{notSeed, []string{"--seed", notSeed, "base64url"}},
+	} {
+		args := append(append([]string{}, base...), "--data", filepath.Join(dir, "issuer-data"), "--seed", tc.file)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err == nil {
+			t.Errorf("--seed %s: the issuer started:\n%s", tc.file, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("--seed %s: %q lacks %q", tc.file, out, w)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--seed %s was created: %v", missing, err)
+	}
+	// Without --data, only with a PostgreSQL store.
+	if out, err := exec.Command(bin, append(append([]string{}, base...), "--seed", seedFile)...).CombinedOutput(); err == nil || !strings.Contains(string(out), "--data") {
+		t.Errorf("--seed without --data on SQLite: %v\n%s", err, out)
+	}
+
+	// A real start, as the unit runs it: no --data, the grants on
+	// PostgreSQL.
+	is := startProc(t, "issuer", bin, append(append([]string{}, base...), "--seed", seedFile, "--store", pgtest.URL(t))...)
+	if !strings.Contains(is.out.String(), "blanket admission seed "+seedFile) {
+		t.Errorf("the issuer does not print the seed's path:\n%s", is.out)
+	}
+	entries, _ := os.ReadDir(creds)
+	if len(entries) != 2 {
+		t.Errorf("the credentials directory holds %d files, want the 2 the test wrote", len(entries))
+	}
+
+	sh := startProc(t, "shuffler", bin, "shuffler", "--data", filepath.Join(dir, "shuffler"), "--plan", planFile, "--collector", c.url,
+		"--token-file", filepath.Join(cdir, "batch.token"), "--admission-seed", seedFile, "--addr", "127.0.0.1:0", "--release-interval", "50ms", "--log-level", "warn")
+	envs := appReports(t, sh.url, "ui/screen", []string{"home"})
+	envs[0].Token = instanceToken(t, id, is.url, "instance-1", envs[0].Metric)
+	res, err := uploadTo(sh.url, envs)
+	if err != nil || res.Accepted != 1 {
+		t.Fatalf("a report with a token the --seed issuer minted: %+v, %v; want it accepted", res, err)
 	}
 }

@@ -48,7 +48,7 @@ const configFlag = "config"
 // the store URL (its password), the directories and files that hold
 // secrets, and the plugin directory, which read the environment before
 // config files existed.
-var envFlags = []string{"store", "key-dir", "token-file", "admission-seed", "plugin-dir"}
+var envFlags = []string{"store", "key-dir", "token-file", "admission-seed", "seed", "plugin-dir"}
 
 // envVar returns the environment variable of the flag name:
 // BLANKET_KEY_DIR for key-dir.

@@ -369,7 +369,7 @@ the next start.`,
 			if tokens {
 				// The issuer grants the pools and epochs the shuffler
 				// takes: the published plan's and the earlier ones'.
-				is, seed, path, err := openIssuer(ctx, sf.data, sf.store, append([]*plan.Plan{c.Plan()}, earlier...), tf.periodGrace, logger.With("role", "issuer"))
+				is, seed, path, err := openIssuer(ctx, sf.data, "", sf.store, append([]*plan.Plan{c.Plan()}, earlier...), tf.periodGrace, logger.With("role", "issuer"))
 				if err != nil {
 					return err
 				}
