@@ -13,7 +13,7 @@ OUT         := demo-out
 # go commands the tests run themselves (internal/testbuild) inherit it.
 export GOFLAGS := -trimpath $(GOFLAGS)
 
-.PHONY: all build deps test test-short audit bench lint fmt demo generate check-generate clean loadtest
+.PHONY: all build deps test test-short audit bench lint fmt demo demo-replicas generate check-generate clean loadtest
 
 all: build
 
@@ -153,6 +153,15 @@ TRAVEL ?=
 demo: build
 	$(GO) build -o $(BIN)/fleet ./examples/fleet
 	@TRAVEL=$(TRAVEL) bash examples/fleet/demo.sh $(BIN)/blanket $(BIN)/fleet examples/plan.yaml $(OUT) $(FLEET_FLAGS)
+
+# The deployment kit (deploy/) run as an operator runs it, on one machine:
+# PostgreSQL with deploy/postgres/roles.sql, two collectors, an issuer and
+# two shufflers started from their systemd units and config files, haproxy
+# in front, examples/fleet through it, one shuffler and one collector
+# SIGKILLed mid-run and restarted; every report must be counted once on
+# both collectors (deploy/replicas_audit_test.go, also run by make audit).
+demo-replicas: deps ## the deploy kit's replicas on PostgreSQL behind haproxy, one of each role killed mid-run; prints the figures
+	$(GO) test -tags audit -count=1 -timeout 15m -v -run '^TestDeployReplicas$$' ./deploy
 
 # A million reports through real blanket processes on SQLite (one blanket
 # serve) and on PostgreSQL with 1, 2 and 4 replicas per role: throughput,

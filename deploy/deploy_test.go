@@ -40,47 +40,10 @@ var roles = []string{"shuffler", "collector", "issuer"}
 // shuffler's, the collector's and the issuer's, each creating its schema
 // as owner), and is refused the other two databases.
 func TestRolesSQL(t *testing.T) {
-	psql, err := exec.LookPath("psql")
-	if err != nil {
-		t.Skip("psql is not installed (Debian's postgresql-client)")
-	}
 	admin := pgtest.URL(t) // a superuser's URL on the server
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// The roles and databases are the server's: dropped at the end, so
-	// that a second run on a shared server starts clean.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		for _, r := range roles {
-			for _, q := range []string{"DROP DATABASE IF EXISTS blanket_" + r + " WITH (FORCE)", "DROP ROLE IF EXISTS blanket_" + r} {
-				if _, err := conn.Exec(ctx, q); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	})
-	cmd := exec.CommandContext(ctx, psql, admin, "-q", "-v", "ON_ERROR_STOP=1",
-		"-v", "shuffler_password=s3cret-s", "-v", "collector_password=s3cret-c", "-v", "issuer_password=s3cret-i",
-		"-f", "postgres/roles.sql")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("psql -f postgres/roles.sql: %v\n%s", err, out)
-	}
-	urlOf := func(role, db string) string {
-		u, err := url.Parse(admin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.User = url.UserPassword("blanket_"+role, "s3cret-"+role[:1])
-		u.Path = "/blanket_" + db
-		return u.String()
-	}
+	urlOf := createRoles(ctx, t, admin)
 	for _, r := range roles {
 		for _, db := range roles {
 			conn, err := pgx.Connect(ctx, urlOf(r, db))
@@ -119,4 +82,48 @@ func TestRolesSQL(t *testing.T) {
 		t.Error(err)
 	}
 	is.Close()
+}
+
+// createRoles runs postgres/roles.sql with psql on the server of admin (a
+// superuser's URL), with a password per role, and returns the URL of
+// role's login on db's database. The roles and databases are dropped
+// when t ends.
+func createRoles(ctx context.Context, t *testing.T, admin string) func(role, db string) string {
+	t.Helper()
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql is not installed (Debian's postgresql-client)")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		for _, r := range roles {
+			for _, q := range []string{"DROP DATABASE IF EXISTS blanket_" + r + " WITH (FORCE)", "DROP ROLE IF EXISTS blanket_" + r} {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
+	cmd := exec.CommandContext(ctx, psql, admin, "-q", "-v", "ON_ERROR_STOP=1",
+		"-v", "shuffler_password=s3cret-s", "-v", "collector_password=s3cret-c", "-v", "issuer_password=s3cret-i",
+		"-f", "postgres/roles.sql")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql -f postgres/roles.sql: %v\n%s", err, out)
+	}
+	return func(role, db string) string {
+		u, err := url.Parse(admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword("blanket_"+role, "s3cret-"+role[:1])
+		u.Path = "/blanket_" + db
+		return u.String()
+	}
 }
