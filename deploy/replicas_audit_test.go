@@ -37,10 +37,10 @@ import (
 // jointly as in make demo. About 13,000 messages, a few batches a day,
 // under a minute for the fleet on 2 cores.
 const (
-	demoApps   = 16000
-	demoDays   = 2
-	demoActive = "0.4"
-	demoNMin   = 1000
+	demoApps   = 40000
+	demoDays   = 3
+	demoActive = "0.3"
+	demoNMin   = 2000
 )
 
 // TestDeployReplicas is make demo-replicas: the deployment kit run as an
