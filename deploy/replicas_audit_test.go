@@ -231,8 +231,15 @@ func TestDeployReplicas(t *testing.T) {
 		}
 	})
 
-	// Mid-run: once a batch has been counted, while the fleet uploads.
-	var why string
+	// Mid-run: once a batch has been counted, while the fleet uploads,
+	// and preferably while another batch is outgoing (released, not yet
+	// acknowledged: being sent), so that the kills may catch a send or
+	// an ingest; after 10 s more without one, at any time.
+	var (
+		why          string
+		firstCounted time.Time
+		inFlight     bool
+	)
 	servertest.Poll(ctx, t, 3*time.Minute, "the fleet half-way", func() (bool, string) {
 		select {
 		case err := <-fleetDone:
@@ -254,8 +261,15 @@ func TestDeployReplicas(t *testing.T) {
 		for _, m := range list.Metrics {
 			counted = max(counted, m.N)
 		}
-		why = fmt.Sprintf("%d messages pooled, %d counted", pooled, counted)
-		return counted > 0, why
+		why = fmt.Sprintf("%d messages pooled, %d counted, %d batches outgoing", pooled, counted, st.Outgoing)
+		if counted == 0 {
+			return false, why
+		}
+		if firstCounted.IsZero() {
+			firstCounted = time.Now()
+		}
+		inFlight = st.Outgoing > 0
+		return inFlight || time.Since(firstCounted) > 10*time.Second, why
 	})
 	col[0].kill()
 	shf[0].kill()
@@ -343,10 +357,11 @@ func TestDeployReplicas(t *testing.T) {
   batches:                 %d (each carrying the 3 metrics)
   smallest batch:          %d messages (n_min = %d)
   both collectors answer the same: %v
+  killed with a batch outgoing: %v (%d leases ended by hand)
   fleet wall time:         %.1fs
   test wall time:          %.1fs`,
 		demoApps, demoDays, demoActive, sent, counted[0], counted[1], batches, minBatch, demoNMin,
-		bytes.Equal(answers[0], answers[1]), fleetWall.Seconds(), time.Since(began).Seconds())
+		bytes.Equal(answers[0], answers[1]), inFlight, n, fleetWall.Seconds(), time.Since(began).Seconds())
 	t.Logf("the fleet's output:\n%s", fo)
 }
 
