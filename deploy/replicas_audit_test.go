@@ -499,7 +499,11 @@ func (k *kit) start(role, inst, addr, adminAddr string) *unitProc {
 			} else if err != nil {
 				t.Fatalf("blanket-%s@.service: EnvironmentFile=%s: %v", role, val, err)
 			}
-			env = append(env, strings.Fields(string(b))...)
+			for _, l := range strings.Split(string(b), "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					env = append(env, l)
+				}
+			}
 		case "LoadCredential":
 			id, src, ok := strings.Cut(val, ":")
 			if !ok {
