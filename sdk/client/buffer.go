@@ -37,11 +37,16 @@ import (
 // was when Record staged it; Stats.Recorded, Skipped and Late count
 // Records when they are staged.
 //
-// A pass stages earlier periods first. A state metric's value that
-// fails to stage holds its later periods' values back with it until the
-// next pass: staged late into a closed period, it is filed into the next
-// open one (stageStateLater), and the later Records of that period must
-// land after it, as they did when each Record staged itself.
+// A pass stages values in the order of their last Records (a sequence
+// number), as each Record would have staged itself: one period's Records
+// may sit under two keys (a plan rotated in the period), and a Record
+// whose clock went back may be filed into a later period. A state
+// metric's value that fails to stage holds its later values back with it
+// until the next pass: staged late into a closed period, it is filed into
+// the next open one (stageStateLater), and the later Records must land
+// after it. At Shutdown such a value is dropped (late) instead, so that
+// it holds nothing back. A custom Outbox that fails one value every time
+// holds its metric's later values in memory until Shutdown.
 //
 // Config.StageInterval < 0 keeps the former path: every Record stages
 // its value before it returns (recordNow), an fsync per Record.
@@ -59,12 +64,16 @@ type bufVal struct {
 	category string
 	sum      float64
 	count    int64
+	// last is the sequence number of the last Record merged in: a pass
+	// stages values in the order of their last Records.
+	last uint64
 }
 
 // after returns the merge of b followed by later Records c.
 func (b bufVal) after(c bufVal) bufVal {
 	if c.count > 0 {
 		b.category = c.category
+		b.last = c.last
 	}
 	b.sum = saturatingAdd(b.sum, c.sum)
 	b.count += c.count
@@ -74,7 +83,8 @@ func (b bufVal) after(c bufVal) bufVal {
 // recordBuffer is the Records not yet staged.
 type recordBuffer struct {
 	mu     sync.Mutex
-	closed bool // Shutdown began staging the last Records
+	closed bool   // Shutdown began staging the last Records
+	seq    uint64 // Records added so far
 	vals   map[bufKey]bufVal
 	spare  map[bufKey]bufVal // an emptied map for the next take
 	// wake has room for one signal: a Record into an empty buffer.
@@ -98,9 +108,11 @@ func (b *recordBuffer) add(k bufKey, category string, x float64) error {
 	}
 	empty := len(b.vals) == 0
 	cur := b.vals[k]
+	b.seq++
 	cur.category = category
 	cur.sum = saturatingAdd(cur.sum, x)
 	cur.count++
+	cur.last = b.seq
 	b.vals[k] = cur
 	b.mu.Unlock()
 	if empty {
@@ -175,12 +187,16 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 	}
 	var failed map[bufKey]bufVal
 	var first error
-	// A state metric's earlier period stages first, and once one of its
-	// values fails, its later periods wait with it: a value that finds
-	// its period closed is filed into the next open one (stageStateLater),
-	// where a later Record must still replace it.
+	// Values stage in the order of their last Records, and once a state
+	// metric's value fails, its later values wait with it: a value that
+	// finds its period closed is filed into the next open one
+	// (stageStateLater), where a later Record must still replace it. Once
+	// Shutdown closed the buffer, a state metric's failed value is dropped
+	// instead (late) and holds nothing back: staged at a later try, it
+	// could only land over a later Record.
+	closed := b.isClosed()
 	var held map[string]bool
-	for _, k := range periodOrder(taken) {
+	for _, k := range recordOrder(taken) {
 		bv := taken[k]
 		var err error
 		if held[k.ms.name] {
@@ -188,20 +204,25 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 		} else {
 			err = p.stageValue(ctx, k.v, k.ms, k.period, bv)
 		}
-		if err != nil {
-			if failed == nil {
-				failed = make(map[bufKey]bufVal)
+		if err == nil {
+			continue
+		}
+		if first == nil && err != errHeld {
+			first = err
+		}
+		if k.ms.state != nil && closed {
+			p.late(k.ms.name, k.period, bv.count, "staging failed at Shutdown: "+err.Error())
+			continue
+		}
+		if failed == nil {
+			failed = make(map[bufKey]bufVal)
+		}
+		failed[k] = bv
+		if k.ms.state != nil {
+			if held == nil {
+				held = make(map[string]bool)
 			}
-			failed[k] = bv
-			if k.ms.state != nil {
-				if held == nil {
-					held = make(map[string]bool)
-				}
-				held[k.ms.name] = true
-			}
-			if first == nil && err != errHeld {
-				first = err
-			}
+			held[k.ms.name] = true
 		}
 	}
 	b.settle(taken, failed)
@@ -212,14 +233,21 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 // period's value that failed to stage.
 var errHeld = errors.New("client: held behind an earlier period's value")
 
-// periodOrder returns taken's keys, earlier periods first.
-func periodOrder(taken map[bufKey]bufVal) []bufKey {
+// recordOrder returns taken's keys in the order of their last Records.
+func recordOrder(taken map[bufKey]bufVal) []bufKey {
 	keys := make([]bufKey, 0, len(taken))
 	for k := range taken {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b bufKey) int { return cmp.Compare(a.period.Start, b.period.Start) })
+	slices.SortFunc(keys, func(a, b bufKey) int { return cmp.Compare(taken[a].last, taken[b].last) })
 	return keys
+}
+
+// isClosed reports whether Shutdown closed the buffer.
+func (b *recordBuffer) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
 // runStager stages the buffer Config.StageInterval after a Record into

@@ -275,7 +275,7 @@ func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGro
 	c := PeriodClose{Pool: g.key.pool, Period: g.key.period, Unstage: g.values, Undraw: g.draws}
 	end := time.Unix(g.key.period.End(), 0)
 	if now.Sub(end) > grace {
-		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		if err := p.closeOutboxPeriod(ctx, c); err != nil {
 			return false, err
 		}
 		if len(g.values) > 0 {
@@ -303,13 +303,13 @@ func (p *Provider) closeGroup(ctx context.Context, v *verifiedPlan, g *periodGro
 	if out.envelope != nil {
 		c.Envelope, c.Local, c.Epoch, c.Charges = out.envelope, p.mode == ModeLocal, v.epoch, out.charges
 	}
-	err = p.outbox.ClosePeriod(ctx, c)
+	err = p.closeOutboxPeriod(ctx, c)
 	if errors.Is(err, ErrPeriodClosed) && c.Envelope != nil {
 		// Values staged for a period closed already (which Stage
 		// refuses, so only an outbox that lost that check has them): drop
 		// them as late rather than send a second report.
 		c.Envelope = nil
-		if err = p.outbox.ClosePeriod(ctx, c); err == nil {
+		if err = p.closeOutboxPeriod(ctx, c); err == nil {
 			p.lateValues(g.values, "the period was closed for a metric it carries")
 			return false, nil
 		}

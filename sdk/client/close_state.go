@@ -167,7 +167,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		// Too late to send and nothing recorded in it that the metric
 		// takes: the period holds the carried value, which the randomizer
 		// carries over periods it is not stepped in.
-		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		if err := p.closeOutboxPeriod(ctx, c); err != nil {
 			return false, err
 		}
 		if len(g.values) > 0 {
@@ -187,7 +187,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 	}
 	if val == nil {
 		// Nothing recorded that the metric takes: nothing to step.
-		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		if err := p.closeOutboxPeriod(ctx, c); err != nil {
 			return false, err
 		}
 		p.stats.superseded.Add(dropped)
@@ -200,7 +200,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 	if prev != nil && g.key.period.Start < prev.Last.End() {
 		// Stepped already: never again (a second draw for the period).
 		c.Carry = nil
-		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		if err := p.closeOutboxPeriod(ctx, c); err != nil {
 			return false, err
 		}
 		p.lateValues(g.values, "the metric was stepped in the period already")
@@ -230,7 +230,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		// next one stepped (a change carried into a later period, or into
 		// the next tree, would change reports outside the window the
 		// guarantee is stated for: docs/time.md §5, "What the guarantee protects").
-		if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+		if err := p.closeOutboxPeriod(ctx, c); err != nil {
 			if errors.Is(err, ErrPeriodClosed) {
 				return p.closeStateLate(ctx, c, g)
 			}
@@ -247,7 +247,7 @@ func (p *Provider) closeStateGroup(ctx context.Context, v *verifiedPlan, ms *met
 		}
 		c.Envelope, c.Local, c.Epoch, c.Charges = env, p.mode == ModeLocal, v.epoch, []Charge{{Metric: ms.name, Eps0: ms.eps0}}
 	}
-	err = p.outbox.ClosePeriod(ctx, c)
+	err = p.closeOutboxPeriod(ctx, c)
 	if errors.Is(err, ErrPeriodClosed) {
 		return p.closeStateLate(ctx, c, g)
 	}
@@ -302,7 +302,7 @@ func (p *Provider) resumeState(ctx context.Context, ms *metricState, prev *Metri
 // is dropped unsent, and the value carries forward from the period.
 func (p *Provider) closeStateLate(ctx context.Context, c PeriodClose, g *periodGroup) (bool, error) {
 	c.Step, c.Envelope, c.Charges = nil, nil, nil
-	if err := p.outbox.ClosePeriod(ctx, c); err != nil {
+	if err := p.closeOutboxPeriod(ctx, c); err != nil {
 		return false, err
 	}
 	p.lateValues(g.values, "the period was closed for the metric already")

@@ -257,6 +257,9 @@ type Provider struct {
 	// (plan, period, metric), so that Enabled asks the outbox once per
 	// period.
 	drawn atomic.Pointer[drawnMetric]
+	// closedThrough is the latest end of a period this process closed (or
+	// tried to): a cached draw of a period ending by then is not used.
+	closedThrough atomic.Int64
 	// closeMu serializes the closing of periods (close.go).
 	closeMu sync.Mutex
 	// nextClose is the Unix second before which no staged period can

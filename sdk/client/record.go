@@ -166,6 +166,21 @@ func (p *Provider) draw(ctx context.Context, v *verifiedPlan, period report.Peri
 	return chosen, nil
 }
 
+// closeOutboxPeriod closes c in the outbox, after raising closedThrough
+// to its period's end: Enabled's cached draw of that period is not used
+// from then on (the clock may go back into it), whether the close
+// succeeds or not.
+func (p *Provider) closeOutboxPeriod(ctx context.Context, c PeriodClose) error {
+	end := c.Period.End()
+	for {
+		cur := p.closedThrough.Load()
+		if cur >= end || p.closedThrough.CompareAndSwap(cur, end) {
+			break
+		}
+	}
+	return p.outbox.ClosePeriod(ctx, c)
+}
+
 // drawnMetric is the metric plan v drew for period (parallel travel).
 type drawnMetric struct {
 	v      *verifiedPlan
@@ -207,7 +222,7 @@ func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind
 	}
 	// The period's draw, once read or made, is in memory: no lock, no
 	// disk. A draw never changes (draw), so the copy stays right.
-	if d := p.drawn.Load(); d != nil && d.v == v && d.period == period {
+	if d := p.drawn.Load(); d != nil && d.v == v && d.period == period && period.End() > p.closedThrough.Load() {
 		return d.ms == ms
 	}
 	p.mu.RLock()
