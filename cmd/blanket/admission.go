@@ -227,7 +227,7 @@ PostgreSQL database (schema blanket_issuer) and the same seed file: an
 instance is granted a pool key once whichever replica it asks.`,
 		Example: `  curl -s -o plan.json http://127.0.0.1:8081/v1/plan
   blanket issuer --data ./issuer-data --plan plan.json --jwks https://idp.example/.well-known/jwks.json --jwt-issuer https://idp.example --jwt-audience blanket
-  PGPASSWORD=… blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --jwt-issuer https://idp.example --jwt-audience blanket --store postgres://blanket@db.internal/issuer
+  PGPASSFILE=/etc/blanket/issuer.pgpass blanket issuer --data ./i1 --plan plan.json --jwks jwks.json --jwt-issuer https://idp.example --jwt-audience blanket --store postgres://blanket_issuer@db.internal/blanket_issuer
   blanket issuer --config /etc/blanket/issuer.yaml   # deploy/config/issuer.yaml`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command) error {
