@@ -20,6 +20,11 @@ import (
 func TestOldestOutgoingAge(t *testing.T) {
 	for _, kind := range servertest.StoreKinds {
 		t.Run(kind, func(t *testing.T) {
+			if kind == "sqlite" {
+				// The fixture puts an empty Store on PostgreSQL under
+				// BLANKET_TEST_STORE=postgres; make test runs this case.
+				servertest.SQLiteOnly(t)
+			}
 			refuse := make(chan bool, 1)
 			refuse <- true
 			col := &sink{Status: func(int) int {
