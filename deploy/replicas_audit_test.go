@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,7 +27,6 @@ import (
 	"github.com/blanket-dp/blanket/internal/secrets"
 	"github.com/blanket-dp/blanket/internal/servertest"
 	"github.com/blanket-dp/blanket/internal/testbuild"
-	"github.com/jackc/pgx/v5"
 )
 
 // The fleet of TestDeployReplicas: demoApps instances over demoDays days
@@ -180,7 +178,7 @@ func TestDeployReplicas(t *testing.T) {
 	col := []*unitProc{start("collector", "1"), nil}
 	col[1] = start("collector", "2")
 	var planJSON []byte
-	if err := getBody(ctx, col[0].url+"/v1/plan", &planJSON); err != nil {
+	if err := servertest.FetchBody(ctx, col[0].url+"/v1/plan", &planJSON); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(etc, "plan.json"), planJSON, 0o644); err != nil {
@@ -206,8 +204,8 @@ func TestDeployReplicas(t *testing.T) {
 	apps, internal := "http://"+addrs["apps"], "http://"+addrs["internal"]
 	servertest.Poll(ctx, t, 30*time.Second, "haproxy serving the plan on both sides", func() (bool, string) {
 		var b []byte
-		e1 := getBody(ctx, apps+"/v1/plan", &b)
-		e2 := getBody(ctx, internal+"/v1/plan", &b)
+		e1 := servertest.FetchBody(ctx, apps+"/v1/plan", &b)
+		e2 := servertest.FetchBody(ctx, internal+"/v1/plan", &b)
 		return e1 == nil && e2 == nil, fmt.Sprintf("%v; %v\n%s", e1, e2, haproxyOut())
 	})
 	logf("haproxy up")
@@ -247,11 +245,11 @@ func TestDeployReplicas(t *testing.T) {
 		default:
 		}
 		var st shuffler.PoolsStatus
-		if err := getJSON(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
+		if err := servertest.FetchJSON(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
 			return false, err.Error()
 		}
 		var list collector.MetricList
-		if err := getJSON(ctx, internal+"/v1/metrics", &list); err != nil {
+		if err := servertest.FetchJSON(ctx, internal+"/v1/metrics", &list); err != nil {
 			return false, err.Error()
 		}
 		var pooled, counted int64
@@ -301,7 +299,7 @@ func TestDeployReplicas(t *testing.T) {
 	// Drain: nothing pooled or outgoing in the shared store.
 	servertest.Poll(ctx, t, 2*time.Minute, "every pool released and acknowledged", func() (bool, string) {
 		var st shuffler.PoolsStatus
-		if err := getJSON(ctx, shf[0].admin+"/v1/pools", &st); err != nil {
+		if err := servertest.FetchJSON(ctx, shf[0].admin+"/v1/pools", &st); err != nil {
 			return false, err.Error()
 		}
 		return len(st.Pools) == 0 && st.Outgoing == 0, fmt.Sprintf("%+v", st)
@@ -314,14 +312,14 @@ func TestDeployReplicas(t *testing.T) {
 	var counted [2]map[string]int64
 	for i, c := range col {
 		var list collector.MetricList
-		if err := getJSON(ctx, c.url+"/v1/metrics", &list); err != nil {
+		if err := servertest.FetchJSON(ctx, c.url+"/v1/metrics", &list); err != nil {
 			t.Fatal(err)
 		}
 		counted[i] = map[string]int64{}
 		var all []collector.MetricDetail
 		for _, m := range list.Metrics {
 			var d collector.MetricDetail
-			if err := getJSON(ctx, c.url+"/v1/metrics/"+m.Name, &d); err != nil {
+			if err := servertest.FetchJSON(ctx, c.url+"/v1/metrics/"+m.Name, &d); err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, d)
@@ -538,7 +536,7 @@ func (k *kit) start(role, inst, addr, adminAddr string) *unitProc {
 		default:
 		}
 		var b []byte
-		err := getBody(k.ctx, p.url+"/readyz", &b)
+		err := servertest.FetchBody(k.ctx, p.url+"/readyz", &b)
 		return err == nil, fmt.Sprint(err)
 	})
 	return p
@@ -570,44 +568,7 @@ func expireLeases(ctx context.Context, admin string) (int64, error) {
 		return 0, err
 	}
 	u.Path = "/blanket_shuffler"
-	conn, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(context.Background())
-	tag, err := conn.Exec(ctx, `UPDATE blanket_shuffler.outgoing SET lease_until = '-infinity' WHERE lease_until > now()`)
-	return tag.RowsAffected(), err
-}
-
-// getBody GETs url into *body; an answer other than 200 is an error.
-func getBody(ctx context.Context, url string, body *[]byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %.300s", url, resp.Status, b)
-	}
-	*body = b
-	return nil
-}
-
-// getJSON GETs url and decodes its JSON into v.
-func getJSON(ctx context.Context, url string, v any) error {
-	var b []byte
-	if err := getBody(ctx, url, &b); err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
+	return servertest.ExpireLeases(ctx, u.String())
 }
 
 // tail returns the last n bytes of s.

@@ -99,7 +99,7 @@ func TestReplicas(t *testing.T) {
 	shf := []*replica{startShuffler(0, "shuffler-1"), startShuffler(1, "shuffler-2")}
 	// Apps fetch the plan from a shuffler, which relays the collectors'.
 	var relayed []byte
-	if err := getBody(ctx, shf[1].url+"/v1/plan", &relayed); err != nil {
+	if err := servertest.FetchBody(ctx, shf[1].url+"/v1/plan", &relayed); err != nil {
 		t.Fatal(err)
 	}
 	pl, err := plan.Parse(relayed)
@@ -192,7 +192,7 @@ func TestReplicas(t *testing.T) {
 	// the test cannot wait that long, so it ends the leases as the clock
 	// would. A live replica's send that loses its lease so may be
 	// repeated by the restarted one; the collector counts it once.
-	expired, err := expireLeases(ctx, shufflerDB)
+	expired, err := servertest.ExpireLeases(ctx, shufflerDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +221,11 @@ func TestReplicas(t *testing.T) {
 	acked := up.ackedByMetric()
 	servertest.Poll(ctx, t, 60*time.Second, "every pool released and forwarded", func() (bool, string) {
 		var st shuffler.PoolsStatus
-		if err := getJSONCtx(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
+		if err := servertest.FetchJSON(ctx, shf[1].admin+"/v1/pools", &st); err != nil {
 			return false, err.Error()
 		}
 		var list collector.MetricList
-		if err := getJSONCtx(ctx, col[1].url+"/v1/metrics", &list); err != nil {
+		if err := servertest.FetchJSON(ctx, col[1].url+"/v1/metrics", &list); err != nil {
 			return false, err.Error()
 		}
 		counted := true

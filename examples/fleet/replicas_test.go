@@ -23,7 +23,6 @@ import (
 	"github.com/blanket-dp/blanket/plugins/krr"
 	"github.com/blanket-dp/blanket/sdk/client"
 	"github.com/blanket-dp/blanket/sdk/plan"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestMain stops the throwaway PostgreSQL server of TestReplicas, if it
@@ -186,7 +185,7 @@ func checkCollectors(ctx context.Context, t *testing.T, pl *plan.Plan, col []*re
 	for _, m := range pl.Metrics {
 		var bodies [2][]byte
 		for i, c := range col {
-			if err := getBody(ctx, c.url+"/v1/metrics/"+m.Name, &bodies[i]); err != nil {
+			if err := servertest.FetchBody(ctx, c.url+"/v1/metrics/"+m.Name, &bodies[i]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -343,18 +342,6 @@ func runApp(ctx context.Context, pl *plan.Plan, cache *client.RandomizerCache, r
 	return st, nil
 }
 
-// expireLeases ends every lease on an outgoing batch in the shufflers'
-// database, as a minute passing would, and returns how many it ended.
-func expireLeases(ctx context.Context, dbURL string) (int64, error) {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(context.Background())
-	tag, err := conn.Exec(ctx, `UPDATE blanket_shuffler.outgoing SET lease_until = '-infinity' WHERE lease_until > now()`)
-	return tag.RowsAffected(), err
-}
-
 // blanketBin returns a blanket binary (not race-instrumented) built from
 // cmd/blanket, or $BLANKET_BIN when set.
 func blanketBin(t *testing.T) string {
@@ -408,7 +395,7 @@ func startReplica(ctx context.Context, t *testing.T, all *[]*replica, bin, dir, 
 	}
 	servertest.Poll(ctx, t, 30*time.Second, name+" ready", func() (bool, string) {
 		var b []byte
-		err := getBody(ctx, r.url+"/readyz", &b)
+		err := servertest.FetchBody(ctx, r.url+"/readyz", &b)
 		return err == nil, fmt.Sprint(err)
 	})
 	return r
@@ -476,10 +463,10 @@ func (l *listenWatcher) Write(p []byte) (int, error) {
 func samePlan(ctx context.Context, t *testing.T, a, b *replica) []byte {
 	t.Helper()
 	var pa, pb []byte
-	if err := getBody(ctx, a.url+"/v1/plan", &pa); err != nil {
+	if err := servertest.FetchBody(ctx, a.url+"/v1/plan", &pa); err != nil {
 		t.Fatal(err)
 	}
-	if err := getBody(ctx, b.url+"/v1/plan", &pb); err != nil {
+	if err := servertest.FetchBody(ctx, b.url+"/v1/plan", &pb); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(pa, pb) {
@@ -490,28 +477,6 @@ func samePlan(ctx context.Context, t *testing.T, a, b *replica) []byte {
 
 // testHTTP is the test's own client for GETs.
 var testHTTP = &http.Client{Timeout: 10 * time.Second}
-
-// getBody GETs url into *body; an answer other than 200 is an error.
-func getBody(ctx context.Context, url string, body *[]byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := testHTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %.300s", url, resp.Status, b)
-	}
-	*body = b
-	return nil
-}
 
 // postJSONCtx POSTs an empty body to url and decodes its JSON answer
 // into v; an answer other than 200 is an error.
@@ -531,15 +496,6 @@ func postJSONCtx(ctx context.Context, url string, v any) error {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("POST %s: %s: %.300s", url, resp.Status, b)
-	}
-	return json.Unmarshal(b, v)
-}
-
-// getJSONCtx GETs url and decodes its JSON into v.
-func getJSONCtx(ctx context.Context, url string, v any) error {
-	var b []byte
-	if err := getBody(ctx, url, &b); err != nil {
-		return err
 	}
 	return json.Unmarshal(b, v)
 }
