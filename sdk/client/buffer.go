@@ -3,7 +3,6 @@ package client
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"sync"
 
@@ -198,21 +197,16 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 	var held map[string]bool
 	for _, k := range recordOrder(taken) {
 		bv := taken[k]
-		var err error
-		if held[k.ms.name] {
-			err = errHeld
-		} else {
-			err = p.stageValue(ctx, k.v, k.ms, k.period, bv)
-		}
-		if err == nil {
-			continue
-		}
-		if first == nil && err != errHeld {
-			first = err
-		}
-		if k.ms.state != nil && closed {
-			p.late(k.ms.name, k.period, bv.count, "staging failed at Shutdown: "+err.Error())
-			continue
+		if !held[k.ms.name] {
+			err := p.stageValue(ctx, k.v, k.ms, k.period, bv)
+			if err == nil {
+				continue
+			}
+			first = cmp.Or(first, err)
+			if k.ms.state != nil && closed {
+				p.late(k.ms.name, k.period, bv.count, "staging failed at Shutdown: "+err.Error())
+				continue
+			}
 		}
 		if failed == nil {
 			failed = make(map[bufKey]bufVal)
@@ -228,10 +222,6 @@ func (p *Provider) stageBuffered(ctx context.Context) error {
 	b.settle(taken, failed)
 	return first
 }
-
-// errHeld marks a state metric's value held back behind an earlier
-// period's value that failed to stage.
-var errHeld = errors.New("client: held behind an earlier period's value")
 
 // recordOrder returns taken's keys in the order of their last Records.
 func recordOrder(taken map[bufKey]bufVal) []bufKey {

@@ -141,7 +141,7 @@ func (p *Provider) Ledger(ctx context.Context) ([]LedgerEntry, error) {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		return nil, ErrShutdown
 	}
 	return p.outbox.Ledger(ctx)

@@ -249,10 +249,9 @@ type Provider struct {
 	stagerCancel context.CancelFunc
 	stagerDone   chan struct{}
 
-	mu       sync.RWMutex // Flush, RefreshPlan and Records staging themselves hold it shared; Shutdown exclusive
-	shutdown bool
-	// stopped is set with shutdown, for Enabled's path without mu.
-	stopped atomic.Bool
+	mu sync.RWMutex // Flush, RefreshPlan and Records staging themselves hold it shared; Shutdown exclusive
+	// shutdown is set by Shutdown under mu; Enabled reads it without.
+	shutdown atomic.Bool
 	// drawn is the last parallel-travel draw this process read or made
 	// (plan, period, metric), so that Enabled asks the outbox once per
 	// period.
@@ -676,7 +675,7 @@ func (p *Provider) RefreshPlan(ctx context.Context) (changed bool, err error) {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		return false, ErrShutdown
 	}
 	cur := p.currentPlan()
@@ -740,7 +739,7 @@ func (p *Provider) Flush(ctx context.Context) error {
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		return ErrShutdown
 	}
 	if err := p.closePeriods(ctx); err != nil {
@@ -810,12 +809,11 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	p.mu.Lock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		p.mu.Unlock()
 		return nil
 	}
-	p.shutdown = true
-	p.stopped.Store(true)
+	p.shutdown.Store(true)
 	p.mu.Unlock()
 	// From here no Flush or RefreshPlan runs (ErrShutdown), and once the
 	// stager stops no Record either.

@@ -58,7 +58,7 @@ func (p *Provider) record(ctx context.Context, name string, want instrumentKind,
 func (p *Provider) recordNow(ctx context.Context, v *verifiedPlan, ms *metricState, period report.Period, category string, x float64) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		return ErrShutdown
 	}
 	if p.now().Unix() >= p.nextClose.Load() {
@@ -205,7 +205,7 @@ func pickIndex(cum []float64, src ldp.Source) int {
 // travel for a metric the current period did not draw, or whose period
 // is closed.
 func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind) bool {
-	if p.stopped.Load() {
+	if p.shutdown.Load() {
 		return false
 	}
 	v := p.plan.Load()
@@ -227,7 +227,7 @@ func (p *Provider) enabled(ctx context.Context, name string, want instrumentKind
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.shutdown {
+	if p.shutdown.Load() {
 		return false
 	}
 	chosen, err := p.draw(ctx, v, period)

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ func WithEnv(names ...string) Option {
 func pluginEnv(extra []string) []string {
 	var env []string
 	seen := make(map[string]bool, len(passEnv)+len(extra))
-	for _, name := range append(append([]string(nil), passEnv...), extra...) {
+	for _, name := range slices.Concat(passEnv, extra) {
 		if name == "" || strings.Contains(name, "=") || seen[name] {
 			continue
 		}
