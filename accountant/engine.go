@@ -34,8 +34,12 @@ import (
 //  4. Window and aliasing. The tilted n-fold distribution is computed modulo
 //     L on a window [A, A+L) of lattice points: its DFT is phi(k)^n, where
 //     phi is evaluated directly from the few lattice atoms (no forward FFT,
-//     so its rounding error is a few ulps), and one inverse real FFT gives
-//     the wrapped probabilities. The (n-1)-fold law of step 2 is needed at
+//     so its rounding error is a few ulps). Only a few hundred
+//     coefficients survive the n-th power; the sum of s e^{-theta s}
+//     against the wrapped law over the window is taken in the frequency
+//     domain from them, with the weights' transforms in closed form
+//     (rampsum.go), so no inverse FFT is needed and the cost does not grow
+//     with L. The (n-1)-fold law of step 2 is needed at
 //     a few points only (one per split atom): it is summed there directly
 //     from its non-zero coefficients (pmAt). Wrapping only adds
 //     non-negative mass, which keeps the upper side sound; on the lower
@@ -44,12 +48,14 @@ import (
 //     position. Mass beyond the window
 //     is bounded the same way (E[S 1{S >= a}] <= a e^{-va} M(v)^n, v >= 1/a).
 //  5. Floating point. The error of phi is bounded by a few ulps; raising to
-//     the n-th power multiplies its relative error by n; the inverse FFT adds
-//     c u log2(L) ||p||_2, the direct sums of the (n-1)-fold law
-//     (K + 32) u sum |Y_k| over their K terms. The resulting per-point
-//     bound is added on the upper side and subtracted on the lower side,
-//     weighted by the untilting factors, and a final relative margin
-//     covers summation rounding.
+//     the n-th power multiplies its relative error by n. The main sum's
+//     bound is sum_k mult_k (e_k |G_k| + |Y_k| errG + ...) / L over the
+//     kept coefficients, from each coefficient's error e_k and the closed
+//     forms' errG (rampsum.go); the direct sums of the (n-1)-fold law add
+//     (K + 32) u sum |Y_k| over their K terms. These bounds are added on
+//     the upper side and subtracted on the lower side, weighted by the
+//     untilting factors, and a final relative margin (4 L u + 1e-12)
+//     covers the rounding of the untilting (log, exp and the scale n k0).
 //     The (n-1)-fold law's points carry 2F more, F = 5 u log2(L) ||p||_2
 //     of that law: the bound its inverse FFT had when it was transformed
 //     (before the direct sums). Soundness does not need it; it keeps every
@@ -417,7 +423,7 @@ func fftFactors(n int) int {
 }
 
 // evaluate brackets D(eps) for set s with lattice step h = hRel * sd(Z)
-// (tilted). wantLo selects whether the lower side (one more inverse FFT) is
+// (tilted). wantLo selects whether the lower side (the (n-1)-fold law) is
 // computed; otherwise lo is 0.
 func evaluate(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 	key := memoKey(s, n, eps, hRel, wantLo)
@@ -482,7 +488,15 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 		}
 		r := l.window(nf, theta, k0, int64(A), L, full, wantLo)
 		r.capped = capped
-		if r.tailOK || capped || full || doublings >= maxDoublings {
+		// A window whose upper bound is already at DeltaFloor is not
+		// widened: a wider one could at most lower hi, which is reported
+		// as DeltaFloor anyway, and raise lo, which is then below
+		// DeltaFloor too (lo <= the exact value <= this window's hi), far
+		// below MinDelta and any target. Only this bracket's own
+		// soundness matters, and it has it. (At eps near eps0 with a
+		// steep tilt the tail test otherwise doubled the window to 8
+		// times its length, 3 s at n = 1e8, for a bound of 1e-250.)
+		if r.tailOK || capped || full || doublings >= maxDoublings || r.hi <= DeltaFloor {
 			return r.bracket
 		}
 		doublings++
@@ -624,15 +638,14 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// normalises the weights and untilts the result, so its own error
 	// cancels.
 	phiErr := (2*(maxArg+2) + 12 + 2*float64(len(pts)) + 4) * ulp
-	fft, putFFT := getFFT(L)
-	defer putFFT()
-	coefN := fft.coefN
-	clear(coefN)
-	// The (n-1)-fold law is needed only at the few points -a_j of the
+	// The n-fold law's kept coefficients (coefN, with their error bounds
+	// errN) enter the main sum in the frequency domain (rampsum.go). The
+	// (n-1)-fold law is needed only at the few points -a_j of the
 	// convexity correction: its non-zero coefficients are kept (coefM)
-	// and summed at those points directly (pmAt), not transformed.
-	coefM := fft.coefM[:0]
-	var errN, errM, l2N, l2M, absM, err2N float64
+	// and summed at those points directly (pmAt). Neither is transformed.
+	var coefN, coefM []halfCoef
+	var errNk []float64
+	var errM, l2M, absM float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
 	// n log(a + phiErr) < -745 for certain, so that the test below would
@@ -686,10 +699,8 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		// rounding of n*log|phi| and n*arg(phi) in exp and rect.
 		rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
 		en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
-		coefN[k] = yn
-		errN += mult * en
-		err2N += mult * en * en
-		l2N += mult * real(yn*cmplx.Conj(yn))
+		coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
+		errNk = append(errNk, en)
 		if wantLo {
 			m1 := nf - 1
 			rm := math.Exp(m1 * la)
@@ -705,18 +716,6 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	}
 	Lf := float64(L)
 	logL := math.Log2(Lf) + 1
-	pn := fft.Sequence(fft.pn, coefN)
-	// Per-point error: coefficient errors through the normalised inverse
-	// DFT, plus the inverse FFT rounding 5 u log2(L) ||p||_2 (Parseval:
-	// ||p||_2^2 = sum |Y_k|^2 / L).
-	// Floating-point error of the n-fold pmf p over the window. For the
-	// weighted sum sum_s f(s) p(s), Cauchy-Schwarz and Parseval give
-	// |sum f dp| <= ||f||_2 ||dp||_2 with ||dp||_2 <= ||dY||_2 / sqrt(L)
-	// (coefficient errors through the normalised inverse DFT) plus
-	// 5 u log2(L) ||p||_2 (the inverse FFT's normwise rounding error),
-	// ||p||_2 = ||Y||_2 / sqrt(L). This does not grow as the lattice is
-	// refined, unlike a per-point bound summed over every point.
-	l2ErrN := math.Sqrt(err2N/Lf) + 5*ulp*logL*math.Sqrt(l2N/Lf)
 	var epsM float64
 	if wantLo {
 		// Per point: the coefficients' errors through the normalised
@@ -728,33 +727,28 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		fftM := 5 * ulp * logL * math.Sqrt(l2M/Lf)
 		epsM = errM/Lf + float64(len(coefM)+32)*ulp*absM/Lf + 2*fftM
 	}
-	// Main sums over s = i h > 0 in the window: P(s) = p(s) e^{-theta s} e^{n k0}.
-	// Work in the scaled unit e^{n k0} to avoid underflow.
+	// Main sum over s = i h > 0 in the window, sum_s s e^{-theta s} p(s),
+	// in the scaled unit e^{n k0} (P(s) = p(s) e^{-theta s} e^{n k0}),
+	// from the kept coefficients (rampsum.go, with its error bound fpErr).
 	logScale := nf * k0
-	var sumSU2, maxSU float64
-	var acc kahan
-	// pos is i mod L, advanced with i.
-	i0 := max(A, 1)
-	pos := int(((i0 % int64(L)) + int64(L)) % int64(L))
-	for i := i0; i < A+int64(L); i++ {
-		sv := h * float64(i)
-		u := 1.0 // exp(-0 sv)
-		if theta != 0 {
-			u = math.Exp(-theta * sv)
+	var main, fpErr, maxSU float64
+	if i0, i1 := max(A, 1), A+int64(L)-1; i1 >= i0 {
+		rs := newRampSum(h, theta, i0, i1, L, t)
+		var sum, mag, bound float64
+		for j, c := range coefN {
+			g := rs.at(c.k)
+			term := c.mult * (real(c.y)*real(g) - imag(c.y)*imag(g))
+			sum += term
+			ay, ag := cmplx.Abs(c.y), cmplx.Abs(g)
+			mag += c.mult * ay * ag
+			bound += c.mult * (ay*rs.errG + (ag+rs.errG)*errNk[j])
 		}
-		pv := pn[pos] / Lf
-		if pos++; pos == L {
-			pos = 0
-		}
-		acc.add(sv * pv * u)
-		su := sv * u
-		sumSU2 += su * su
-		maxSU = math.Max(maxSU, su)
-		if u == 0 {
-			break
-		}
+		main = sum / Lf
+		// The skipped coefficients (|Y_k| < e^{-745}, at most L/2 + 1 of
+		// them) add at most 2 (L/2 + 1) e^{-745} F / L < 1e-300 F.
+		fpErr = (bound+float64(len(coefN)+4)*ulp*mag)/Lf*(1+1e-10) + 1e-300*rs.total + 1e-280
+		maxSU = rs.maxF()
 	}
-	main := acc.sum
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
 	if !full {
@@ -771,7 +765,6 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		alias = math.Exp(l.chernoffUpper(nf, theta, a)) +
 			math.Exp(l.chernoffLower(nf, theta, h*float64(A-1)))
 	}
-	fpErr := l2ErrN * math.Sqrt(sumSU2)
 	hiScaled := main + fpErr + tailAbove
 	loScaled := main - fpErr - alias*maxSU
 	if wantLo {
