@@ -462,6 +462,15 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 	}
 	theta := l.tilt()
 	k0, _, k2 := l.logMGF(theta)
+	if theta > 0 && nf*k0-1-math.Log(theta*nf) < math.Log(DeltaFloor)-1 {
+		// Chernoff: x_+ <= e^{theta x - 1}/theta for every x, so
+		// E[(S~_n)_+]/n <= M~(theta)^n/(e theta n), below DeltaFloor here
+		// (with e^{-1} to spare for the roundings of n k0, a few u of it):
+		// the window would report DeltaFloor. Near eps0 the tilted law is
+		// nearly a point mass and keeps every coefficient, which costs
+		// L/2 closed-form sums (rampsum.go).
+		return bracket{lo: 0, hi: DeltaFloor}
+	}
 	sdIdx := math.Sqrt(nf*k2) / h
 	fullLo, fullHi := nf*float64(l.imin), nf*float64(l.imax)
 	half := math.Ceil(windowSD*sdIdx) + 2
@@ -572,6 +581,45 @@ func bandEnd(w []float64, idx []int64, L int, t []complex128, phiErr, skipBelow 
 	return half
 }
 
+// lipschitzPhi returns lip >= (2 pi/L) sum_i w_i |idx_i - c|, c the
+// weights' mean index: a bound on |d phi/d kappa| for phi(kappa) = sum_i
+// w_i e^{-2 pi i kappa idx_i/L} over real kappa, which at integers is the
+// window's phi (idx_i and its position modulo L give the same phase), and
+// so on how far |phi| moves between two of them. Its rounding (a few u
+// relative) is covered by the factor 1 + 1e-10.
+func lipschitzPhi(w []float64, idx []int64, L int) float64 {
+	var W, m float64
+	for i, x := range w {
+		W += x
+		m += x * float64(idx[i])
+	}
+	c := m / W
+	var s float64
+	for i, x := range w {
+		s += x * math.Abs(float64(idx[i])-c)
+	}
+	return 2 * math.Pi / float64(L) * s * (1 + 1e-10)
+}
+
+// skipRun returns how many coefficients after one whose computed modulus
+// is a the window's test a' + phiErr < skipBelow skips for certain: for
+// each of the next d, |phi| <= |phi(k)| + lip d <= a + phiErr + lip d, and
+// a' <= |phi| + phiErr, so a' + phiErr < skipBelow once a + 3 phiErr + lip
+// d < skipBelow (with a relative 1e-10 to spare for this test's own
+// roundings). The coefficients passed over would add nothing to any sum,
+// as when the test skips them: the window's results are the same bits.
+func skipRun(a, phiErr, lip, skipBelow float64) int {
+	room := skipBelow*(1-1e-10) - a - 3*phiErr
+	if !(room > 0) || !(lip > 0) {
+		return 0
+	}
+	d := math.Floor(room / (lip * (1 + 1e-10)))
+	if d > 1<<40 {
+		d = 1 << 40
+	}
+	return int(d)
+}
+
 // halfCoef is a non-zero coefficient k of a half spectrum, with its
 // multiplicity in the real inverse DFT (1 for k = 0 and k = L/2, else 2).
 type halfCoef struct {
@@ -662,7 +710,13 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	for i, q := range pts {
 		ws[i] = q.w
 	}
-	for k := range bandEnd(ws, l.idx, L, t, phiErr, skipBelow) {
+	// Between integers, |phi| moves at most lip per unit of k (its
+	// derivative is 2 pi/L sum_i w_i (idx_i - c) e^{...} for any centre c):
+	// after a skipped coefficient, the next ones that the test below would
+	// skip for certain are passed over (skipRun).
+	lip := lipschitzPhi(ws, l.idx, L)
+	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
+	for k := 0; k < band; k++ {
 		var re, im float64
 		for i, q := range pts {
 			m := rot[i]
@@ -685,6 +739,13 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			mult = 1
 		}
 		if a == 0 || a+phiErr < skipBelow {
+			if d := skipRun(a, phiErr, lip, skipBelow); d > 0 {
+				d = min(d, band-1-k)
+				for i, q := range pts {
+					rot[i] = int((int64(rot[i]) + int64(d)*int64(q.pos)) % int64(L))
+				}
+				k += d
+			}
 			continue
 		}
 		la := math.Log(a)
