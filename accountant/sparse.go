@@ -62,12 +62,9 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	mean := nf * pi
 	mMax := int(math.Min(nf, math.Ceil(mean+6*math.Sqrt(mean)+10)))
 	a := len(z)
-	terms := 0.0
-	for m := 0; m <= mMax; m++ {
-		terms += binom(m+a-1, a-1)
-		if terms > sparseMaxTerms {
-			return bracket{}, false
-		}
+	terms := termsUpTo(a, 0, mMax, 0, sparseMaxTerms)
+	if terms > sparseMaxTerms {
+		return bracket{}, false
 	}
 	// Renormalised log masses of the other atoms.
 	lw := make([]float64, a)
@@ -102,6 +99,7 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	// The leaves' terms, rounding bounded per leaf (sparse_sum.go).
 	var sum bandSum
 	var pw pairWalk
+	mFirst, mLast := rootCounts(nf, z0, zs[0])
 	sumRange := func(m0, m1 int) bool {
 		lpms := logBinomPMFs(n, pi, m1)
 		for m := m0; m <= m1; m++ {
@@ -110,7 +108,6 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 				continue
 			}
 			mf := float64(m)
-			base := dd{}.addProd(float64(n-m), z0)
 			em := float64(2*a+10) * ulp * (math.Abs(lpm) + 2*lf[m] + mf*(maxL+1))
 			if a == 1 {
 				// log m! - log m! cancels: the leaf's exponent is lpm + m l_1.
@@ -119,6 +116,20 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			if em > 0.01 {
 				return false
 			}
+			if float64(m) < mFirst || float64(m) > mLast {
+				continue // no leaf of this m counts (rootCounts)
+			}
+			if lpm < -746 {
+				// Every leaf's log mass is lpm plus the log of a multinomial
+				// probability (<= 0) computed within E_m <= 0.01: below
+				// exp's underflow (-745.13), so each mass is exactly 0,
+				// and so is every product a pair walk forms from it.
+				// Their terms add +0 to the sums (a compensated sum's
+				// correction is below half an ulp of its sum, so adding
+				// +0 leaves both as they are).
+				continue
+			}
+			base := dd{}.addProd(float64(n-m), z0)
 			sum.eps = float64(8*(a+2)) * ulp * ulp * (math.Abs(base.hi) + mf*maxZ)
 			sum.rel = 1.01*(em+8*ulp) + walkRel
 			lm := lpm + lf[m]
@@ -172,9 +183,7 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	}
 	for mMax < n && tailAt(mMax) > 1e-3*sparseRel*sum.hi.sum && tailAt(mMax) > 1e-6*MinDelta*nf {
 		next := min(n, mMax+1+mMax/4)
-		for m := mMax + 1; m <= next; m++ {
-			terms += binom(m+a-1, a-1)
-		}
+		terms = termsUpTo(a, mMax+1, next, terms, math.Inf(1))
 		if terms > 4*sparseMaxTerms {
 			return bracket{}, false
 		}
@@ -188,6 +197,56 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	hi := math.Max((sum.hi.sum*(1+sparseRel)+tail)/nf, DeltaFloor)
 	lo := sum.lo.sum * (1 - sparseRel) / nf
 	return bracket{lo: lo, hi: hi}, true
+}
+
+// termsUpTo returns terms plus the number of leaves of every m in [m0, m1],
+// sum_m C(m + a - 1, a - 1), added one m at a time in that order, or the
+// first running sum above limit; for a <= 2 the terms are the integers 1
+// and m + 1, whose running sum is exact below 2^53, so its closed form is
+// the same number (and exceeds limit exactly when a running sum does).
+func termsUpTo(a, m0, m1 int, terms, limit float64) float64 {
+	if m1 < m0 {
+		return terms
+	}
+	switch {
+	case a == 1 && terms+float64(m1-m0+1) < 1<<53:
+		return terms + float64(m1-m0+1)
+	case a == 2 && terms+float64(m1+2)*float64(m1+2) < 1<<53:
+		// sum_{m=m0}^{m1} (m+1) = (m1+1)(m1+2)/2 - m0(m0+1)/2, exact.
+		return terms + float64((int64(m1)+1)*(int64(m1)+2)/2-int64(m0)*(int64(m0)+1)/2)
+	}
+	for m := m0; m <= m1; m++ {
+		terms += binom(m+a-1, a-1)
+		if terms > limit {
+			break
+		}
+	}
+	return terms
+}
+
+// rootCounts returns an interval [first, last] of m outside which no leaf
+// of sparseExact can count: every leaf's sum is at most
+// X(m) = (n - m) z_0 + m zmax (all non-dominant draws at the largest value
+// zmax), and the tests that prune (bandSum.counts for one non-dominant
+// atom, mayCount at the root otherwise) compare a computed X(m) within
+// eps_m + 3u of the magnitudes |n z_0| + m |zmax| (sparse_sum.go), far
+// below 1e-9 of them. So where X(m) + 1e-9 (n |z_0| + m (|zmax| + |z_0|))
+// < 0 the computed test fails and the m adds nothing; the interval is
+// widened by two on each side for the rounding of this function's own
+// arithmetic. Skipping such m leaves every sum the same bits.
+func rootCounts(nf, z0, zmax float64) (first, last float64) {
+	// X(m) + margin = r0 + m s with:
+	s := (zmax - z0) + 1e-9*(math.Abs(zmax)+math.Abs(z0))
+	r0 := nf*z0 + 1e-9*nf*math.Abs(z0)
+	switch {
+	case s > 0:
+		return math.Floor(-r0/s) - 2, math.Inf(1)
+	case s < 0:
+		return math.Inf(-1), math.Ceil(-r0/s) + 2
+	case r0 >= 0:
+		return math.Inf(-1), math.Inf(1)
+	}
+	return math.Inf(1), math.Inf(-1)
 }
 
 // binomTailLog returns a Chernoff upper bound on log P(Binomial(n, p) >= m).
