@@ -52,6 +52,58 @@ const (
 	walkTiny = 0x1p-900
 )
 
+// aliveLeaves returns the leaves [cl, cr] of a pair sum outside which
+// every mass is exactly 0, and false when none is alive. E(c) is a leaf's
+// log mass as the pair sum computes it; exactly, lm + lp plus the log of
+// the binomial probability of c among left at odds e^d, concave in c with
+// its maximum within one of c* = floor((e^d left - 1)/(1 + e^d)) + 1
+// (where e^d (left - c) = c + 1); computed, within E_m <= 0.01 of that
+// (sparse_sum.go). The seed is the best of c*-1, c*, c*+1; cl and cr are
+// the last leaves on either side with computed E >= -800, found by
+// bisection. Beyond them the exact E only falls further (concavity), so
+// every computed exponent there is below -800 + 0.02, where exp
+// underflows to exactly 0 (below -745.13), directly or by a walk (which
+// hands every mass below walkTiny to the exp): such leaves add +0. c* is
+// kept inside [cl, cr] so that the walk starts where it did before.
+func aliveLeaves(E func(int) float64, left int, d float64) (cl, cr int, ok bool) {
+	const dead = -800
+	cs := 0
+	if x := (math.Exp(d)*float64(left) - 1) / (1 + math.Exp(d)); x >= 0 {
+		cs = min(left, int(x)+1)
+	}
+	seed, best := cs, E(cs)
+	for _, c := range []int{cs - 1, cs + 1} {
+		if c >= 0 && c <= left {
+			if e := E(c); e > best {
+				seed, best = c, e
+			}
+		}
+	}
+	if !(best >= dead) {
+		return 0, 0, false
+	}
+	// Last alive leaf on the left of seed: E(no) < dead <= E(yes).
+	no, yes := -1, seed
+	for yes-no > 1 {
+		if mid := no + (yes-no)/2; E(mid) >= dead {
+			yes = mid
+		} else {
+			no = mid
+		}
+	}
+	cl = yes
+	yes, no = seed, left+1
+	for no-yes > 1 {
+		if mid := yes + (no-yes)/2; E(mid) >= dead {
+			yes = mid
+		} else {
+			no = mid
+		}
+	}
+	cr = yes
+	return min(cl, cs), max(cr, cs), true
+}
+
 // pairWalk holds the masses and sums of one pair sum between calls.
 type pairWalk struct{ v, x []float64 }
 
@@ -68,8 +120,16 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 	}
 	sc := func(c int) dd { return s.addProd(float64(c), zx).addProd(float64(left-c), zy) }
 	d := lx - ly
+	cl, cr, ok := aliveLeaves(func(c int) float64 {
+		e := lp + float64(c)*lx - lf[c]
+		e += float64(left-c)*ly - lf[left-c]
+		return lm + e
+	}, left, d)
+	if !ok {
+		return
+	}
 	if left == 0 || math.Abs(d) > 600 || float64(left)*(math.Abs(d)+5)*ulp*1.01 > walkRel {
-		for c := 0; c <= left; c++ {
+		for c := cl; c <= cr; c++ {
 			if x := sc(c).val(); b.counts(x) {
 				b.leaf(direct(c), x)
 			}
@@ -80,9 +140,9 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 	// scan starts at the leaf f the bisection finds (the proof is at the
 	// top of the file) and applies the rule term by term from there, as the
 	// evaluated sums need not rise.
-	f := 0
-	if !b.counts(sc(0).val()) {
-		no, yes := 0, left+1 // no does not count; yes counts or is past the end
+	f := cl
+	if !b.counts(sc(cl).val()) {
+		no, yes := cl, cr+1 // no does not count; yes counts or is past the end
 		for yes-no > 1 {
 			if mid := no + (yes-no)/2; b.counts(sc(mid).val()) {
 				yes = mid
@@ -97,7 +157,7 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 	}
 	xs := w.x[:left+1]
 	lo, hi := -1, -1
-	for c := f; c <= left; c++ {
+	for c := f; c <= cr; c++ {
 		xs[c] = sc(c).val()
 		if b.counts(xs[c]) {
 			if lo < 0 {

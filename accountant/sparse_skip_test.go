@@ -71,3 +71,42 @@ func TestRootCountsPrunesOnlyDeadM(t *testing.T) {
 		}
 	}
 }
+
+// TestAliveLeavesOnlyDropsZeroMasses checks aliveLeaves on random pair sums:
+// every leaf outside [cl, cr] has a mass that exp computes as exactly 0
+// (the pair walk's direct formula), and when it reports none alive, every
+// leaf's is.
+func TestAliveLeavesOnlyDropsZeroMasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 1))
+	lf := logFactorials(20_000)
+	var cut int
+	for trial := range 300 {
+		left := rng.IntN(20_000)
+		lx := -20 * rng.Float64()
+		ly := -20 * rng.Float64()
+		lm := -1000 * rng.Float64()
+		lp := -50 * rng.Float64()
+		if trial%2 == 0 { // masses that cross exp's underflow gently
+			lx, ly = -3*rng.Float64(), -3*rng.Float64()
+			lm, lp = -600-190*rng.Float64(), 0
+		}
+		E := func(c int) float64 {
+			e := lp + float64(c)*lx - lf[c]
+			e += float64(left-c)*ly - lf[left-c]
+			return lm + e
+		}
+		cl, cr, ok := aliveLeaves(E, left, lx-ly)
+		for c := 0; c <= left; c++ {
+			if ok && c >= cl && c <= cr {
+				continue
+			}
+			cut++
+			if v := math.Exp(E(c)); v != 0 {
+				t.Fatalf("left %d lx %v ly %v lm %v lp %v: leaf %d outside [%d, %d] (alive %v) has mass %v", left, lx, ly, lm, lp, c, cl, cr, ok, v)
+			}
+		}
+	}
+	if cut < 100_000 {
+		t.Fatalf("only %d leaves cut: the cases do not exercise aliveLeaves", cut)
+	}
+}
