@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/blanket-dp/blanket/accountant"
+)
+
+// BenchmarkAccountCommands runs the account commands of issue 28's
+// targets in process, as `blanket account ...` runs them (bounds and
+// baselines side by side, plugins' declarations included), from a cold
+// memo each time: what a user waits for, less the process's start.
+func BenchmarkAccountCommands(b *testing.B) {
+	for _, c := range []string{
+		"eps --mech hadamard:k=256 --eps0 0.5 --n 1e8 --delta 1e-6",
+		"eps --mech generic --eps0 0.5 --n 1e8 --delta 1e-6",
+		"eps --mech krr:k=2 --eps0 0.5 --n 1e8 --delta 1e-6",
+		"eps --mech laplace --eps0 1 --n 1e6 --delta 1e-6",
+		"eps --mech laplace --eps0 2 --n 1e6 --rounds 365 --delta 1e-6",
+		"eps --mech krr:k=2 --eps0 0.5 --n 1e6 --rounds 365 --delta 1e-6",
+		"eps --mech krr:k=10 --eps0 1 --n 1e6 --rounds 365 --delta 1e-6",
+		"delta --mech krr:k=10 --eps0 1 --n 1e6 --rounds 365 --eps 1",
+		"calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e7",
+		"calibrate --mech hadamard:k=64 --eps 2 --n 1e7 --delta 1e-8",
+		"calibrate --mech laplace --eps 2 --n 1e7 --delta 1e-8",
+	} {
+		args := append([]string{"account"}, strings.Fields(c)...)
+		b.Run(strings.ReplaceAll(c, " ", "_"), func(b *testing.B) {
+			for b.Loop() {
+				accountant.ForgetMemo()
+				if code := run(context.Background(), args, io.Discard, io.Discard, defaultEnv()); code != 0 {
+					b.Fatalf("exit %d", code)
+				}
+			}
+		})
+	}
+}
