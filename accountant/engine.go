@@ -572,14 +572,29 @@ func bandEnd(w []float64, idx []int64, L int, t []complex128, phiErr, skipBelow 
 	}
 	W *= 1 + float64(len(w)+2)*ulp
 	P *= 1 - 4*ulp
-	for k := 1; k < half; k++ {
+	passes := func(k int) bool {
 		c := math.Max(1-real(t[k])-16*ulp, 0)
 		b := math.Max(W*W-2*P*c, 0)
-		if math.Sqrt(b)*(1+1e-10)+2*phiErr < skipBelow {
-			return k
+		return math.Sqrt(b)*(1+1e-10)+2*phiErr < skipBelow
+	}
+	// Any k1 whose computed test passes will do (the argument above holds
+	// at k1 alone), and the test passes from some k on as k grows (the
+	// bound falls; its computed value up to a few u): bisect for it rather
+	// than scan every k. Where the computed test is not monotone the
+	// bisection may stop at another passing k1, which skips the same
+	// coefficients in effect: those between would be skipped anyway.
+	if half < 2 || !passes(half-1) {
+		return half
+	}
+	no, yes := 0, half-1 // k = 0 never passes (c = 0, W >= skipBelow)
+	for yes-no > 1 {
+		if mid := no + (yes-no)/2; passes(mid) {
+			yes = mid
+		} else {
+			no = mid
 		}
 	}
-	return half
+	return yes
 }
 
 // lipschitzPhi returns lip >= (2 pi/L) sum_i w_i |idx_i - c|, c the
