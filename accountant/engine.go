@@ -200,6 +200,17 @@ func newLattice(p prepared, h float64) *lattice {
 	return l
 }
 
+// latticeTooWide reports whether some atom of p is 2^52 or more lattice
+// steps h from 0.
+func latticeTooWide(p prepared, h float64) bool {
+	for _, z := range p.z {
+		if !(math.Abs(z/h) < 1<<52) {
+			return true
+		}
+	}
+	return false
+}
+
 // logMGF returns log E[e^{lambda h I}] and the first two derivatives of the
 // cumulant generating function in lambda (in units of h).
 func (l *lattice) logMGF(lambda float64) (k0, k1, k2 float64) {
@@ -456,6 +467,13 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 	h := hRel * sd
 	if !(h > 0) || math.IsInf(h, 0) {
 		h = hRel * math.Max(p.maxZ, 1e-300)
+	}
+	if latticeTooWide(p, h) {
+		// An atom lies 2^52 or more steps from 0: the indices would not
+		// be exact (nor fit an int64 beyond 2^63). Subadditivity,
+		// (S_n)_+ <= sum_i (Z_i)_+, gives D <= E[Z_+], a valid if
+		// loose upper end (with room for its sum's rounding).
+		return bracket{hi: math.Max(p.exactOne*(1+float64(len(p.z)+2)*ulp), DeltaFloor), capped: true}
 	}
 	l := newLattice(p, h)
 	if l.imax <= 0 {
@@ -823,7 +841,11 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		main = sum / Lf
 		// The skipped coefficients (|Y_k| < e^{-745}, at most L/2 + 1 of
 		// them) add at most 2 (L/2 + 1) e^{-745} F / L < 1e-300 F.
-		fpErr = (bound+float64(len(coefN)+4)*ulp*mag)/Lf*(1+1e-10) + 1e-300*rs.total + 1e-280
+		// The sums bound and mag carry their own rounding, at most
+		// (K + 4) u of them (with the 1e-10 for the rest); the last term
+		// is rampsum.go's subnormal clause.
+		K := float64(len(coefN))
+		fpErr = (bound+(K+4)*ulp*mag)/Lf*(1+(K+4)*ulp+1e-10) + 1e-300*rs.total + math.Ldexp(math.Max(1, h), -900)
 		maxSU = rs.maxF()
 	}
 	// Tail and alias terms (in the scaled unit).

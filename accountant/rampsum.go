@@ -36,9 +36,11 @@ import (
 // Rounding. Write A(b) for the sums with |z| in place of z: P_A(b) =
 // sum_{j<b} |z|^j and Q_A(b) = sum_{j<b} j |z|^j, which obey the same
 // recursions with |z^b| in place of z^b and only non-negative terms. Each
-// power has relative error at most e_w = (2 theta h c + 16) u (the exponent's
-// two roundings, exp's ulp, the table entry's 12 u absolute on a unit
-// number, the real-complex product). Suppose |P^ - P| <= E P_A and |Q^ - Q|
+// power has relative error at most e_w = (2 min(theta h c, 746) + 20) u
+// (the exponent's two roundings, 2u of its size; exp's own error, which
+// reaches 2.5u on amd64; the table entry's 12 u absolute on a unit number;
+// the real-complex product). An exponent beyond -746 gives 0 or a
+// subnormal, whose error the subnormal clause below counts absolutely. Suppose |P^ - P| <= E P_A and |Q^ - Q|
 // <= E Q_A at b. A doubling step then gives at 2b the same with E replaced
 // by E + e_w + 6u, up to O(u^2): the product z^b P carries E + e_w plus
 // sqrt(5) u for the complex product, the sum one u of the magnitudes, and
@@ -46,8 +48,9 @@ import (
 // for Q the inner Q + b P adds 2u (b is exact) on Q_A + b P_A, and the same
 // steps follow. An increment step adds e_w + 2u likewise. There are at most
 // 2 bits.Len(c) steps, so E <= 2 bits.Len(c) (e_w + 6u); a factor 1.01
-// covers the O(u^2) terms (E is far below 1e-6). The last product,
-// h z^{i0} (i0 P + Q), adds e_{i0} = (2 theta h i0 + 16) u and 5u more, on
+// covers the O(u^2) terms (E is below 1e-10). The last product,
+// h z^{i0} (i0 P + Q), adds e_{i0} = (2 min(theta h i0, 746) + 20) u and
+// 5u more, on
 // the magnitude h |z|^{i0} (i0 P_A + Q_A) = sum_i f(i) =: F, the same for
 // every k. So every computed G_k is within errG = 1.01 (E + e_{i0} + 6u) F of
 // the exact one, and F itself is G_0 at theta's real z (all its terms >=
@@ -59,10 +62,17 @@ import (
 // mult_k; a recursive sum of K terms adds (K - 1) u times the sum of their
 // magnitudes, and the division by L one u. That is the bound err returns.
 // Subnormal results: an operation whose result is subnormal can be off by
-// 2^-1074 absolute instead of relatively; with at most 2000 operations per
-// coefficient, 2^23 coefficients and factors of at most 2^100 (c, i0 and
-// the sums' magnitudes) after them, all such errors together stay below
-// 2^-940 < 1e-280 absolute, which err adds.
+// 2^-1074 absolute instead of relatively. Before the last factor h there
+// are at most 2000 operations per coefficient and factors of at most 2^100
+// (c, i0 and the sums' magnitudes) after them, so such errors add at most
+// 2^-960 h to a G_k, and across 2^23 coefficients (each |Y_k| <= 1.01,
+// divided by L) stay below 2^-900 max(1, h) absolute, which the window
+// adds. Where z^{i0} itself underflows (theta h i0 > 700) every computed
+// term may be lost: then |G^_k - G_k| <= |G^_k| + |G_k|, and both are at
+// most (1.01 times) the exact tail sum
+// h sum_{i >= i0} i e^{-theta h i} = h e^{-theta h i0} (i0/(1-e^{-theta h})
+// + e^{-theta h}/(1-e^{-theta h})^2), taken in logarithms with a margin for
+// their rounding; errG adds 2.02 times it.
 //
 // Checked against a 256-bit evaluation of G_k (rampsum_test.go) and against
 // the inverse FFT and point-by-point sum it replaces (window's test).
@@ -108,13 +118,20 @@ func newRampSum(h, theta float64, i0, i1 int64, L int, t []complex128) *rampSum 
 		}
 	}
 	r.rhoI0 = math.Exp(-th * float64(i0))
-	ew := (2*th*float64(r.c) + 16) * ulp
+	ew := (2*math.Min(th*float64(r.c), 746) + 20) * ulp
 	e := 2 * float64(nb) * (ew + 6*ulp)
-	ei0 := (2*th*float64(i0) + 16) * ulp
+	ei0 := (2*math.Min(th*float64(i0), 746) + 20) * ulp
 	rel := 1.01 * (e + ei0 + 6*ulp)
 	g0 := real(r.at(0))
 	r.total = g0 / (1 - rel) * (1 + 4*ulp)
 	r.errG = rel * r.total
+	if x := th * float64(i0); x > 700 {
+		om := -math.Expm1(-th) // 1 - e^{-theta h}, > 0
+		lt := math.Log(h) - x + math.Log(float64(i0)/om+math.Exp(-th)/(om*om))
+		tail := math.Exp(lt + 1e-6 + 8*ulp*x)
+		r.total = math.Max(r.total, tail)
+		r.errG += 2.02 * tail
+	}
 	return r
 }
 
@@ -153,14 +170,17 @@ func (r *rampSum) at(k int) complex128 {
 }
 
 // maxF returns an upper bound on max_i f(i) over the window (f rises to
-// i = 1/(theta h) and falls after it).
+// i = 1/(theta h) and falls after it), each candidate f(i) = s e^{-theta s}
+// with a margin for exp's argument (2u of theta s), its own roundings and
+// subnormal results.
 func (r *rampSum) maxF() float64 {
 	f := func(i int64) float64 {
 		s := r.h * float64(i)
 		if r.theta == 0 {
-			return s
+			return s * (1 + 2*ulp)
 		}
-		return s * math.Exp(-r.theta*s)
+		// A subnormal exp is off by up to 2^-1075 absolute.
+		return s*math.Exp(-r.theta*s)*(1+(2*r.theta*s+8)*ulp) + (s+1)*0x1p-1072
 	}
 	i1 := r.i0 + r.c - 1
 	m := math.Max(f(r.i0), f(i1))
@@ -169,5 +189,5 @@ func (r *rampSum) maxF() float64 {
 			m = math.Max(m, math.Max(f(int64(is)), f(int64(is)+1)))
 		}
 	}
-	return m * (1 + 8*ulp)
+	return m
 }
