@@ -485,9 +485,13 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 		// Chernoff: x_+ <= e^{theta x - 1}/theta for every x, so
 		// E[(S~_n)_+]/n <= M~(theta)^n/(e theta n), below DeltaFloor here
 		// (with e^{-1} to spare for the roundings of n k0, a few u of it):
-		// the window would report DeltaFloor. Near eps0 the tilted law is
+		// [0, DeltaFloor] is a valid bracket. Near eps0 the tilted law is
 		// nearly a point mass and keeps every coefficient, which costs
-		// L/2 closed-form sums (rampsum.go).
+		// L/2 closed-form sums (rampsum.go). The window itself could give
+		// a positive lo below DeltaFloor, or a hi above it (even +Inf
+		// where its tails could not be bounded: a reviewer found 21 such
+		// cases in 1,672 evaluations near eps0); every target is at least
+		// MinDelta = 1e-100, so only the bracket's own validity matters.
 		return bracket{lo: 0, hi: DeltaFloor}
 	}
 	sdIdx := math.Sqrt(nf*k2) / h

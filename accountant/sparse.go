@@ -124,9 +124,13 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 				// probability (<= 0) computed within E_m <= 0.01: below
 				// exp's underflow (-745.13), so each mass is exactly 0,
 				// and so is every product a pair walk forms from it.
-				// Their terms add +0 to the sums (a compensated sum's
-				// correction is below half an ulp of its sum, so adding
-				// +0 leaves both as they are).
+				// Their terms are +0. Adding +0 to a compensated sum
+				// leaves it as it is, except in the rare state where the
+				// correction has reached a full ulp (after a term over
+				// twice the sum), where it moves the sum by that ulp
+				// (TestKahanAddZeroMovesRarely): either way a rounding
+				// of the same exact sum, within the bound sparseRel
+				// allows for it.
 				continue
 			}
 			base := dd{}.addProd(float64(n-m), z0)

@@ -63,13 +63,25 @@ const (
 // bisection. Beyond them the exact E only falls further (concavity), so
 // every computed exponent there is below -800 + 0.02, where exp
 // underflows to exactly 0 (below -745.13), directly or by a walk (which
-// hands every mass below walkTiny to the exp): such leaves add +0. c* is
-// kept inside [cl, cr] so that the walk starts where it did before.
+// hands every mass below walkTiny to the exp): such leaves add +0 (which
+// leaves a compensated sum as it is, or moves it by one ulp in a rare
+// state: sparse.go). c* is kept inside [cl, cr] so that the walk starts
+// where it did before.
 func aliveLeaves(E func(int) float64, left int, d float64) (cl, cr int, ok bool) {
 	const dead = -800
+	// x = (e^d left - 1)/(1 + e^d), in a form that neither overflows nor
+	// turns NaN at |d| in the hundreds (masses e^700 apart).
+	var x float64
+	if d > 0 {
+		q := math.Exp(-d)
+		x = (float64(left) - q) / (1 + q)
+	} else {
+		q := math.Exp(d)
+		x = (q*float64(left) - 1) / (1 + q)
+	}
 	cs := 0
-	if x := (math.Exp(d)*float64(left) - 1) / (1 + math.Exp(d)); x >= 0 {
-		cs = min(left, int(x)+1)
+	if x >= 0 {
+		cs = int(math.Min(float64(left), math.Floor(x)+1))
 	}
 	seed, best := cs, E(cs)
 	for _, c := range []int{cs - 1, cs + 1} {
