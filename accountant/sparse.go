@@ -205,7 +205,8 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 
 // termsUpTo returns terms plus the number of leaves of every m in [m0, m1],
 // sum_m C(m + a - 1, a - 1), added one m at a time in that order, or the
-// first running sum above limit; for a <= 2 the terms are the integers 1
+// first running sum above limit (or an estimate of the whole sum, when it
+// is over twice limit); for a <= 2 the terms are the integers 1
 // and m + 1, whose running sum is exact below 2^53, so its closed form is
 // the same number (and exceeds limit exactly when a running sum does).
 func termsUpTo(a, m0, m1 int, terms, limit float64) float64 {
@@ -218,6 +219,16 @@ func termsUpTo(a, m0, m1 int, terms, limit float64) float64 {
 	case a == 2 && terms+float64(m1+2)*float64(m1+2) < 1<<53:
 		// sum_{m=m0}^{m1} (m+1) = (m1+1)(m1+2)/2 - m0(m0+1)/2, exact.
 		return terms + float64((int64(m1)+1)*(int64(m1)+2)/2-int64(m0)*(int64(m0)+1)/2)
+	}
+	if m0 == 0 && terms == 0 && !math.IsInf(limit, 1) {
+		// The whole sum is C(m1 + a, a) (hockey stick). Where an estimate
+		// puts it far above limit, the running sum ends above limit too
+		// (each binom is within 1e-9 of its exact value), which is all a
+		// caller reads then: skip the loop.
+		lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+		if est := math.Exp(lg(m1+a) - lg(a) - lg(m1)); est > 2*limit {
+			return est
+		}
 	}
 	for m := m0; m <= m1; m++ {
 		terms += binom(m+a-1, a-1)

@@ -7,8 +7,8 @@ import (
 )
 
 // TestTermsUpToClosedForms checks termsUpTo's closed forms for one and two
-// non-dominant atoms against the running sum they replace, and its early
-// stop for more.
+// non-dominant atoms against the running sum they replace, and that with
+// more atoms it exceeds a limit exactly when the running sum does.
 func TestTermsUpToClosedForms(t *testing.T) {
 	for _, a := range []int{1, 2, 3} {
 		for _, r := range [][2]int{{0, 0}, {0, 9}, {5, 17}, {1000, 250_000}, {0, 1_000_000}} {
@@ -21,8 +21,20 @@ func TestTermsUpToClosedForms(t *testing.T) {
 			}
 		}
 	}
-	if got := termsUpTo(3, 0, 1_000_000, 0, 100); got <= 100 || got > 200 {
-		t.Errorf("a 3: the sum stops at the first value above 100, got %v", got)
+	// With a limit, all a caller reads is whether the sum exceeds it: the
+	// same answer as the full running sum, for every a and range.
+	for a := 3; a <= 80; a += 7 {
+		for _, m1 := range []int{0, 3, 17, 40, 200} {
+			for _, limit := range []float64{10, 1e3, 3e6, 1.2e7} {
+				full := 0.0
+				for m := 0; m <= m1; m++ {
+					full += binom(m+a-1, a-1)
+				}
+				if got := termsUpTo(a, 0, m1, 0, limit); (got > limit) != (full > limit) {
+					t.Errorf("a %d m1 %d limit %g: %v, running sum %v", a, m1, limit, got, full)
+				}
+			}
+		}
 	}
 }
 
