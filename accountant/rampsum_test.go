@@ -10,94 +10,33 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// The frequency-domain sums G_k of rampsum.go against a 320-bit evaluation
+// The frequency-domain sums G_k of rampsum.go against a 400-bit evaluation
 // that shares nothing with them: the exact z = e^{-theta h} e^{2 pi i k/L}
-// from series in big.Float (theta and h taken as the exact binary numbers
-// they are), its powers by repeated multiplication, and the sum term by
-// term. Each computed G_k must be within the bound errG of that value, the
+// from series in big.Float (r50Exp, r50Cis in rampsum_indep_test.go; theta
+// and h taken as the exact binary numbers they are), its powers by
+// repeated multiplication, and the sum term by term. Each computed G_k must be within the bound errG of that value, the
 // bound must not be vacuous, and total and maxF must bound what they claim.
-
-const refPrec = 320
 
 // piRef is pi to 100 digits.
 const piRef = "3.141592653589793238462643383279502884197169399375105820974944592307816406286208998628034825342117068"
 
-func refF(x float64) *big.Float { return new(big.Float).SetPrec(refPrec).SetFloat64(x) }
-
-// bigExp returns e^x for |x| <= 800: x/2^s by its Taylor series, then s
-// squarings.
-func bigExp(x *big.Float) *big.Float {
-	s := 20
-	y := new(big.Float).SetPrec(refPrec).SetMantExp(x, -s)
-	sum, term := refF(1), refF(1)
-	for j := 1; j < 60; j++ {
-		term.Mul(term, y)
-		term.Quo(term, refF(float64(j)))
-		sum.Add(sum, term)
-	}
-	for range s {
-		sum.Mul(sum, sum)
-	}
-	return sum
-}
-
-// bigSinCos returns sin and cos of x for |x| <= 4: x/2^s by the series, then
-// s double-angle steps.
-func bigSinCos(x *big.Float) (sin, cos *big.Float) {
-	s := 20
-	y := new(big.Float).SetPrec(refPrec).SetMantExp(x, -s)
-	sin, cos = refF(0), refF(1)
-	term := refF(1)
-	for j := 1; j < 40; j++ {
-		term.Mul(term, y)
-		term.Quo(term, refF(float64(j)))
-		switch j % 4 {
-		case 1:
-			sin.Add(sin, term)
-		case 2:
-			cos.Sub(cos, term)
-		case 3:
-			sin.Sub(sin, term)
-		case 0:
-			cos.Add(cos, term)
-		}
-	}
-	for range s {
-		// sin 2a = 2 sin a cos a, cos 2a = 1 - 2 sin^2 a.
-		s2 := new(big.Float).SetPrec(refPrec).Mul(sin, cos)
-		s2.SetMantExp(s2, 1)
-		c2 := new(big.Float).SetPrec(refPrec).Mul(sin, sin)
-		c2.SetMantExp(c2, 1)
-		c2.Sub(refF(1), c2)
-		sin, cos = s2, c2
-	}
-	return sin, cos
-}
-
 // refRamp returns G_k = sum_{i=i0}^{i1} h i e^{-theta h i} e^{2 pi i k i/L}
 // (real and imaginary parts), F = sum_i h i e^{-theta h i} and max_i of its
-// terms, at 320 bits.
+// terms, at 400 bits.
 func refRamp(h, theta float64, i0, i1 int64, L, k int) (re, im, F, fmax float64) {
-	th := new(big.Float).SetPrec(refPrec).Mul(refF(theta), refF(h))
-	rho := bigExp(new(big.Float).SetPrec(refPrec).Neg(th))
-	pi, _ := new(big.Float).SetPrec(refPrec).SetString(piRef)
-	ang := new(big.Float).SetPrec(refPrec).Mul(pi, refF(2*float64(k)))
-	ang.Quo(ang, refF(float64(L)))
-	// angles beyond pi are taken as angle - 2 pi (same e^{i angle}).
-	if ang.Cmp(pi) > 0 {
-		ang.Sub(ang, new(big.Float).SetPrec(refPrec).Mul(pi, refF(2)))
-	}
-	s, c := bigSinCos(ang)
-	zr := new(big.Float).SetPrec(refPrec).Mul(rho, c)
-	zi := new(big.Float).SetPrec(refPrec).Mul(rho, s)
+	th := new(big.Float).SetPrec(r50Prec).Mul(r50F(theta), r50F(h))
+	rho := r50Exp(new(big.Float).SetPrec(r50Prec).Neg(th))
+	c, s := r50Cis(int64(k), int64(L))
+	zr := new(big.Float).SetPrec(r50Prec).Mul(rho, c)
+	zi := new(big.Float).SetPrec(r50Prec).Mul(rho, s)
 	// z^{i0} by binary powering.
-	pr, pim := refF(1), refF(0)
+	pr, pim := r50F(1), r50F(0)
 	br, bi := new(big.Float).Copy(zr), new(big.Float).Copy(zi)
 	mul := func(ar, ai, cr, ci *big.Float) (*big.Float, *big.Float) {
-		t1 := new(big.Float).SetPrec(refPrec).Mul(ar, cr)
-		t2 := new(big.Float).SetPrec(refPrec).Mul(ai, ci)
-		t3 := new(big.Float).SetPrec(refPrec).Mul(ar, ci)
-		t4 := new(big.Float).SetPrec(refPrec).Mul(ai, cr)
+		t1 := new(big.Float).SetPrec(r50Prec).Mul(ar, cr)
+		t2 := new(big.Float).SetPrec(r50Prec).Mul(ai, ci)
+		t3 := new(big.Float).SetPrec(r50Prec).Mul(ar, ci)
+		t4 := new(big.Float).SetPrec(r50Prec).Mul(ai, cr)
 		return t1.Sub(t1, t2), t3.Add(t3, t4)
 	}
 	for e := i0; e > 0; e >>= 1 {
@@ -107,7 +46,7 @@ func refRamp(h, theta float64, i0, i1 int64, L, k int) (re, im, F, fmax float64)
 		br, bi = mul(br, bi, br, bi)
 	}
 	// |z|^{i0} alike, for F.
-	ar := refF(1)
+	ar := r50F(1)
 	rb := new(big.Float).Copy(rho)
 	for e := i0; e > 0; e >>= 1 {
 		if e&1 == 1 {
@@ -115,13 +54,13 @@ func refRamp(h, theta float64, i0, i1 int64, L, k int) (re, im, F, fmax float64)
 		}
 		rb.Mul(rb, rb)
 	}
-	sr, si, sF := refF(0), refF(0), refF(0)
-	hb := refF(h)
+	sr, si, sF := r50F(0), r50F(0), r50F(0)
+	hb := r50F(h)
 	for i := i0; i <= i1; i++ {
-		fi := new(big.Float).SetPrec(refPrec).Mul(hb, refF(float64(i)))
-		sr.Add(sr, new(big.Float).SetPrec(refPrec).Mul(fi, pr))
-		si.Add(si, new(big.Float).SetPrec(refPrec).Mul(fi, pim))
-		fa := new(big.Float).SetPrec(refPrec).Mul(fi, ar)
+		fi := new(big.Float).SetPrec(r50Prec).Mul(hb, r50F(float64(i)))
+		sr.Add(sr, new(big.Float).SetPrec(r50Prec).Mul(fi, pr))
+		si.Add(si, new(big.Float).SetPrec(r50Prec).Mul(fi, pim))
+		fa := new(big.Float).SetPrec(r50Prec).Mul(fi, ar)
 		sF.Add(sF, fa)
 		if v, _ := fa.Float64(); v > fmax {
 			fmax = v
