@@ -82,7 +82,6 @@ func r50Cis(m, L int64) (c, s *big.Float) {
 
 type r50C struct{ re, im *big.Float }
 
-func r50c(re, im *big.Float) r50C { return r50C{re, im} }
 func (a r50C) mul(b r50C) r50C {
 	t1 := new(big.Float).SetPrec(r50Prec).Mul(a.re, b.re)
 	t2 := new(big.Float).SetPrec(r50Prec).Mul(a.im, b.im)

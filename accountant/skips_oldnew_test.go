@@ -15,9 +15,6 @@ import (
 	"testing"
 )
 
-var _ = cmplx.Abs
-var _ = slices.Sorted[int]
-
 type r51PairWalkOld struct{ v, x []float64 }
 
 func r51SparseExactOld(p prepared, n int) (bracket, bool) {
