@@ -40,9 +40,10 @@ import (
 // (the exponent's two roundings, 2u of its size; exp's own error, which
 // reaches 2.5u on amd64; the table entry's 12 u absolute on a unit number;
 // the real-complex product). An exponent beyond -746 gives 0 or a
-// subnormal, whose error the subnormal clause below counts absolutely. Suppose |P^ - P| <= E P_A and |Q^ - Q|
-// <= E Q_A at b. A doubling step then gives at 2b the same with E replaced
-// by E + e_w + 6u, up to O(u^2): the product z^b P carries E + e_w plus
+// subnormal, whose error the subnormal clause below counts absolutely.
+// Suppose |P^ - P| <= E P_A and |Q^ - Q| <= E Q_A at b. A doubling step
+// then gives at 2b the same with E replaced by E + e_w + 6u, up to
+// O(u^2): the product z^b P carries E + e_w plus
 // sqrt(5) u for the complex product, the sum one u of the magnitudes, and
 // P_A(2b) = P_A(b) + |z^b| P_A(b) is exactly the sum of those magnitudes;
 // for Q the inner Q + b P adds 2u (b is exact) on Q_A + b P_A, and the same
@@ -50,17 +51,19 @@ import (
 // 2 bits.Len(c) steps, so E <= 2 bits.Len(c) (e_w + 6u); a factor 1.01
 // covers the O(u^2) terms (E is below 1e-10). The last product,
 // h z^{i0} (i0 P + Q), adds e_{i0} = (2 min(theta h i0, 746) + 20) u and
-// 5u more, on
-// the magnitude h |z|^{i0} (i0 P_A + Q_A) = sum_i f(i) =: F, the same for
-// every k. So every computed G_k is within errG = 1.01 (E + e_{i0} + 6u) F of
-// the exact one, and F itself is G_0 at theta's real z (all its terms >=
-// 0), computed within the same errG: F <= G^_0 / (1 - 1.01 (E + e_{i0} + 6u)).
+// 5u more, on the magnitude h |z|^{i0} (i0 P_A + Q_A) = sum_i f(i) =: F,
+// the same for every k. So every computed G_k is within
+// errG = 1.01 (E + e_{i0} + 6u) F of the exact one, and F itself is G_0 at
+// theta's real z (all its terms >= 0), computed within the same errG:
+// F <= G^_0 / (1 - 1.01 (E + e_{i0} + 6u)).
 //
 // The sum over k. With |Y^_k - Y_k| <= e_k (the window's coefficient
 // bound), a term mult_k Re(Y^_k G^_k) is within mult_k (|Y^_k| errG + (|G^_k|
 // + errG) e_k) of mult_k Re(Y_k G_k), plus its own rounding 3u |Y^_k| |G^_k|
 // mult_k; a recursive sum of K terms adds (K - 1) u times the sum of their
-// magnitudes, and the division by L one u. That is the bound err returns.
+// magnitudes, and the division by L one u; the sums that form this bound
+// round by (K + 4) u of themselves. That is the window's fpErr.
+//
 // Subnormal results: an operation whose result is subnormal can be off by
 // 2^-1074 absolute instead of relatively. Before the last factor h there
 // are at most 2000 operations per coefficient and factors of at most 2^100
@@ -74,8 +77,10 @@ import (
 // + e^{-theta h}/(1-e^{-theta h})^2), taken in logarithms with a margin for
 // their rounding; errG adds 2.02 times it.
 //
-// Checked against a 256-bit evaluation of G_k (rampsum_test.go) and against
-// the inverse FFT and point-by-point sum it replaces (window's test).
+// Checked against a 400-bit evaluation of G_k, term by term
+// (rampsum_test.go) and in closed form on adversarial windows
+// (rampsum_indep_test.go), against exact enumeration of whole windows, and
+// against the inverse FFT and point-by-point sum it replaces.
 
 // rampSum evaluates G_k = sum_{i=i0}^{i1} h i e^{-theta h i} w^{k i} for a
 // window (see the comment above).
