@@ -828,30 +828,9 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	}
 	// Main sum over s = i h > 0 in the window, sum_s s e^{-theta s} p(s),
 	// in the scaled unit e^{n k0} (P(s) = p(s) e^{-theta s} e^{n k0}),
-	// from the kept coefficients (rampsum.go, with its error bound fpErr).
+	// from the kept coefficients, with its error bound (windowmain.go).
 	logScale := nf * k0
-	var main, fpErr, maxSU float64
-	if i0, i1 := max(A, 1), A+int64(L)-1; i1 >= i0 {
-		rs := newRampSum(h, theta, i0, i1, L, t)
-		var sum, mag, bound float64
-		for j, c := range coefN {
-			g := rs.at(c.k)
-			term := c.mult * (real(c.y)*real(g) - imag(c.y)*imag(g))
-			sum += term
-			ay, ag := cmplx.Abs(c.y), cmplx.Abs(g)
-			mag += c.mult * ay * ag
-			bound += c.mult * (ay*rs.errG + (ag+rs.errG)*errNk[j])
-		}
-		main = sum / Lf
-		// The skipped coefficients (|Y_k| < e^{-745}, at most L/2 + 1 of
-		// them) add at most 2 (L/2 + 1) e^{-745} F / L < 1e-300 F.
-		// The sums bound and mag carry their own rounding, at most
-		// (K + 4) u of them (with the 1e-10 for the rest); the last term
-		// is rampsum.go's subnormal clause.
-		K := float64(len(coefN))
-		fpErr = (bound+(K+4)*ulp*mag)/Lf*(1+(K+4)*ulp+1e-10) + 1e-300*rs.total + math.Ldexp(math.Max(1, h), -900)
-		maxSU = rs.maxF()
-	}
+	main, fpErr, maxSU := windowMain(coefN, errNk, L, A, h, theta, t)
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
 	if !full {

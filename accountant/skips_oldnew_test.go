@@ -402,24 +402,7 @@ func r51Window(l *lattice, nf, theta, k0 float64, A int64, L int, full, wantLo, 
 	// in the scaled unit e^{n k0} (P(s) = p(s) e^{-theta s} e^{n k0}),
 	// from the kept coefficients (rampsum.go, with its error bound fpErr).
 	logScale := nf * k0
-	var main, fpErr, maxSU float64
-	if i0, i1 := max(A, 1), A+int64(L)-1; i1 >= i0 {
-		rs := newRampSum(h, theta, i0, i1, L, t)
-		var sum, mag, bound float64
-		for j, c := range coefN {
-			g := rs.at(c.k)
-			term := c.mult * (real(c.y)*real(g) - imag(c.y)*imag(g))
-			sum += term
-			ay, ag := cmplx.Abs(c.y), cmplx.Abs(g)
-			mag += c.mult * ay * ag
-			bound += c.mult * (ay*rs.errG + (ag+rs.errG)*errNk[j])
-		}
-		main = sum / Lf
-		// The skipped coefficients (|Y_k| < e^{-745}, at most L/2 + 1 of
-		// them) add at most 2 (L/2 + 1) e^{-745} F / L < 1e-300 F.
-		fpErr = (bound+float64(len(coefN)+4)*ulp*mag)/Lf*(1+1e-10) + 1e-300*rs.total + 1e-280
-		maxSU = rs.maxF()
-	}
+	main, fpErr, maxSU := windowMain(coefN, errNk, L, A, h, theta, t)
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
 	if !full {
