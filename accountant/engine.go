@@ -79,9 +79,11 @@ import (
 const (
 	// ulp is the unit roundoff of float64.
 	ulp = 0x1p-53
-	// maxLattice caps the window's length: 2^24 points. The window keeps
-	// no array of that length (rampsum.go); its twiddle table of L/2 + 1
-	// entries is 128 MB there, built per call above 2^22 (twiddleTable).
+	// maxLattice caps the window's length: 2^24 points. Its twiddle table
+	// of L/2 + 1 entries is 128 MB there, built per call above 2^22
+	// (twiddleTable); a window that keeps most coefficients also takes an
+	// inverse FFT (windowfft.go: L reals and L/2 + 1 complex, about 400 MB
+	// in all at the cap).
 	maxLattice = 1 << 24
 	// windowSD is the initial half-width of the window in tilted standard
 	// deviations of S_n.

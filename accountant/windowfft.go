@@ -22,10 +22,15 @@ import (
 // ||f||_2 ||dp||_2, where ||dp||_2 is at most ||dY||_2/sqrt(L) (the
 // coefficients' errors e_k through the normalised inverse DFT) plus
 // 5 u log2(L) ||p||_2 (the inverse FFT's normwise rounding error, with
-// ||p||_2 = ||Y||_2/sqrt(L)). The skipped coefficients (below e^{-745})
-// and the compensated sum's rounding over at most L points are left to the
-// window's final relative margin (4 L u + 1e-12), as before. maxSU comes
-// from rampsum.go's maxF.
+// ||p||_2 = ||Y||_2/sqrt(L)). ||f||_2 is summed in units of maxSU (an
+// upper bound on every f(i), rampsum.go's maxF), so that its squares do
+// not underflow where every weight is below 1e-154; weights that are
+// themselves subnormal (theta h i near 745) carry absolute errors, which
+// rampsum.go's subnormal term 2^-900 max(1, h) covers. The skipped
+// coefficients (below e^{-745}), the compensated sum's rounding over at
+// most L points and each weight's own rounding (exp's argument: up to
+// (2 theta h i + 10) u, at most about 1500 u, inside the 1e-12) are left
+// to the window's final relative margin (4 L u + 1e-12), as before.
 
 // useFFTMain reports whether K kept coefficients of a window of length L
 // whose positive part has c points are cheaper by the inverse FFT.
@@ -35,7 +40,7 @@ func useFFTMain(K, L int, c int64) bool {
 
 // fftMain returns the main sum over [i0, i1] (i0 >= 1) and its error bound,
 // from the kept coefficients coefN with error bounds errNk.
-func fftMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta float64) (main, fpErr float64) {
+func fftMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta, maxSU float64) (main, fpErr float64) {
 	fft, putFFT := getFFT(L)
 	defer putFFT()
 	Y := make([]complex128, L/2+1)
@@ -63,11 +68,11 @@ func fftMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta fl
 			pos = 0
 		}
 		acc.add(sv * pv * u)
-		su := sv * u
+		su := sv * u / maxSU
 		sumSU2 += su * su
 		if u == 0 {
 			break
 		}
 	}
-	return acc.sum, l2ErrN * math.Sqrt(sumSU2)
+	return acc.sum, l2ErrN*maxSU*math.Sqrt(sumSU2)*(1+1e-10) + math.Ldexp(math.Max(1, h), -900)
 }

@@ -63,7 +63,7 @@ func TestFFTMainAgreesWithRampMain(t *testing.T) {
 		A := -int64(L / 2)
 		i0, i1 := int64(1), A+int64(L)-1
 		r, er := rampMain(coefN, errNk, L, i0, i1, h, theta, tab)
-		f, ef := fftMain(coefN, errNk, L, i0, i1, h, theta)
+		f, ef := fftMain(coefN, errNk, L, i0, i1, h, theta, newRampSum(h, theta, i0, i1, L, tab).maxF())
 		if useFFTMain(len(coefN), L, i1-i0+1) {
 			fftCases++
 		}

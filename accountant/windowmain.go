@@ -19,7 +19,7 @@ func windowMain(coefN []halfCoef, errNk []float64, L int, A int64, h, theta floa
 	}
 	maxSU = newRampSum(h, theta, i0, i1, L, t).maxF()
 	if useFFTMain(len(coefN), L, i1-i0+1) {
-		main, fpErr = fftMain(coefN, errNk, L, i0, i1, h, theta)
+		main, fpErr = fftMain(coefN, errNk, L, i0, i1, h, theta, maxSU)
 	} else {
 		main, fpErr = rampMain(coefN, errNk, L, i0, i1, h, theta, t)
 	}
