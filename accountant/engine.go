@@ -39,7 +39,9 @@ import (
 //     against the wrapped law over the window is taken in the frequency
 //     domain from them, with the weights' transforms in closed form
 //     (rampsum.go), so no inverse FFT is needed and the cost does not grow
-//     with L. The (n-1)-fold law of step 2 is needed at
+//     with L. A nearly point-mass law keeps most coefficients; there one
+//     inverse FFT is cheaper and is taken (windowfft.go; windowmain.go
+//     chooses). The (n-1)-fold law of step 2 is needed at
 //     a few points only (one per split atom): it is summed there directly
 //     from its non-zero coefficients (pmAt). Wrapping only adds
 //     non-negative mass, which keeps the upper side sound; on the lower
@@ -51,7 +53,8 @@ import (
 //     the n-th power multiplies its relative error by n. The main sum's
 //     bound is sum_k mult_k (e_k |G_k| + |Y_k| errG + ...) / L over the
 //     kept coefficients, from each coefficient's error e_k and the closed
-//     forms' errG (rampsum.go); the direct sums of the (n-1)-fold law add
+//     forms' errG (rampsum.go), or, by the FFT, Cauchy-Schwarz over the
+//     window's points (windowfft.go); the direct sums of the (n-1)-fold law add
 //     (K + 32) u sum |Y_k| over their K terms. These bounds are added on
 //     the upper side and subtracted on the lower side, weighted by the
 //     untilting factors, and a final relative margin (4 L u + 1e-12)

@@ -125,18 +125,15 @@ type pairWalk struct{ v, x []float64 }
 // renormalised log masses and lf the log factorials.
 func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, lf []float64, b *bandSum) {
 	// direct and sc are sparseExact's per-leaf formulas, term for term.
-	direct := func(c int) float64 {
-		e := lp + float64(c)*lx - lf[c]
-		e += float64(left-c)*ly - lf[left-c]
-		return math.Exp(lm + e)
-	}
-	sc := func(c int) dd { return s.addProd(float64(c), zx).addProd(float64(left-c), zy) }
-	d := lx - ly
-	cl, cr, ok := aliveLeaves(func(c int) float64 {
+	logMass := func(c int) float64 {
 		e := lp + float64(c)*lx - lf[c]
 		e += float64(left-c)*ly - lf[left-c]
 		return lm + e
-	}, left, d)
+	}
+	direct := func(c int) float64 { return math.Exp(logMass(c)) }
+	sc := func(c int) dd { return s.addProd(float64(c), zx).addProd(float64(left-c), zy) }
+	d := lx - ly
+	cl, cr, ok := aliveLeaves(logMass, left, d)
 	if !ok {
 		return
 	}

@@ -62,7 +62,7 @@ func TestFFTMainAgreesWithRampMain(t *testing.T) {
 		h, theta := 0.01+rng.Float64(), math.Abs(rng.NormFloat64())*0.05
 		A := -int64(L / 2)
 		i0, i1 := int64(1), A+int64(L)-1
-		r, er := rampMain(coefN, errNk, L, i0, i1, h, theta, tab)
+		r, er := rampMain(coefN, errNk, newRampSum(h, theta, i0, i1, L, tab))
 		f, ef := fftMain(coefN, errNk, L, i0, i1, h, theta, newRampSum(h, theta, i0, i1, L, tab).maxF())
 		if useFFTMain(len(coefN), L, i1-i0+1) {
 			fftCases++

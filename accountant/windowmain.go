@@ -17,19 +17,20 @@ func windowMain(coefN []halfCoef, errNk []float64, L int, A int64, h, theta floa
 	if i1 < i0 {
 		return 0, 0, 0
 	}
-	maxSU = newRampSum(h, theta, i0, i1, L, t).maxF()
+	rs := newRampSum(h, theta, i0, i1, L, t)
+	maxSU = rs.maxF()
 	if useFFTMain(len(coefN), L, i1-i0+1) {
 		main, fpErr = fftMain(coefN, errNk, L, i0, i1, h, theta, maxSU)
 	} else {
-		main, fpErr = rampMain(coefN, errNk, L, i0, i1, h, theta, t)
+		main, fpErr = rampMain(coefN, errNk, rs)
 	}
 	return main, fpErr, maxSU
 }
 
-// rampMain is windowMain's sum in the frequency domain (rampsum.go).
-func rampMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta float64, t []complex128) (main, fpErr float64) {
-	rs := newRampSum(h, theta, i0, i1, L, t)
-	Lf := float64(L)
+// rampMain is windowMain's sum in the frequency domain, over the window rs
+// describes (rampsum.go).
+func rampMain(coefN []halfCoef, errNk []float64, rs *rampSum) (main, fpErr float64) {
+	Lf := float64(rs.L)
 	var sum, mag, bound float64
 	for j, c := range coefN {
 		g := rs.at(c.k)
@@ -45,6 +46,6 @@ func rampMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta f
 	// (with the 1e-10 for the rest); the last term is rampsum.go's
 	// subnormal clause.
 	K := float64(len(coefN))
-	fpErr = (bound+(K+4)*ulp*mag)/Lf*(1+(K+4)*ulp+1e-10) + 1e-300*rs.total + math.Ldexp(math.Max(1, h), -900)
+	fpErr = (bound+(K+4)*ulp*mag)/Lf*(1+(K+4)*ulp+1e-10) + 1e-300*rs.total + math.Ldexp(math.Max(1, rs.h), -900)
 	return sum / Lf, fpErr
 }

@@ -141,7 +141,7 @@ func r52Check(t *testing.T, rng *rand.Rand, c r52Case) float64 {
 	}
 	fm, fe := fftMain(given, errNk, L, i0, i1, c.h, theta, newRampSum(c.h, theta, i0, i1, L, twiddleTable(L)).maxF())
 	ok("fftMain", fm, fe)
-	rm, re := rampMain(given, errNk, L, i0, i1, c.h, theta, tab)
+	rm, re := rampMain(given, errNk, newRampSum(c.h, theta, i0, i1, L, tab))
 	ok("rampMain", rm, re)
 	if fe > 0 {
 		return math.Abs(fm-M) / fe
@@ -243,7 +243,7 @@ func TestFFTMainSubnormalWeights(t *testing.T) {
 				t.Errorf("theta h A %g kind %d: fftMain %.17g, exact %.17g, apart %.3g > fpErr %.3g (with 2^-900 max(1,h): %v)",
 					x, kind, fm, M, d, fe, d <= fe+math.Ldexp(math.Max(1, c.h), -900))
 			}
-			rm, re := rampMain(given, errNk, L, i0, i1, c.h, theta, tab)
+			rm, re := rampMain(given, errNk, newRampSum(c.h, theta, i0, i1, L, tab))
 			if d := math.Abs(rm - M); !(d <= re+margin*(math.Abs(rm)+re)) {
 				t.Errorf("theta h A %g kind %d: rampMain apart %.3g > %.3g", x, kind, d, re)
 			}
@@ -276,7 +276,7 @@ func TestFFTMainSumSU2Underflow(t *testing.T) {
 		}
 		margin := 4*float64(L)*ulp + 1e-12
 		fm, fe := fftMain(given, errNk, L, i0, i1, c.h, theta, newRampSum(c.h, theta, i0, i1, L, twiddleTable(L)).maxF())
-		rm, re := rampMain(given, errNk, L, i0, i1, c.h, theta, twiddleTable(L))
+		rm, re := rampMain(given, errNk, newRampSum(c.h, theta, i0, i1, L, twiddleTable(L)))
 		// fftMain's l2ErrN, and ||f||_2 scaled by its largest term.
 		var err2N, l2N float64
 		for j, co := range given {
