@@ -1,10 +1,8 @@
 package accountant
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,44 +59,17 @@ func sameRatio(a, b float64) bool {
 // merged set's value differs from the unmerged one's by far less than the
 // engine's relative safety margin (TestMergeNearEqualRatios).
 func (s AtomSet) Merge() AtomSet {
-	var pos, bad AtomSet
+	var m merger
+	var bad AtomSet
 	for _, at := range s {
 		switch {
 		case at.R > 0:
-			pos = append(pos, at)
+			m.add(at)
 		case at.P != 0 || at.Q != 0:
 			bad = append(bad, at)
 		}
 	}
-	slices.SortStableFunc(pos, func(x, y Atom) int { return cmp.Compare(x.P/x.R, y.P/y.R) })
-	merged := make(AtomSet, 0, len(pos)+len(bad))
-	for lo := 0; lo < len(pos); {
-		hi := lo + 1
-		for hi < len(pos) && sameRatio(pos[hi].P/pos[hi].R, pos[lo].P/pos[lo].R) {
-			hi++
-		}
-		g := pos[lo:hi]
-		slices.SortStableFunc(g, func(x, y Atom) int { return cmp.Compare(x.Q/x.R, y.Q/y.R) })
-		for i := 0; i < len(g); {
-			j, sum := i+1, g[i]
-			for j < len(g) && sameRatio(g[j].Q/g[j].R, g[i].Q/g[i].R) {
-				sum.R += g[j].R
-				sum.P += g[j].P
-				sum.Q += g[j].Q
-				j++
-			}
-			merged = append(merged, sum)
-			i = j
-		}
-		lo = hi
-	}
-	slices.SortStableFunc(merged, func(x, y Atom) int {
-		if c := cmp.Compare(x.P/x.R, y.P/y.R); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.Q/x.R, y.Q/y.R)
-	})
-	return append(merged, bad...)
+	return m.merge(bad)
 }
 
 // key returns a canonical string of a merged set, used to evaluate each

@@ -203,7 +203,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			classes[s.min]++
 		}
 	}
-	p := &pairer{m: m, stats: stats, classes: classes}
+	p := newPairer(m, stats, classes)
 	d := &Decomposition{LocalEps: eps0, Sampled: true, ExactPairs: true}
 
 	// Row profiles: rows with equal profiles and disjoint exceptions give
@@ -386,48 +386,73 @@ func (m *matrixRows) isKRR() bool {
 }
 
 // pairer computes pair and triple atoms in time proportional to the
-// exceptions of the rows involved plus the number of distinct blanket values.
+// exceptions of the rows involved plus the number of distinct blanket
+// values, with one merger's buffers for all of them (not safe for
+// concurrent use).
 type pairer struct {
-	m       *matrixRows
-	stats   []colStat
-	classes map[float64]int
+	m     *matrixRows
+	stats []colStat
+	// The distinct blanket values r of the live columns, ascending, with
+	// the number of live columns of each (classN), each column's index
+	// into them (colClass; -1 for a column that is 0 in every row), and
+	// the number of live columns.
+	classR   []float64
+	classN   []int
+	colClass []int
+	live     int
+	left     []int
+	mg       merger
+}
+
+// newPairer indexes the live columns by their blanket value (classes
+// counts the live columns of each).
+func newPairer(m *matrixRows, stats []colStat, classes map[float64]int) *pairer {
+	p := &pairer{m: m, stats: stats, classR: slices.Sorted(maps.Keys(classes))}
+	index := make(map[float64]int, len(p.classR))
+	for i, r := range p.classR {
+		index[r] = i
+		p.classN = append(p.classN, classes[r])
+		p.live += classes[r]
+	}
+	p.colClass = make([]int, len(stats))
+	for y, s := range stats {
+		p.colClass[y] = -1
+		if s.max > 0 {
+			p.colClass[y] = index[s.min]
+		}
+	}
+	return p
 }
 
 // pairAtoms returns the merged atoms (r_y, R[x][y], R[x'][y]).
 func (p *pairer) pairAtoms(x, xp int) AtomSet {
 	rx, rxp := &p.m.rows[x], &p.m.rows[xp]
-	var out AtomSet
-	left := map[float64]int{}
-	for r, c := range p.classes {
-		left[r] = c
-	}
-	eachUnion(rx.idx, rxp.idx, func(y int) {
-		s := p.stats[y]
-		if s.max == 0 {
+	left := append(p.left[:0], p.classN...)
+	eachUnionAt(rx, rxp, func(y int, px, pxp float64) {
+		c := p.colClass[y]
+		if c < 0 {
 			return
 		}
-		left[s.min]--
-		out = append(out, Atom{R: s.min, P: rx.at(y), Q: rxp.at(y)})
+		left[c]--
+		p.mg.add(Atom{R: p.stats[y].min, P: px, Q: pxp})
 	})
-	// In value order: Merge sums the atoms of equal ratios in the order
-	// given, and a map's order changes from run to run.
-	for _, r := range slices.Sorted(maps.Keys(left)) {
-		if c := left[r]; c > 0 {
-			n := float64(c)
-			out = append(out, Atom{R: n * r, P: n * rx.def, Q: n * rxp.def})
+	// In value order: the merge sums the atoms of equal ratios in the
+	// order given.
+	for c, r := range p.classR {
+		if left[c] > 0 {
+			n := float64(left[c])
+			p.mg.add(Atom{R: n * r, P: n * rx.def, Q: n * rxp.def})
 		}
 	}
-	return out.Merge()
+	p.left = left
+	return p.mg.merge(nil)
 }
 
 // tripleAtoms returns the merged atoms (R[x3][y], R[x][y], R[x'][y]).
 func (p *pairer) tripleAtoms(x, xp, x3 int) AtomSet {
 	rx, rxp, r3 := &p.m.rows[x], &p.m.rows[xp], &p.m.rows[x3]
 	var out AtomSet
-	live := 0
-	for _, c := range p.classes {
-		live += c
-	}
+	live := p.live
 	var u []int
 	eachUnion(rx.idx, rxp.idx, func(y int) { u = append(u, y) })
 	eachUnion(u, r3.idx, func(y int) {
@@ -442,6 +467,27 @@ func (p *pairer) tripleAtoms(x, xp, x3 int) AtomSet {
 		out = append(out, Atom{R: n * r3.def, P: n * rx.def, Q: n * rxp.def})
 	}
 	return out.Merge()
+}
+
+// eachUnionAt calls f for every column y explicit in row a or row b (in
+// increasing order) with the two rows' entries there: eachUnion over the
+// rows' indices, reading a.at(y) and b.at(y) from the walk's positions.
+func eachUnionAt(a, b *sparseRow, f func(y int, va, vb float64)) {
+	i, j := 0, 0
+	for i < len(a.idx) || j < len(b.idx) {
+		switch {
+		case j == len(b.idx) || (i < len(a.idx) && a.idx[i] < b.idx[j]):
+			f(a.idx[i], a.val[i], b.def)
+			i++
+		case i == len(a.idx) || b.idx[j] < a.idx[i]:
+			f(b.idx[j], a.def, b.val[j])
+			j++
+		default:
+			f(a.idx[i], a.val[i], b.val[j])
+			i++
+			j++
+		}
+	}
 }
 
 // eachUnion calls f for every element of the union of two sorted lists.

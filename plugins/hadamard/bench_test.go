@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blanket-dp/blanket/accountant"
+	"github.com/blanket-dp/blanket/accountant/declare"
 	"github.com/blanket-dp/blanket/plugins/hadamard"
 	"github.com/blanket-dp/blanket/sdk"
 	"github.com/blanket-dp/blanket/sdk/ldp"
@@ -52,6 +54,26 @@ func BenchmarkEstimate(b *testing.B) {
 			r := mustNew(b, hadamard.Options{Categories: ldptest.Labels(k), Rand: ldptest.Seeded(1)})
 			in := sdk.Inputs{Categories: ldptest.Cycle(ldptest.Labels(k), 10*k)}
 			ldptest.BenchEstimate(b, r, ldptest.Statistic(b, r, 2, in))
+		})
+	}
+}
+
+// BenchmarkDecomposeMatrix is the accountant's decomposition of the
+// matrix form at k = 64 (128 outputs, 4,032 ordered pairs), which a
+// calibration repeats at every budget it probes.
+func BenchmarkDecomposeMatrix(b *testing.B) {
+	for _, k := range []int{16, 64} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			r := mustNew(b, hadamard.Options{Categories: ldptest.Labels(k), Rand: ldptest.Seeded(1)})
+			d, err := r.Declaration(8, declare.FormMatrix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := accountant.Decompose(d); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
