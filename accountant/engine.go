@@ -74,9 +74,10 @@ import (
 //     issue 28 allows 1e-9 or a sounder figure; with it they fall by
 //     about as much.
 //
-// The window grows until the tail and alias terms are negligible, and the
-// lattice step h = hRel * sd is halved by the caller until the bracket is
-// within tolerance in eps.
+// The window grows until the tail and alias terms are negligible (windows
+// that would fail that test whatever their main sum are passed over, with
+// the same result: latticeEvalSkip), and the lattice step h = hRel * sd is
+// halved by the caller until the bracket is within tolerance in eps.
 
 const (
 	// ulp is the unit roundoff of float64.
@@ -463,8 +464,16 @@ func compute(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 
 // latticeEval is the lattice/FFT path of evaluate.
 func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
+	b, _ := latticeEvalSkip(p, n, hRel, wantLo, true)
+	return b
+}
+
+// latticeEvalSkip is latticeEval, passing over the windows whose tail test
+// fails for certain when skip is set (the same bracket: see below), and
+// the number of windows passed over.
+func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracket, int) {
 	if p.maxZ <= 0 {
-		return bracket{}
+		return bracket{}, 0
 	}
 	nf := float64(n)
 	sd := tiltedSD(p)
@@ -477,11 +486,11 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 		// be exact (nor fit an int64 beyond 2^63). Subadditivity,
 		// (S_n)_+ <= sum_i (Z_i)_+, gives D <= E[Z_+], a valid if
 		// loose upper end (with room for its sum's rounding).
-		return bracket{hi: math.Max(p.exactOne*(1+float64(len(p.z)+2)*ulp), DeltaFloor), capped: true}
+		return bracket{hi: math.Max(p.exactOne*(1+float64(len(p.z)+2)*ulp), DeltaFloor), capped: true}, 0
 	}
 	l := newLattice(p, h)
 	if l.imax <= 0 {
-		return bracket{}
+		return bracket{}, 0
 	}
 	theta := l.tilt()
 	k0, _, k2 := l.logMGF(theta)
@@ -496,13 +505,16 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 		// where its tails could not be bounded: a reviewer found 21 such
 		// cases in 1,672 evaluations near eps0); every target is at least
 		// MinDelta = 1e-100, so only the bracket's own validity matters.
-		return bracket{lo: 0, hi: DeltaFloor}
+		return bracket{lo: 0, hi: DeltaFloor}, 0
 	}
 	sdIdx := math.Sqrt(nf*k2) / h
 	fullLo, fullHi := nf*float64(l.imin), nf*float64(l.imax)
-	half := math.Ceil(windowSD*sdIdx) + 2
+	half0 := math.Ceil(windowSD*sdIdx) + 2
+	half := half0
 	capped := false
 	doublings := 0
+	// skipped says that windows were passed over (see below).
+	skipped, skips := false, 0
 	for {
 		A, B := math.Max(fullLo, -half), math.Min(fullHi, half) // tilted mean is 0 (or <= 0 when theta = 0)
 		if theta == 0 {
@@ -522,8 +534,38 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 			A = math.Max(fullLo, -float64(L)/2)
 			full = false
 		}
+		if skip && !capped && !full && doublings < maxDoublings {
+			// The tail test below needs tailAbove + alias maxSU <=
+			// tailRel |main|, and |main| is at most about maxSU: the
+			// wrapped tilted law has mass 1 and every weight of the main
+			// sum is at most maxSU; only a rounding bound fpErr above
+			// maxSU, a bracket wider than its value, could take the
+			// computed |main| past 2 maxSU. The tail terms and maxSU
+			// need no coefficients (window computes them the same way),
+			// so a window whose tails exceed tailRel 2 maxSU would only
+			// be doubled: it is not computed. (Near eps0 the law is
+			// nearly a point mass and keeps every coefficient; the
+			// windows before the one that passes cost as much as it.)
+			tailAbove, alias := l.windowTails(nf, theta, nf*k0, int64(A), L)
+			if maxSU := windowMaxSU(L, int64(A), l.h, theta); tailAbove+alias*maxSU > tailRel*math.Max(2*maxSU, 1e-300) {
+				doublings++
+				half *= 2
+				skipped = true
+				skips++
+				continue
+			}
+		}
 		r := l.window(nf, theta, k0, int64(A), L, full, wantLo)
 		r.capped = capped
+		if skipped && !(r.below*(1-1e-9) > DeltaFloor) {
+			// A skipped window could have returned for its hi <=
+			// DeltaFloor below. Every window's hi is at least r.below
+			// (window), so none could when r.below is above DeltaFloor;
+			// otherwise the windows are computed again one by one.
+			skip, skipped = false, false
+			half, doublings, capped = half0, 0, false
+			continue
+		}
 		// A window whose upper bound is already at DeltaFloor is not
 		// widened: a wider one could at most lower hi, which is reported
 		// as DeltaFloor anyway, and raise lo, which is then below
@@ -533,7 +575,7 @@ func latticeEval(p prepared, n int, hRel float64, wantLo bool) bracket {
 		// steep tilt the tail test otherwise doubled the window to 8
 		// times its length, 3 s at n = 1e8, for a bound of 1e-250.)
 		if r.tailOK || capped || full || doublings >= maxDoublings || r.hi <= DeltaFloor {
-			return r.bracket
+			return r.bracket, skips
 		}
 		doublings++
 		half *= 2

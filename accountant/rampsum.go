@@ -174,23 +174,25 @@ func (r *rampSum) at(k int) complex128 {
 	return complex(r.h, 0) * (z0 * (complex(float64(r.i0), 0)*p + q))
 }
 
-// maxF returns an upper bound on max_i f(i) over the window (f rises to
-// i = 1/(theta h) and falls after it), each candidate f(i) = s e^{-theta s}
-// with a margin for exp's argument (2u of theta s), its own roundings and
-// subnormal results.
-func (r *rampSum) maxF() float64 {
+// maxF returns an upper bound on max_i f(i) over the window (rampMaxF).
+func (r *rampSum) maxF() float64 { return rampMaxF(r.h, r.theta, r.i0, r.i0+r.c-1) }
+
+// rampMaxF returns an upper bound on max f(i) = h i e^{-theta h i} over
+// i0 <= i <= i1 (f rises to i = 1/(theta h) and falls after it), each
+// candidate f(i) = s e^{-theta s} with a margin for exp's argument (2u of
+// theta s), its own roundings and subnormal results.
+func rampMaxF(h, theta float64, i0, i1 int64) float64 {
 	f := func(i int64) float64 {
-		s := r.h * float64(i)
-		if r.theta == 0 {
+		s := h * float64(i)
+		if theta == 0 {
 			return s * (1 + 2*ulp)
 		}
 		// A subnormal exp is off by up to 2^-1075 absolute.
-		return s*math.Exp(-r.theta*s)*(1+(2*r.theta*s+8)*ulp) + (s+1)*0x1p-1072
+		return s*math.Exp(-theta*s)*(1+(2*theta*s+8)*ulp) + (s+1)*0x1p-1072
 	}
-	i1 := r.i0 + r.c - 1
-	m := math.Max(f(r.i0), f(i1))
-	if r.theta > 0 {
-		if is := 1 / (r.theta * r.h); is > float64(r.i0) && is < float64(i1) {
+	m := math.Max(f(i0), f(i1))
+	if theta > 0 {
+		if is := 1 / (theta * h); is > float64(i0) && is < float64(i1) {
 			m = math.Max(m, math.Max(f(int64(is)), f(int64(is)+1)))
 		}
 	}

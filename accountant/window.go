@@ -8,6 +8,7 @@ package accountant
 import (
 	"math"
 	"math/cmplx"
+	"slices"
 )
 
 // bandEnd returns a k1 <= L/2 + 1 such that every coefficient k in
@@ -151,6 +152,9 @@ func pmAt(c []halfCoef, t []complex128, L, pos int) float64 {
 type windowResult struct {
 	bracket
 	tailOK bool
+	// below is a lower bound on every window's hi for this lattice and
+	// tilt (0 when none is known).
+	below float64
 }
 
 // window computes the bracket on the window [A, A+L) of lattice indices.
@@ -252,6 +256,12 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 		// rounding of n*log|phi| and n*arg(phi) in exp and rect.
 		rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
 		en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
+		if len(coefN) == cap(coefN) {
+			// Double (append grows large slices by 1.25x, which copies
+			// a window keeping all L/2 coefficients about five times).
+			coefN = slices.Grow(coefN, max(len(coefN), 64))
+			errNk = slices.Grow(errNk, max(len(errNk), 64))
+		}
 		coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
 		errNk = append(errNk, en)
 		if wantLo {
@@ -261,6 +271,9 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 			aym := cmplx.Abs(ym)
 			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
 			em := math.Exp(m1*lae) - rm + aym*relm
+			if len(coefM) == cap(coefM) {
+				coefM = slices.Grow(coefM, max(len(coefM), 64))
+			}
 			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
 			absM += mult * aym
@@ -288,18 +301,7 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
 	if !full {
-		a := h * float64(A+int64(L))
-		if a > 0 {
-			// E[S 1{S >= a}] <= a e^{-v a} M(v)^n, v >= max(1/a, lambda*).
-			f := func(v float64) float64 {
-				k, _, _ := l.logMGF(v)
-				return math.Log(a) - v*a + nf*k - logScale
-			}
-			lb := math.Max(1/a, 0)
-			tailAbove = math.Exp(minimize1D(f, lb, lb+l.lambdaScale(nf, theta)))
-		}
-		alias = math.Exp(l.chernoffUpper(nf, theta, a)) +
-			math.Exp(l.chernoffLower(nf, theta, h*float64(A-1)))
+		tailAbove, alias = l.windowTails(nf, theta, logScale, A, L)
 	}
 	hiScaled := main + fpErr + tailAbove
 	loScaled := main - fpErr - alias*maxSU
@@ -340,5 +342,31 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	}
 	hi = math.Max(hi, DeltaFloor)
 	ok := tailAbove+alias*maxSU <= tailRel*math.Max(math.Abs(main), 1e-300)
-	return windowResult{bracket: bracket{lo: lo, hi: hi}, tailOK: ok}
+	// Below every window's hi (latticeEval's skipped windows): the
+	// lower side before the convexity correction is at most the lattice
+	// value sum_{s > 0} s P(s) (aliasing only adds mass, bounded by
+	// alias at maxSU), and every window's hiScaled is at least that.
+	below := scaleBack(main-fpErr-alias*maxSU, logScale, nf) * (1 - safety)
+	return windowResult{bracket: bracket{lo: lo, hi: hi}, tailOK: ok, below: below}
+}
+
+// windowTails returns the tail and alias terms of the window [A, A+L) in
+// the scaled unit: tailAbove >= E[S 1{S >= a}] beyond it, a = h (A+L),
+// and alias >= the tilted mass outside it (which wraps into it), both by
+// Chernoff bounds from the lattice's exact moment generating function.
+func (l *lattice) windowTails(nf, theta, logScale float64, A int64, L int) (tailAbove, alias float64) {
+	h := l.h
+	a := h * float64(A+int64(L))
+	if a > 0 {
+		// E[S 1{S >= a}] <= a e^{-v a} M(v)^n, v >= max(1/a, lambda*).
+		f := func(v float64) float64 {
+			k, _, _ := l.logMGF(v)
+			return math.Log(a) - v*a + nf*k - logScale
+		}
+		lb := math.Max(1/a, 0)
+		tailAbove = math.Exp(minimize1D(f, lb, lb+l.lambdaScale(nf, theta)))
+	}
+	alias = math.Exp(l.chernoffUpper(nf, theta, a)) +
+		math.Exp(l.chernoffLower(nf, theta, h*float64(A-1)))
+	return tailAbove, alias
 }

@@ -27,6 +27,16 @@ func windowMain(coefN []halfCoef, errNk []float64, L int, A int64, h, theta floa
 	return main, fpErr, maxSU
 }
 
+// windowMaxSU is the maxSU that windowMain returns for the window, from
+// the window alone (no coefficients).
+func windowMaxSU(L int, A int64, h, theta float64) float64 {
+	i0, i1 := max(A, 1), A+int64(L)-1
+	if i1 < i0 {
+		return 0
+	}
+	return rampMaxF(h, theta, i0, i1)
+}
+
 // rampMain is windowMain's sum in the frequency domain, over the window rs
 // describes (rampsum.go).
 func rampMain(coefN []halfCoef, errNk []float64, rs *rampSum) (main, fpErr float64) {
