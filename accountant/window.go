@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/cmplx"
 	"slices"
+	"sync"
 )
 
 // bandEnd returns a k1 <= L/2 + 1 such that every coefficient k in
@@ -149,6 +150,34 @@ func pmAt(c []halfCoef, t []complex128, L, pos int) float64 {
 	return v
 }
 
+// slicePool keeps slices for reuse (sync.Pool of their headers).
+type slicePool[T any] struct{ p sync.Pool }
+
+// get returns an empty slice, with the capacity of one put back earlier
+// when there is one.
+func (sp *slicePool[T]) get() []T {
+	if v, ok := sp.p.Get().(*[]T); ok {
+		return (*v)[:0]
+	}
+	return nil
+}
+
+// put gives s back for reuse; its contents are not read again.
+func (sp *slicePool[T]) put(s []T) {
+	if cap(s) > 0 {
+		sp.p.Put(&s)
+	}
+}
+
+var (
+	coefPool  slicePool[halfCoef]
+	floatPool slicePool[float64]
+)
+
+// scanBlock is the number of coefficients the window's scan computes
+// together.
+const scanBlock = 8
+
 type windowResult struct {
 	bracket
 	tailOK bool
@@ -187,8 +216,12 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// (n-1)-fold law is needed only at the few points -a_j of the
 	// convexity correction: its non-zero coefficients are kept (coefM)
 	// and summed at those points directly (pmAt). Neither is transformed.
-	var coefN, coefM []halfCoef
-	var errNk []float64
+	// The slices come from a pool and go back to it when the window is
+	// done (nothing keeps them): near eps0 every window keeps all L/2
+	// coefficients, and allocating (zeroing) and growing them afresh for
+	// each window was a seventh of a calibration.
+	coefN, coefM, errNk := coefPool.get(), coefPool.get(), floatPool.get()
+	defer func() { coefPool.put(coefN); coefPool.put(coefM); floatPool.put(errNk) }()
 	var errM, l2M, absM float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
@@ -212,73 +245,96 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	// skip for certain are passed over (skipRun).
 	lip := lipschitzPhi(ws, l.idx, L)
 	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
-	for k := 0; k < band; k++ {
-		var re, im float64
+	// The coefficients are taken scanBlock at a time, each point's
+	// weight added to every coefficient of the block in turn: each
+	// coefficient's sums see the same terms in the same order as one at a
+	// time (the same bits), while the block's sums do not wait on each
+	// other (a chain of dependent additions per coefficient was the scan's
+	// bound, with 73 points for Laplace). Coefficients computed past a
+	// skipped run within a block are not read.
+	var reB, imB [scanBlock]float64
+	for kb := 0; kb < band; {
+		nb := min(scanBlock, band-kb)
+		reB, imB = [scanBlock]float64{}, [scanBlock]float64{}
 		for i, q := range pts {
-			m := rot[i]
-			if m <= L/2 {
-				re += q.w * real(t[m])
-				im += q.w * imag(t[m])
-			} else {
-				re += q.w * real(t[L-m])
-				im -= q.w * imag(t[L-m])
-			}
-			if m += q.pos; m >= L {
-				m -= L
+			m, w := rot[i], q.w
+			for b := range nb {
+				if m <= L/2 {
+					reB[b] += w * real(t[m])
+					imB[b] += w * imag(t[m])
+				} else {
+					reB[b] += w * real(t[L-m])
+					imB[b] -= w * imag(t[L-m])
+				}
+				if m += q.pos; m >= L {
+					m -= L
+				}
 			}
 			rot[i] = m
 		}
-		phi := complex(re, im)
-		a := cmplx.Abs(phi)
-		mult := 2.0
-		if k == 0 || (L%2 == 0 && k == L/2) {
-			mult = 1
-		}
-		if a == 0 || a+phiErr < skipBelow {
-			if d := skipRun(a, phiErr, lip, skipBelow); d > 0 {
-				d = min(d, band-1-k)
-				for i, q := range pts {
-					rot[i] = int((int64(rot[i]) + int64(d)*int64(q.pos)) % int64(L))
+		// rot is now at next, the first coefficient after the block.
+		next := kb + nb
+		for b := 0; b < nb; b++ {
+			k := kb + b
+			phi := complex(reB[b], imB[b])
+			a := cmplx.Abs(phi)
+			mult := 2.0
+			if k == 0 || (L%2 == 0 && k == L/2) {
+				mult = 1
+			}
+			if a == 0 || a+phiErr < skipBelow {
+				if d := skipRun(a, phiErr, lip, skipBelow); d > 0 {
+					d = min(d, band-1-k)
+					if adv := k + d + 1 - next; adv > 0 {
+						// The run goes past the block: the next block
+						// starts after it.
+						for i, q := range pts {
+							rot[i] = int((int64(rot[i]) + int64(adv)*int64(q.pos)) % int64(L))
+						}
+						next += adv
+					}
+					b += d
 				}
-				k += d
+				continue
 			}
-			continue
-		}
-		la := math.Log(a)
-		lae := math.Log(a + phiErr)
-		if nf*lae < -745 {
-			continue // |phi^n| and its error underflow
-		}
-		arg := cmplx.Phase(phi)
-		rn := math.Exp(nf * la)
-		yn := cmplx.Rect(rn, nf*arg)
-		// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
-		// rounding of n*log|phi| and n*arg(phi) in exp and rect.
-		rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
-		en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
-		if len(coefN) == cap(coefN) {
-			// Double (append grows large slices by 1.25x, which copies
-			// a window keeping all L/2 coefficients about five times).
-			coefN = slices.Grow(coefN, max(len(coefN), 64))
-			errNk = slices.Grow(errNk, max(len(errNk), 64))
-		}
-		coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
-		errNk = append(errNk, en)
-		if wantLo {
-			m1 := nf - 1
-			rm := math.Exp(m1 * la)
-			ym := cmplx.Rect(rm, m1*arg)
-			aym := cmplx.Abs(ym)
-			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-			em := math.Exp(m1*lae) - rm + aym*relm
-			if len(coefM) == cap(coefM) {
-				coefM = slices.Grow(coefM, max(len(coefM), 64))
+			la := math.Log(a)
+			lae := math.Log(a + phiErr)
+			if nf*lae < -745 {
+				continue // |phi^n| and its error underflow
 			}
-			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
-			errM += mult * em
-			absM += mult * aym
-			l2M += mult * real(ym*cmplx.Conj(ym))
+			arg := cmplx.Phase(phi)
+			rn := math.Exp(nf * la)
+			yn := cmplx.Rect(rn, nf*arg)
+			// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
+			// rounding of n*log|phi| and n*arg(phi) in exp and rect.
+			rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
+			en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
+			if len(coefN) == cap(coefN) {
+				// Double (append grows large slices by 1.25x, which copies
+				// a window keeping all L/2 coefficients about five times).
+				coefN = slices.Grow(coefN, max(len(coefN), 64))
+				errNk = slices.Grow(errNk, max(len(errNk), 64))
+			}
+			coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
+			errNk = append(errNk, en)
+			if wantLo {
+				m1 := nf - 1
+				rm := math.Exp(m1 * la)
+				ym := cmplx.Rect(rm, m1*arg)
+				aym := cmplx.Abs(ym)
+				relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
+				em := math.Exp(m1*lae) - rm + aym*relm
+				if len(coefM) == cap(coefM) {
+					coefM = slices.Grow(coefM, max(len(coefM), 64))
+				}
+				coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
+				errM += mult * em
+				absM += mult * aym
+				l2M += mult * real(ym*cmplx.Conj(ym))
+			}
+
 		}
+		kb = next
 	}
 	Lf := float64(L)
 	logL := math.Log2(Lf) + 1
