@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,13 +282,40 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 		}
 	}
 	if overlap == nil {
+		// Every ordered pair: their sets and keys are computed by
+		// workers, a block at a time, and kept in the order above (so
+		// d.Upper is the same, in the same order, as one at a time).
+		var block [][2]int
+		sets, keys := make([]AtomSet, pairBlock), make([]string, pairBlock)
+		flush := func() {
+			workers := min(runtime.GOMAXPROCS(0), (len(block)+63)/64)
+			parallelMap(workers, func(w int) {
+				q := p.worker()
+				for i := w; i < len(block); i += workers {
+					sets[i] = q.pairAtoms(block[i][0], block[i][1])
+					keys[i] = sets[i].key()
+				}
+			})
+			for i, pr := range block {
+				if !seen[keys[i]] {
+					seen[keys[i]] = true
+					d.Upper = append(d.Upper, sets[i])
+					reps = append(reps, rep{pr[0], pr[1]})
+				}
+				sets[i] = nil
+			}
+			block = block[:0]
+		}
 		for x := range k {
 			for y := range k {
 				if x != y {
-					add(x, y)
+					if block = append(block, [2]int{x, y}); len(block) == pairBlock {
+						flush()
+					}
 				}
 			}
 		}
+		flush()
 	} else {
 		overlapCount := map[[2]string]int{}
 		for pr := range overlap {
@@ -422,6 +450,18 @@ func newPairer(m *matrixRows, stats []colStat, classes map[float64]int) *pairer 
 		}
 	}
 	return p
+}
+
+// pairBlock is the number of pairs decomposeMatrix hands to its workers
+// at a time.
+const pairBlock = 4096
+
+// worker returns a pairer that shares p's indices and has buffers of its
+// own, for use by one goroutine.
+func (p *pairer) worker() *pairer {
+	q := *p
+	q.left, q.mg = nil, merger{}
+	return &q
 }
 
 // pairAtoms returns the merged atoms (r_y, R[x][y], R[x'][y]).
