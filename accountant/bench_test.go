@@ -270,3 +270,26 @@ func BenchmarkAccountTargets(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWindowSkip evaluates the pair sets of windowSkipSets at eps0 14
+// and 20 (nearly point-mass laws, whose first windows fail their tail
+// test) with and without passing over such windows (latticeEvalSkip).
+func BenchmarkWindowSkip(b *testing.B) {
+	sets, _, budgets := windowSkipSets(b, []float64{14, 20})
+	for _, skip := range []bool{true, false} {
+		b.Run(fmt.Sprintf("skip=%v", skip), func(b *testing.B) {
+			for b.Loop() {
+				for i, s := range sets {
+					for _, n := range []int{1000, 30000} {
+						for _, f := range []float64{0.05, 0.2, 0.4, 0.6} {
+							p := prepare(s, f*budgets[i])
+							if p.maxZ > 0 {
+								latticeEvalSkip(p, n, 0.5, true, skip)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}

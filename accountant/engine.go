@@ -509,12 +509,18 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 	}
 	sdIdx := math.Sqrt(nf*k2) / h
 	fullLo, fullHi := nf*float64(l.imin), nf*float64(l.imax)
-	half0 := math.Ceil(windowSD*sdIdx) + 2
-	half := half0
+	half := math.Ceil(windowSD*sdIdx) + 2
 	capped := false
 	doublings := 0
-	// skipped says that windows were passed over (see below).
-	skipped, skips := false, 0
+	// The windows passed over (see below), with a lower bound on each
+	// one's hi.
+	type passed struct {
+		A     int64
+		L     int
+		minHi float64
+	}
+	var skipped []passed
+	skips := 0
 	for {
 		A, B := math.Max(fullLo, -half), math.Min(fullHi, half) // tilted mean is 0 (or <= 0 when theta = 0)
 		if theta == 0 {
@@ -548,24 +554,31 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 			// windows before the one that passes cost as much as it.)
 			tailAbove, alias := l.windowTails(nf, theta, nf*k0, int64(A), L)
 			if maxSU := windowMaxSU(L, int64(A), l.h, theta); tailAbove+alias*maxSU > tailRel*math.Max(2*maxSU, 1e-300) {
+				// Its hi is at least tailAbove scaled back: its main
+				// sum plus fpErr is at least the exact main sum, >= 0.
+				skipped = append(skipped, passed{int64(A), L, scaleBack(tailAbove, nf*k0, nf)})
 				doublings++
 				half *= 2
-				skipped = true
 				skips++
 				continue
 			}
 		}
 		r := l.window(nf, theta, k0, int64(A), L, full, wantLo)
 		r.capped = capped
-		if skipped && !(r.below*(1-1e-9) > DeltaFloor) {
-			// A skipped window could have returned for its hi <=
-			// DeltaFloor below. Every window's hi is at least r.below
-			// (window), so none could when r.below is above DeltaFloor;
-			// otherwise the windows are computed again one by one.
-			skip, skipped = false, false
-			half, doublings, capped = half0, 0, false
-			continue
+		// A window passed over could have returned for its hi <=
+		// DeltaFloor below. Every window's hi is at least r.below
+		// (window) and its own minHi; where neither puts it above
+		// DeltaFloor, it is computed now, in order, as the loop without
+		// skipping would have (and its bracket returned if it returns).
+		for _, w := range skipped {
+			if math.Max(r.below, w.minHi)*(1-1e-9) > DeltaFloor {
+				continue
+			}
+			if rw := l.window(nf, theta, k0, w.A, w.L, false, wantLo); rw.tailOK || rw.hi <= DeltaFloor {
+				return rw.bracket, skips
+			}
 		}
+		skipped = skipped[:0]
 		// A window whose upper bound is already at DeltaFloor is not
 		// widened: a wider one could at most lower hi, which is reported
 		// as DeltaFloor anyway, and raise lo, which is then below

@@ -103,15 +103,18 @@ func (m *merger) merge(bad AtomSet) AtomSet {
 // mergeDistinct is merge where the groups are exact: it sums the atoms of
 // each exact ratio pair (p, q) in input order, and answers false (having
 // changed nothing) where a ratio is NaN, more than maxBuckets pairs occur,
-// or two distinct p, or two distinct q under one p, are within ratioTol.
+// or two adjacent distinct p (or q under one p) are within ratioTol.
 //
-// Why it is merge's result: the set of x >= p1 with sameRatio(x, p1) is
-// an interval [p1, c] (x - p1 - ratioTol max(|x|, |p1|) grows with x), so
-// when the next distinct p after p1 is not within ratioTol of p1, merge's
-// group of p1 holds exactly the atoms whose p equals p1, in input order
-// (both sorts are stable); the same holds for q within it. Each merged
-// atom is then the sum of one (p, q) pair's atoms in input order, and
-// merge lists them in (p, q) order before its final sort, as here.
+// Why it is merge's result: merge walks the atoms sorted by p and closes
+// a group at the first p that is not within ratioTol of the group's first.
+// With the atoms of each exact p adjacent after the sort, in input order
+// (the sort is stable), and the next distinct p not within ratioTol of the
+// one before (checked here, infinities included: sameRatio holds between
+// any finite x and an infinity, so such neighbours go the general way),
+// each group holds exactly the atoms of one p; the same holds for q within
+// it. Each merged atom is then the sum of one (p, q) pair's atoms in input
+// order, and merge lists them in (p, q) order before its final sort, as
+// here.
 func (m *merger) mergeDistinct(bad AtomSet) (AtomSet, bool) {
 	cells := m.cells[:0]
 	defer func() { m.cells = cells[:0] }()
