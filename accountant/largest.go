@@ -221,6 +221,14 @@ func (s *largest[P]) illinoisFeasible(a, b probed) (float64, error) {
 // returns a itself, unproven: its caller, Calibrate, proves its answer
 // with stepDown (point 3).
 func (s *largest[P]) narrowMirrored(a, b float64) (float64, error) {
+	x, _, err := s.narrowMirroredFail(a, b)
+	return x, err
+}
+
+// narrowMirroredFail is narrowMirrored, also returning the nearest point
+// above x at which the probe failed in its final bracket (x + rootTol x or
+// so; b itself when nothing inside failed), or NaN when it proved b.
+func (s *largest[P]) narrowMirroredFail(a, b float64) (x, fail float64, err error) {
 	var firstErr error
 	h := func(y float64) float64 {
 		g, err := s.eval(math.Min(math.Max(a+b-y, a), b))
@@ -229,14 +237,18 @@ func (s *largest[P]) narrowMirrored(a, b float64) (float64, error) {
 		}
 		return g
 	}
-	_, y := rootBracketLog(h, a, b)
+	yFail, y := rootBracketLog(h, a, b)
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, 0, firstErr
+	}
+	fail = math.NaN()
+	if yFail.f > 0 {
+		fail = math.Min(math.Max(a+b-yFail.x, a), b)
 	}
 	if y.f > 0 {
-		return a, nil // only a is known to meet the target
+		return a, fail, nil // only a is known to meet the target
 	}
-	return math.Min(math.Max(a+b-y.x, a), b), nil
+	return math.Min(math.Max(a+b-y.x, a), b), fail, nil
 }
 
 // stepDown returns the first of x, x(1-step), x(1-step)^2, ... (at most 40

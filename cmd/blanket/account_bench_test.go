@@ -26,6 +26,8 @@ func BenchmarkAccountCommands(b *testing.B) {
 		"calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e7",
 		"calibrate --mech hadamard:k=64 --eps 2 --n 1e7 --delta 1e-8",
 		"calibrate --mech laplace --eps 2 --n 1e7 --delta 1e-8",
+		"calibrate --mech krr:k=100 --eps 4 --n 1e7 --delta 1e-10",
+		"delta --mech hadamard:k=64 --eps0 20 --n 1e7 --eps 2",
 	} {
 		args := append([]string{"account"}, strings.Fields(c)...)
 		b.Run(strings.ReplaceAll(c, " ", "_"), func(b *testing.B) {
