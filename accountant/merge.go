@@ -85,19 +85,9 @@ func (m *merger) merge(bad AtomSet) AtomSet {
 		}
 		lo = hi
 	}
-	slices.SortStableFunc(merged, func(x, y ratioAtom) int {
-		if c := cmp.Compare(x.p, y.p); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.q, y.q)
-	})
-	out := make(AtomSet, len(merged), len(merged)+len(bad))
-	for i, r := range merged {
-		out[i] = r.at
-	}
 	m.merged = merged[:0]
 	m.pos = pos[:0]
-	return append(out, bad...)
+	return sortedSet(merged, bad)
 }
 
 // mergeDistinct is merge where the groups are exact: it sums the atoms of
@@ -155,17 +145,23 @@ func (m *merger) mergeDistinct(bad AtomSet) (AtomSet, bool) {
 		c := &cells[i]
 		c.p, c.q = c.at.P/c.at.R, c.at.Q/c.at.R
 	}
-	slices.SortStableFunc(cells, func(x, y ratioAtom) int {
+	return sortedSet(cells, bad), true
+}
+
+// sortedSet returns the merged atoms stably sorted by their ratios (p,
+// then q), followed by bad. It sorts merged in place.
+func sortedSet(merged []ratioAtom, bad AtomSet) AtomSet {
+	slices.SortStableFunc(merged, func(x, y ratioAtom) int {
 		if c := cmp.Compare(x.p, y.p); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.q, y.q)
 	})
-	out := make(AtomSet, len(cells), len(cells)+len(bad))
-	for i, r := range cells {
+	out := make(AtomSet, len(merged), len(merged)+len(bad))
+	for i, r := range merged {
 		out[i] = r.at
 	}
-	return append(out, bad...), true
+	return append(out, bad...)
 }
 
 // sortBy sorts xs stably by key, in cmp.Compare's order.
