@@ -540,6 +540,7 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 			A = math.Max(fullLo, -float64(L)/2)
 			full = false
 		}
+		var known *tails
 		if skip && !capped && !full && doublings < maxDoublings {
 			// The tail test below needs tailAbove + alias maxSU <=
 			// tailRel |main|, and |main| is at most about maxSU: the
@@ -562,8 +563,9 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 				skips++
 				continue
 			}
+			known = &tails{tailAbove, alias}
 		}
-		r := l.window(nf, theta, k0, int64(A), L, full, wantLo)
+		r := l.windowWith(nf, theta, k0, int64(A), L, full, wantLo, known)
 		r.capped = capped
 		// A window passed over could have returned for its hi <=
 		// DeltaFloor below. Every window's hi is at least r.below

@@ -188,6 +188,15 @@ type windowResult struct {
 
 // window computes the bracket on the window [A, A+L) of lattice indices.
 func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo bool) windowResult {
+	return l.windowWith(nf, theta, k0, A, L, full, wantLo, nil)
+}
+
+// tails is what windowTails returns for a window.
+type tails struct{ above, alias float64 }
+
+// windowWith is window, with the window's tail terms when the caller has
+// them already (windowTails at the same arguments: the same bits).
+func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo bool, known *tails) windowResult {
 	h := l.h
 	t := twiddleTable(L)
 	// Tilted lattice weights and their positions modulo L.
@@ -356,7 +365,11 @@ func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo boo
 	main, fpErr, maxSU := windowMain(coefN, errNk, L, A, h, theta, t)
 	// Tail and alias terms (in the scaled unit).
 	var tailAbove, alias float64
-	if !full {
+	switch {
+	case full:
+	case known != nil:
+		tailAbove, alias = known.above, known.alias
+	default:
 		tailAbove, alias = l.windowTails(nf, theta, logScale, A, L)
 	}
 	hiScaled := main + fpErr + tailAbove
