@@ -540,7 +540,8 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 			A = math.Max(fullLo, -float64(L)/2)
 			full = false
 		}
-		var known *tails
+		var known tails
+		haveKnown := false
 		if skip && !capped && !full && doublings < maxDoublings {
 			// The tail test below needs tailAbove + alias maxSU <=
 			// tailRel |main|, and |main| is at most about maxSU: the
@@ -563,9 +564,9 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 				skips++
 				continue
 			}
-			known = &tails{tailAbove, alias}
+			known, haveKnown = tails{tailAbove, alias}, true
 		}
-		r := l.windowWith(nf, theta, k0, int64(A), L, full, wantLo, known)
+		r := l.windowWith(nf, theta, k0, int64(A), L, full, wantLo, known, haveKnown)
 		r.capped = capped
 		// A window passed over could have returned for its hi <=
 		// DeltaFloor below. Every window's hi is at least r.below

@@ -188,7 +188,7 @@ type windowResult struct {
 
 // window computes the bracket on the window [A, A+L) of lattice indices.
 func (l *lattice) window(nf, theta, k0 float64, A int64, L int, full, wantLo bool) windowResult {
-	return l.windowWith(nf, theta, k0, A, L, full, wantLo, nil)
+	return l.windowWith(nf, theta, k0, A, L, full, wantLo, tails{}, false)
 }
 
 // tails is what windowTails returns for a window.
@@ -196,7 +196,7 @@ type tails struct{ above, alias float64 }
 
 // windowWith is window, with the window's tail terms when the caller has
 // them already (windowTails at the same arguments: the same bits).
-func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo bool, known *tails) windowResult {
+func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo bool, known tails, haveKnown bool) windowResult {
 	h := l.h
 	t := twiddleTable(L)
 	// Tilted lattice weights and their positions modulo L.
@@ -367,7 +367,7 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	var tailAbove, alias float64
 	switch {
 	case full:
-	case known != nil:
+	case haveKnown:
 		tailAbove, alias = known.above, known.alias
 	default:
 		tailAbove, alias = l.windowTails(nf, theta, logScale, A, L)
