@@ -60,16 +60,7 @@ func sameRatio(a, b float64) bool {
 // engine's relative safety margin (TestMergeNearEqualRatios).
 func (s AtomSet) Merge() AtomSet {
 	var m merger
-	var bad AtomSet
-	for _, at := range s {
-		switch {
-		case at.R > 0:
-			m.add(at)
-		case at.P != 0 || at.Q != 0:
-			bad = append(bad, at)
-		}
-	}
-	return m.merge(bad)
+	return m.merge(m.addSet(s))
 }
 
 // key returns a canonical string of a merged set, used to evaluate each

@@ -55,6 +55,21 @@ func (m *merger) add(at Atom) {
 	m.pos = append(m.pos, ratioAtom{at, at.P / at.R, at.Q / at.R})
 }
 
+// addSet adds the atoms of s with R > 0 to the set being built and
+// returns those with R = 0 and P or Q non-zero (kept for validation);
+// atoms that are 0 throughout are dropped.
+func (m *merger) addSet(s AtomSet) (bad AtomSet) {
+	for _, at := range s {
+		switch {
+		case at.R > 0:
+			m.add(at)
+		case at.P != 0 || at.Q != 0:
+			bad = append(bad, at)
+		}
+	}
+	return bad
+}
+
 // merge returns the merged set of the atoms added since the last merge
 // (every one with R > 0), followed by bad, and empties the set.
 func (m *merger) merge(bad AtomSet) AtomSet {

@@ -79,15 +79,7 @@ func TestReview53MergeAdversarial(t *testing.T) {
 		if got := s.Merge(); !sameBits(got, want) {
 			t.Fatalf("set %d: Merge\n got  %v\n want %v\n of %v", i, got, want, s)
 		}
-		var bad AtomSet
-		for _, at := range s {
-			switch {
-			case at.R > 0:
-				mg.add(at)
-			case at.P != 0 || at.Q != 0:
-				bad = append(bad, at)
-			}
-		}
+		bad := mg.addSet(s)
 		if _, ok := mg.mergeDistinct(nil); ok {
 			fast++
 		}
