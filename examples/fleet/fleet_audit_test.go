@@ -48,6 +48,8 @@ func fleetPooled(t *testing.T, days int) {
 			ok, err := run(ctx, config{endpoint: url, planKey: planKey(url), n: n, workers: 16, seed: 11, zipfS: 1.1, maxEps0: 12, days: days, active: 0.6, records: 2, poll: 50 * time.Millisecond}, &out, &log)
 			t.Log("\n" + out.String())
 			if err != nil {
+				// The instances' own log says why a report was refused.
+				t.Log("instances' log:\n" + lastLines(log.String(), 40))
 				t.Fatal(err)
 			}
 			if !ok {
@@ -60,4 +62,10 @@ func fleetPooled(t *testing.T, days int) {
 			}
 		})
 	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
