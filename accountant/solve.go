@@ -536,7 +536,7 @@ func calibrateOne(m Mechanism, t Target, certEps0 bool) (CalibrationResult, int,
 			// eps0. If the exact delta at the target eps already exceeds
 			// it at the failed point just above eps0 (a pair's lower
 			// end does), no lattice proves that point: finer lattices
-			// could only prove budgets between the two, within the
+			// could only prove budgets between the two, within twice the
 			// search's tolerance. Only the search's steering changes;
 			// stepDown below proves whatever it returns.
 			above, err := deltaExceeds(m, fail, t, hRel)
