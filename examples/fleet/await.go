@@ -65,7 +65,7 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 				case missing < 0:
 					return fmt.Errorf("metric %q, day %d: the collector holds %d reports, the fleet sent %d", m.Name, day, have, sent)
 				case missing == 0:
-				case missing < int64(f.plan.NMin):
+				case missing < int64(f.plan.NMin) && !closed:
 					done = false
 					need[day][r] = int64(f.plan.NMin) - missing
 					fmt.Fprintf(f.out, "%s, day %d: %d reports wait in the shuffler's pool (below n_min = %d); topping up with %d reports\n", m.Name, day, missing, f.plan.NMin, need[day][r])
@@ -79,6 +79,12 @@ func (f *fleet) awaitBatches(ctx context.Context) error {
 		}
 		var jobs []job
 		for day := range days {
+			if closed {
+				// The days are closed: what is missing is a pool the
+				// close released and the collector has yet to take in.
+				// A top-up now would be refused as late.
+				break
+			}
 			if mm := missingMessages[day]; mm > 0 && mm < int64(f.plan.NMin) {
 				top := int64(f.plan.NMin) - mm
 				fmt.Fprintf(f.out, "%s, day %d: %d messages wait in the shuffler's pool (below n_min = %d); topping up with %d messages\n", f.plan.Pool(""), day, mm, f.plan.NMin, top)
