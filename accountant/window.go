@@ -170,8 +170,9 @@ func (sp *slicePool[T]) put(s []T) {
 }
 
 var (
-	coefPool  slicePool[halfCoef]
-	floatPool slicePool[float64]
+	coefPool    slicePool[halfCoef]
+	floatPool   slicePool[float64]
+	complexPool slicePool[complex128]
 )
 
 // scanBlock is the number of coefficients the window's scan computes

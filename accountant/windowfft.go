@@ -3,6 +3,7 @@ package accountant
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // The window's main sum by an inverse FFT, for windows that keep most of
@@ -43,14 +44,17 @@ func useFFTMain(K, L int, c int64) bool {
 func fftMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta, maxSU float64) (main, fpErr float64) {
 	fft, putFFT := getFFT(L)
 	defer putFFT()
-	Y := make([]complex128, L/2+1)
+	Y := slices.Grow(complexPool.get(), L/2+1)[:L/2+1]
+	clear(Y)
+	pn := slices.Grow(floatPool.get(), L)[:L]
+	defer func() { complexPool.put(Y); floatPool.put(pn) }()
 	var err2N, l2N float64
 	for j, c := range coefN {
 		Y[c.k] = c.y
 		err2N += c.mult * errNk[j] * errNk[j]
 		l2N += c.mult * real(c.y*complex(real(c.y), -imag(c.y)))
 	}
-	pn := fft.Sequence(nil, Y)
+	pn = fft.Sequence(pn, Y)
 	Lf := float64(L)
 	logL := math.Log2(Lf) + 1
 	l2ErrN := math.Sqrt(err2N/Lf) + 5*ulp*logL*math.Sqrt(l2N/Lf)
