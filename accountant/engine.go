@@ -512,12 +512,11 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 	half := math.Ceil(windowSD*sdIdx) + 2
 	capped := false
 	doublings := 0
-	// The windows passed over (see below), with a lower bound on each
-	// one's hi.
+	// The windows passed over (see below), with their tail terms.
 	type passed struct {
-		A     int64
-		L     int
-		minHi float64
+		A int64
+		L int
+		t tails
 	}
 	var skipped []passed
 	skips := 0
@@ -556,9 +555,7 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 			// windows before the one that passes cost as much as it.)
 			tailAbove, alias := l.windowTails(nf, theta, nf*k0, int64(A), L)
 			if maxSU := windowMaxSU(L, int64(A), l.h, theta); tailAbove+alias*maxSU > tailRel*math.Max(2*maxSU, 1e-300) {
-				// Its hi is at least tailAbove scaled back: its main
-				// sum plus fpErr is at least the exact main sum, >= 0.
-				skipped = append(skipped, passed{int64(A), L, scaleBack(tailAbove, nf*k0, nf)})
+				skipped = append(skipped, passed{int64(A), L, tails{tailAbove, alias}})
 				doublings++
 				half *= 2
 				skips++
@@ -570,14 +567,16 @@ func latticeEvalSkip(p prepared, n int, hRel float64, wantLo, skip bool) (bracke
 		r.capped = capped
 		// A window passed over could have returned for its hi <=
 		// DeltaFloor below. Every window's hi is at least r.below
-		// (window) and its own minHi; where neither puts it above
-		// DeltaFloor, it is computed now, in order, as the loop without
-		// skipping would have (and its bracket returned if it returns).
+		// (window) and at least its own tailAbove scaled back (its main
+		// sum plus fpErr is at least the exact main sum, >= 0); where
+		// neither puts it above DeltaFloor, it is computed now, in
+		// order, as the loop without skipping would have (and its
+		// bracket returned if it returns).
 		for _, w := range skipped {
-			if math.Max(r.below, w.minHi)*(1-1e-9) > DeltaFloor {
+			if math.Max(r.below, scaleBack(w.t.above, nf*k0, nf))*(1-1e-9) > DeltaFloor {
 				continue
 			}
-			if rw := l.window(nf, theta, k0, w.A, w.L, false, wantLo); rw.tailOK || rw.hi <= DeltaFloor {
+			if rw := l.windowWith(nf, theta, k0, w.A, w.L, false, wantLo, w.t, true); rw.tailOK || rw.hi <= DeltaFloor {
 				return rw.bracket, skips
 			}
 		}

@@ -213,22 +213,16 @@ func (s *largest[P]) illinoisFeasible(a, b probed) (float64, error) {
 	return a.x, nil
 }
 
-// narrowMirrored returns a point of [a, b] (a proven, b not, at the probe
-// now in force) found by rootBracketLog on h(y) = g(a + b - y) over
+// narrowMirrored returns a point x of [a, b] (a proven, b not, at the
+// probe now in force) found by rootBracketLog on h(y) = g(a + b - y) over
 // [a, b]: the smallest y with h(y) <= 0 to relative width rootTol gives
 // x = a + b - y, clamped into [a, b] (a + b - y can round past an end).
 // When nothing in the bracket is proven (the probe no longer proves a) it
 // returns a itself, unproven: its caller, Calibrate, proves its answer
-// with stepDown (point 3).
-func (s *largest[P]) narrowMirrored(a, b float64) (float64, error) {
-	x, _, err := s.narrowMirroredFail(a, b)
-	return x, err
-}
-
-// narrowMirroredFail is narrowMirrored, also returning the nearest point
-// above x at which the probe failed in its final bracket (x + rootTol x or
-// so; b itself when nothing inside failed), or NaN when it proved b.
-func (s *largest[P]) narrowMirroredFail(a, b float64) (x, fail float64, err error) {
+// with stepDown (point 3). It also returns fail, the nearest point above
+// x at which the probe failed in its final bracket (x + rootTol x or so;
+// b itself when nothing inside failed), or NaN when it proved b.
+func (s *largest[P]) narrowMirrored(a, b float64) (x, fail float64, err error) {
 	var firstErr error
 	h := func(y float64) float64 {
 		g, err := s.eval(math.Min(math.Max(a+b-y, a), b))

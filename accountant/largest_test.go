@@ -100,7 +100,7 @@ func TestLargestNarrowMirrored(t *testing.T) {
 	for _, star := range []float64{1.0001, 1.3, 1.999, 3.7} {
 		r := &recorder{g: func(x float64) (float64, error) { return math.Log(x / star), nil }}
 		s := largest[string]{probe: r.probe}
-		x, err := s.narrowMirrored(1, 4)
+		x, _, err := s.narrowMirrored(1, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestLargestNarrowMirrored(t *testing.T) {
 	}
 	r := &recorder{g: func(x float64) (float64, error) { return 1, nil }}
 	s := largest[string]{probe: r.probe}
-	if x, err := s.narrowMirrored(1, 4); err != nil || x != 1 {
+	if x, _, err := s.narrowMirrored(1, 4); err != nil || x != 1 {
 		t.Errorf("nothing proven inside: got %v, %v; want the lower end 1", x, err)
 	}
 }
@@ -314,7 +314,7 @@ func TestLargestNarrowMirroredRounding(t *testing.T) {
 			return 1, nil
 		}}
 		s := largest[string]{probe: r.probe}
-		x, err := s.narrowMirrored(a, b)
+		x, _, err := s.narrowMirrored(a, b)
 		if err != nil {
 			t.Fatal(err)
 		}

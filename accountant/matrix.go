@@ -273,13 +273,18 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	type rep struct{ x, y int }
 	seen := map[string]bool{}
 	var reps []rep
-	add := func(x, y int) {
-		s := p.pairAtoms(x, y)
-		if key := s.key(); !seen[key] {
+	// keep adds the set s of the pair (x, y), with its key, unless an
+	// equal set is kept already.
+	keep := func(x, y int, s AtomSet, key string) {
+		if !seen[key] {
 			seen[key] = true
 			d.Upper = append(d.Upper, s)
 			reps = append(reps, rep{x, y})
 		}
+	}
+	add := func(x, y int) {
+		s := p.pairAtoms(x, y)
+		keep(x, y, s, s.key())
 	}
 	if overlap == nil {
 		// Every ordered pair: their sets and keys are computed by
@@ -297,11 +302,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 				}
 			})
 			for i, pr := range block {
-				if !seen[keys[i]] {
-					seen[keys[i]] = true
-					d.Upper = append(d.Upper, sets[i])
-					reps = append(reps, rep{pr[0], pr[1]})
-				}
+				keep(pr[0], pr[1], sets[i], keys[i])
 				sets[i] = nil
 			}
 			block = block[:0]

@@ -44,10 +44,12 @@ type ratioAtom struct {
 // merger merges atom sets; its buffers are reused from one call to the
 // next (not safe for concurrent use).
 type merger struct {
-	pos, tmp, merged []ratioAtom
-	keys             []float64
-	bucket           []int
-	cells            []ratioAtom
+	pos, tmp []ratioAtom
+	// merged holds the merged atoms of either way (merge's groups or
+	// mergeDistinct's cells).
+	merged []ratioAtom
+	keys   []float64
+	bucket []int
 }
 
 // add appends an atom to the set being built.
@@ -121,8 +123,8 @@ func (m *merger) merge(bad AtomSet) AtomSet {
 // order, and merge lists them in (p, q) order before its final sort, as
 // here.
 func (m *merger) mergeDistinct(bad AtomSet) (AtomSet, bool) {
-	cells := m.cells[:0]
-	defer func() { m.cells = cells[:0] }()
+	cells := m.merged[:0]
+	defer func() { m.merged = cells[:0] }()
 	for _, a := range m.pos {
 		if a.p != a.p || a.q != a.q {
 			return nil, false

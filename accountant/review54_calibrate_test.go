@@ -11,7 +11,7 @@ import (
 
 // Review of 1ca1c16 (the certificate in eps0 of calibrateOne).
 
-// TestReview54NarrowMirroredFail: the failed point narrowMirroredFail
+// TestReview54NarrowMirroredFail: the failed point narrowMirrored
 // returns is a point the probe failed at (the same float64), above the
 // returned x, with no probed point strictly between the two; within the
 // guard's 2 rootTol when the bracket converged; NaN when b is proven, a
@@ -55,7 +55,7 @@ func TestReview54NarrowMirroredFail(t *testing.T) {
 			return g, struct{}{}, nil
 		}
 		s := largest[struct{}]{probe: probe, outside: isOutsideDomain}
-		x, fail, err := s.narrowMirroredFail(a, b)
+		x, fail, err := s.narrowMirrored(a, b)
 		name := fmt.Sprintf("trial %d kind %d [%v, %v] star %v", trial, kind, a, b, star)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -93,12 +93,12 @@ func TestReview54NarrowMirroredFail(t *testing.T) {
 	}
 	// b proven: x = b, fail NaN (guard false).
 	s := largest[struct{}]{probe: func(x float64) (float64, struct{}, error) { return -1, struct{}{}, nil }}
-	if x, fail, err := s.narrowMirroredFail(1, 2); err != nil || x != 2 || !math.IsNaN(fail) {
+	if x, fail, err := s.narrowMirrored(1, 2); err != nil || x != 2 || !math.IsNaN(fail) {
 		t.Errorf("b proven: got %v, %v, %v; want 2, NaN", x, fail, err)
 	}
 	// Nothing proven: x = a = fail (guard fail > eps0 false).
 	s = largest[struct{}]{probe: func(x float64) (float64, struct{}, error) { return 1, struct{}{}, nil }}
-	if x, fail, err := s.narrowMirroredFail(1, 2); err != nil || x != 1 || fail != 1 {
+	if x, fail, err := s.narrowMirrored(1, 2); err != nil || x != 1 || fail != 1 {
 		t.Errorf("nothing proven: got %v, %v, %v; want 1, 1", x, fail, err)
 	}
 	// Another error is returned.
@@ -109,7 +109,7 @@ func TestReview54NarrowMirroredFail(t *testing.T) {
 		}
 		return -1, struct{}{}, nil
 	}, outside: isOutsideDomain}
-	if _, _, err := s.narrowMirroredFail(1, 2); !errors.Is(err, boom) {
+	if _, _, err := s.narrowMirrored(1, 2); !errors.Is(err, boom) {
 		t.Errorf("probe error: got %v, want boom", err)
 	}
 }

@@ -517,7 +517,7 @@ func calibrateOne(m Mechanism, t Target, certEps0 bool) (CalibrationResult, int,
 	for i := 0; i < maxRefine && lo < hi; i++ {
 		steps++
 		var fail float64
-		if eps0, fail, err = s.narrowMirroredFail(lo, hi); err != nil {
+		if eps0, fail, err = s.narrowMirrored(lo, hi); err != nil {
 			return CalibrationResult{}, 0, err
 		}
 		_, cert, capped, err := evalAt(eps0, true)

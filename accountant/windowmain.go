@@ -17,12 +17,11 @@ func windowMain(coefN []halfCoef, errNk []float64, L int, A int64, h, theta floa
 	if i1 < i0 {
 		return 0, 0, 0
 	}
-	rs := newRampSum(h, theta, i0, i1, L, t)
-	maxSU = rs.maxF()
+	maxSU = rampMaxF(h, theta, i0, i1)
 	if useFFTMain(len(coefN), L, i1-i0+1) {
 		main, fpErr = fftMain(coefN, errNk, L, i0, i1, h, theta, maxSU)
 	} else {
-		main, fpErr = rampMain(coefN, errNk, rs)
+		main, fpErr = rampMain(coefN, errNk, newRampSum(h, theta, i0, i1, L, t))
 	}
 	return main, fpErr, maxSU
 }
