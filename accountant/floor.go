@@ -456,7 +456,7 @@ func floorEpsilonOf(d *Decomposition, honest, floor int, delta float64) EpsilonR
 		f := newFloorSolver(s, floor, honest)
 		ups[i], oks[i] = f.epsUpper(delta, cap)
 		if honest == 1 && f.gamma > 0 && d.ExactPairs {
-			lows[i], _ = epsLower(f.set, floor+1, delta, cap)
+			lows[i], _, _ = epsLower(f.set, floor+1, delta, cap, nil)
 		}
 	}
 	r := EpsilonResult{LocalEps: cap, Tight: true}

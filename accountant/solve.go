@@ -149,11 +149,22 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 
 // epsLower returns the largest eps (to rootTol) with lo(eps) >= delta
 // (so that the exact lower-bound eps exceeds it), certified within
-// Tolerance.
-func epsLower(s AtomSet, n int, delta, cap float64) (float64, bool) {
+// Tolerance. With dominated non-nil, before each refinement it asks for the
+// largest bound L of the lower sets before this one that have finished,
+// and stops with pruned set when the set's upper end of delta at L is at
+// most delta: its bound is then below L (dominated.go).
+func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e float64, ok, pruned bool) {
 	sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true}
-	var e float64
+	tested := 0.0
 	for range maxRefine {
+		if dominated != nil {
+			if L := dominated(); L > tested {
+				tested = L
+				if sv.eval(L, false).hi <= delta {
+					return 0, true, true
+				}
+			}
+		}
 		f := func(x float64) float64 { return sv.eval(x, true).lo }
 		// Largest e with f(e) >= delta: solveDecreasing returns the smallest
 		// point b with f(b) <= delta and keeps a with f(a) > delta; use a.
@@ -161,14 +172,14 @@ func epsLower(s AtomSet, n int, delta, cap float64) (float64, bool) {
 		e = math.Max(e, a)
 		c := sv.eval(e*(1+certTol), false)
 		if c.hi <= delta {
-			return e, true
+			return e, true, false
 		}
 		if c.capped {
-			return e, false
+			return e, false, false
 		}
 		sv.hRel /= 2
 	}
-	return e, false
+	return e, false, false
 }
 
 // solveDecreasing returns the smallest b in [lo, hi] (to relative width
@@ -347,12 +358,19 @@ func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
 	lows := make([]float64, len(d.Lower))
 	okUp := make([]bool, len(d.Upper))
 	okLow := make([]bool, len(d.Lower))
+	pruned := make([]bool, len(d.Lower))
+	board := newLowerBoard(len(d.Lower))
 	parallelMap(len(d.Upper)+len(d.Lower), func(i int) {
 		if i < len(d.Upper) {
 			ups[i], okUp[i] = epsUpper(d.Upper[i], n, delta, cap)
 		} else {
 			j := i - len(d.Upper)
-			lows[j], okLow[j] = epsLower(d.Lower[j], n, delta, cap)
+			var dominated func() float64
+			if pruneLowerSets {
+				dominated = func() float64 { return board.before(j) }
+			}
+			lows[j], okLow[j], pruned[j] = epsLower(d.Lower[j], n, delta, cap, dominated)
+			board.finish(j, lows[j])
 		}
 	})
 	r := EpsilonResult{LocalEps: cap, Tight: true}
@@ -363,6 +381,9 @@ func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
 		}
 	}
 	for i, v := range lows {
+		if pruned[i] {
+			continue // a set before it has a larger bound (dominated.go)
+		}
 		if v >= r.Lower {
 			r.Lower = v
 			r.Tight = r.Tight && okLow[i]
