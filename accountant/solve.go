@@ -38,6 +38,9 @@ type setSolver struct {
 	// twoPoint sums a two-point set exactly where the sparse path cannot
 	// (twopoint.go); only the lower side's eps search sets it.
 	twoPoint bool
+	// compound takes the compound path where it applies (compound.go);
+	// only the lower side's eps search sets it.
+	compound bool
 }
 
 func (s *setSolver) eval(eps float64, wantLo bool) bracket {
@@ -56,6 +59,9 @@ func (s *setSolver) eval(eps float64, wantLo bool) bracket {
 			return bracket{}
 		}
 		return latticeEval(p, s.n, s.hRel, wantLo)
+	}
+	if s.compound {
+		return evaluateCompound(s.set, s.n, eps, s.hRel, wantLo)
 	}
 	return evaluate(s.set, s.n, eps, s.hRel, wantLo)
 }
@@ -154,7 +160,7 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 // and stops with pruned set when the set's upper end of delta at L is at
 // most delta: its bound is then below L (dominated.go).
 func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e float64, ok, pruned bool) {
-	sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true}
+	sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true, compound: true}
 	tested := 0.0
 	for range maxRefine {
 		if dominated != nil {
