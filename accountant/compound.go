@@ -25,6 +25,11 @@ import (
 //
 //   - t + k max_C z <= 0: F = 0 (every sum is at most that).
 //   - t + k min_C z >= 0: F = t + k E[Z | C] (the sum is never negative).
+//   - where a Chernoff bound (leafChernoff) puts F below
+//     compoundNegligible, F is in [0, that bound]; where it puts
+//     E[(-(C_k + t))_+] below 1e-9 |E[C_k + t]|, F = E[C_k + t] +
+//     E[(-(C_k + t))_+] is linear plus at most that bound. Either bound
+//     also caps the engine's upper end below.
 //   - otherwise F = k D_C'(k), the engine's bracket (sparse path or
 //     lattice) for k draws of the common atoms shifted by s = t / k each;
 //     (.)_+ is 1-Lipschitz, so the rounding of s and of the shifted values,
@@ -200,10 +205,17 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 		lf := logFactorials(m1)
 		for m := m0; m <= m1; m++ {
 			lpm := lpms[m]
-			if lpm < -746 {
-				continue // every leaf's mass is exactly 0
-			}
 			k := n - m
+			if lpm < -746 {
+				// Every leaf's computed mass is 0, its exact one is not:
+				// bound the m's whole share by P(M = m) times the largest
+				// sum, in logs (a reviewer's case, values of 1e170, had
+				// it matter; validated sets' values stay below e^60).
+				if top := float64(m)*maxRare + float64(k)*math.Max(law.maxZ, 0); top > 0 {
+					hiSum += math.Exp(lpm + 1e-9*math.Abs(lpm) + 1e-6 + math.Log(top*(1+8*ulp)))
+				}
+				continue
+			}
 			counts := make([]int, r)
 			var rec func(i, left int) bool
 			rec = func(i, left int) bool {
@@ -313,11 +325,16 @@ func compoundLeaf(law *compoundLaw, rz []float64, c []int, k int, hRel float64, 
 	// reach from 0 to the sum's mean thousands of deviations away, is
 	// capped and loose there). Below 0, F <= cb; above, F = E[X] +
 	// E[(-X)_+] with the second term at most cbNeg.
-	cb := leafChernoff(law.z, law.w, law.eta, t, k)
+	// The exact t is within errT of the computed one (a reviewer's case:
+	// opposite rare draws that cancel to 0 in floating point and to 2^-9
+	// exactly); F is non-decreasing in t and E[(-(C_k + t))_+]
+	// non-increasing, so each bound is taken at the end of that interval
+	// where it is largest.
+	cb := leafChernoff(law.z, law.w, law.eta, t+errT, k)
 	if cb <= compoundNegligible {
 		return bracket{hi: cb}, true
 	}
-	if cbNeg := leafChernoff(law.neg, law.w, law.eta, -t, k); cbNeg <= 1e-9*math.Abs(t+kf*law.mean) {
+	if cbNeg := leafChernoff(law.neg, law.w, law.eta, -t+errT, k); cbNeg <= 1e-9*math.Abs(t+kf*law.mean) {
 		v := t + kf*law.mean
 		e := errT + kf*law.meanErr + 4*ulp*(math.Abs(t)+kf*math.Abs(law.mean))
 		return bracket{lo: math.Max(v-e, 0), hi: v + e + cbNeg}, true
