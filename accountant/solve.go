@@ -123,6 +123,8 @@ func deltaBracketOf(sv *setSolver, eps float64) (bracket, bool) {
 func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 	sv := &setSolver{set: s, n: n, hRel: hRelStart}
 	lo, hi := 0.0, cap
+	var prev bracket
+	prevE := math.NaN()
 	for range maxRefine {
 		f := func(e float64) float64 { return sv.eval(e, false).hi }
 		e, ok := solveDecreasing(f, delta, lo, hi)
@@ -145,6 +147,17 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 		if c.capped {
 			return e, false
 		}
+		if e == prevE && c.hi >= prev.hi && c.lo <= prev.lo {
+			// The root did not move and the finer lattice brackets the
+			// same certification point no tighter at either end: its
+			// margins grow faster than its resolution helps (a set
+			// whose far atoms the window cannot reach, near eps0:
+			// laplace at eps0 16, n 1e3 refined 12 times for minutes,
+			// every bracket wider than the last, for the root eps0).
+			// Stop, uncertified, with the same root.
+			return e, false
+		}
+		prev, prevE = c, e
 		// A finer lattice only lowers hi: the root moves left, and stays
 		// above the certified-exact region.
 		hi = e
@@ -162,6 +175,7 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e float64, ok, pruned bool) {
 	sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true, compound: true}
 	tested := 0.0
+	prevE, prevHi := math.NaN(), 0.0
 	for range maxRefine {
 		if dominated != nil {
 			if L := dominated(); L > tested {
@@ -183,6 +197,13 @@ func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e
 		if c.capped {
 			return e, false, false
 		}
+		if e > 0 && e == prevE && c.hi >= prevHi {
+			// As in epsUpper: the bound did not move and the finer
+			// lattice's upper end at the certification point is no
+			// lower; stop, uncertified, with the same bound.
+			return e, false, false
+		}
+		prevE, prevHi = e, c.hi
 		sv.hRel /= 2
 	}
 	return e, false, false

@@ -28,10 +28,14 @@ func BenchmarkAccountCommands(b *testing.B) {
 		"calibrate --mech laplace --eps 2 --n 1e7 --delta 1e-8",
 		"calibrate --mech krr:k=100 --eps 4 --n 1e7 --delta 1e-10",
 		"delta --mech hadamard:k=64 --eps0 20 --n 1e7 --eps 2",
-		// The two regimes still slow (issue 28's notes): lower-bound
-		// triples with rare huge atoms, and a horizon calibration whose
-		// clone_composed baseline takes most of the time.
+		// Large eps0 at small n: lower-bound sets with rare, far-out
+		// atoms (dominated.go, compound.go) and a set whose lattice
+		// widened at every refinement (epsUpper's stop).
 		"eps --mech hadamard:k=64 --eps0 20 --n 1e6 --delta 1e-8",
+		"eps --mech hadamard:k=64 --eps0 20 --n 1e5 --delta 1e-8",
+		"eps --mech laplace --eps0 16 --n 1e3 --delta 1e-8",
+		// A horizon calibration whose clone_composed baseline takes most
+		// of the time.
 		"calibrate --mech krr:k=10 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
 	} {
 		args := append([]string{"account"}, strings.Fields(c)...)
