@@ -27,8 +27,10 @@ type EpsilonResult struct {
 	// guarantee at this n; Upper is then LocalEps.
 	Amplified bool
 	// Tight reports whether both bounds were certified within 0.5% (in eps)
-	// of their exact values. It is false only when the engine reached its
-	// memory cap first; the bounds are sound either way.
+	// of their exact values. It is false when the engine reached its
+	// memory cap first, when twelve halvings of the lattice step did not
+	// certify, or when a finer lattice stopped narrowing the bracket
+	// (docs/accounting.md §7); the bounds are sound either way.
 	Tight bool
 }
 

@@ -52,7 +52,12 @@ import (
 // each P(c | m), an exp of a sum of r + 2 logs and log-factorials, within
 // e^(+-E_c) with E_c = 8 (r + 4) u (log m! + sum log c_j! + sum c_j |log
 // w_j/pi| + 1) + m eta. The terms are non-negative and few; their sums'
-// rounding (K u for K terms) is paid by a final factor 1 +- 2 K u.
+// rounding (K u for K terms) is paid by a final factor 1 +- 2 K u. A
+// leaf's mass below e^-700 is subnormal or 0 in float64, of unbounded
+// relative error: the upper side adds its term in logs instead (and an m
+// whose P(M = m) is below e^-746 its whole share, P(M = m) times the
+// largest sum), the lower side drops it. A pi that rounds to 0 or 1
+// declines the path.
 //
 // Only the lower side's eps search takes this path (setSolver.compound),
 // where it replaces lattices that cannot certify anything (hadamard:k=64
@@ -180,6 +185,9 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 	law.meanErr = 1.01 * (eta + float64(a+2)*ulp) * absMean
 	law.plus *= 1 + 1.01*(eta+float64(a+2)*ulp)
 	pi := piSum / (piSum + cSum)
+	if !(pi > 0 && pi < 1) {
+		return bracket{}, false
+	}
 	nf := float64(n)
 	r := len(rz)
 	lw := make([]float64, r)
@@ -206,6 +214,9 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 		for m := m0; m <= m1; m++ {
 			lpm := lpms[m]
 			k := n - m
+			if math.IsInf(lpm, -1) || math.IsNaN(lpm) {
+				return false // pi rounded to 0 (masses far from summing to 1): decline
+			}
 			if lpm < -746 {
 				// Every leaf's computed mass is 0, its exact one is not:
 				// bound the m's whole share by P(M = m) times the largest
@@ -240,6 +251,17 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 					e := 8*float64(r+4)*ulp*(mag+math.Abs(lpm)) + float64(m)*eta +
 						float64(m+1)*float64(a+3)*ulp*(1+mean) // pi's rounding in P(M = m)
 					v := math.Exp(lpm + lp)
+					if lpm+lp < -700 {
+						// v is subnormal or 0, its relative error
+						// unbounded: the upper side takes the term in
+						// logs (a reviewer's cases, values of 1e100), the
+						// lower side may drop it.
+						if f.hi > 0 {
+							hiSum += math.Exp(lpm + lp + math.Log(f.hi) + 1.01*e + 2*sparseRel + 1e-9)
+						}
+						terms++
+						return true
+					}
 					hiSum += v * f.hi * (1 + sparseRel) * math.Exp(1.01*e) * (1 + 4*ulp)
 					if f.lo > 0 {
 						loSum += v * f.lo * (1 - sparseRel) * math.Exp(-1.01*e) * (1 - 4*ulp)
