@@ -291,21 +291,23 @@ func binomTailLog(n int, p float64, m int) float64 {
 // the set draws z_j couples the two sums with |S_n - S'_n| <= sum of
 // |z_j - z_d| over those draws, and (.)_+ is 1-Lipschitz, so D is within
 // W = sum_j w_j |z_j - z_d| of the merged set's D' (times 1 + 1e-12 for
-// the rounding of W's few operations). The bracket is widened by that on
-// both sides, and taken only when W is at most 1e-9 of its lower end:
-// otherwise the path declines, as it did before.
+// the rounding of W's sum of at most 1000 terms). The bracket is widened by
+// that on both sides, rounded outward, and taken only when W is at most
+// 1e-9 of its lower end: otherwise the path declines, as it did before.
 func sparseMerged(p prepared, d, n int) (bracket, bool) {
 	var q prepared
 	var W float64
+	merged := 0
 	for j := range p.z {
 		if j != d && float64(n)*p.w[j] <= 1e-6 {
 			W += p.w[j] * math.Abs(p.z[j]-p.z[d])
+			merged++
 			continue
 		}
 		q.z = append(q.z, p.z[j])
 		q.w = append(q.w, p.w[j])
 	}
-	if len(q.z) == len(p.z) {
+	if merged == 0 || merged > 1000 {
 		return bracket{}, false
 	}
 	W *= 1 + 1e-12
@@ -313,5 +315,10 @@ func sparseMerged(p prepared, d, n int) (bracket, bool) {
 	if !ok || !(W <= 1e-9*b.lo) {
 		return bracket{}, false
 	}
-	return bracket{lo: math.Max(b.lo-W, 0), hi: b.hi + W}, true
+	// Outward: b can be exact (a single atom left), and W below half an
+	// ulp of it would round away (a reviewer's case).
+	return bracket{
+		lo: math.Max(math.Nextafter(b.lo-W, math.Inf(-1)), 0),
+		hi: math.Nextafter(b.hi+W, math.Inf(1)),
+	}, true
 }
