@@ -125,7 +125,9 @@ func compoundSplit(p prepared, n int) []int {
 type compoundLaw struct {
 	z, w       []float64 // common atoms, masses renormalised
 	neg        []float64 // -z
+	logw       []float64 // log w
 	maxZ, minZ float64
+	maxAbs     float64 // max |z|
 	mean       float64 // E[Z | C] as computed
 	meanErr    float64 // its rounding bound
 	plus       float64 // E[Z_+ | C], rounded up
@@ -172,6 +174,7 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 		law.z = append(law.z, p.z[j])
 		law.neg = append(law.neg, -p.z[j])
 		law.w = append(law.w, w)
+		law.logw = append(law.logw, math.Log(w))
 		law.maxZ = math.Max(law.maxZ, p.z[j])
 		law.minZ = math.Min(law.minZ, p.z[j])
 		law.mean += w * p.z[j]
@@ -181,6 +184,7 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 		}
 	}
 	law.eta = eta
+	law.maxAbs = math.Max(math.Abs(law.maxZ), math.Abs(law.minZ))
 	// Each w within eta, each product and the sum within (a + 2) u.
 	law.meanErr = 1.01 * (eta + float64(a+2)*ulp) * absMean
 	law.plus *= 1 + 1.01*(eta+float64(a+2)*ulp)
@@ -322,14 +326,19 @@ func compoundLeaf(law *compoundLaw, rz []float64, c []int, k int, hRel float64, 
 		return bracket{lo: math.Max(v-errT, 0), hi: v + errT}, true
 	}
 	// The extreme sums t + k max and t + k min, with their rounding.
-	errX := errT + 4*ulp*(math.Abs(t)+kf*math.Max(math.Abs(law.maxZ), math.Abs(law.minZ)))
+	errX := errT + 4*ulp*(math.Abs(t)+kf*law.maxAbs)
 	if t+kf*law.maxZ+errX <= 0 {
 		return bracket{}, true
 	}
-	if t+kf*law.minZ-errX >= 0 {
+	// linear is F where C_k + t is never (or almost never, by at most
+	// extra) negative: t + k E[Z | C] with its rounding.
+	linear := func(extra float64) bracket {
 		v := t + kf*law.mean
 		e := errT + kf*law.meanErr + 4*ulp*(math.Abs(t)+kf*math.Abs(law.mean))
-		return bracket{lo: math.Max(v-e, 0), hi: v + e}, true
+		return bracket{lo: math.Max(v-e, 0), hi: v + e + extra}
+	}
+	if t+kf*law.minZ-errX >= 0 {
+		return linear(0), true
 	}
 	grow := math.Exp(1.01 * kf * 2 * float64(len(law.z)+1) * law.eta)
 	if k == 1 {
@@ -352,14 +361,12 @@ func compoundLeaf(law *compoundLaw, rz []float64, c []int, k int, hRel float64, 
 	// exactly); F is non-decreasing in t and E[(-(C_k + t))_+]
 	// non-increasing, so each bound is taken at the end of that interval
 	// where it is largest.
-	cb := leafChernoff(law.z, law.w, law.eta, t+errT, k)
+	cb := leafChernoff(law.z, law.logw, law.maxAbs, law.eta, t+errT, k)
 	if cb <= compoundNegligible {
 		return bracket{hi: cb}, true
 	}
-	if cbNeg := leafChernoff(law.neg, law.w, law.eta, -t+errT, k); cbNeg <= 1e-9*math.Abs(t+kf*law.mean) {
-		v := t + kf*law.mean
-		e := errT + kf*law.meanErr + 4*ulp*(math.Abs(t)+kf*math.Abs(law.mean))
-		return bracket{lo: math.Max(v-e, 0), hi: v + e + cbNeg}, true
+	if cbNeg := leafChernoff(law.neg, law.logw, law.maxAbs, law.eta, -t+errT, k); cbNeg <= 1e-9*math.Abs(t+kf*law.mean) {
+		return linear(cbNeg), true
 	}
 	*inner++
 	if *inner > compoundMaxInner {
@@ -392,22 +399,17 @@ func compoundLeaf(law *compoundLaw, rz []float64, c []int, k int, hRel float64, 
 }
 
 // leafChernoff returns an upper bound on E[(C_k + t)_+] for C_k the sum of
-// k draws of the atoms (z, w), masses within eta of exact (+Inf when the
-// mean of C_k + t is not negative): x_+ <= e^(theta x - 1)/theta for every
+// k draws of the atoms (values z, log masses logw, maxAbs = max |z|),
+// masses within eta of exact (+Inf when the mean of C_k + t is not
+// negative): x_+ <= e^(theta x - 1)/theta for every
 // x and theta > 0, so the value is at most exp(theta t + k log M(theta) -
 // 1 - log theta), M the moment generating function (log M within 2 eta of
 // the exact masses' one), taken at theta centring C_k + t (the bound's
 // minimiser up to the log theta term) and twice and half that. Its
 // exponent's rounding is covered by 16 (a + 4) u times the magnitudes
 // summed in it. With z negated and -t it bounds E[(-(C_k + t))_+].
-func leafChernoff(z, w []float64, eta, t float64, k int) float64 {
+func leafChernoff(z, logw []float64, maxAbs, eta, t float64, k int) float64 {
 	kf := float64(k)
-	logw := make([]float64, len(w))
-	maxAbs := 0.0
-	for j, v := range w {
-		logw[j] = math.Log(v)
-		maxAbs = math.Max(maxAbs, math.Abs(z[j]))
-	}
 	mean := func(th float64) float64 { _, k1, _ := cumulants(logw, z, th); return t/kf + k1 }
 	if !(mean(0) < 0) {
 		return math.Inf(1)
@@ -434,20 +436,5 @@ func leafChernoff(z, w []float64, eta, t float64, k int) float64 {
 // evaluate (its key is one byte longer).
 func evaluateCompound(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 	key := append(memoKey(s, n, eps, hRel, wantLo), 'c')
-	return memo.do(key, func() bracket {
-		p := prepare(s, eps)
-		if p.maxZ <= 0 {
-			return bracket{}
-		}
-		if n == 1 {
-			return bracket{lo: p.exactOne, hi: p.exactOne}
-		}
-		if b, ok := sparseExact(p, n); ok {
-			return b
-		}
-		if b, ok := compoundEval(p, n, hRel, wantLo); ok {
-			return b
-		}
-		return latticeEval(p, n, hRel, wantLo)
-	})
+	return memo.do(key, func() bracket { return computePaths(s, n, eps, hRel, wantLo, true) })
 }

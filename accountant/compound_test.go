@@ -231,12 +231,18 @@ func TestLeafChernoffAboveEnumeration(t *testing.T) {
 			continue // C_k + t on one side of 0: compoundLeaf's exact cases
 		}
 		eta := float64(a+4) * ulp
-		if cb := leafChernoff(z, w, eta, tt, k); cb < up*(1-1e-12) {
+		logw := make([]float64, a)
+		maxAbs := 0.0
+		for j := range w {
+			logw[j] = math.Log(w[j])
+			maxAbs = math.Max(maxAbs, math.Abs(z[j]))
+		}
+		if cb := leafChernoff(z, logw, maxAbs, eta, tt, k); cb < up*(1-1e-12) {
 			t.Errorf("case %d: Chernoff %v below E[(C+t)_+] = %v", i, cb, up)
 		} else if !math.IsInf(cb, 1) {
 			checked++
 		}
-		if cb := leafChernoff(neg, w, eta, -tt, k); cb < down*(1-1e-12) {
+		if cb := leafChernoff(neg, logw, maxAbs, eta, -tt, k); cb < down*(1-1e-12) {
 			t.Errorf("case %d: Chernoff %v below E[(-(C+t))_+] = %v", i, cb, down)
 		} else if !math.IsInf(cb, 1) {
 			checked++

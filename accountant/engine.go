@@ -449,6 +449,12 @@ func evaluate(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 
 // compute is evaluate without the memo (memo.go).
 func compute(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
+	return computePaths(s, n, eps, hRel, wantLo, false)
+}
+
+// computePaths is compute, trying the compound path (compound.go) between
+// the sparse path and the lattice when compound is set.
+func computePaths(s AtomSet, n int, eps, hRel float64, wantLo, compound bool) bracket {
 	p := prepare(s, eps)
 	if p.maxZ <= 0 {
 		return bracket{lo: 0, hi: 0}
@@ -458,6 +464,11 @@ func compute(s AtomSet, n int, eps, hRel float64, wantLo bool) bracket {
 	}
 	if b, ok := sparseExact(p, n); ok {
 		return b
+	}
+	if compound {
+		if b, ok := compoundEval(p, n, hRel, wantLo); ok {
+			return b
+		}
 	}
 	return latticeEval(p, n, hRel, wantLo)
 }
