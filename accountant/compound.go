@@ -73,6 +73,12 @@ const (
 	// compoundMaxInner bounds the inner evaluations of one bracket; beyond
 	// it the path declines.
 	compoundMaxInner = 256
+	// compoundMaxLeaves bounds the leaves (count vectors) of one bracket,
+	// most of which need no inner evaluation; beyond it the path
+	// declines. r rare atoms have C(m + r - 1, r - 1) count vectors at m
+	// draws: a laplace upper set at eps 19 (about 90 rare atoms, m up to
+	// 5) has 10^8, which ran for minutes before this bound.
+	compoundMaxLeaves = 1 << 16
 	// compoundNegligible: a leaf whose Chernoff bound is below it takes
 	// [0, bound] without an inner evaluation; every target delta is at
 	// least MinDelta, far above.
@@ -210,6 +216,7 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 	var hiSum, loSum float64
 	terms := 0
 	inner := 0
+	leaves := 0
 	capped := false
 	// Adds every leaf of m in [m0, m1]; false when the inner budget runs out.
 	sumRange := func(m0, m1 int) bool {
@@ -235,6 +242,9 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 			var rec func(i, left int) bool
 			rec = func(i, left int) bool {
 				if i == r-1 {
+					if leaves++; leaves > compoundMaxLeaves {
+						return false
+					}
 					counts[i] = left
 					f, ok := compoundLeaf(&law, rz, counts, k, hRel, wantLo, &inner, &capped)
 					if !ok {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/blanket-dp/blanket/plugins/laplace"
 )
 
 // enumerateDelta returns (1/n) E[(S_n)_+] for the atoms (z, w) by summing
@@ -250,5 +252,23 @@ func TestLeafChernoffAboveEnumeration(t *testing.T) {
 	}
 	if checked < 60 {
 		t.Errorf("only %d finite bounds checked", checked)
+	}
+}
+
+// A laplace upper set at eps0 = 20 and eps 19 has about ninety rare atoms
+// (everything but the residual at 0) at n = 1e3: 10^8 count vectors at
+// five rare draws. The path declines rather than enumerate them (it ran
+// for minutes before compoundMaxLeaves).
+func TestCompoundDeclinesManyLeaves(t *testing.T) {
+	d, err := Decompose(laplace.Declaration(20, laplace.Bins))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(d.Upper[0], 19)
+	if r := compoundSplit(p, 1000); len(r) < 50 {
+		t.Fatalf("split of %d rare atoms; the case needs many", len(r))
+	}
+	if b, ok := compoundEval(p, 1000, hRelStart, true); ok {
+		t.Fatalf("compound path took %d rare atoms: %+v", len(compoundSplit(p, 1000)), b)
 	}
 }
