@@ -34,8 +34,8 @@ import (
 //     exact lattice MGF and added (the integrand is at most 1). On the lower
 //     side the wrapped mass is bounded by Chernoff bounds of the tilted law
 //     and subtracted at its worst weight.
-//  4. Floating point. The tilted weights carry relative error
-//     (|log arg| + 2) u; the forward FFT has normwise error 5 u log2(L)
+//  4. Floating point. Each tilted weight is within tiltedWeight's bound
+//     (window.go) of its exact value; the forward FFT has normwise error 5 u log2(L)
 //     ||w||_2 sqrt(L), a bound for every coefficient; raising a coefficient
 //     known to within eta to the power T errs by at most
 //     (|phi| + eta)^T - |phi|^T plus the rounding of exp/rect; products of
@@ -195,21 +195,23 @@ func finiteDelta(laws []partLaw, step float64, lo, hi int64, eps, totalT float64
 			buf[i] = 0
 		}
 		k0i, _, _ := cumulants(law.logw, law.v, theta)
-		var maxArg, w2 float64
+		var werr, w2 float64
 		for i := range law.logw {
-			arg := law.logw[i] + theta*law.v[i] - k0i
-			w := math.Exp(arg)
+			w, e := tiltedWeight(law.logw[i], theta*law.v[i], k0i)
 			pos := int(((law.j[i] % int64(L)) + int64(L)) % int64(L))
 			buf[pos] += w
-			maxArg = math.Max(maxArg, math.Abs(law.logw[i])+math.Abs(theta*law.v[i])+math.Abs(k0i))
+			werr += e
 		}
 		for _, w := range buf {
 			w2 += w * w
 		}
-		// Coefficient error: rounding of the weights (each within
-		// (maxArg + 2) u relative, their sum of absolute errors bounds every
-		// coefficient's) plus the FFT's normwise error.
-		eta := (maxArg+4)*ulp + 5*ulp*log2L*math.Sqrt(Lf)*math.Sqrt(w2)
+		// Coefficient error: the weights' own errors (tiltedWeight: v is
+		// j step rounded once, theta v once more), their sum of absolute
+		// errors bounding every coefficient's, with the rounding of that
+		// sum and of buf's sums (weights summing to 1: at most len u),
+		// plus the FFT's normwise error.
+		nl := float64(len(law.logw))
+		eta := werr*(1+(nl+4)*ulp) + (nl+2)*ulp + 5*ulp*log2L*math.Sqrt(Lf)*math.Sqrt(w2)
 		phi := fft.Coefficients(nil, buf)
 		T := law.T
 		for k := range half2 {

@@ -281,21 +281,17 @@ func r51Window(l *lattice, nf, theta, k0 float64, A int64, L int, full, wantLo, 
 		pos int
 	}
 	pts := make([]pt, len(l.idx))
-	var maxArg float64
+	var werr float64
 	for i, ix := range l.idx {
 		pos := int(((ix % int64(L)) + int64(L)) % int64(L))
-		arg := l.logw[i] + theta*h*float64(ix) - k0
-		maxArg = math.Max(maxArg, math.Abs(l.logw[i])+math.Abs(theta*h*float64(ix))+math.Abs(k0))
-		pts[i] = pt{math.Exp(arg), pos}
+		w, e := tiltedWeight(l.logw[i], theta*h*float64(ix), k0)
+		pts[i] = pt{w, pos}
+		werr += e
 	}
-	// phi(k) directly. Its error per coefficient, with weights summing to 1:
-	// each weight has relative error <= (maxArg + 2) ulp from the rounding
-	// of its exponent; each table entry <= 12 ulp absolute (the angle
-	// 2 pi m / L carries <= 3 ulp relative error, at most pi, plus sincos);
-	// each complex product and sum adds <= 2 ulp per term. The same k0
-	// normalises the weights and untilts the result, so its own error
-	// cancels.
-	phiErr := (2*(maxArg+2) + 12 + 2*float64(len(pts)) + 4) * ulp
+	// phi(k)'s error bound as window has it (the weights' part from
+	// tiltedWeight since the per-atom bound; the scan is what this copy
+	// keeps as it was).
+	phiErr := werr*(1+float64(len(pts)+4)*ulp) + float64(12+2*len(pts)+4)*ulp
 	// The n-fold law's kept coefficients (coefN, with their error bounds
 	// errN) enter the main sum in the frequency domain (rampsum.go). The
 	// (n-1)-fold law is needed only at the few points -a_j of the

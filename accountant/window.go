@@ -206,21 +206,21 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 		pos int
 	}
 	pts := make([]pt, len(l.idx))
-	var maxArg float64
+	var werr float64
 	for i, ix := range l.idx {
 		pos := int(((ix % int64(L)) + int64(L)) % int64(L))
-		arg := l.logw[i] + theta*h*float64(ix) - k0
-		maxArg = math.Max(maxArg, math.Abs(l.logw[i])+math.Abs(theta*h*float64(ix))+math.Abs(k0))
-		pts[i] = pt{math.Exp(arg), pos}
+		w, e := tiltedWeight(l.logw[i], theta*h*float64(ix), k0)
+		pts[i] = pt{w, pos}
+		werr += e
 	}
 	// phi(k) directly. Its error per coefficient, with weights summing to 1:
-	// each weight has relative error <= (maxArg + 2) ulp from the rounding
-	// of its exponent; each table entry <= 12 ulp absolute (the angle
-	// 2 pi m / L carries <= 3 ulp relative error, at most pi, plus sincos);
-	// each complex product and sum adds <= 2 ulp per term. The same k0
-	// normalises the weights and untilts the result, so its own error
-	// cancels.
-	phiErr := (2*(maxArg+2) + 12 + 2*float64(len(pts)) + 4) * ulp
+	// the weights' own errors, at most werr in all (tiltedWeight bounds
+	// each, its sum's rounding is the factor); each table entry <= 12 ulp
+	// absolute (the angle 2 pi m / L carries <= 3 ulp relative error, at
+	// most pi, plus sincos); each complex product and sum adds <= 2 ulp
+	// per term. The same k0 normalises the weights and untilts the
+	// result, so its own error cancels.
+	phiErr := werr*(1+float64(len(pts)+4)*ulp) + float64(12+2*len(pts)+4)*ulp
 	// The n-fold law's kept coefficients (coefN, with their error bounds
 	// errN) enter the main sum in the frequency domain (rampsum.go). The
 	// (n-1)-fold law is needed only at the few points -a_j of the
@@ -439,4 +439,41 @@ func (l *lattice) windowTails(nf, theta, logScale float64, A int64, L int) (tail
 	alias = math.Exp(l.chernoffUpper(nf, theta, a)) +
 		math.Exp(l.chernoffLower(nf, theta, h*float64(A-1)))
 	return tailAbove, alias
+}
+
+// tiltedWeight returns w = exp(logw + prod - k0) as computed and a bound
+// on |w - omega|, omega = exp(logw + P - k0) with P the exact product of
+// which prod is the computed value, two roundings away (theta h ix in
+// window, theta (j step) in convolve: |prod - P| <= (2u + u^2) |P|).
+//
+// Why. With s = fl(logw + prod) and arg = fl(s - k0), each rounding
+// within u = 2^-53 relative of its result:
+//
+//	|arg - (logw + P - k0)| <= |prod - P| + u |logw + prod| + u |s - k0|
+//	                        <= u (2 |prod| + |s| + |arg|) (1 + 4u),
+//
+// and exp is within one ulp, 2u relative: |log(w/omega)| <= x with x that
+// plus 2.0001u (rounded up by 1 + 8u for x's own arithmetic). Then |w -
+// omega| = w |1 - e^(log(omega/w))| <= w expm1(x), times 1 + 4u for the
+// product. Below 2^-1000 w may be subnormal (exp's error is then up to
+// 2^-1074 absolute) or 0: |w - omega| <= max(w, omega) <= (w + 2^-1000)
+// e^x.
+//
+// Summed over the atoms this bound weighs each atom's exponent by its
+// weight. window's bound was (2 max a + 4) u sum w, a the magnitude of
+// the exponent's terms: a far atom (laplace at eps0 = 20: a value of
+// -1.4e14, theta h ix about -1.6e10) has a huge a and a weight of 0, and
+// the max made every coefficient's error 3.6e-6 where this sum gives
+// 3e-14. That bound also fell short by up to 2x for an atom whose terms
+// are large (4a + 2 above against its 2a + 4); a test against 256-bit
+// arithmetic (weighterr_test.go) found such a case.
+func tiltedWeight(logw, prod, k0 float64) (w, err float64) {
+	s := logw + prod
+	arg := s - k0
+	w = math.Exp(arg)
+	x := ulp * ((2*math.Abs(prod)+math.Abs(s)+math.Abs(arg))*(1+4*ulp) + 2.0001) * (1 + 8*ulp)
+	if w < 0x1p-1000 {
+		return w, (w + 0x1p-1000) * math.Exp(x)
+	}
+	return w, w * math.Expm1(x) * (1 + 4*ulp)
 }
