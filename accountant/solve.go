@@ -189,6 +189,9 @@ func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e
 		// Largest e with f(e) >= delta: solveDecreasing returns the smallest
 		// point b with f(b) <= delta and keeps a with f(a) > delta; use a.
 		a := solveDecreasingLow(f, delta, 0, cap)
+		if a == 0 && e == 0 && sv.eval(0, false).hi > delta {
+			a = scanLower(f, delta, cap)
+		}
 		e = math.Max(e, a)
 		c := sv.eval(e*(1+certTol), false)
 		if c.hi <= delta {
@@ -207,6 +210,33 @@ func epsLower(s AtomSet, n int, delta, cap float64, dominated func() float64) (e
 		sv.hRel /= 2
 	}
 	return e, false, false
+}
+
+// lowerScanPoints is the number of points scanLower tries.
+const lowerScanPoints = 8
+
+// scanLower returns a point x in (0, cap] with f(x) > target, the largest
+// it finds, or 0. It serves the lower side's search when f(0) <= target is
+// not certified: f is the lower end of a lattice's bracket, a valid lower
+// bound of D at each point on its own but not monotone in eps where the
+// lattice cannot span the set (laplace at eps0 = 20, n = 1e3: lo = 0 at
+// eps 0 to 5, where the atoms span 17 decades, and lo = 0.75 at eps 10).
+// Every x with f(x) > target is a lower bound on the exact eps, whatever f
+// does elsewhere, so any such point is sound; the scan walks down from cap
+// in steps of cap/lowerScanPoints, and the root search then narrows the
+// step above the first point found.
+func scanLower(f func(float64) float64, target, cap float64) float64 {
+	step := cap / lowerScanPoints
+	for k := lowerScanPoints; k >= 1; k-- {
+		x := step * float64(k)
+		if f(x) > target {
+			if k == lowerScanPoints {
+				return x
+			}
+			return solveDecreasingLow(f, target, x, math.Min(x+step, cap))
+		}
+	}
+	return 0
 }
 
 // solveDecreasing returns the smallest b in [lo, hi] (to relative width
@@ -407,14 +437,17 @@ func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
 			r.Tight = r.Tight && okUp[i]
 		}
 	}
+	taken := -1
 	for i, v := range lows {
 		if pruned[i] {
 			continue // a set before it has a larger bound (dominated.go)
 		}
 		if v >= r.Lower {
-			r.Lower = v
-			r.Tight = r.Tight && okLow[i]
+			r.Lower, taken = v, i
 		}
+	}
+	if taken >= 0 {
+		r.Tight = r.Tight && okLow[taken] && othersBelow(d.Lower, taken, n, delta, r.Lower)
 	}
 	r.Upper = math.Min(r.Upper, cap)
 	r.Amplified = r.Upper < cap*(1-rootTol)
@@ -423,6 +456,40 @@ func epsilonOf(d *Decomposition, n int, delta float64) EpsilonResult {
 	}
 	r.Lower = math.Min(r.Lower, r.Upper)
 	return r
+}
+
+// othersBelow reports whether every lower set but the taken one has an
+// exact bound of at most lower (1 + certTol), so that the lower figure is
+// within Tolerance of the exact value of docs/accounting.md §4, the
+// largest over the sets. The taken set's own certificate is its solver's;
+// the others are checked here, each by the upper end of its delta at
+// lower (1 + certTol): D is non-increasing in eps, so hi <= delta there
+// puts the set's exact bound below that point. The check is the same
+// whichever sets were pruned and whichever certified themselves (both
+// depend on the order in which the sets finished), so Tight does not
+// depend on scheduling. It refines as the solvers do, and gives up
+// (false) where a lattice is capped or stops narrowing.
+func othersBelow(sets []AtomSet, taken, n int, delta, lower float64) bool {
+	at := lower * (1 + certTol)
+	for j, s := range sets {
+		if j == taken {
+			continue
+		}
+		sv := &setSolver{set: s, n: n, hRel: hRelStart, twoPoint: true, compound: true}
+		prev := math.Inf(1)
+		for k := 0; ; k++ {
+			b := sv.eval(at, false)
+			if b.hi <= delta {
+				break
+			}
+			if b.capped || k == maxRefine-1 || b.hi >= prev {
+				return false
+			}
+			prev = b.hi
+			sv.hRel /= 2
+		}
+	}
+	return true
 }
 
 // Calibrate returns the largest total local budget eps0 whose certified
