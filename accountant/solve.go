@@ -118,6 +118,10 @@ func deltaBracketOf(sv *setSolver, eps float64) (bracket, bool) {
 	return best, false
 }
 
+// steerUpper lets epsUpper's search steer by the compound path's lower
+// end (tests compare with it off).
+var steerUpper = true
+
 // epsUpper returns the smallest eps (to rootTol) with hi(eps) <= delta, in
 // [0, cap], refined until certified within Tolerance.
 func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
@@ -126,7 +130,16 @@ func epsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
 	var prev bracket
 	prevE := math.NaN()
 	for range maxRefine {
-		f := func(e float64) float64 { return sv.eval(e, false).hi }
+		f := func(e float64) float64 {
+			if steerUpper {
+				// Only steering: where D provably exceeds delta, so
+				// does the lattice's upper end (compound.go).
+				if l := compoundLower(s, n, e, sv.hRel); l > delta {
+					return l
+				}
+			}
+			return sv.eval(e, false).hi
+		}
 		e, ok := solveDecreasing(f, delta, lo, hi)
 		if !ok && hi < cap {
 			// The finer lattice did not confirm the previous root (its
