@@ -34,6 +34,11 @@ func BenchmarkAccountCommands(b *testing.B) {
 		"eps --mech hadamard:k=64 --eps0 20 --n 1e6 --delta 1e-8",
 		"eps --mech hadamard:k=64 --eps0 20 --n 1e5 --delta 1e-8",
 		"eps --mech laplace --eps0 16 --n 1e3 --delta 1e-8",
+		// A lower search whose lattice's lower end is 0 at small eps
+		// (scanLower) and far atoms (tiltedWeight); an upper search
+		// steered by the compound path.
+		"eps --mech laplace --eps0 20 --n 1e5 --delta 1e-8",
+		"eps --mech krr:k=1000 --eps0 20 --n 1e8 --delta 1e-8",
 		// A horizon calibration whose clone_composed baseline takes most
 		// of the time.
 		"calibrate --mech krr:k=10 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
