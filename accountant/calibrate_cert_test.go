@@ -1,12 +1,18 @@
 package accountant
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // certEps0Compare calibrates each case with and without the certificate in
-// eps0 (calibrateOne) and wants the same result, bit for bit, in fewer
-// lattice steps: these are cases where delta is flat in eps near the
+// eps0 (calibrateOne) and wants the same result, to 1e-12 relative, in
+// fewer lattice steps: these are cases where delta is flat in eps near the
 // target, so the certificate in eps never passes and the refinement used
-// to run to maxRefine (or the cap) for the same answer.
+// to run to maxRefine (or the cap) for the same answer. (The design
+// allows twice the search's tolerance between the two; they agreed bit
+// for bit until the sparse path's walk allowance grew by 4e-12 relative,
+// after which krr:k=10 differs by 2 ulp.)
 func certEps0Compare(t *testing.T, m Mechanism, targets []Target) {
 	for _, tg := range targets {
 		got, steps, err := calibrateOne(m, tg, true)
@@ -17,7 +23,9 @@ func certEps0Compare(t *testing.T, m Mechanism, targets []Target) {
 		if err != nil {
 			t.Fatalf("%s %+v without the certificate in eps0: %v", m, tg, err)
 		}
-		if got != want {
+		close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
+		if !close(got.Eps0, want.Eps0) || !close(got.Achieved.Upper, want.Achieved.Upper) ||
+			!close(got.Achieved.Lower, want.Achieved.Lower) || got.Achieved.Tight != want.Achieved.Tight {
 			t.Errorf("%s %+v: %+v, without the certificate in eps0 %+v", m, tg, got, want)
 		}
 		if steps >= stepsOld {

@@ -105,7 +105,7 @@ func r51SparseExactOld(p prepared, n int) (bracket, bool) {
 				return false
 			}
 			sum.eps = float64(8*(a+2)) * ulp * ulp * (math.Abs(base.hi) + mf*maxZ)
-			sum.rel = 1.01*(em+8*ulp) + walkRel
+			sum.rel = 1.01*(em+8*ulp) + 1.4*walkRel // as sparse.go since the walk's exp premise (4u)
 			lm := lpm + lf[m]
 			// Enumerate counts of the other atoms summing to m.
 			var rec func(j, left int, lp float64, s dd)

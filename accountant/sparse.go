@@ -135,7 +135,7 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 			}
 			base := dd{}.addProd(float64(n-m), z0)
 			sum.eps = float64(8*(a+2)) * ulp * ulp * (math.Abs(base.hi) + mf*maxZ)
-			sum.rel = 1.01*(em+8*ulp) + walkRel
+			sum.rel = 1.01*(em+8*ulp) + 1.4*walkRel
 			lm := lpm + lf[m]
 			// Enumerate counts of the other atoms summing to m.
 			var rec func(j, left int, lp float64, s dd)
