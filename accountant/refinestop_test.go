@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/blanket-dp/blanket/plugins/laplace"
@@ -33,4 +34,58 @@ func TestEpsUpperStopsWhereRefiningWidens(t *testing.T) {
 	if r.Upper != 16 || r.Amplified || r.Tight {
 		t.Errorf("epsilonOf = %+v, want Upper 16, not amplified, not tight", r)
 	}
+}
+
+// The early stop's 10% rule and the root at the cap (epsUpper skips the
+// search when the previous root is within rootTol of cap and the finer
+// lattice is still above delta just below it) against the loop as it was
+// before e7160b1 (review56_test.go), both without the compound path's
+// steering (which moves roots within rootTol, either way: steer_test.go):
+// on k-RR and hadamard sets whose roots reach the cap and sets whose roots
+// do not, the upper figure is never below the old loop's and never
+// certified where the old loop was not.
+func TestEpsUpperCapRootAgainstOldLoop(t *testing.T) {
+	steerUpper = false
+	defer func() { steerUpper = true }()
+	type cse struct {
+		name string
+		d    *Decomposition
+		ns   []int
+	}
+	var cs []cse
+	for _, c := range []struct {
+		k    int
+		eps0 float64
+	}{{2, 8}, {2, 12}, {10, 12}, {100, 8}} {
+		d, err := KRR(c.k).Decompose(c.eps0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, cse{fmt.Sprintf("krr:k=%d eps0 %g", c.k, c.eps0), d, []int{100, 1000, 100000}})
+	}
+	cs = append(cs, cse{"hadamard:k=64 eps0 12", hadamardAtoms(t, 64, 12), []int{1000, 100000}})
+	atCap := 0
+	for _, c := range cs {
+		for _, n := range c.ns {
+			for _, delta := range []float64{1e-6, 1e-10} {
+				for i, s := range c.d.Upper {
+					e, ok := epsUpper(s, n, delta, c.d.LocalEps)
+					eo, oko := r56OldEpsUpper(s, n, delta, c.d.LocalEps)
+					if e < eo {
+						t.Errorf("%s n %d delta %g set %d: upper %v below the old loop's %v", c.name, n, delta, i, e, eo)
+					}
+					if ok && !oko {
+						t.Errorf("%s n %d delta %g set %d: certified where the old loop was not", c.name, n, delta, i)
+					}
+					if e >= c.d.LocalEps*(1-rootTol) {
+						atCap++
+					}
+				}
+			}
+		}
+	}
+	if atCap == 0 {
+		t.Fatal("no root reached the cap: the grid no longer tests the shortcut")
+	}
+	t.Logf("%d roots at the cap", atCap)
 }
