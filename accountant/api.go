@@ -1,7 +1,7 @@
 package accountant
 
-// This file holds the public query API. The engine lives in engine.go and
-// solve.go.
+// This file holds the public query API. The engine lives in engine.go,
+// the eps searches in solve.go and calibration in calibrate.go.
 
 // DeltaResult is the privacy profile at one eps.
 type DeltaResult struct {
