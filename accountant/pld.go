@@ -99,7 +99,7 @@ import (
 
 // kinkSlack bounds |log(fl(exp(x))) - x| for the lattice losses x used
 // (|x| <= MaxEps0 + 1): exp is within 4u = 2^-51 relative (Go's amd64 exp
-// errs by up to about 2.3u), so the log error is at most about 2^-51, and
+// errs by up to about 2.5u), so the log error is at most about 2^-51, and
 // 1e-14 leaves a wide margin for the rounding of j*step itself.
 const kinkSlack = 1e-14
 
@@ -462,8 +462,9 @@ func minorantSide(js []int64, a []*big.Float, v []*big.Float, at1 *big.Float, po
 		return side
 	}
 	// A crossing within snapRel of a grid point is that grid point: the
-	// loss moves by at most snapRel + 2^-52 < kinkSlack, which the
-	// composition covers.
+	// loss moves by at most snapRel + 2^-51 (exp within 4u) plus the
+	// rounding of j*step, about 5e-15 < kinkSlack, which the composition
+	// covers.
 	for i := range side.kinks {
 		k := &side.kinks[i]
 		if k.j >= 0 {

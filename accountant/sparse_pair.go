@@ -29,7 +29,7 @@ import "math"
 // Rounding, with u = 2^-53. rho is exp of the rounded difference d = lx-ly:
 // relative error at most (|d| + 4) u to first order (the subtraction's
 // rounding, amplified by exp, and exp's own error, up to 4u relative:
-// Go's amd64 exp errs by up to about 2.3u, more than the one ulp, 2u,
+// Go's amd64 exp errs by up to about 2.5u, more than the one ulp, 2u,
 // this comment first assumed); the step's factor, rho times the exact
 // integer left-c over the exact integer c+1, adds u for each of the two
 // operations, and its product with the walked value one more. A walked

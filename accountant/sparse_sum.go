@@ -45,7 +45,7 @@ import (
 //	E_m = (2a + 10) u (|lpm| + 2 log m! + m (max_j |l_j| + 1)),
 //
 // and V by the factor e^(+-E_m) and exp's own error, up to 4u (Go's amd64
-// exp reaches about 2.3u; the pair walk adds (7/5) walkRel). The factor
+// exp reaches about 2.5u; the pair walk adds (7/5) walkRel). The factor
 // is applied per m: the upper sum takes V (1 + r_m), the lower
 // V (1 - r_m), with r_m = 1.01 (E_m + 8u) + (7/5) walkRel (for E_m <=
 // 0.01; beyond, sparseExact declines), which also covers the evaluation of

@@ -50,8 +50,10 @@ import (
 // nothing, the others add V (x + eps_m)(1 + r) to the upper sum and, when
 // x - eps_m > 0, V (x - eps_m)(1 - r) to the lower one, with V =
 // exp(logBinomPMF(m, n, p)). Here log V is lpm itself (no exponent sum:
-// the sparse path's E_m is 0), so r = 1.01 * 8u covers exp, the
-// evaluation of x and x +- eps_m and the two products, as there; lpm's
+// the sparse path's E_m is 0), so r = 1.01 * 9u covers exp (4u: Go's
+// amd64 exp errs by up to about 2.5u), the evaluation of x and x +- eps_m
+// and the two products (4u), the rounding of 1 +- r and the second-order
+// terms (u; a reviewer found 8u used up exactly once exp took 4u); lpm's
 // own error (Loader's method, a few u of its terms' magnitudes, which at
 // |m - np| <= 40 sd stay below a few thousand) and the compensated sums'
 // are left to sparseRel, applied to both sums at the end, as there. The
@@ -130,7 +132,7 @@ func twoPointSum(zA, zB, pB float64, n int) (bracket, bool) {
 		if !sum.counts(x) {
 			continue
 		}
-		sum.rel = 1.01 * 8 * ulp
+		sum.rel = 1.01 * 9 * ulp
 		sum.leaf(math.Exp(t.lpm[m-t.m0]), x)
 	}
 	// Omitted above m1.

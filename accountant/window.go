@@ -452,7 +452,7 @@ func (l *lattice) windowTails(nf, theta, logScale float64, A int64, L int) (tail
 //	|arg - (logw + P - k0)| <= |prod - P| + u |logw + prod| + u |s - k0|
 //	                        <= u (2 |prod| + |s| + |arg|) (1 + 4u),
 //
-// and exp is within 4u relative (Go's amd64 exp errs by up to about 2.3u,
+// and exp is within 4u relative (Go's amd64 exp errs by up to about 2.5u,
 // measured against 256-bit arithmetic; a reviewer found 2.14u where this
 // bound first allowed 2u): |log(w/omega)| <= x with x that plus 4.0001u
 // (rounded up by 1 + 8u for x's own arithmetic). Then |w -
