@@ -212,7 +212,7 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 	}
 
 	mean := nf * pi
-	mMax := int(math.Min(nf, math.Ceil(mean+2*math.Sqrt(mean)+2)))
+	mMax := compoundFirstM(n, pi)
 	var hiSum, loSum float64
 	terms := 0
 	inner := 0
@@ -238,10 +238,11 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 				}
 				continue
 			}
-			// The m's count vectors number C(m + r - 1, r - 1): where
-			// they would take the leaves past the bound, the recursion
-			// below would stop there; decline without visiting them.
-			if lc, _ := math.Lgamma(float64(m + r)); lc-lf[m]-lgammaInt(r) > math.Log(float64(compoundMaxLeaves-leaves))+1e-9 {
+			// The m's count vectors number C(m + r - 1, r - 1)
+			// (termsUpTo, exact at these sizes): where they would take
+			// the leaves past the bound, the recursion below would stop
+			// there; decline without visiting them.
+			if termsUpTo(r, m, m, float64(leaves), compoundMaxLeaves) > compoundMaxLeaves {
 				return false
 			}
 			counts := make([]int, r)
@@ -476,15 +477,16 @@ func compoundLower(s AtomSet, n int, eps, hRel float64) float64 {
 	}).lo
 }
 
-// lgammaInt returns log((k - 1)!) = lgamma(k).
-func lgammaInt(k int) float64 {
-	v, _ := math.Lgamma(float64(k))
-	return v
+// compoundFirstM is compoundEval's first m_max for rare mass pi: n pi
+// plus two standard deviations and two, at most n.
+func compoundFirstM(n int, pi float64) int {
+	mean := float64(n) * pi
+	return int(math.Min(float64(n), math.Ceil(mean+2*math.Sqrt(mean)+2)))
 }
 
 // compoundFew reports whether p has a compound split whose count vectors
-// up to compoundEval's first m_max number at most compoundMaxLeaves:
-// sum_{m <= M} C(m + r - 1, r - 1) = C(M + r, r). Steering (compoundLower)
+// up to compoundEval's first m_max number at most compoundMaxLeaves
+// (termsUpTo: sum_{m <= M} C(m + r - 1, r - 1)). Steering (compoundLower)
 // asks it first, so that a set the path would decline after thousands of
 // leaves (a laplace upper set: r about 90, C(95, 90) = 5e7) costs nothing.
 func compoundFew(p prepared, n int) bool {
@@ -492,18 +494,18 @@ func compoundFew(p prepared, n int) bool {
 	if rare == nil {
 		return false
 	}
-	var pi, tot float64
-	for _, w := range p.w {
-		tot += w
-	}
+	// pi as compoundEval computes it.
+	isRare := make([]bool, len(p.w))
+	var piSum, cSum float64
 	for _, j := range rare {
-		pi += p.w[j]
+		isRare[j] = true
+		piSum += p.w[j]
 	}
-	mean := float64(n) * pi / tot
-	m := math.Min(float64(n), math.Ceil(mean+2*math.Sqrt(mean)+2))
-	r := float64(len(rare))
-	a, _ := math.Lgamma(m + r + 1)
-	b, _ := math.Lgamma(m + 1)
-	c, _ := math.Lgamma(r + 1)
-	return a-b-c <= math.Log(compoundMaxLeaves)
+	for j, w := range p.w {
+		if !isRare[j] {
+			cSum += w
+		}
+	}
+	m := compoundFirstM(n, piSum/(piSum+cSum))
+	return termsUpTo(len(rare), 0, m, 0, compoundMaxLeaves) <= compoundMaxLeaves
 }
