@@ -293,3 +293,25 @@ func BenchmarkWindowSkip(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSparseCut evaluates the generic clone's upper set at eps0 6.15
+// and n = 1e6 (the clone_composed baseline of a 30-round calibration at
+// eps 1, delta 1e-6) at eps 0 to 6, the profile points a PLD asks for,
+// with and without the relative cut (sparse_cut.go).
+func BenchmarkSparseCut(b *testing.B) {
+	d, err := Generic().Decompose(6.15)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, cut := range []bool{true, false} {
+		b.Run(fmt.Sprintf("cut=%v", cut), func(b *testing.B) {
+			for b.Loop() {
+				for e := 0.0; e <= 6; e += 0.25 {
+					if _, ok, _ := sparseExactCut(prepare(d.Upper[0], e), 1e6, cut); !ok {
+						b.Fatal("the sparse path declined")
+					}
+				}
+			}
+		})
+	}
+}

@@ -33,6 +33,17 @@ const (
 
 // sparseExact returns the bracket and true when the sparse path applies.
 func sparseExact(p prepared, n int) (bracket, bool) {
+	b, ok, tight := sparseExactCut(p, n, true)
+	if ok && !tight {
+		b, ok, _ = sparseExactCut(p, n, false)
+	}
+	return b, ok
+}
+
+// sparseExactCut is sparseExact with or without the relative cut of its
+// pair sums (sparse_cut.go); tight is false when the cut's bound on the
+// leaves it dropped came to more than cutCheck of the lower sum.
+func sparseExactCut(p prepared, n int, cut bool) (_ bracket, ok, tight bool) {
 	// Dominant atom.
 	d := 0
 	for j := range p.w {
@@ -53,7 +64,7 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	nf := float64(n)
 	if len(z) == 0 {
 		v := math.Max(nf*z0, 0) / nf
-		return bracket{lo: v, hi: v}, true
+		return bracket{lo: v, hi: v}, true, true
 	}
 	pi = math.Min(pi, 1)
 	// Start with m_max a few standard deviations above the mean number of
@@ -64,7 +75,8 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	a := len(z)
 	terms := termsUpTo(a, 0, mMax, 0, sparseMaxTerms)
 	if terms > sparseMaxTerms {
-		return sparseMerged(p, d, n)
+		b, ok := sparseMerged(p, d, n)
+		return b, ok, true
 	}
 	// Renormalised log masses of the other atoms.
 	lw := make([]float64, a)
@@ -100,9 +112,9 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 	var sum bandSum
 	var pw pairWalk
 	mFirst, mLast := rootCounts(nf, z0, zs[0])
-	sumRange := func(m0, m1 int) bool {
+	sumRange := func(m0, m1, stride int) bool {
 		lpms := logBinomPMFs(n, pi, m1)
-		for m := m0; m <= m1; m++ {
+		for m := m0; m <= m1; m += stride {
 			lpm := lpms[m]
 			if math.IsInf(lpm, -1) {
 				continue
@@ -182,25 +194,43 @@ func sparseExact(p prepared, n int) (bracket, bool) {
 		return math.Max(nf*z0, 0)*math.Exp(binomTailLog(n, pi, m+1)) +
 			delta*nf*pi*math.Exp(binomTailLog(n-1, pi, m))
 	}
-	if !sumRange(0, mMax) {
-		return bracket{}, false
+	if cut && a >= 2 {
+		// The probe pass sets the cut's per-pair budget from about 64 of
+		// the m in [0, m_max]; R bounds the number of pair sums: one per m
+		// for two non-dominant atoms, at most one per leaf otherwise.
+		sum.probe = true
+		if !sumRange(0, mMax, max(1, (mMax+1)/64)) {
+			return bracket{}, false, true
+		}
+		sum.probe = false
+		R := terms
+		if a == 2 {
+			R = float64(mMax + 1)
+		}
+		sum.startCut(math.Max(sum.est.sum, DeltaFloor*nf), R)
+	}
+	if !sumRange(0, mMax, 1) {
+		return bracket{}, false, true
 	}
 	for mMax < n && tailAt(mMax) > 1e-3*sparseRel*sum.hi.sum && tailAt(mMax) > 1e-6*MinDelta*nf {
 		next := min(n, mMax+1+mMax/4)
 		terms = termsUpTo(a, mMax+1, next, terms, math.Inf(1))
 		if terms > 4*sparseMaxTerms {
-			return bracket{}, false
+			return bracket{}, false, true
 		}
 		lf = logFactorials(next)
-		if !sumRange(mMax+1, next) {
-			return bracket{}, false
+		if !sumRange(mMax+1, next, 1) {
+			return bracket{}, false, true
 		}
 		mMax = next
 	}
+	if sum.cutOn && !(sum.drop.sum <= cutCheck*math.Max(sum.lo.sum, DeltaFloor*nf)) {
+		return bracket{}, true, false
+	}
 	tail := tailAt(mMax)
-	hi := math.Max((sum.hi.sum*(1+sparseRel)+tail)/nf, DeltaFloor)
+	hi := math.Max(((sum.hi.sum+sum.drop.sum)*(1+sparseRel)+tail)/nf, DeltaFloor)
 	lo := sum.lo.sum * (1 - sparseRel) / nf
-	return bracket{lo: lo, hi: hi}, true
+	return bracket{lo: lo, hi: hi}, true, true
 }
 
 // termsUpTo returns terms plus the number of leaves of every m in [m0, m1],

@@ -43,6 +43,9 @@ import "math"
 // for every term once a walked one falls below walkTiny, it takes the exp
 // per term as before.
 //
+// Under the relative cut (sparse_cut.go) the leaves walked are cutBand's
+// instead of aliveLeaves', and the walk is the same on them.
+//
 // Underflow: the walk holds only normal numbers. A step's factor lies
 // between e^-600 2^-15 and e^600 2^15 (|d| > 600 takes the exp per term;
 // left is at most 1e-11/(5u) < 2^15), normal and finite; the walked value
@@ -71,20 +74,7 @@ const (
 // where it did before.
 func aliveLeaves(E func(int) float64, left int, d float64) (cl, cr int, ok bool) {
 	const dead = -800
-	// x = (e^d left - 1)/(1 + e^d), in a form that neither overflows nor
-	// turns NaN at |d| in the hundreds (masses e^700 apart).
-	var x float64
-	if d > 0 {
-		q := math.Exp(-d)
-		x = (float64(left) - q) / (1 + q)
-	} else {
-		q := math.Exp(d)
-		x = (q*float64(left) - 1) / (1 + q)
-	}
-	cs := 0
-	if x >= 0 {
-		cs = int(math.Min(float64(left), math.Floor(x)+1))
-	}
+	cs := pairMode(left, d)
 	seed, best := cs, E(cs)
 	for _, c := range []int{cs - 1, cs + 1} {
 		if c >= 0 && c <= left {
@@ -135,7 +125,17 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 	direct := func(c int) float64 { return math.Exp(logMass(c)) }
 	sc := func(c int) dd { return s.addProd(float64(c), zx).addProd(float64(left-c), zy) }
 	d := lx - ly
-	cl, cr, ok := aliveLeaves(logMass, left, d)
+	if b.probe {
+		w.probe(logMass, left, d, pairRoot(s, left, zx, zy), sc, b)
+		return
+	}
+	var cl, cr int
+	var ok bool
+	if thr, cut := b.cutThreshold(s, left, zx); cut {
+		cl, cr, ok = cutBand(logMass, sc, b, left, pairRoot(s, left, zx, zy), d, thr)
+	} else {
+		cl, cr, ok = aliveLeaves(logMass, left, d)
+	}
 	if !ok {
 		return
 	}
@@ -151,18 +151,7 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 	// scan starts at the leaf f the bisection finds (the proof is at the
 	// top of the file) and applies the rule term by term from there, as the
 	// evaluated sums need not rise.
-	f := cl
-	if !b.counts(sc(cl).val()) {
-		no, yes := cl, cr+1 // no does not count; yes counts or is past the end
-		for yes-no > 1 {
-			if mid := no + (yes-no)/2; b.counts(sc(mid).val()) {
-				yes = mid
-			} else {
-				no = mid
-			}
-		}
-		f = yes
-	}
+	f := firstCounting(cl, cr, sc, b)
 	if cap(w.x) < left+1 {
 		w.x = make([]float64, 2*left+1)
 	}
@@ -224,5 +213,59 @@ func (w *pairWalk) sum(lm, lp float64, left int, s dd, zx, zy, lx, ly float64, l
 			}
 			b.leaf(m, xs[c])
 		}
+	}
+}
+
+// firstCounting returns the first leaf of [cl, cr] that counts, or one
+// past the last leaf before which none does (cr + 1 when none counts):
+// the scan from it applies the rule term by term (the proof is at the
+// top of the file).
+func firstCounting(cl, cr int, sc func(int) dd, b *bandSum) int {
+	if b.counts(sc(cl).val()) {
+		return cl
+	}
+	no, yes := cl, cr+1 // no does not count; yes counts or is past the end
+	for yes-no > 1 {
+		if mid := no + (yes-no)/2; b.counts(sc(mid).val()) {
+			yes = mid
+		} else {
+			no = mid
+		}
+	}
+	return yes
+}
+
+// firstCountingNear is firstCounting with a guess g: where g-1 (>= cl)
+// does not count and g (<= cr) does, it returns g at once, which is all
+// the walk needs of f (a leaf before it that does not count).
+func firstCountingNear(cl, cr, g int, sc func(int) dd, b *bandSum) int {
+	if g > cl && g <= cr && !b.counts(sc(g-1).val()) && b.counts(sc(g).val()) {
+		return g
+	}
+	return firstCounting(cl, cr, sc, b)
+}
+
+// pairRoot returns floor(c) + 1 for the root c of the pair's sum s + c zx
+// + (left - c) zy, in plain floating point (a guess for
+// firstCountingNear), or -1 where it has none in range.
+func pairRoot(s dd, left int, zx, zy float64) int {
+	r := -(s.hi + s.lo + float64(left)*zy) / (zx - zy)
+	if !(r >= 0 && r < float64(left)) {
+		return -1
+	}
+	return int(r) + 1
+}
+
+// probe adds to b.est, for the cut's threshold (sparse_cut.go), the term
+// of the largest mass among the pair's leaves that count, as the lower
+// sum takes it, and counts the pair.
+func (w *pairWalk) probe(E func(int) float64, left int, d float64, g int, sc func(int) dd, b *bandSum) {
+	f := firstCountingNear(0, left, g, sc, b)
+	if f > left {
+		return
+	}
+	c0 := max(pairMode(left, d), f)
+	if x := sc(c0).val(); b.counts(x) && x-b.eps > 0 {
+		b.est.add(math.Exp(E(c0)) * (x - b.eps) * (1 - b.rel))
 	}
 }

@@ -79,6 +79,14 @@ func (x dd) val() float64 { return x.hi + x.lo }
 type bandSum struct {
 	hi, lo   kahan
 	eps, rel float64
+	// The relative cut (sparse_cut.go): the log of the per-pair budget
+	// when cutOn, the dropped leaves' bound, and the probe pass's state.
+	cutOn  bool
+	cut    float64
+	cutExp float64
+	drop   kahan
+	probe  bool
+	est    kahan
 }
 
 // counts reports whether a leaf of evaluated sum x = s.val() adds
