@@ -109,10 +109,6 @@ func logBinomPMFs(n int, p float64, m1 int) []float64 {
 		if c.tables == nil {
 			c.tables = map[pmfKey][]float64{}
 		}
-		if len(c.order) >= maxPMFTables {
-			delete(c.tables, c.order[0])
-			c.order = c.order[1:]
-		}
 		c.order = append(c.order, k)
 	}
 	if len(t) <= m1 {
@@ -121,17 +117,33 @@ func logBinomPMFs(n int, p float64, m1 int) []float64 {
 		for m := len(t); m < len(ext); m++ {
 			ext[m] = logBinomPMF(m, n, p)
 		}
+		c.entries += len(ext) - len(t)
 		t = ext
 		c.tables[k] = t
+	}
+	// Evict the oldest other tables past the limits.
+	for len(c.order) > 1 && (len(c.order) > maxPMFTables || c.entries > pmfCacheMax) {
+		old := c.order[0]
+		c.order = c.order[1:]
+		if old == k {
+			c.order = append(c.order, k)
+			continue
+		}
+		c.entries -= len(c.tables[old])
+		delete(c.tables, old)
 	}
 	return t[: m1+1 : m1+1]
 }
 
 const (
-	// pmfCacheMax bounds the entries of one table of logBinomPMFs (16 MB),
-	// maxPMFTables the tables kept.
+	// pmfCacheMax bounds the entries of one table of logBinomPMFs (16 MB)
+	// and, but for the table in use, of all the tables kept; maxPMFTables
+	// the tables kept. A calibration's searches ask for the tables of many
+	// (n, p) in turn (the compound path's k draws, each set's blanket
+	// mass), most of a few thousand entries: four tables were evicted
+	// and recomputed over and over (8% of a horizon calibration).
 	pmfCacheMax  = 1 << 21
-	maxPMFTables = 4
+	maxPMFTables = 256
 )
 
 // pmfKey identifies a binomial law: n and the bits of p.
@@ -143,8 +155,9 @@ type pmfKey struct {
 // pmfCache holds logBinomPMFs' tables, oldest first in order.
 var pmfCache struct {
 	sync.Mutex
-	tables map[pmfKey][]float64
-	order  []pmfKey
+	tables  map[pmfKey][]float64
+	order   []pmfKey
+	entries int
 }
 
 // forgetSparseTables drops the tables of logFactorials, logBinomPMFs and
@@ -154,7 +167,7 @@ func forgetSparseTables() {
 	lfCache.lf, lfCache.sum = nil, kahan{}
 	lfCache.Unlock()
 	pmfCache.Lock()
-	pmfCache.tables, pmfCache.order = nil, nil
+	pmfCache.tables, pmfCache.order, pmfCache.entries = nil, nil, 0
 	pmfCache.Unlock()
 	binomWindowCache.Lock()
 	binomWindowCache.tables, binomWindowCache.order = nil, nil
