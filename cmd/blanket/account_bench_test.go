@@ -39,9 +39,11 @@ func BenchmarkAccountCommands(b *testing.B) {
 		// steered by the compound path.
 		"eps --mech laplace --eps0 20 --n 1e5 --delta 1e-8",
 		"eps --mech krr:k=1000 --eps0 20 --n 1e8 --delta 1e-8",
-		// A horizon calibration whose clone_composed baseline takes most
-		// of the time.
+		// A horizon calibration whose clone_composed baseline took most
+		// of the time (the sparse path's pair walks, before its relative
+		// cut), and one whose time is the lattice's profile points.
 		"calibrate --mech krr:k=10 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
+		"calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
 	} {
 		args := append([]string{"account"}, strings.Fields(c)...)
 		b.Run(strings.ReplaceAll(c, " ", "_"), func(b *testing.B) {
