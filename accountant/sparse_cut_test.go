@@ -214,3 +214,44 @@ func TestSparseCutFallback(t *testing.T) {
 		t.Fatalf("only %d laws failed the check at budget 1", fell)
 	}
 }
+
+// TestSparseCutMechanismSets runs the cut on the sets the mechanisms
+// declare (k-RR, generic; upper and lower sides) over eps0, n and eps:
+// its check never sends them back to the full walk (which would cost both
+// passes), and the brackets agree with the full walk's within cutCheck.
+func TestSparseCutMechanismSets(t *testing.T) {
+	used := 0
+	for _, m := range []Mechanism{KRRMech{K: 2}, KRRMech{K: 10}, KRRMech{K: 100}, Generic()} {
+		for _, e0 := range []float64{2, 5, 8, 12, 16, 20} {
+			d, err := m.Decompose(e0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range append(append([]AtomSet{}, d.Upper...), d.Lower...) {
+				for _, n := range []int{100, 1e4, 1e6, 1e8} {
+					for _, f := range []float64{0, 0.1, 0.3, 0.6, 0.9} {
+						p := prepare(s, f*e0)
+						if p.maxZ <= 0 {
+							continue
+						}
+						got, ok, tight := sparseExactCut(p, n, true)
+						if !ok {
+							continue
+						}
+						used++
+						if !tight {
+							t.Errorf("%v eps0 %v n %d eps %v: the cut's check failed", m, e0, n, f*e0)
+						}
+						full, _, _ := sparseExactCut(p, n, false)
+						if tol := 2 * cutCheck * full.hi; math.Abs(got.hi-full.hi) > tol || math.Abs(got.lo-full.lo) > tol {
+							t.Errorf("%v eps0 %v n %d eps %v: %+v with the cut, %+v without", m, e0, n, f*e0, got, full)
+						}
+					}
+				}
+			}
+		}
+	}
+	if used < 500 {
+		t.Fatalf("only %d evaluations took the sparse path", used)
+	}
+}
