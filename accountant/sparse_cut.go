@@ -12,51 +12,62 @@ import "math"
 // computed log mass E(c) is at least a threshold thr, and adds a bound on
 // everything else to the upper sum.
 //
-// The bound. Let E*(c) be a leaf's exact log mass (lm + lp plus the log of
-// the binomial probability of c among left at odds e^d: concave in c;
-// lpm's own error is sparseRel's, as for every other leaf). The computed
-// E(c) is within E_m <= 0.01 of it (sparse_sum.go). E* rises up to its
-// maximum and falls after it, and the maximum lies within one leaf of the
-// mode cs that pairMode returns (the rounding of d and of the mode's
-// formula moves it by at most one); so E* is nondecreasing on [0, cs-2]
-// and nonincreasing on [cs+2, left]. keptLeaves keeps [cs-2, cs+2] and
-// bisects outward on each side for the last leaf with E >= thr: the
-// bisection's invariant leaves a leaf no with E(no) < thr just outside
-// the kept band, and on its side of the mode every leaf beyond no has
-// E* <= E*(no) < thr + 0.01. Every dropped leaf's true sum is at most the
-// largest true sum of the pair, s + left zx (zx >= zy), which is at most
-// X = t + eps_m + 3u (|t| + |s| + left |zx|) for its computed value t
-// (bandSum.mayCount's margin). So the dropped leaves add at most
+// Which leaves may go. Let E*(c) be a leaf's exact log mass (lm + lp plus
+// the log of the binomial probability of c among left at odds e^d:
+// concave in c; lpm's own error is sparseRel's, as for every other leaf).
+// The computed E(c) is within E_m <= 0.01 of it (sparse_sum.go). E* rises
+// up to its maximum and falls after it, and the maximum lies within one
+// leaf of the mode cs that pairMode returns (the rounding of d and of the
+// mode's formula moves it by less than one); so E* is nondecreasing on
+// [0, cs-2] and nonincreasing on [cs+2, left].
 //
-//	nd e^(thr + 0.02) X_+
+//   - keptLeaves keeps the core [cs-2, cs+2] and bisects outward on each
+//     side for the last leaf with E >= thr: the bisection's invariant
+//     leaves a leaf no with E(no) < thr just outside the band, and on its
+//     side of the mode every leaf beyond no has E* <= E*(no) < thr + 0.01.
+//   - If no leaf of the core has E >= thr - 0.02 (coreAbove), no leaf's E*
+//     reaches thr - 0.01, and the whole pair goes.
+//   - The leaves before the first that counts, f, add nothing, kept or not:
+//     the true sums rise with c (zx >= zy) and f-1 does not count, so its
+//     true sum and every earlier one is <= 0 (sparse_pair.go). cutBand
+//     finds f (firstCountingNear: the root of the pair's sum in plain
+//     floating point, checked at f-1 and f, else the bisection). Where f
+//     lies right of the core, E* is nonincreasing from f on: E(f) < thr
+//     drops [f, left] whole, and otherwise a bisection from f finds the
+//     last leaf with E >= thr, every later one having E* < thr + 0.01.
+//     Where f lies in or left of the core, keptLeaves' band is walked
+//     from f on.
 //
-// to the exact sum, nd being their number (the extra 0.01 in the exponent
-// covers the bound's own rounding: a few ulps). That goes to the upper sum
-// (which the final scaling by 1 + sparseRel then covers for lpm's error, as
-// for every leaf); the lower sum only loses the dropped leaves' terms, all
-// nonnegative. If no kept leaf's E reaches thr - 0.02 (the three leaves
-// around the mode), no leaf's exact E* does reach thr, and the whole pair
-// is dropped with nd = left + 1.
+// The bound. Every leaf's true sum is at most the pair's largest, s + left
+// zx, which is at most X = t + eps_m + 3u (|t| + |s| + left |zx|) for its
+// computed value t (bandSum.mayCount's margin; cutThreshold). The cut
+// takes thr = cut - log((left + 1) X) - 0.02, so each dropped leaf adds at
+// most e^(thr + 0.01) X = e^cut / (left + 1) e^-0.01 to the exact sum, up
+// to the roundings of thr (a few ulps of its terms). dropLeaves adds nd
+// e^cut / (left + 1) for nd dropped leaves to bandSum.drop, and sparseExact
+// adds that to the upper sum before the final scaling by 1 + sparseRel
+// (which covers lpm's error, as for every leaf); the e^-0.01 to spare
+// covers the roundings. e^cut is normal (startCut keeps cut >= -650), and
+// so is e^cut / (left + 1). The lower sum only loses the dropped leaves'
+// terms, all nonnegative. Where X is not positive no leaf counts, and
+// where thr is at or below -800 the pair takes its alive band
+// (aliveLeaves) as before the cut.
 //
-// The threshold. Soundness does not depend on it; tightness does. A probe
-// pass (probe) runs the same enumeration over about 64 of the m in
+// The threshold. Soundness does not depend on cut; tightness does. A
+// probe pass (probe) runs the same enumeration over about 64 of the m in
 // [0, m_max] and, per pair sum, adds one leaf term the full pass adds to
 // its lower sum (the largest mass among the leaves that count, as the walk
 // computes them): their total L is at most the lower sum, up to the terms
 // of pairs the cut then drops whole. L is raised to DeltaFloor n, below
 // which sparseExact's upper end is DeltaFloor whatever the sum. Each of
 // the R pair sums (one per m with two non-dominant atoms, at most one per
-// leaf otherwise) gets the budget cutRel L / R:
-//
-//	thr = log(cutRel L / R) - log(left + 1) - log X - 0.02,
-//
-// so the dropped leaves add at most about cutRel L, 2^-40 of the lower sum,
-// to the upper one; the lower sum loses at most as much. The bound is
-// added as e^max(log bound, -700), never less than the bound and never
-// subnormal. Where thr is at or below -800 the pair takes its alive band
-// (aliveLeaves) unchanged. sparseExact checks afterwards that the dropped
-// bound is within cutCheck of the lower sum (or of DeltaFloor n) and
-// otherwise computes again without the cut (TestSparseCutFallback).
+// leaf otherwise) gets the budget e^cut = cutRel L / R, so the dropped
+// leaves add at most about cutRel L, 2^-40 of the lower sum, to the upper
+// one; the lower sum loses at most as much. sparseExact checks afterwards
+// that the dropped bound is within cutCheck of the lower sum (or of
+// DeltaFloor n) and otherwise computes again without the cut
+// (TestSparseCutFallback; it never fails on the mechanisms' own sets,
+// TestSparseCutMechanismSets).
 //
 // Measured: the clone_composed baseline of `calibrate --mech krr:k=10
 // --eps 1 --delta 1e-6 --n 1e6 --rounds 30` walked about 1.1 million
