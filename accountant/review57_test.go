@@ -44,21 +44,21 @@ func TestReview57HiBelowExact(t *testing.T) {
 func TestReview57NonFinite(t *testing.T) {
 	for _, zt := range []float64{math.Inf(1), math.Inf(-1), math.NaN(), 1e300} {
 		p := prepared{z: []float64{-1e300, 7, 3, zt}, w: []float64{0.8, 0.15, 0.05 - 1e-19, 1e-19}, maxZ: 7}
-		b, ok := sparseMerged(p, 0, 12)
+		b, ok, _ := sparseMerged(p, 0, 12, false)
 		if ok {
 			t.Errorf("z %g: taken [%g, %g]", zt, b.lo, b.hi)
 		}
 	}
 	// lo = 0: merged set has D' = 0 (all values negative).
 	p := prepared{z: []float64{-1, -2, -3, 5}, w: []float64{0.8, 0.15, 0.05 - 1e-19, 1e-19}, maxZ: 5}
-	b, ok := sparseMerged(p, 0, 12)
+	b, ok, _ := sparseMerged(p, 0, 12, false)
 	t.Logf("lo=0 case: ok %v %v", ok, b)
 	if ok && b.lo > 0 {
 		t.Errorf("lo %g", b.lo)
 	}
 	// w_j = 0 with infinite distance: 0*Inf = NaN -> declined.
 	p = prepared{z: []float64{-1, 7, math.Inf(1)}, w: []float64{0.8, 0.2, 0}, maxZ: 7}
-	if b, ok := sparseMerged(p, 0, 12); ok {
+	if b, ok, _ := sparseMerged(p, 0, 12, false); ok {
 		t.Errorf("w=0 z=Inf taken %v", b)
 	}
 }
@@ -70,6 +70,6 @@ func TestReview57ViaMergedPath(t *testing.T) {
 	mean := 100 * 20e-18
 	mMax := int(math.Min(100, math.Ceil(mean+6*math.Sqrt(mean)+10)))
 	terms := termsUpTo(20, 0, mMax, 0, sparseMaxTerms)
-	b, ok := sparseMerged(p, 0, 100)
+	b, ok, _ := sparseMerged(p, 0, 100, false)
 	t.Logf("terms %g > %d: %v; sparseMerged ok %v [%.17g, %.17g]", terms, sparseMaxTerms, terms > sparseMaxTerms, ok, b.lo, b.hi)
 }

@@ -75,8 +75,7 @@ func sparseExactCut(p prepared, n int, cut bool) (_ bracket, ok, tight bool) {
 	a := len(z)
 	terms := termsUpTo(a, 0, mMax, 0, sparseMaxTerms)
 	if terms > sparseMaxTerms {
-		b, ok := sparseMerged(p, d, n)
-		return b, ok, true
+		return sparseMerged(p, d, n, cut)
 	}
 	// Renormalised log masses of the other atoms.
 	lw := make([]float64, a)
@@ -324,7 +323,7 @@ func binomTailLog(n int, p float64, m int) float64 {
 // the rounding of W's sum of at most 1000 terms). The bracket is widened by
 // that on both sides, rounded outward, and taken only when W is at most
 // 1e-9 of its lower end: otherwise the path declines, as it did before.
-func sparseMerged(p prepared, d, n int) (bracket, bool) {
+func sparseMerged(p prepared, d, n int, cut bool) (_ bracket, ok, tight bool) {
 	var q prepared
 	var W float64
 	merged := 0
@@ -338,17 +337,20 @@ func sparseMerged(p prepared, d, n int) (bracket, bool) {
 		q.w = append(q.w, p.w[j])
 	}
 	if merged == 0 || merged > 1000 {
-		return bracket{}, false
+		return bracket{}, false, true
 	}
 	W *= 1 + 1e-12
-	b, ok := sparseExact(q, n)
-	if !ok || !(W <= 1e-9*b.lo) {
-		return bracket{}, false
+	b, ok, tight := sparseExactCut(q, n, cut)
+	if !ok || !tight {
+		return bracket{}, ok, tight
+	}
+	if !(W <= 1e-9*b.lo) {
+		return bracket{}, false, true
 	}
 	// Outward: b can be exact (a single atom left), and W below half an
 	// ulp of it would round away (a reviewer's case).
 	return bracket{
 		lo: math.Max(math.Nextafter(b.lo-W, math.Inf(-1)), 0),
 		hi: math.Nextafter(b.hi+W, math.Inf(1)),
-	}, true
+	}, true, true
 }

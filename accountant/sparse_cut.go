@@ -73,11 +73,14 @@ import "math"
 // --eps 1 --delta 1e-6 --n 1e6 --rounds 30` walked about 1.1 million
 // leaves per evaluation before the cut and about 40,000 after it; the
 // brackets move by at most cutCheck (TestSparseCutMatchesFull).
-const cutCheck = 1e-11
-
-// cutRel is the budget's share of L (a variable only so that a test can
-// force the recomputation without the cut).
-var cutRel = 0x1p-40
+// cutRel is the budget's share of L, cutCheck the dropped bound's largest
+// share of the lower sum (variables only so that tests can force the
+// recomputation without the cut, or keep the cut's bracket whatever the
+// bound's size).
+var (
+	cutRel   = 0x1p-40
+	cutCheck = 1e-11
+)
 
 // pairMode returns c* = floor((e^d left - 1)/(1 + e^d)) + 1, within [0,
 // left], the pair sum's mode up to one leaf (0 when the masses fall from

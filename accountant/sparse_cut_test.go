@@ -255,3 +255,28 @@ func TestSparseCutMechanismSets(t *testing.T) {
 		t.Fatalf("only %d evaluations took the sparse path", used)
 	}
 }
+
+// TestSparseCutMerged: sparseMerged passes the cut on to the merged set
+// (and the path without the cut keeps it off all the way down, a
+// reviewer's finding): with it, the bracket still contains the enumerated
+// value and agrees with the one without it within cutCheck.
+func TestSparseCutMerged(t *testing.T) {
+	for _, c := range []struct{ wTiny, zTiny float64 }{{1e-19, 1e3}, {3e-11, 5}} {
+		for _, n := range []int{12, 200} {
+			p := prepared{z: []float64{-1, 7, 3, c.zTiny}, w: []float64{0.8, 0.15, 0.05 - c.wTiny, c.wTiny}, maxZ: 7}
+			got, ok, tight := sparseMerged(p, 0, n, true)
+			full, fok, _ := sparseMerged(p, 0, n, false)
+			if !ok || !fok || !tight {
+				t.Fatalf("w %g n %d: ok %v %v, tight %v", c.wTiny, n, ok, fok, tight)
+			}
+			if tol := 2 * cutCheck * full.hi; math.Abs(got.hi-full.hi) > tol || math.Abs(got.lo-full.lo) > tol {
+				t.Errorf("w %g n %d: %+v with the cut, %+v without", c.wTiny, n, got, full)
+			}
+			if n == 12 {
+				if ex := enumerateDelta(p.z, p.w, n); got.lo > ex*(1+1e-13) || got.hi < ex*(1-1e-13) {
+					t.Errorf("w %g: [%.15g, %.15g] misses %.15g", c.wTiny, got.lo, got.hi, ex)
+				}
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ func TestSparseMergedContainsEnumeration(t *testing.T) {
 		{1e-12, -1e8, false}, // far out: declined
 	} {
 		p := prepared{z: []float64{-1, 7, 3, c.zTiny}, w: []float64{0.8, 0.15, 0.05 - c.wTiny, c.wTiny}, maxZ: 7}
-		b, ok := sparseMerged(p, 0, n)
+		b, ok, _ := sparseMerged(p, 0, n, false)
 		if ok != c.want {
 			t.Errorf("w %g z %g: taken %v, want %v", c.wTiny, c.zTiny, ok, c.want)
 			continue
