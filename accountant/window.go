@@ -255,6 +255,13 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// skip for certain are passed over (skipRun).
 	lip := lipschitzPhi(ws, l.idx, L)
 	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
+	// At most band coefficients are kept: room for them at once, not by
+	// doublings (whose copies, and the pools' slices that the collector
+	// drops, were a fifth of an eps command at n = 1e8).
+	coefN, errNk = slices.Grow(coefN, band), slices.Grow(errNk, band)
+	if wantLo {
+		coefM = slices.Grow(coefM, band)
+	}
 	// The coefficients are taken scanBlock at a time, each point's
 	// weight added to every coefficient of the block in turn: each
 	// coefficient's sums see the same terms in the same order as one at a
