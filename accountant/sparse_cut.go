@@ -112,19 +112,8 @@ func keptLeaves(E func(int) float64, left int, d, thr float64) (kl, kr, nd int, 
 	if !coreAbove(E, lo, hi, thr) {
 		return 0, 0, left + 1, false
 	}
-	// Left side: E* is nondecreasing on [0, lo]; the invariant keeps
-	// E(no) < thr for no >= 0.
-	no, yes := -1, lo
-	for yes-no > 1 {
-		if mid := no + (yes-no)/2; E(mid) >= thr {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	kl = yes
-	// Right side: E* is nonincreasing on [hi, left].
-	kr = lastAbove(E, hi, left, thr)
+	// E* is nondecreasing on [0, lo] and nonincreasing on [hi, left].
+	kl, kr = firstAbove(E, lo, thr), lastAbove(E, hi, left, thr)
 	return kl, kr, left + 1 - (kr - kl + 1), true
 }
 
@@ -137,6 +126,21 @@ func coreAbove(E func(int) float64, lo, hi int, thr float64) bool {
 		}
 	}
 	return false
+}
+
+// firstAbove returns the first leaf of [0, to] after one whose E is below
+// thr (by bisection, from kept), E* being nondecreasing there: every leaf
+// before it has E* < thr + 0.01.
+func firstAbove(E func(int) float64, to int, thr float64) int {
+	no, yes := -1, to
+	for yes-no > 1 {
+		if mid := no + (yes-no)/2; E(mid) >= thr {
+			yes = mid
+		} else {
+			no = mid
+		}
+	}
+	return yes
 }
 
 // lastAbove returns the last leaf of [from, left] before one whose E is

@@ -151,9 +151,21 @@ func TestPairWalkCutCovers(t *testing.T) {
 // on the random laws of the skips' comparison (r51SparseLaw): the
 // brackets agree within the cut's check (cutCheck of the bracket, plus
 // the lower end's share), the check passes, and the cut moves a good
-// share of them (it is not idle).
+// share of them (it is not idle). And hi with the cut is not below hi
+// without it (helper-61): every dropped leaf's upper-sum term is at most
+// e^(thr + 0.01 + rel) X < e^cut / (left + 1), so the cut's upper sum plus
+// its bound is at least the full upper sum, up to the sums' roundings and
+// a differing extension of m_max. That is what a bracket that forgot the
+// dropped bound (sparse.go's hi without sum.drop) breaks, which the
+// tolerance above does not see (the bound is within sparseRel's margin).
 func TestSparseCutMatchesFull(t *testing.T) {
-	rng := rand.New(rand.NewPCG(61, 2))
+	for _, seed := range []uint64{2, 5} {
+		sparseCutMatchesFull(t, seed)
+	}
+}
+
+func sparseCutMatchesFull(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(61, seed))
 	moved, used := 0, 0
 	for trial := range 600 {
 		p, n := r51SparseLaw(rng)
@@ -174,6 +186,9 @@ func TestSparseCutMatchesFull(t *testing.T) {
 		}
 		if got != full {
 			moved++
+			if got.hi < full.hi*(1-1e-15) {
+				t.Errorf("trial %d n %d: hi with the cut %.17g, without %.17g", trial, n, got.hi, full.hi)
+			}
 		}
 		tol := 2 * cutCheck * full.hi
 		if math.Abs(got.hi-full.hi) > tol || math.Abs(got.lo-full.lo) > tol {

@@ -86,25 +86,8 @@ func aliveLeaves(E func(int) float64, left int, d float64) (cl, cr int, ok bool)
 	if !(best >= dead) {
 		return 0, 0, false
 	}
-	// Last alive leaf on the left of seed: E(no) < dead <= E(yes).
-	no, yes := -1, seed
-	for yes-no > 1 {
-		if mid := no + (yes-no)/2; E(mid) >= dead {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	cl = yes
-	yes, no = seed, left+1
-	for no-yes > 1 {
-		if mid := yes + (no-yes)/2; E(mid) >= dead {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	cr = yes
+	// The last alive leaves on either side of seed: E(no) < dead <= E(yes).
+	cl, cr = firstAbove(E, seed, dead), lastAbove(E, seed, left, dead)
 	return min(cl, cs), max(cr, cs), true
 }
 
