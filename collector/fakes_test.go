@@ -23,11 +23,6 @@ import (
 // leaves room for summation order only.
 const fakeTol = 1e-9
 
-// floorTol: the collector's floor of an honest share is one ulp below the
-// quotient the reference takes (HonestShares rounds down); the engine's
-// bound moves by far less than 1e-7 for such a change of a weight.
-const floorTol = 1e-7
-
 // declared returns metric i of p as a mechanism built from its plugin's
 // declaration, fixed at its eps0.
 func declared(t *testing.T, p *plan.Plan, i int) accountant.Mechanism {
@@ -180,13 +175,16 @@ func TestParallelGuaranteeAtHonestShares(t *testing.T) {
 	delta, eps0 := pub.Target.Delta, math.Max(pub.Metrics[0].Eps0, pub.Metrics[1].Eps0)
 	byPlan := epsilonAt(t, accountant.ParallelMech{Weights: pub.Weights(), Parts: parts}, eps0, 45, delta)
 
-	floor := epsilonAt(t, accountant.ParallelFloor([]float64{25.0 / 45, 15.0 / 45}, parts...), eps0, 45, delta)
+	// The least honest shares, rounded down (accounting.HonestShares: the
+	// floor must not exceed the true share).
+	shares := []float64{math.Nextafter(25.0/45, 0), math.Nextafter(15.0/45, 0)}
+	floor := epsilonAt(t, accountant.ParallelFloor(shares, parts...), eps0, 45, delta)
 	visible := epsilonAt(t, accountant.ParallelMech{Weights: []float64{0.6, 0.4}, Parts: parts}, eps0, 45, delta)
 	want := math.Max(byPlan, floor)
 	if !(want > math.Max(byPlan, visible)*(1+1e-6)) {
 		t.Fatalf("the honest floor's eps %v is not above the visible mix's %v (plan weights %v): the check cannot tell them apart", floor, visible, byPlan)
 	}
-	if got := batchEps(t, f, []int64{30, 20}); math.Abs(got-want) > floorTol*want {
+	if got := batchEps(t, f, []int64{30, 20}); math.Abs(got-want) > fakeTol*want {
 		t.Errorf("batch of (30, 20): eps %v, want %v (the plan's weights at 45: %v, the honest floor: %v, the visible mix: %v)", got, want, byPlan, floor, visible)
 	}
 
