@@ -25,9 +25,10 @@ const (
 	sparseMaxTerms = 3_000_000
 	// sparseRel is the relative margin for the rounding of the binomial
 	// probabilities (Loader's method: a few ulps times the size of its
-	// terms). Every other rounding (the sums, the log-factorials, the
-	// masses' exponents, the pair walk) is bounded per leaf and per m
-	// (sparse_sum.go).
+	// terms; measured against a 320-bit reference wherever log P >= -746,
+	// n up to 1e10: at most 5.4e-12, review62_loader_test.go). Every
+	// other rounding (the sums, the log-factorials, the masses' exponents,
+	// the pair walk) is bounded per leaf and per m (sparse_sum.go).
 	sparseRel = 1e-9
 )
 
