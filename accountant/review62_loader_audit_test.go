@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"sync"
 	"testing"
 )
 
@@ -22,11 +21,7 @@ import (
 func TestReview62LoaderAudit(t *testing.T) {
 	r62Init()
 	rng := rand.New(rand.NewPCG(62, 2026))
-	type law struct {
-		n  int64
-		p  float64
-		ms []int64
-	}
+	type law = r62Job
 	var laws []law
 	randP := func() float64 {
 		switch rng.IntN(3) {
@@ -82,36 +77,7 @@ func TestReview62LoaderAudit(t *testing.T) {
 		}
 		laws = append(laws, withBand(n, p, ms, 10, false))
 	}
-	measure := func(f func(x, n int, p float64) float64) []r62Point {
-		var pts []r62Point
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 2)
-		for _, l := range laws {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r := r62MeasureF(l.n, l.p, l.ms, f)
-				mu.Lock()
-				pts = append(pts, r...)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		sort.Slice(pts, func(i, j int) bool {
-			a, b := pts[i], pts[j]
-			if a.n != b.n {
-				return a.n < b.n
-			}
-			if a.p != b.p {
-				return a.p < b.p
-			}
-			return a.m < b.m
-		})
-		return pts
-	}
-	pts := measure(logBinomPMF)
+	pts := r62MeasureAll(laws, logBinomPMF)
 	r62Report(t, pts, r62Bound, true)
 	// Worst by decade of n and by the ratio |error| / (u |m - n p|).
 	worstDec := map[int]r62Point{}

@@ -46,30 +46,23 @@ func r62I(x int64) *big.Float   { return new(big.Float).SetPrec(r62Prec).SetInt6
 func r62New() *big.Float        { return new(big.Float).SetPrec(r62Prec) }
 
 // r62Atanh is sum_k t^(2k+1)/(2k+1) for |t| <= ~0.2 (or 1/3 for ln 2).
-func r62Atanh(t *big.Float) *big.Float {
-	sum := r62New().Set(t)
-	t2 := r62New().Mul(t, t)
-	pow := r62New().Set(t)
-	eps := new(big.Float).SetMantExp(big.NewFloat(1), -(r62Prec + 20))
-	for k := int64(1); ; k++ {
-		pow.Mul(pow, t2)
-		term := r62New().Quo(pow, r62I(2*k+1))
-		sum.Add(sum, term)
-		if new(big.Float).Abs(term).Cmp(eps) < 0 {
-			return sum
-		}
-	}
-}
+func r62Atanh(t *big.Float) *big.Float { return r62OddSeries(t, false) }
 
 // r62Atan is sum_k (-1)^k t^(2k+1)/(2k+1) for small t (Machin).
-func r62Atan(t *big.Float) *big.Float {
+func r62Atan(t *big.Float) *big.Float { return r62OddSeries(t, true) }
+
+// r62OddSeries is sum_k s^k t^(2k+1)/(2k+1), s = -1 when alternate, else 1,
+// to below 2^-(r62Prec+20) per term.
+func r62OddSeries(t *big.Float, alternate bool) *big.Float {
 	sum := r62New().Set(t)
 	t2 := r62New().Mul(t, t)
 	pow := r62New().Set(t)
 	eps := new(big.Float).SetMantExp(big.NewFloat(1), -(r62Prec + 20))
 	for k := int64(1); ; k++ {
 		pow.Mul(pow, t2)
-		pow.Neg(pow)
+		if alternate {
+			pow.Neg(pow)
+		}
 		term := r62New().Quo(pow, r62I(2*k+1))
 		sum.Add(sum, term)
 		if new(big.Float).Abs(term).Cmp(eps) < 0 {
@@ -629,30 +622,46 @@ func TestReview62LoaderError(t *testing.T) {
 	}
 }
 
-// r62Grid measures f (logBinomPMF or a variant) on every (n, p), two
-// laws at a time.
+// r62Job is a law and the m to measure it at.
+type r62Job struct {
+	n  int64
+	p  float64
+	ms []int64
+}
+
+// r62Grid measures f (logBinomPMF or a variant) on every (n, p).
 func r62Grid(ns []int64, ps []float64, allUpTo int64, f func(x, n int, p float64) float64) []r62Point {
 	r62Init()
+	var jobs []r62Job
+	for _, n := range ns {
+		for _, p := range ps {
+			jobs = append(jobs, r62Job{n, p, r62Ms(n, p, allUpTo)})
+		}
+	}
+	return r62MeasureAll(jobs, f)
+}
+
+// r62MeasureAll measures f on the jobs, two laws at a time, sorted by n,
+// p and m.
+func r62MeasureAll(jobs []r62Job, f func(x, n int, p float64) float64) []r62Point {
 	var pts []r62Point
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
-	for _, n := range ns {
-		for _, p := range ps {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r := r62MeasureF(n, p, r62Ms(n, p, allUpTo), f)
-				mu.Lock()
-				pts = append(pts, r...)
-				mu.Unlock()
-			}()
-		}
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := r62MeasureF(j.n, j.p, j.ms, f)
+			mu.Lock()
+			pts = append(pts, r...)
+			mu.Unlock()
+		}()
 	}
 	wg.Wait()
-	sort.Slice(pts, func(i, j int) bool {
-		a, b := pts[i], pts[j]
+	sort.Slice(pts, func(i, k int) bool {
+		a, b := pts[i], pts[k]
 		if a.n != b.n {
 			return a.n < b.n
 		}
