@@ -152,17 +152,9 @@ func compoundEval(p prepared, n int, hRel float64, wantLo bool) (bracket, bool) 
 	eta := float64(a+4) * ulp
 	var rz, rw []float64
 	var law compoundLaw
-	var piSum, cSum float64
-	isRare := make([]bool, a)
+	isRare, piSum, cSum := compoundMasses(p, rare)
 	for _, j := range rare {
-		isRare[j] = true
 		rz = append(rz, p.z[j])
-		piSum += p.w[j]
-	}
-	for j := range p.z {
-		if !isRare[j] {
-			cSum += p.w[j]
-		}
 	}
 	if !(cSum > 0) || !(piSum > 0) {
 		return bracket{}, false
@@ -477,6 +469,24 @@ func compoundLower(s AtomSet, n int, eps, hRel float64) float64 {
 	}).lo
 }
 
+// compoundMasses returns which of p's atoms are rare and the total masses
+// of the rare atoms (in the order of rare) and of the common ones (in
+// index order): compoundEval's pi is piSum / (piSum + cSum), and
+// compoundFew takes the same bits.
+func compoundMasses(p prepared, rare []int) (isRare []bool, piSum, cSum float64) {
+	isRare = make([]bool, len(p.w))
+	for _, j := range rare {
+		isRare[j] = true
+		piSum += p.w[j]
+	}
+	for j, w := range p.w {
+		if !isRare[j] {
+			cSum += w
+		}
+	}
+	return isRare, piSum, cSum
+}
+
 // compoundFirstM is compoundEval's first m_max for rare mass pi: n pi
 // plus two standard deviations and two, at most n.
 func compoundFirstM(n int, pi float64) int {
@@ -494,18 +504,7 @@ func compoundFew(p prepared, n int) bool {
 	if rare == nil {
 		return false
 	}
-	// pi as compoundEval computes it.
-	isRare := make([]bool, len(p.w))
-	var piSum, cSum float64
-	for _, j := range rare {
-		isRare[j] = true
-		piSum += p.w[j]
-	}
-	for j, w := range p.w {
-		if !isRare[j] {
-			cSum += w
-		}
-	}
+	_, piSum, cSum := compoundMasses(p, rare)
 	m := compoundFirstM(n, piSum/(piSum+cSum))
 	return termsUpTo(len(rare), 0, m, 0, compoundMaxLeaves) <= compoundMaxLeaves
 }

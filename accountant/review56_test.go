@@ -114,10 +114,24 @@ func TestReview56EarlyStopAgainstOldLoop(t *testing.T) {
 
 // The loops of epsUpper / epsLower as before e7160b1 (no dominance).
 func r56OldEpsUpper(s AtomSet, n int, delta, cap float64) (float64, bool) {
+	return r56OldEpsUpperSteered(s, n, delta, cap, false)
+}
+
+// r56OldEpsUpperSteered is r56OldEpsUpper, its search steered by the
+// compound path's lower end when steer is set (as epsUpper steers since
+// 2aba623).
+func r56OldEpsUpperSteered(s AtomSet, n int, delta, cap float64, steer bool) (float64, bool) {
 	sv := &setSolver{set: s, n: n, hRel: hRelStart}
 	lo, hi := 0.0, cap
 	for range maxRefine {
-		f := func(e float64) float64 { return sv.eval(e, false).hi }
+		f := func(e float64) float64 {
+			if steer {
+				if l := compoundLower(s, n, e, sv.hRel); l > delta {
+					return l
+				}
+			}
+			return sv.eval(e, false).hi
+		}
 		e, ok := solveDecreasing(f, delta, lo, hi)
 		if !ok && hi < cap {
 			return hi, false

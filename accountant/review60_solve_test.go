@@ -81,38 +81,7 @@ func r60EpsUpper(s AtomSet, n int, delta, cap float64, tr *r60Trace) (float64, b
 // what continuing would have given. Its root is always proven (the search
 // only returns points whose lattice upper end is <= delta).
 func r60Exhaustive(s AtomSet, n int, delta, cap float64) (float64, bool) {
-	sv := &setSolver{set: s, n: n, hRel: hRelStart}
-	lo, hi := 0.0, cap
-	for range maxRefine {
-		f := func(e float64) float64 {
-			if steerUpper {
-				if l := compoundLower(s, n, e, sv.hRel); l > delta {
-					return l
-				}
-			}
-			return sv.eval(e, false).hi
-		}
-		e, ok := solveDecreasing(f, delta, lo, hi)
-		if !ok && hi < cap {
-			return hi, false
-		}
-		if !ok {
-			return cap, false
-		}
-		if e == 0 {
-			return 0, true
-		}
-		c := sv.eval(e/(1+certTol), true)
-		if c.lo > delta {
-			return e, true
-		}
-		if c.capped {
-			return e, false
-		}
-		hi = e
-		sv.hRel /= 2
-	}
-	return hi, false
+	return r56OldEpsUpperSteered(s, n, delta, cap, steerUpper)
 }
 
 type r60Case struct {

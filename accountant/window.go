@@ -256,8 +256,8 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	lip := lipschitzPhi(ws, l.idx, L)
 	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
 	// At most band coefficients are kept: room for them at once, not by
-	// doublings (whose copies, and the pools' slices that the collector
-	// drops, were a fifth of an eps command at n = 1e8).
+	// doublings (whose copies, and the pools' slices that Go's garbage
+	// collector drops, were a fifth of an eps command at n = 1e8).
 	coefN, errNk = slices.Grow(coefN, band), slices.Grow(errNk, band)
 	if wantLo {
 		coefM = slices.Grow(coefM, band)
