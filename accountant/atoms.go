@@ -3,8 +3,6 @@ package accountant
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // AtomSet is the list of atoms of one neighbouring pair (or one lower-bound
@@ -61,23 +59,6 @@ func sameRatio(a, b float64) bool {
 func (s AtomSet) Merge() AtomSet {
 	var m merger
 	return m.merge(m.addSet(s))
-}
-
-// key returns a canonical string of a merged set, used to evaluate each
-// distinct candidate only once. Sets that agree to 15 significant digits in
-// every field share a key; the engine's relative safety margin (the
-// "safety" factor in window) covers the difference.
-func (s AtomSet) key() string {
-	var b strings.Builder
-	for _, a := range s {
-		b.WriteString(strconv.FormatFloat(a.R, 'g', 15, 64))
-		b.WriteByte(',')
-		b.WriteString(strconv.FormatFloat(a.P, 'g', 15, 64))
-		b.WriteByte(',')
-		b.WriteString(strconv.FormatFloat(a.Q, 'g', 15, 64))
-		b.WriteByte(';')
-	}
-	return b.String()
 }
 
 // swap returns the set of the reversed pair (x', x).

@@ -296,9 +296,10 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			workers := min(runtime.GOMAXPROCS(0), (len(block)+63)/64)
 			parallelMap(workers, func(w int) {
 				q := p.worker()
+				var kr keyer
 				for i := w; i < len(block); i += workers {
 					sets[i] = q.pairAtoms(block[i][0], block[i][1])
-					keys[i] = sets[i].key()
+					keys[i] = kr.key(sets[i])
 				}
 			})
 			for i, pr := range block {
@@ -360,6 +361,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	// bound, so trying a subset only loosens it.
 	const maxLower = 64
 	lowSeen := map[string]bool{}
+	var lowKeys keyer
 	for _, r := range reps {
 		var cands []int
 		if k <= 64 {
@@ -381,7 +383,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 				continue
 			}
 			s := p.tripleAtoms(r.x, r.y, x3)
-			key := s.key()
+			key := lowKeys.key(s)
 			if lowSeen[key] || len(d.Lower) >= maxLower {
 				continue
 			}
