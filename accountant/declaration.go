@@ -83,7 +83,7 @@ func Decompose(d *Declaration) (*Decomposition, error) {
 		if d.Matrix == nil {
 			return nil, fmt.Errorf("%w: form %q without a matrix", ErrInvalidDeclaration, d.Form)
 		}
-		return decomposeMatrix(d.Matrix, d.Eps0)
+		return decomposeMatrixMemo(d.Matrix, d.Eps0)
 	case FormAtoms, FormSegments:
 		if d.Eps0 == 0 {
 			return nil, fmt.Errorf("%w: %s declaration needs eps0 > 0", ErrInvalidDeclaration, d.Form)

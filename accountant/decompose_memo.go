@@ -1,0 +1,112 @@
+package accountant
+
+// The memo of matrix decompositions.
+//
+// decomposeMatrix is a pure function of the matrix's entries (each row's
+// default, explicit columns and values, and the number of outputs) and
+// eps0: labels enter only its error messages, and its parallel pair search
+// keeps the sets in the order of a sequential one (TestDecomposeMatrixWorkers
+// in review53_merge_test.go). A calibration decomposes at every budget it
+// probes, and the searches behind one command probe the same budget again
+// (calibrate --mech hadamard:k=64 --rounds 365 decomposed 419 times at 296
+// distinct budgets; each decomposition of that 64-input matrix is 4,032
+// pair sets, about 5 ms). So a successful decomposition is kept under a key
+// holding every one of those inputs' bits in full (no hash, so no
+// collision) and handed out again as a copy: callers own what they get, and
+// no caller can change what the memo holds. Errors are not kept (their
+// messages name labels the key leaves out).
+//
+// Memory is bounded: at most decompMemoBytes of keys (a dense 64 x 128
+// matrix is 128 KB of key), dropped all at once when full, and ForgetMemo
+// drops them too.
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+)
+
+// decompMemoBytes bounds the key bytes the memo holds.
+const decompMemoBytes = 8 << 20
+
+var decomps struct {
+	sync.Mutex
+	m     map[string]*Decomposition
+	bytes int
+}
+
+// decomposeMatrixMemo is decomposeMatrix, remembered (see above).
+func decomposeMatrixMemo(mat *Matrix, eps0 float64) (*Decomposition, error) {
+	key := matrixKey(mat, eps0)
+	decomps.Lock()
+	d, ok := decomps.m[string(key)]
+	decomps.Unlock()
+	if ok {
+		return d.clone(), nil
+	}
+	d, err := decomposeMatrix(mat, eps0)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) <= decompMemoBytes {
+		decomps.Lock()
+		if decomps.m == nil || decomps.bytes+len(key) > decompMemoBytes {
+			decomps.m, decomps.bytes = map[string]*Decomposition{}, 0
+		}
+		if _, ok := decomps.m[string(key)]; !ok {
+			decomps.m[string(key)] = d.clone()
+			decomps.bytes += len(key)
+		}
+		decomps.Unlock()
+	}
+	return d, nil
+}
+
+// forgetDecompositions drops every remembered decomposition.
+func forgetDecompositions() {
+	decomps.Lock()
+	defer decomps.Unlock()
+	decomps.m, decomps.bytes = nil, 0
+}
+
+// matrixKey encodes eps0 and every entry of mat that decomposeMatrix reads,
+// each count before the values it counts, so that two keys are equal only
+// when the inputs are.
+func matrixKey(mat *Matrix, eps0 float64) []byte {
+	k := mat.NumInputs()
+	key := make([]byte, 0, 24+k*64)
+	key = binary.LittleEndian.AppendUint64(key, math.Float64bits(eps0))
+	key = binary.LittleEndian.AppendUint64(key, uint64(mat.NumOutputs()))
+	key = binary.LittleEndian.AppendUint64(key, uint64(k))
+	for x := range k {
+		def, idx, val := mat.Row(x)
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(def))
+		key = binary.LittleEndian.AppendUint64(key, uint64(len(idx)))
+		for i, y := range idx {
+			key = binary.LittleEndian.AppendUint64(key, uint64(y))
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(val[i]))
+		}
+	}
+	return key
+}
+
+// clone returns a copy of d that shares no memory with it.
+func (d *Decomposition) clone() *Decomposition {
+	c := *d
+	c.Upper, c.UpperSame = cloneSets(d.Upper), cloneSets(d.UpperSame)
+	c.Lower, c.LowerSame = cloneSets(d.Lower), cloneSets(d.LowerSame)
+	return &c
+}
+
+func cloneSets(s []AtomSet) []AtomSet {
+	if s == nil {
+		return nil
+	}
+	out := make([]AtomSet, len(s))
+	for i, a := range s {
+		if a != nil {
+			out[i] = append(AtomSet{}, a...)
+		}
+	}
+	return out
+}
