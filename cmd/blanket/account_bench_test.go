@@ -44,6 +44,13 @@ func BenchmarkAccountCommands(b *testing.B) {
 		// cut), and one whose time is the lattice's profile points.
 		"calibrate --mech krr:k=10 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
 		"calibrate --mech krr:k=100 --eps 1 --delta 1e-6 --n 1e6 --rounds 30",
+		// Horizon calibrations at rounds 365: one whose time was mostly
+		// the matrix decomposition at every budget probed (its keys and
+		// its repeats: atomkey.go, decompose_memo.go), and one whose
+		// time is lattices of near point-mass laws that keep every
+		// coefficient (Laplace at eps0 near 10 and n = 1e6).
+		"calibrate --mech hadamard:k=64 --eps 1 --delta 1e-6 --n 1e6 --rounds 365",
+		"calibrate --mech laplace --eps 1 --delta 1e-6 --n 1e6 --rounds 365",
 	} {
 		args := append([]string{"account"}, strings.Fields(c)...)
 		b.Run(strings.ReplaceAll(c, " ", "_"), func(b *testing.B) {
