@@ -16,9 +16,11 @@ package accountant
 // no caller can change what the memo holds. Errors are not kept (their
 // messages name labels the key leaves out).
 //
-// Memory is bounded: at most decompMemoBytes of keys (a dense 64 x 128
-// matrix is 128 KB of key), dropped all at once when full, and ForgetMemo
-// drops them too.
+// Memory is bounded: at most decompMemoBytes of keys and decompositions
+// together (a dense 64 x 128 matrix is 128 KB of key; a sparse 120 x 240
+// one has a 5.8 KB key but a 2 MB decomposition, so counting keys alone,
+// as the first version did, let a server keep gigabytes: review 63),
+// dropped all at once when full, and ForgetMemo drops them too.
 
 import (
 	"encoding/binary"
@@ -26,8 +28,9 @@ import (
 	"sync"
 )
 
-// decompMemoBytes bounds the key bytes the memo holds.
-const decompMemoBytes = 8 << 20
+// decompMemoBytes bounds the bytes the memo holds (keys and
+// decompositions, as entryBytes counts them).
+const decompMemoBytes = 64 << 20
 
 var decomps struct {
 	sync.Mutex
@@ -48,18 +51,31 @@ func decomposeMatrixMemo(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(key) <= decompMemoBytes {
+	if size := entryBytes(key, d); size <= decompMemoBytes {
 		decomps.Lock()
-		if decomps.m == nil || decomps.bytes+len(key) > decompMemoBytes {
+		if decomps.m == nil || decomps.bytes+size > decompMemoBytes {
 			decomps.m, decomps.bytes = map[string]*Decomposition{}, 0
 		}
 		if _, ok := decomps.m[string(key)]; !ok {
 			decomps.m[string(key)] = d.clone()
-			decomps.bytes += len(key)
+			decomps.bytes += size
 		}
 		decomps.Unlock()
 	}
 	return d, nil
+}
+
+// entryBytes is what the memo counts for the entry of d under key: the
+// key, the struct, a slice header per set and 24 bytes per atom.
+func entryBytes(key []byte, d *Decomposition) int {
+	n := len(key) + 128
+	for _, sets := range [][]AtomSet{d.Upper, d.UpperSame, d.Lower, d.LowerSame} {
+		n += 24 * len(sets)
+		for _, s := range sets {
+			n += 24 * len(s)
+		}
+	}
+	return n
 }
 
 // forgetDecompositions drops every remembered decomposition.

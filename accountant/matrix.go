@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -320,7 +321,17 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 		flush()
 	} else {
 		overlapCount := map[[2]string]int{}
-		for pr := range overlap {
+		// In (a, b) order: a map's order changes from run to run, and the
+		// order of d.Upper decides which pairs' triples are kept for the
+		// lower bound (the first maxLower), so ranging over the map gave
+		// a different lower bound at each call (review 63).
+		pairs := slices.SortedFunc(maps.Keys(overlap), func(x, y pair) int {
+			if c := cmp.Compare(x.a, y.a); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.b, y.b)
+		})
+		for _, pr := range pairs {
 			add(pr.a, pr.b)
 			add(pr.b, pr.a)
 			overlapCount[[2]string{profile[pr.a], profile[pr.b]}]++
