@@ -384,10 +384,19 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	loScaled := main - fpErr - alias*maxSU
 	if wantLo {
 		// Convexity correction: n sum_j r_j kappa_j P(S~_{n-1} = -a_j h).
+		// Atoms share lattice indices (Laplace's sets: 72% of the in-window
+		// atoms of a horizon calibration), and prob depends on s alone
+		// (pmAt, Chernoff): each distinct s is computed once and its bits
+		// reused, the sum taken in atom order as before.
 		var corr float64
+		probAt := make(map[int64]float64, len(l.atoms))
 		for _, at := range l.atoms {
 			s := -at.a
-			var prob float64
+			prob, ok := probAt[s]
+			if ok {
+				corr += at.r * at.kappa * prob
+				continue
+			}
 			if s >= A && s < A+int64(L) {
 				pv := pmAt(coefM, t, L, int(((s%int64(L))+int64(L))%int64(L)))/Lf + epsM
 				// P_{n-1}(s) = p e^{-theta s h} e^{(n-1) k0}; in scaled units
@@ -405,6 +414,7 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 				}
 				prob = math.Exp(lp - logScale)
 			}
+			probAt[s] = prob
 			corr += at.r * at.kappa * prob
 		}
 		loScaled -= nf * corr
