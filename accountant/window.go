@@ -384,19 +384,23 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	loScaled := main - fpErr - alias*maxSU
 	if wantLo {
 		// Convexity correction: n sum_j r_j kappa_j P(S~_{n-1} = -a_j h).
-		// Atoms share lattice indices (Laplace's sets: 72% of the in-window
-		// atoms of a horizon calibration), and prob depends on s alone
-		// (pmAt, Chernoff): each distinct s is computed once and its bits
-		// reused, the sum taken in atom order as before.
-		var corr float64
-		probAt := make(map[int64]float64, len(l.atoms))
+		// Neighbouring atoms share lattice indices (a merged set lists its
+		// atoms in ratio order, so along Laplace's outputs the losses, and
+		// their indices, run in order: 72% of the in-window atoms of a
+		// horizon calibration repeat the index before them), and prob
+		// depends on s alone (pmAt, Chernoff): an atom at the index of the
+		// atom before it takes that atom's prob, the same bits, and the sum
+		// is taken in atom order as before. (A map of every index seen cost
+		// more than it saved where atoms are many and windows small.)
+		var corr, prevProb float64
+		prevS, havePrev := int64(0), false
 		for _, at := range l.atoms {
 			s := -at.a
-			prob, ok := probAt[s]
-			if ok {
-				corr += at.r * at.kappa * prob
+			if havePrev && s == prevS {
+				corr += at.r * at.kappa * prevProb
 				continue
 			}
+			var prob float64
 			if s >= A && s < A+int64(L) {
 				pv := pmAt(coefM, t, L, int(((s%int64(L))+int64(L))%int64(L)))/Lf + epsM
 				// P_{n-1}(s) = p e^{-theta s h} e^{(n-1) k0}; in scaled units
@@ -414,7 +418,7 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 				}
 				prob = math.Exp(lp - logScale)
 			}
-			probAt[s] = prob
+			prevS, prevProb, havePrev = s, prob, true
 			corr += at.r * at.kappa * prob
 		}
 		loScaled -= nf * corr
