@@ -4,9 +4,11 @@ package accountant
 //
 // decomposeMatrix is a pure function of the matrix's entries (each row's
 // default, explicit columns and values, and the number of outputs) and
-// eps0: labels enter only its error messages, and its parallel pair search
-// keeps the sets in the order of a sequential one (TestDecomposeMatrixWorkers
-// in review53_merge_test.go). A calibration decomposes at every budget it
+// eps0: labels enter only its error messages, its parallel pair search
+// keeps the sets in the order of a sequential one
+// (TestReview53DecomposeMatrixParallel), and nothing in it depends on the
+// order of a range over a map (TestNoMapOrderInAccountant; the order of
+// the overlapping pairs did until review 63). A calibration decomposes at every budget it
 // probes, and the searches behind one command probe the same budget again
 // (calibrate --mech hadamard:k=64 --rounds 365 decomposed 419 times at 296
 // distinct budgets; each decomposition of that 64-input matrix is 4,032
