@@ -13,19 +13,25 @@ import (
 // every field share a key; the engine's relative safety margin (the
 // "safety" factor in window) covers the difference.
 func (s AtomSet) key() string {
-	var k keyer
+	var k keyer // formats every field: one key remembers nothing worth keeping
 	return k.key(s)
 }
 
-// keyer builds keys (AtomSet.key) for one goroutine, remembering how it
-// formatted each float64 it has seen: a matrix decomposition keys every
-// ordered pair of inputs (4032 sets for hadamard:k=64, at every eps0 a
-// calibration tries), and their fields take a handful of distinct
-// values, each formatted once instead of about 190,000 times. A float64's
-// text depends only on its bits, so a key is the same string either way.
+// keyer builds keys (AtomSet.key) for one goroutine. Made by newKeyer, it
+// remembers how it formatted each float64 it has seen: a matrix
+// decomposition keys every ordered pair of inputs (4032 sets for
+// hadamard:k=64, at every eps0 a calibration tries), and their fields take
+// a handful of distinct values, each formatted once instead of about
+// 190,000 times. A float64's text depends only on its bits, so a key is the
+// same string either way. The zero keyer remembers nothing.
 type keyer struct {
-	text map[uint64]string
+	text map[uint64]string // nil: format every field
 	buf  []byte
+}
+
+// newKeyer returns a keyer that remembers the texts it formats.
+func newKeyer() *keyer {
+	return &keyer{text: map[uint64]string{}}
 }
 
 // keyerMemo bounds the formatted values a keyer keeps.
@@ -52,10 +58,7 @@ func (k *keyer) format(x float64) string {
 		return t
 	}
 	t := strconv.FormatFloat(x, 'g', 15, 64)
-	if k.text == nil {
-		k.text = map[uint64]string{}
-	}
-	if len(k.text) < keyerMemo {
+	if k.text != nil && len(k.text) < keyerMemo {
 		k.text[b] = t
 	}
 	return t

@@ -37,7 +37,7 @@ func TestKeyerMatchesPlainKey(t *testing.T) {
 		pool = append(pool, x, math.Nextafter(x, 2*x+1), math.Nextafter(x, -1))
 		_ = i
 	}
-	var k keyer
+	k := newKeyer()
 	sets := 0
 	for round := range 3000 {
 		n := rng.IntN(12)
@@ -76,5 +76,8 @@ func TestKeyerKeysDoNotAlias(t *testing.T) {
 	b := k.key(AtomSet{{R: 0.75, P: 0.0625, Q: 0.5}})
 	if a != "0.25,0.5,0.125;" || b != "0.75,0.0625,0.5;" {
 		t.Fatalf("keys %q and %q", a, b)
+	}
+	if k.text != nil {
+		t.Fatalf("the zero keyer remembered %d texts", len(k.text))
 	}
 }

@@ -121,9 +121,10 @@ func (s AtomSet) validate(eps0 float64, lower bool, what string) error {
 func dedupe(sets []AtomSet) []AtomSet {
 	seen := make(map[string]bool, len(sets))
 	out := make([]AtomSet, 0, len(sets))
+	keys := newKeyer()
 	for _, s := range sets {
 		m := s.Merge()
-		k := m.key()
+		k := keys.key(m)
 		if seen[k] {
 			continue
 		}

@@ -283,9 +283,10 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			reps = append(reps, rep{x, y})
 		}
 	}
+	addKeys := newKeyer()
 	add := func(x, y int) {
 		s := p.pairAtoms(x, y)
-		keep(x, y, s, s.key())
+		keep(x, y, s, addKeys.key(s))
 	}
 	if overlap == nil {
 		// Every ordered pair: their sets and keys are computed by
@@ -297,7 +298,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			workers := min(runtime.GOMAXPROCS(0), (len(block)+63)/64)
 			parallelMap(workers, func(w int) {
 				q := p.worker()
-				var kr keyer
+				kr := newKeyer()
 				for i := w; i < len(block); i += workers {
 					sets[i] = q.pairAtoms(block[i][0], block[i][1])
 					keys[i] = kr.key(sets[i])
@@ -372,7 +373,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	// bound, so trying a subset only loosens it.
 	const maxLower = 64
 	lowSeen := map[string]bool{}
-	var lowKeys keyer
+	lowKeys := newKeyer()
 	for _, r := range reps {
 		var cands []int
 		if k <= 64 {

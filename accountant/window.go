@@ -255,9 +255,10 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// skip for certain are passed over (skipRun).
 	lip := lipschitzPhi(ws, l.idx, L)
 	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
-	// At most band coefficients are kept: room for them at once, not by
-	// doublings (whose copies, and the pools' slices that Go's garbage
-	// collector drops, were a fifth of an eps command at n = 1e8).
+	// At most band coefficients are kept (k < band): room for them at
+	// once, so that the appends below never copy (growing by doublings,
+	// their copies and the pools' slices that Go's garbage collector drops
+	// were a fifth of an eps command at n = 1e8).
 	coefN, errNk = slices.Grow(coefN, band), slices.Grow(errNk, band)
 	if wantLo {
 		coefM = slices.Grow(coefM, band)
@@ -326,12 +327,6 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 			// rounding of n*log|phi| and n*arg(phi) in exp and rect.
 			rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
 			en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
-			if len(coefN) == cap(coefN) {
-				// Double (append grows large slices by 1.25x, which copies
-				// a window keeping all L/2 coefficients about five times).
-				coefN = slices.Grow(coefN, max(len(coefN), 64))
-				errNk = slices.Grow(errNk, max(len(errNk), 64))
-			}
 			coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
 			errNk = append(errNk, en)
 			if wantLo {
@@ -341,9 +336,6 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 				aym := cmplx.Abs(ym)
 				relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
 				em := math.Exp(m1*lae) - rm + aym*relm
-				if len(coefM) == cap(coefM) {
-					coefM = slices.Grow(coefM, max(len(coefM), 64))
-				}
 				coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 				errM += mult * em
 				absM += mult * aym
@@ -392,33 +384,29 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 		// atom before it takes that atom's prob, the same bits, and the sum
 		// is taken in atom order as before. (A map of every index seen cost
 		// more than it saved where atoms are many and windows small.)
-		var corr, prevProb float64
-		prevS, havePrev := int64(0), false
-		for _, at := range l.atoms {
-			s := -at.a
-			if havePrev && s == prevS {
-				corr += at.r * at.kappa * prevProb
-				continue
-			}
-			var prob float64
+		probAt := func(s int64) float64 {
 			if s >= A && s < A+int64(L) {
 				pv := pmAt(coefM, t, L, int(((s%int64(L))+int64(L))%int64(L)))/Lf + epsM
 				// P_{n-1}(s) = p e^{-theta s h} e^{(n-1) k0}; in scaled units
 				// divide by e^{k0}.
-				prob = math.Max(pv, 0) * math.Exp(-theta*h*float64(s)-k0)
-			} else {
-				// Outside the window: Chernoff on the untilted n-1 fold sum,
-				// P(S = s) <= P(S >= s) or P(S <= s).
-				sv := h * float64(s)
-				var lp float64
-				if s >= A+int64(L) {
-					lp = l.chernoffUpper(nf-1, 0, sv)
-				} else {
-					lp = l.chernoffLower(nf-1, 0, sv)
-				}
-				prob = math.Exp(lp - logScale)
+				return math.Max(pv, 0) * math.Exp(-theta*h*float64(s)-k0)
 			}
-			prevS, prevProb, havePrev = s, prob, true
+			// Outside the window: Chernoff on the untilted n-1 fold sum,
+			// P(S = s) <= P(S >= s) or P(S <= s).
+			sv := h * float64(s)
+			var lp float64
+			if s >= A+int64(L) {
+				lp = l.chernoffUpper(nf-1, 0, sv)
+			} else {
+				lp = l.chernoffLower(nf-1, 0, sv)
+			}
+			return math.Exp(lp - logScale)
+		}
+		var corr, prob float64
+		for i, at := range l.atoms {
+			if i == 0 || at.a != l.atoms[i-1].a {
+				prob = probAt(-at.a)
+			}
 			corr += at.r * at.kappa * prob
 		}
 		loScaled -= nf * corr
