@@ -132,30 +132,14 @@ func coreAbove(E func(int) float64, lo, hi int, thr float64) bool {
 // thr (by bisection, from kept), E* being nondecreasing there: every leaf
 // before it has E* < thr + 0.01.
 func firstAbove(E func(int) float64, to int, thr float64) int {
-	no, yes := -1, to
-	for yes-no > 1 {
-		if mid := no + (yes-no)/2; E(mid) >= thr {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	return yes
+	return bisectFirst(-1, to, func(c int) bool { return E(c) >= thr })
 }
 
 // lastAbove returns the last leaf of [from, left] before one whose E is
 // below thr (by bisection, from kept), E* being nonincreasing there: every
 // leaf after it has E* < thr + 0.01.
 func lastAbove(E func(int) float64, from, left int, thr float64) int {
-	yes, no := from, left+1
-	for no-yes > 1 {
-		if mid := yes + (no-yes)/2; E(mid) >= thr {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	return yes
+	return bisectLast(from, left+1, func(c int) bool { return E(c) >= thr })
 }
 
 // cutBand returns the leaves [cl, cr] a pair walks under the cut at thr

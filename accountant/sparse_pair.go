@@ -207,15 +207,8 @@ func firstCounting(cl, cr int, sc func(int) dd, b *bandSum) int {
 	if b.counts(sc(cl).val()) {
 		return cl
 	}
-	no, yes := cl, cr+1 // no does not count; yes counts or is past the end
-	for yes-no > 1 {
-		if mid := no + (yes-no)/2; b.counts(sc(mid).val()) {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	return yes
+	// cl does not count; cr + 1 counts or is past the end.
+	return bisectFirst(cl, cr+1, func(c int) bool { return b.counts(sc(c).val()) })
 }
 
 // firstCountingNear is firstCounting with a guess g: where g-1 (>= cl)
@@ -232,7 +225,7 @@ func firstCountingNear(cl, cr, g int, sc func(int) dd, b *bandSum) int {
 // + (left - c) zy, in plain floating point (a guess for
 // firstCountingNear), or -1 where it has none in range.
 func pairRoot(s dd, left int, zx, zy float64) int {
-	r := -(s.hi + s.lo + float64(left)*zy) / (zx - zy)
+	r := -(s.val() + float64(left)*zy) / (zx - zy)
 	if !(r >= 0 && r < float64(left)) {
 		return -1
 	}

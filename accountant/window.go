@@ -64,15 +64,7 @@ func bandEnd(w []float64, idx []int64, L int, t []complex128, phiErr, skipBelow 
 	if half < 2 || !passes(half-1) {
 		return half
 	}
-	no, yes := 0, half-1 // k = 0 never passes (c = 0, W >= skipBelow)
-	for yes-no > 1 {
-		if mid := no + (yes-no)/2; passes(mid) {
-			yes = mid
-		} else {
-			no = mid
-		}
-	}
-	return yes
+	return bisectFirst(0, half-1, passes) // k = 0 never passes (c = 0, W >= skipBelow)
 }
 
 // lipschitzPhi returns lip >= (2 pi/L) sum_i w_i |idx_i - c|, c the
