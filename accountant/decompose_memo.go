@@ -27,6 +27,7 @@ package accountant
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -71,9 +72,9 @@ func decomposeMatrixMemo(mat *Matrix, eps0 float64) (*Decomposition, error) {
 // key, the struct, a slice header per set and 24 bytes per atom.
 func entryBytes(key []byte, d *Decomposition) int {
 	n := len(key) + 128
-	for _, sets := range [][]AtomSet{d.Upper, d.UpperSame, d.Lower, d.LowerSame} {
-		n += 24 * len(sets)
-		for _, s := range sets {
+	for _, sets := range d.setLists() {
+		n += 24 * len(*sets)
+		for _, s := range *sets {
 			n += 24 * len(s)
 		}
 	}
@@ -108,23 +109,23 @@ func matrixKey(mat *Matrix, eps0 float64) []byte {
 	return key
 }
 
+// setLists returns d's lists of atom sets, every field of d that holds
+// memory (the others are numbers and flags).
+func (d *Decomposition) setLists() [4]*[]AtomSet {
+	return [4]*[]AtomSet{&d.Upper, &d.UpperSame, &d.Lower, &d.LowerSame}
+}
+
 // clone returns a copy of d that shares no memory with it.
 func (d *Decomposition) clone() *Decomposition {
 	c := *d
-	c.Upper, c.UpperSame = cloneSets(d.Upper), cloneSets(d.UpperSame)
-	c.Lower, c.LowerSame = cloneSets(d.Lower), cloneSets(d.LowerSame)
-	return &c
-}
-
-func cloneSets(s []AtomSet) []AtomSet {
-	if s == nil {
-		return nil
-	}
-	out := make([]AtomSet, len(s))
-	for i, a := range s {
-		if a != nil {
-			out[i] = append(AtomSet{}, a...)
+	for _, sets := range c.setLists() {
+		if *sets != nil {
+			out := make([]AtomSet, len(*sets))
+			for i, s := range *sets {
+				out[i] = slices.Clone(s)
+			}
+			*sets = out
 		}
 	}
-	return out
+	return &c
 }
