@@ -42,6 +42,21 @@ package accountant
 //     ceiling); narrowing keeps a proven and b unproven while it shrinks
 //     b - a below tol·b, so the x returned is within relative tol of the
 //     largest proven one.
+//  6. Skipped probes (fails). Where the search halves from an unproven
+//     start, only the sign of g matters at every point but the last
+//     unproven one, b, whose g steers the narrowing. A caller may give a
+//     cheap certificate that the probe fails at x (a lower bound on the
+//     quantity the probe bounds from above exceeds the target: the probe
+//     of a sound bound cannot prove x). bracket then skips the probe at
+//     such x and probes only the point that turns out to be b, once a
+//     proof below it is found, so a and b (x and g) are those the search
+//     finds without the certificate, and so is everything after:
+//     a horizon calibration's first probe, far above its answer, was most
+//     of its time. A certificate enters no guarantee (point 2): a wrong
+//     "fails" would only skip a provable x, and an error the skipped
+//     probe would have raised is not seen. When the skipped b proves
+//     after all, the lower bound exceeded a sound upper bound: bracket
+//     reports an internal error rather than steer on it.
 //
 // Two narrowing rules exist: regula falsi on g with the Illinois
 // modification (illinoisFeasible, for the PLD searches and, with g = -Inf
@@ -76,6 +91,9 @@ type largest[P any] struct {
 	grow func(x float64, step int) float64
 	// tol is the relative width at which narrowing stops.
 	tol float64
+	// fails, when set, certifies cheaply that the probe does not prove x
+	// (point 6); false means only "not certified". nil: no certificate.
+	fails func(x float64) bool
 
 	proven map[float64]P
 }
@@ -120,6 +138,9 @@ func (s *largest[P]) proof(x float64) (P, bool) {
 // until a failure. When everything tried up to the ceiling is proven, b
 // is a (then a.x is the ceiling, or x0 when s.grow is nil).
 func (s *largest[P]) bracket(x0 float64) (a, b probed, err error) {
+	if s.fails != nil && s.fails(x0) {
+		return s.halveCertified(x0)
+	}
 	g, err := s.eval(x0)
 	if err != nil {
 		return probed{}, probed{}, err
@@ -153,6 +174,44 @@ func (s *largest[P]) bracket(x0 float64) (a, b probed, err error) {
 		a = probed{x, g}
 	}
 	return a, a, nil
+}
+
+// halveCertified is bracket's halving from an x0 certified to fail (point
+// 6): it halves as bracket does, probing only the points the certificate
+// does not settle, until a proof, then probes the last failing point when
+// it was skipped. The points probed at the end, and so a and b, are those
+// of bracket without the certificate.
+func (s *largest[P]) halveCertified(x0 float64) (a, b probed, err error) {
+	b = probed{x0, math.NaN()} // g not probed
+	for {
+		x := b.x / 2
+		if !(x >= s.floor) {
+			return probed{}, probed{}, errBelowFloor
+		}
+		if s.fails(x) {
+			b = probed{x, math.NaN()}
+			continue
+		}
+		g, err := s.eval(x)
+		if err != nil {
+			return probed{}, probed{}, err
+		}
+		if g > 0 {
+			b = probed{x, g}
+			continue
+		}
+		a = probed{x, g}
+		break
+	}
+	if math.IsNaN(b.g) {
+		if b.g, err = s.eval(b.x); err != nil {
+			return probed{}, probed{}, err
+		}
+		if !(b.g > 0) {
+			return probed{}, probed{}, fmt.Errorf("accountant: internal error: x = %g was certified to fail but its probe proves it", b.x)
+		}
+	}
+	return a, b, nil
 }
 
 // run brackets from x0, narrows by illinoisFeasible, and returns the x

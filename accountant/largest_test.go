@@ -358,3 +358,56 @@ func TestCalibrateLongitudinalArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestLargestFailsCertificate: a certificate that the probe fails
+// (largest.go, point 6) leaves the search's result and every probe after
+// the halving as they are, skips the probes it certifies except the last
+// unproven point, and a certificate the probe contradicts is an error.
+func TestLargestFailsCertificate(t *testing.T) {
+	for _, star := range []float64{0.37, 2.5, 17.3} {
+		for _, start := range []float64{star * 1.7, star * 30, star * 900} {
+			g := func(x float64) (float64, error) { return math.Log(x / star), nil }
+			plain := &recorder{g: g}
+			s := largest[string]{probe: plain.probe, floor: 1e-6, ceil: 1000, tol: calTol}
+			x0, _, err := s.run(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert := &recorder{g: g}
+			asked := map[float64]bool{}
+			c := largest[string]{probe: cert.probe, floor: 1e-6, ceil: 1000, tol: calTol,
+				fails: func(x float64) bool { asked[x] = true; return x > 1.2*star }}
+			x1, proof, err := c.run(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProven(t, cert, x1, proof)
+			if x0 != x1 {
+				t.Errorf("x* = %v start %v: %v with the certificate, %v without", star, start, x1, x0)
+			}
+			// Every point probed with the certificate was probed without
+			// it, and every point skipped was certified.
+			for x := range cert.seen {
+				if !plain.seen[x] {
+					t.Errorf("x* = %v start %v: probed %v, which the plain search never probed", star, start, x)
+				}
+			}
+			for x := range plain.seen {
+				if !cert.seen[x] && !asked[x] {
+					t.Errorf("x* = %v start %v: skipped %v without asking the certificate", star, start, x)
+				}
+			}
+			if start > 6*star && cert.calls >= plain.calls {
+				t.Errorf("x* = %v start %v: %d probes with the certificate, %d without", star, start, cert.calls, plain.calls)
+			}
+		}
+	}
+	// A certificate the probe contradicts (it proves a point said to
+	// fail) is an internal error, not a bracket.
+	r := &recorder{g: func(x float64) (float64, error) { return math.Log(x / 5), nil }}
+	s := largest[string]{probe: r.probe, floor: 1e-6, ceil: 1000, tol: calTol,
+		fails: func(x float64) bool { return x > 1 }}
+	if _, _, err := s.run(8); err == nil || errors.Is(err, errBelowFloor) {
+		t.Errorf("a contradicted certificate gave err = %v, want an internal error", err)
+	}
+}

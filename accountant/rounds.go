@@ -644,6 +644,12 @@ type roundsProof struct{ eps, local float64 }
 // g(eps0) = log(delta_up/delta), starting at 1.25 times the single-report
 // answer and halving.
 func searchRounds(m Mechanism, t Target) (float64, func() roundsProof, error) {
+	return searchRoundsWith(m, t, func(eps0 float64) bool { return lowerExceeds(m, eps0, t) })
+}
+
+// searchRoundsWith is searchRounds with the certificate that a probe fails
+// (largest.go, point 6; nil for none), which only saves probes.
+func searchRoundsWith(m Mechanism, t Target, fails func(eps0 float64) bool) (float64, func() roundsProof, error) {
 	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
 	if err != nil {
 		return 0, nil, err
@@ -669,6 +675,9 @@ func searchRounds(m Mechanism, t Target) (float64, func() roundsProof, error) {
 		},
 		floor: 1e-6,
 		tol:   calTol,
+		// The start is usually far above the answer, where the PLDs are
+		// costliest: one report's lower bound settles it (horizon_fails.go).
+		fails: fails,
 	}
 	// Bracket: more reports never need less noise, so eps0 <= the
 	// single-report answer (with a margin for the two analyses' slack).
