@@ -9,17 +9,25 @@ package accountant
 // are the costliest to build (a near point-mass loss keeps every lattice
 // coefficient: 2-6 s of a 3-7 s calibration at n = 1e6, rounds = 365).
 //
-//  1. A lower-bound triple of m's decomposition at eps0 (docs/accounting.md
-//     §4) is a pair of neighbouring datasets of one report; evaluate's lo
-//     with wantLo is at most the exact delta(eps) of that pair shuffled
-//     among t.N (the lower end of a certified bracket).
-//  2. Over a horizon, the same pair in the first round and the same data
-//     in the others (the victim reporting the same value in both worlds)
-//     is a pair of neighbouring horizons, and its delta(eps) is at least
-//     the first round's: dropping the other rounds is post-processing.
-//  3. The probe's d is a sound upper bound on the horizon's delta(eps)
-//     over every pair of neighbouring horizons (pld.go, convolve.go), so
-//     d >= lo; lo > delta then means g > 0: the probe cannot prove eps0.
+//  1. evaluate's lo with wantLo, for a lower-bound triple of m's
+//     decomposition at eps0 (docs/accounting.md §4), is at most the exact
+//     delta(eps) of two datasets of one report shuffled among t.N: real
+//     neighbouring datasets of m (a matrix's, k-RR's, a composite's), or,
+//     for the generic clone, of another eps0-LDP randomizer.
+//  2. The probe's d is at least the delta(eps) of the t.Rounds-fold
+//     composition of the one-report dominating pair (pessimistic PLDs
+//     dominate it: pld.go, convolve.go), which is at least that of one
+//     factor (dropping the others is post-processing), which is at least
+//     the delta(eps) of every pair of neighbouring datasets of one report
+//     among t.N: that is what dominating means, and for the clone it
+//     covers every eps0-LDP randomizer. So d >= lo.
+//  3. lo > delta then means d > delta, g > 0: the probe cannot prove
+//     eps0.
+//
+// The argument needs the triples to be right. A plugin's triple above its
+// own pairs (validation cannot see it) makes the certificate wrong; the
+// search notices when a probe proves a point certified to fail and
+// searches again without it (largest.go, point 6).
 //
 // The certificate asks lo > 2 delta, a margin over rounding in either
 // bound; whether it holds never enters a guarantee (largest.go, point 2).

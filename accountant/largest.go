@@ -50,13 +50,16 @@ package accountant
 //     of a sound bound cannot prove x). bracket then skips the probe at
 //     such x and probes only the point that turns out to be b, once a
 //     proof below it is found, so a and b (x and g) are those the search
-//     finds without the certificate, and so is everything after:
-//     a horizon calibration's first probe, far above its answer, was most
-//     of its time. A certificate enters no guarantee (point 2): a wrong
-//     "fails" would only skip a provable x, and an error the skipped
-//     probe would have raised is not seen. When the skipped b proves
-//     after all, the lower bound exceeded a sound upper bound: bracket
-//     reports an internal error rather than steer on it.
+//     finds without the certificate, and so is everything after, given a
+//     deterministic probe (the horizon probe is: its memos key on every
+//     argument's bits, review 65): a horizon calibration's first probe,
+//     far above its answer, was most of its time. A certificate enters no
+//     guarantee (point 2): a wrong "fails" would only skip a provable x,
+//     and an error the skipped probe would have raised is not seen. When
+//     the skipped b proves after all, the certificate is wrong (a
+//     plugin's lower-bound triple above its own pairs, which validation
+//     cannot see): bracket drops it and searches again from x0 as
+//     without it, keeping the proofs made.
 //
 // Two narrowing rules exist: regula falsi on g with the Illinois
 // modification (illinoisFeasible, for the PLD searches and, with g = -Inf
@@ -101,6 +104,10 @@ type largest[P any] struct {
 // probed is x with the probe's answer g(x).
 type probed struct{ x, g float64 }
 
+// errContradicted says that a probe proved a point its certificate said
+// it fails (point 6).
+var errContradicted = errors.New("accountant: a probe proved a point certified to fail")
+
 // errBelowFloor says that the search halved down to its floor without a
 // proof.
 var errBelowFloor = errors.New("accountant: no proven x above the search's floor")
@@ -139,7 +146,12 @@ func (s *largest[P]) proof(x float64) (P, bool) {
 // is a (then a.x is the ceiling, or x0 when s.grow is nil).
 func (s *largest[P]) bracket(x0 float64) (a, b probed, err error) {
 	if s.fails != nil && s.fails(x0) {
-		return s.halveCertified(x0)
+		a, b, err = s.halveCertified(x0)
+		if !errors.Is(err, errContradicted) {
+			return a, b, err
+		}
+		// The certificate is wrong (point 6): search as without it.
+		s.fails = nil
 	}
 	g, err := s.eval(x0)
 	if err != nil {
@@ -208,7 +220,7 @@ func (s *largest[P]) halveCertified(x0 float64) (a, b probed, err error) {
 			return probed{}, probed{}, err
 		}
 		if !(b.g > 0) {
-			return probed{}, probed{}, fmt.Errorf("accountant: internal error: x = %g was certified to fail but its probe proves it", b.x)
+			return probed{}, probed{}, errContradicted
 		}
 	}
 	return a, b, nil

@@ -403,11 +403,25 @@ func TestLargestFailsCertificate(t *testing.T) {
 		}
 	}
 	// A certificate the probe contradicts (it proves a point said to
-	// fail) is an internal error, not a bracket.
-	r := &recorder{g: func(x float64) (float64, error) { return math.Log(x / 5), nil }}
-	s := largest[string]{probe: r.probe, floor: 1e-6, ceil: 1000, tol: calTol,
-		fails: func(x float64) bool { return x > 1 }}
-	if _, _, err := s.run(8); err == nil || errors.Is(err, errBelowFloor) {
-		t.Errorf("a contradicted certificate gave err = %v, want an internal error", err)
+	// fail) is dropped: the search returns what it returns without one.
+	for _, start := range []float64{8, 30, 700} {
+		g := func(x float64) (float64, error) { return math.Log(x / 5), nil }
+		plain := &recorder{g: g}
+		p := largest[string]{probe: plain.probe, floor: 1e-6, ceil: 1000, tol: calTol}
+		want, _, err := p.run(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &recorder{g: g}
+		s := largest[string]{probe: r.probe, floor: 1e-6, ceil: 1000, tol: calTol,
+			fails: func(x float64) bool { return x > 1 }}
+		got, proof, err := s.run(start)
+		if err != nil {
+			t.Fatalf("start %v: a contradicted certificate gave err = %v", start, err)
+		}
+		checkProven(t, r, got, proof)
+		if got != want {
+			t.Errorf("start %v: %v after a contradicted certificate, %v without one", start, got, want)
+		}
 	}
 }
