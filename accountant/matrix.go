@@ -236,8 +236,16 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			}
 			return 0
 		})
+		// The shortest text of each value, as %v writes it (only
+		// equality of profiles matters: the text is a key).
+		buf := make([]byte, 0, 64)
 		for _, e := range ents {
-			fmt.Fprintf(&b, ";%v:%v", e.r, e.v)
+			buf = append(buf, ';')
+			buf = strconv.AppendFloat(buf, e.r, 'g', -1, 64)
+			buf = append(buf, ':')
+			buf = strconv.AppendFloat(buf, e.v, 'g', -1, 64)
+			b.Write(buf)
+			buf = buf[:0]
 		}
 		profile[x] = b.String()
 		if _, ok := groups[profile[x]]; !ok {
@@ -310,12 +318,28 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			}
 			block = block[:0]
 		}
+		// A pair whose signature an earlier pair had merges to a set
+		// kept already (pairsig.go): skip it.
+		var sig *pairSigner
+		if pairSignatures {
+			sig = newPairSigner(p)
+		}
+		signed := map[string]bool{}
 		for x := range k {
 			for y := range k {
-				if x != y {
-					if block = append(block, [2]int{x, y}); len(block) == pairBlock {
-						flush()
+				if x == y {
+					continue
+				}
+				if sig != nil {
+					if key, ok := sig.signature(x, y); ok {
+						if signed[string(key)] {
+							continue
+						}
+						signed[string(key)] = true
 					}
+				}
+				if block = append(block, [2]int{x, y}); len(block) == pairBlock {
+					flush()
 				}
 			}
 		}

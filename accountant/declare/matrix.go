@@ -61,13 +61,13 @@ func NewMatrix(rows [][]float64) (*Matrix, error) {
 
 // denseToSparse stores a row as its most frequent value plus exceptions.
 func denseToSparse(row []float64) sparseRow {
-	count := map[float64]int{}
 	var mode float64
 	best := -1
+	counts := valueCounts{}
 	for _, v := range row {
-		count[v]++
-		if count[v] > best || (count[v] == best && v < mode) {
-			best, mode = count[v], v
+		c := counts.inc(v)
+		if c > best || (c == best && v < mode) {
+			best, mode = c, v
 		}
 	}
 	r := sparseRow{def: mode}
@@ -78,6 +78,45 @@ func denseToSparse(row []float64) sparseRow {
 		}
 	}
 	return r
+}
+
+// valueCounts counts float64 values as a map keyed by them would (== on
+// keys: -0 and +0 share a count, every NaN has its own), in a short list
+// while few distinct values occur (a randomizer's row takes a handful),
+// in a map beyond: a map per row was 5% of a Hadamard calibration.
+type valueCounts struct {
+	vals   []float64
+	counts []int
+	m      map[float64]int
+}
+
+// inc counts v once more and returns its count: 0 for a NaN, which a
+// map's lookup does not find again.
+func (c *valueCounts) inc(v float64) int {
+	if v != v {
+		return 0
+	}
+	if c.m != nil {
+		c.m[v]++
+		return c.m[v]
+	}
+	for i, w := range c.vals {
+		if w == v {
+			c.counts[i]++
+			return c.counts[i]
+		}
+	}
+	if len(c.vals) == 16 {
+		c.m = make(map[float64]int, 32)
+		for i, w := range c.vals {
+			c.m[w] = c.counts[i]
+		}
+		c.m[v]++
+		return c.m[v]
+	}
+	c.vals = append(c.vals, v)
+	c.counts = append(c.counts, 1)
+	return 1
 }
 
 // NewSparseMatrix returns a matrix with the given number of outputs and
