@@ -102,9 +102,22 @@ func bd0(x, np, d float64) float64 {
 // change), so the values of the few most recent (n, p) are kept and
 // extended as needed: each is logBinomPMF's value, the same bits as a call.
 func logBinomPMFs(n int, p float64, m1 int) []float64 {
+	return logBinomPMFsFrom(n, p, 0, m1)
+}
+
+// logBinomPMFsFrom is logBinomPMFs where only the entries m0..m1 will be
+// read: the others of the slice may be NaN, not yet computed (a sum over m
+// that starts far above 0 need not compute the masses below). An entry
+// computed is logBinomPMF's value; each is computed on its own, so which
+// were computed before changes no bit.
+func logBinomPMFsFrom(n int, p float64, m0, m1 int) []float64 {
+	m0 = max(m0, 0)
 	if m1 >= pmfCacheMax {
 		out := make([]float64, m1+1)
 		for m := range out {
+			out[m] = math.NaN()
+		}
+		for m := m0; m <= m1; m++ {
 			out[m] = logBinomPMF(m, n, p)
 		}
 		return out
@@ -124,11 +137,18 @@ func logBinomPMFs(n int, p float64, m1 int) []float64 {
 		ext := make([]float64, max(m1+1, min(2*len(t), pmfCacheMax)))
 		copy(ext, t)
 		for m := len(t); m < len(ext); m++ {
-			ext[m] = logBinomPMF(m, n, p)
+			ext[m] = math.NaN()
 		}
 		c.entries += len(ext) - len(t)
 		t = ext
 		c.tables[k] = t
+	}
+	for m := m0; m <= m1; m++ {
+		// logBinomPMF never returns NaN for a valid p; were it to, the
+		// entry would only be computed again.
+		if t[m] != t[m] {
+			t[m] = logBinomPMF(m, n, p)
+		}
 	}
 	// Evict the oldest other tables past the limits.
 	for len(c.order) > 1 && (len(c.order) > maxPMFTables || c.entries > pmfCacheMax) {

@@ -113,15 +113,18 @@ func sparseExactCut(p prepared, n int, cut bool) (_ bracket, ok, tight bool) {
 	var pw pairWalk
 	mFirst, mLast := rootCounts(nf, z0, zs[0])
 	sumRange := func(m0, m1, stride int) bool {
-		lpms := logBinomPMFs(n, pi, m1)
 		// The m outside [mFirst, mLast] only check the exponent's error
 		// E_m: where no E_m of [m0, m1] can pass 0.01, walk only the m
 		// whose leaves may count (the same m, the same order, the same
-		// answer: countingCounts).
+		// answer: countingCounts), and compute only their masses.
 		m, end := m0, m1
 		if !sparseWalkEveryCount && emBelow(a, n, pi, lf[m1], m1, maxL) {
 			m, end = countingCounts(m0, m1, stride, mFirst, mLast)
 		}
+		if m > end {
+			return true
+		}
+		lpms := logBinomPMFsFrom(n, pi, m, end)
 		for ; m <= end; m += stride {
 			lpm := lpms[m]
 			if math.IsInf(lpm, -1) {

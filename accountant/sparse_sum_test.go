@@ -265,3 +265,38 @@ func TestLogBinomPMFsSameAsCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestLogBinomPMFsFromSameAsCalls: logBinomPMFsFrom's entries in the range
+// asked are logBinomPMF's bits, whatever ranges were asked before (the
+// entries below it left uncomputed), and a later logBinomPMFs of the same
+// law fills every entry with the same bits.
+func TestLogBinomPMFsFromSameAsCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 3))
+	laws := []struct {
+		n int
+		p float64
+	}{{2_000_000, 0.0031}, {300, 0.45}, {50_000_000, 2e-5}}
+	same := func(v, w float64) bool { return math.Float64bits(v) == math.Float64bits(w) }
+	for range 40 {
+		law := laws[rng.IntN(len(laws))]
+		m1 := min(law.n, rng.IntN(40_000))
+		m0 := rng.IntN(m1 + 1)
+		got := logBinomPMFsFrom(law.n, law.p, m0, m1)
+		if len(got) != m1+1 {
+			t.Fatalf("%d entries, want %d", len(got), m1+1)
+		}
+		for m := m0; m <= m1; m++ {
+			if w := logBinomPMF(m, law.n, law.p); !same(got[m], w) {
+				t.Fatalf("logBinomPMFsFrom(%d, %v, %d, %d)[%d] = %v, logBinomPMF %v", law.n, law.p, m0, m1, m, got[m], w)
+			}
+		}
+	}
+	for _, law := range laws {
+		m1 := min(law.n, 40_000)
+		for m, v := range logBinomPMFs(law.n, law.p, m1) {
+			if w := logBinomPMF(m, law.n, law.p); !same(v, w) {
+				t.Fatalf("logBinomPMFs(%d, %v)[%d] = %v after partial requests, logBinomPMF %v", law.n, law.p, m, v, w)
+			}
+		}
+	}
+}
