@@ -92,6 +92,9 @@ type sigType struct {
 func newPairSigner(p *pairer) *pairSigner {
 	m := p.m
 	words := (m.outputs + 63) / 64
+	if words*len(p.classR) > maxSigWords {
+		return nil
+	}
 	maxVals := 0
 	rows := make([]rowBits, len(m.rows))
 	for x, r := range m.rows {
