@@ -2,13 +2,12 @@ package accountant
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // The decomposition of a matrix declaration (docs/accounting.md §2). The
@@ -210,50 +209,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 
 	// Row profiles: rows with equal profiles and disjoint exceptions give
 	// equal pair atoms.
-	profile := make([]string, k)
-	groups := map[string][]int{}
-	var order []string
-	for x, r := range m.rows {
-		var b strings.Builder
-		b.WriteString(strconv.FormatFloat(r.def, 'g', -1, 64))
-		type ent struct{ r, v float64 }
-		ents := make([]ent, len(r.idx))
-		for i, y := range r.idx {
-			ents[i] = ent{stats[y].min, r.val[i]}
-		}
-		slices.SortFunc(ents, func(a, b ent) int {
-			if a.r != b.r {
-				if a.r < b.r {
-					return -1
-				}
-				return 1
-			}
-			switch {
-			case a.v < b.v:
-				return -1
-			case a.v > b.v:
-				return 1
-			}
-			return 0
-		})
-		// The shortest text that reads back as each value (strconv; fmt's
-		// %v was 6% of a Hadamard calibration): the text is only a key,
-		// equal exactly when the values are, as with %v.
-		buf := make([]byte, 0, 64)
-		for _, e := range ents {
-			buf = append(buf, ';')
-			buf = strconv.AppendFloat(buf, e.r, 'g', -1, 64)
-			buf = append(buf, ':')
-			buf = strconv.AppendFloat(buf, e.v, 'g', -1, 64)
-			b.Write(buf)
-			buf = buf[:0]
-		}
-		profile[x] = b.String()
-		if _, ok := groups[profile[x]]; !ok {
-			order = append(order, profile[x])
-		}
-		groups[profile[x]] = append(groups[profile[x]], x)
-	}
+	profile, groups, order := rowProfiles(m, stats)
 
 	// Overlapping pairs share an exception column.
 	var work float64
@@ -434,6 +390,52 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 		d.KRR = k
 	}
 	return d, nil
+}
+
+// rowProfiles returns each row's profile (its default, then its
+// exceptions' (blanket, value) pairs in order, as a key), the rows of
+// each profile, and the profiles in order of first occurrence.
+func rowProfiles(m *matrixRows, stats []colStat) (profile []string, groups map[string][]int, order []string) {
+	k := len(m.rows)
+	profile = make([]string, k)
+	groups = map[string][]int{}
+	for x, r := range m.rows {
+		// The key holds each value's bits: equal exactly when the
+		// values are (they are finite here), as their shortest texts
+		// were, without formatting 8,192 floats per Hadamard
+		// decomposition (a seventh of a calibration).
+		key := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+16*len(r.idx)), math.Float64bits(r.def))
+		type ent struct{ r, v float64 }
+		ents := make([]ent, len(r.idx))
+		for i, y := range r.idx {
+			ents[i] = ent{stats[y].min, r.val[i]}
+		}
+		slices.SortFunc(ents, func(a, b ent) int {
+			if a.r != b.r {
+				if a.r < b.r {
+					return -1
+				}
+				return 1
+			}
+			switch {
+			case a.v < b.v:
+				return -1
+			case a.v > b.v:
+				return 1
+			}
+			return 0
+		})
+		for _, e := range ents {
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(e.r))
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(e.v))
+		}
+		profile[x] = string(key)
+		if _, ok := groups[profile[x]]; !ok {
+			order = append(order, profile[x])
+		}
+		groups[profile[x]] = append(groups[profile[x]], x)
+	}
+	return profile, groups, order
 }
 
 // isKRR reports whether the matrix is k-ary randomized response: square,
