@@ -226,10 +226,7 @@ func (l *lattice) logMGF(lambda float64) (k0, k1, k2 float64) {
 // law with log masses logw at values v, and its first two derivatives
 // (the tilted mean and variance), by log-sum-exp.
 func cumulants(logw, v []float64, lambda float64) (k0, k1, k2 float64) {
-	mx := math.Inf(-1)
-	for i, lw := range logw {
-		mx = math.Max(mx, lw+lambda*v[i])
-	}
+	mx := maxShifted(logw, v, lambda)
 	var s0, s1, s2 float64
 	for i, lw := range logw {
 		e := math.Exp(lw + lambda*v[i] - mx)
@@ -241,6 +238,38 @@ func cumulants(logw, v []float64, lambda float64) (k0, k1, k2 float64) {
 	k1 = s1 / s0
 	k2 = s2/s0 - k1*k1
 	return k0, k1, math.Max(k2, 0)
+}
+
+// maxShifted returns the fold of math.Max over logw[i] + lambda v[i] from
+// -Inf, bit for bit, with comparisons in the loop instead of calls
+// (math.Max is not inlined: its calls were a tenth of a Laplace horizon
+// calibration). math.Max gives +Inf if any term is +Inf, else NaN if any
+// is NaN, else the largest, +0 over -0: the loop keeps the largest by >,
+// notes NaNs, and a zero maximum is made +0 when some term is +0.
+func maxShifted(logw, v []float64, lambda float64) float64 {
+	mx := math.Inf(-1)
+	nan := false
+	for i, lw := range logw {
+		x := lw + lambda*v[i]
+		if x > mx {
+			mx = x
+		} else if x != x {
+			nan = true
+		}
+	}
+	switch {
+	case math.IsInf(mx, 1):
+		return mx
+	case nan:
+		return math.NaN()
+	case mx == 0 && math.Signbit(mx):
+		for i, lw := range logw {
+			if x := lw + lambda*v[i]; x == 0 && !math.Signbit(x) {
+				return x
+			}
+		}
+	}
+	return mx
 }
 
 // tilt returns theta >= 0 with K'(theta) = 0 (theta = 0 when the mean is
@@ -616,9 +645,10 @@ func scaleBack(v, logScale, n float64) float64 {
 	return math.Exp(math.Log(v) + logScale - math.Log(n))
 }
 
-// tiltedSD is the standard deviation of Z under the tilt that centres it,
-// computed on the exact atoms.
-func tiltedSD(p prepared) float64 {
+// tiltedSDOf is the standard deviation of Z under the tilt that centres
+// it, computed on the exact atoms (tiltedSD remembers it: sd_memo.go).
+// It reads p.z, p.w and p.maxZ only.
+func tiltedSDOf(p prepared) float64 {
 	logw := make([]float64, len(p.w))
 	for j, w := range p.w {
 		logw[j] = math.Log(w)

@@ -166,13 +166,14 @@ func (m *evalMemo) forget() {
 	m.cur, m.old, m.bytes = nil, nil, 0
 }
 
-// ForgetMemo drops every recorded evaluation, the sparse path's tables of
-// log factorials and binomial masses, and the remembered matrix
-// decompositions (decompose_memo.go). Results do not change; the next
+// ForgetMemo drops every recorded evaluation and lattice scale
+// (sd_memo.go), the sparse path's tables of log factorials and binomial
+// masses, and the remembered matrix decompositions (decompose_memo.go). Results do not change; the next
 // evaluations take their full time again, which is what a benchmark of a
 // first call (a process's start) measures.
 func ForgetMemo() {
 	memo.forget()
+	sdMemo.forget()
 	forgetSparseTables()
 	forgetDecompositions()
 }

@@ -1,0 +1,89 @@
+package accountant
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+)
+
+// The memo of tiltedSD.
+//
+// The lattice's step is a fraction of the standard deviation of Z under
+// the tilt that centres it (tiltedSD), found by bisecting the tilt to the
+// last float over the exact atoms: about sixty passes of exp over them.
+// It depends on the atoms' values and masses (and maxZ, its start) alone, and the searches
+// evaluate one set at one eps over and over (each lattice refinement,
+// each n, each side): at 365 rounds of Laplace it was a sixth of a
+// calibration. Like evaluate's memo (memo.go), this one is keyed by every
+// input's bits in full and returns the value the computation gives again,
+// so it changes no figure. Two generations bound it to sdMemoBytes of
+// keys.
+const sdMemoBytes = 8 << 20
+
+// floatMemo is a bounded memo of float64 values by key.
+type floatMemo struct {
+	sync.Mutex
+	cur, old map[string]float64
+	bytes    int
+	limit    int
+}
+
+var sdMemo = floatMemo{limit: sdMemoBytes}
+
+// get returns the value recorded for key, if any.
+func (m *floatMemo) get(key []byte) (float64, bool) {
+	m.Lock()
+	defer m.Unlock()
+	if v, ok := m.cur[string(key)]; ok {
+		return v, true
+	}
+	v, ok := m.old[string(key)]
+	if ok {
+		m.putLocked(key, v)
+	}
+	return v, ok
+}
+
+// put records v for key.
+func (m *floatMemo) put(key []byte, v float64) {
+	m.Lock()
+	defer m.Unlock()
+	m.putLocked(key, v)
+}
+
+func (m *floatMemo) putLocked(key []byte, v float64) {
+	if len(key) > m.limit/2 {
+		return
+	}
+	if m.cur == nil || m.bytes+len(key) > m.limit/2 {
+		m.old, m.cur, m.bytes = m.cur, map[string]float64{}, 0
+	}
+	if _, ok := m.cur[string(key)]; !ok {
+		m.bytes += len(key)
+	}
+	m.cur[string(key)] = v
+}
+
+// forget drops every entry.
+func (m *floatMemo) forget() {
+	m.Lock()
+	defer m.Unlock()
+	m.cur, m.old, m.bytes = nil, nil, 0
+}
+
+// tiltedSD is the standard deviation of Z under the tilt that centres it,
+// computed on the exact atoms (tiltedSDOf), remembered by the bits of
+// everything it reads: the atoms and maxZ.
+func tiltedSD(p prepared) float64 {
+	key := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+16*len(p.z)), math.Float64bits(p.maxZ))
+	for j := range p.z {
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(p.z[j]))
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(p.w[j]))
+	}
+	if v, ok := sdMemo.get(key); ok {
+		return v
+	}
+	v := tiltedSDOf(p)
+	sdMemo.put(key, v)
+	return v
+}
