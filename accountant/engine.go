@@ -346,10 +346,11 @@ func (l *lattice) lambdaScale(n float64, theta float64) float64 {
 // so approximate minimisation is sound.
 func minimize1D(f func(float64) float64, lo, hi float64) float64 {
 	best := f(lo)
-	// Expand hi while f keeps decreasing at the end.
+	// Expand hi while f keeps decreasing at the end (f is pure: its value
+	// at hi is taken once).
 	for range 60 {
-		if f(hi) < best {
-			best = f(hi)
+		if fh := f(hi); fh < best {
+			best = fh
 			lo, hi = hi/2, hi*2
 			continue
 		}
