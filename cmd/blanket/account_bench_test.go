@@ -51,6 +51,11 @@ func BenchmarkAccountCommands(b *testing.B) {
 		// coefficient (Laplace at eps0 near 10 and n = 1e6).
 		"calibrate --mech hadamard:k=64 --eps 1 --delta 1e-6 --n 1e6 --rounds 365",
 		"calibrate --mech laplace --eps 1 --delta 1e-6 --n 1e6 --rounds 365",
+		// One whose first probe, far above its answer, was nearly all of
+		// its time (horizon_fails.go), and one whose kov15 baseline's
+		// calibrations at eps/365 were (the sparse path's counts).
+		"calibrate --mech krr:k=10 --eps 0.5 --delta 1e-9 --n 1e6 --rounds 365",
+		"calibrate --mech krr:k=2 --eps 0.5 --delta 1e-6 --n 1e6 --rounds 365",
 	} {
 		args := append([]string{"account"}, strings.Fields(c)...)
 		b.Run(strings.ReplaceAll(c, " ", "_"), func(b *testing.B) {
