@@ -45,6 +45,11 @@ import (
 //     the lower bound as they are. A pair with no signature (a shared cell,
 //     or a merge that would decline) is merged as before.
 //
+// An explicit entry equal to its row's default (a sparse declaration may
+// list one) makes a column type of its own: where default columns give the
+// same type, two column types share a cell and the pair is merged (such
+// pairs are not skipped; review 66 counted them).
+//
 // The counts come from bitsets of the live columns: for each value of row
 // x (its distinct exceptions, and its default), each of row x' and each
 // blanket class, a popcount of the three sets' intersection.
