@@ -356,6 +356,9 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	lowSeen := map[string]bool{}
 	lowKeys := newKeyer()
 	for _, r := range reps {
+		if len(d.Lower) >= maxLower {
+			break // every later triple would be dropped unkept
+		}
 		var cands []int
 		if k <= 64 {
 			for x3 := range k {
@@ -374,6 +377,9 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 		for _, x3 := range cands {
 			if (x3 == r.x || x3 == r.y) && k > 2 {
 				continue
+			}
+			if len(d.Lower) >= maxLower {
+				break
 			}
 			s := p.tripleAtoms(r.x, r.y, x3)
 			key := lowKeys.key(s)
@@ -471,6 +477,7 @@ type pairer struct {
 	colClass []int
 	live     int
 	left     []int
+	triple   AtomSet
 	mg       merger
 }
 
@@ -502,7 +509,7 @@ const pairBlock = 4096
 // own, for use by one goroutine.
 func (p *pairer) worker() *pairer {
 	q := *p
-	q.left, q.mg = nil, merger{}
+	q.left, q.triple, q.mg = nil, nil, merger{}
 	return &q
 }
 
@@ -533,22 +540,49 @@ func (p *pairer) pairAtoms(x, xp int) AtomSet {
 // tripleAtoms returns the merged atoms (R[x3][y], R[x][y], R[x'][y]).
 func (p *pairer) tripleAtoms(x, xp, x3 int) AtomSet {
 	rx, rxp, r3 := &p.m.rows[x], &p.m.rows[xp], &p.m.rows[x3]
-	var out AtomSet
+	out := p.triple[:0]
 	live := p.live
-	var u []int
-	eachUnion(rx.idx, rxp.idx, func(y int) { u = append(u, y) })
-	eachUnion(u, r3.idx, func(y int) {
+	// Every column explicit in one of the three rows, in increasing
+	// order, with the three entries read from the walk's positions (the
+	// atoms eachUnion over the rows' indices and at(y) gave, in the same
+	// order); then the merge of AtomSet.Merge with the pairer's buffers.
+	i, j, l := 0, 0, 0
+	for i < len(rx.idx) || j < len(rxp.idx) || l < len(r3.idx) {
+		y := math.MaxInt
+		if i < len(rx.idx) {
+			y = rx.idx[i]
+		}
+		if j < len(rxp.idx) {
+			y = min(y, rxp.idx[j])
+		}
+		if l < len(r3.idx) {
+			y = min(y, r3.idx[l])
+		}
+		at := Atom{R: r3.def, P: rx.def, Q: rxp.def}
+		if i < len(rx.idx) && rx.idx[i] == y {
+			at.P = rx.val[i]
+			i++
+		}
+		if j < len(rxp.idx) && rxp.idx[j] == y {
+			at.Q = rxp.val[j]
+			j++
+		}
+		if l < len(r3.idx) && r3.idx[l] == y {
+			at.R = r3.val[l]
+			l++
+		}
 		if p.stats[y].max == 0 {
-			return
+			continue
 		}
 		live--
-		out = append(out, Atom{R: r3.at(y), P: rx.at(y), Q: rxp.at(y)})
-	})
+		out = append(out, at)
+	}
 	if live > 0 {
 		n := float64(live)
 		out = append(out, Atom{R: n * r3.def, P: n * rx.def, Q: n * rxp.def})
 	}
-	return out.Merge()
+	p.triple = out[:0]
+	return p.mg.merge(p.mg.addSet(out))
 }
 
 // eachUnionAt calls f for every column y explicit in row a or row b (in

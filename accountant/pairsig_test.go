@@ -389,3 +389,86 @@ func TestPairSignatureMatchesReference(t *testing.T) {
 		t.Errorf("%d valid and %d invalid signatures: the matrices do not exercise both", valid, invalid)
 	}
 }
+
+// TestTripleAtomsAsPlain: tripleAtoms' three-way walk and shared merger
+// give, bit for bit, the set of its first version (the union of the rows'
+// indices, entries read by binary search, AtomSet.Merge), for every
+// triple of random dense and sparse matrices with dead columns.
+func TestTripleAtomsAsPlain(t *testing.T) {
+	plain := func(p *pairer, x, xp, x3 int) AtomSet {
+		rx, rxp, r3 := &p.m.rows[x], &p.m.rows[xp], &p.m.rows[x3]
+		var out AtomSet
+		live := p.live
+		var u []int
+		eachUnion(rx.idx, rxp.idx, func(y int) { u = append(u, y) })
+		eachUnion(u, r3.idx, func(y int) {
+			if p.stats[y].max == 0 {
+				return
+			}
+			live--
+			out = append(out, Atom{R: r3.at(y), P: rx.at(y), Q: rxp.at(y)})
+		})
+		if live > 0 {
+			n := float64(live)
+			out = append(out, Atom{R: n * r3.def, P: n * rx.def, Q: n * rxp.def})
+		}
+		return out.Merge()
+	}
+	rng := rand.New(rand.NewPCG(66, 6))
+	compared := 0
+	for mi := range 80 {
+		k, K := 2+rng.IntN(7), 2+rng.IntN(20)
+		var rows [][]float64
+		if mi%2 == 0 {
+			rows = fewValueRows(rng, k, K, 0.2+3*rng.Float64())
+		} else {
+			rows = make([][]float64, k)
+			for x := range rows {
+				rows[x] = make([]float64, K)
+				for y := range rows[x] {
+					rows[x][y] = float64(1 + rng.IntN(4))
+				}
+			}
+		}
+		dead := rng.IntN(K)
+		for x := range rows {
+			if mi%3 == 0 {
+				rows[x][dead] = 0
+			}
+			s := 0.0
+			for _, v := range rows[x] {
+				s += v
+			}
+			for y := range rows[x] {
+				rows[x][y] /= s
+			}
+		}
+		mx, err := NewMatrix(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rowsOf(mx)
+		_, stats, _ := r.columns()
+		classes := map[float64]int{}
+		for _, s := range stats {
+			if s.max > 0 {
+				classes[s.min]++
+			}
+		}
+		p := newPairer(r, stats, classes)
+		for x := range k {
+			for xp := range k {
+				for x3 := range k {
+					got, want := p.tripleAtoms(x, xp, x3), plain(p, x, xp, x3)
+					if a, b := decompositionBits(&Decomposition{Lower: []AtomSet{got}}), decompositionBits(&Decomposition{Lower: []AtomSet{want}}); a != b {
+						t.Fatalf("matrix %d triple (%d, %d, %d):\n%s\nfirst version:\n%s", mi, x, xp, x3, a, b)
+					}
+					compared++
+				}
+			}
+		}
+	}
+	if compared < 1000 {
+		t.Errorf("%d triples compared", compared)
+	}
+}
