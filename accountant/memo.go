@@ -31,12 +31,49 @@ import (
 // dropped; a hit in the old one is copied to the current one.
 const memoBytes = 32 << 20
 
+// generations is a map bounded to limit key bytes: two generations of at
+// most limit/2 each. When the current one fills it becomes the old one
+// and the old one is dropped; a hit in the old one is copied to the
+// current one. Its caller holds a lock around every call.
+type generations[V any] struct {
+	cur, old map[string]V
+	bytes    int // key bytes in cur
+	limit    int
+}
+
+func (m *generations[V]) getLocked(key []byte) (V, bool) {
+	if v, ok := m.cur[string(key)]; ok {
+		return v, true
+	}
+	v, ok := m.old[string(key)]
+	if ok {
+		m.putLocked(key, v)
+	}
+	return v, ok
+}
+
+func (m *generations[V]) putLocked(key []byte, v V) {
+	if len(key) > m.limit/2 {
+		return
+	}
+	if m.cur == nil || m.bytes+len(key) > m.limit/2 {
+		m.old, m.cur, m.bytes = m.cur, map[string]V{}, 0
+	}
+	if _, ok := m.cur[string(key)]; !ok {
+		m.bytes += len(key)
+	}
+	m.cur[string(key)] = v
+}
+
+// clearLocked drops every entry.
+func (m *generations[V]) clearLocked() {
+	m.cur, m.old, m.bytes = nil, nil, 0
+}
+
 // evalMemo is a memo bounded to limit key bytes.
 type evalMemo struct {
 	sync.Mutex
-	cur, old map[string]bracket
-	bytes    int // key bytes in cur
-	limit    int
+	generations[bracket]
 	// running holds the evaluations under way, so that a second caller of
 	// the same key waits for the first instead of computing it again: a
 	// composition's bound and its baselines run side by side and sample
@@ -54,7 +91,12 @@ type evaluation struct {
 	ok   bool
 }
 
-var memo = evalMemo{limit: memoBytes}
+var memo = newEvalMemo(memoBytes)
+
+// newEvalMemo returns an empty memo bounded to limit key bytes.
+func newEvalMemo(limit int) *evalMemo {
+	return &evalMemo{generations: generations[bracket]{limit: limit}}
+}
 
 // memoKey returns the bits of evaluate's arguments.
 func memoKey(s AtomSet, n int, eps, hRel float64, wantLo bool) []byte {
@@ -128,17 +170,6 @@ func (m *evalMemo) get(key []byte) (bracket, bool) {
 	return m.getLocked(key)
 }
 
-func (m *evalMemo) getLocked(key []byte) (bracket, bool) {
-	if b, ok := m.cur[string(key)]; ok {
-		return b, true
-	}
-	b, ok := m.old[string(key)]
-	if ok {
-		m.putLocked(key, b)
-	}
-	return b, ok
-}
-
 // put records b for key.
 func (m *evalMemo) put(key []byte, b bracket) {
 	m.Lock()
@@ -146,24 +177,11 @@ func (m *evalMemo) put(key []byte, b bracket) {
 	m.putLocked(key, b)
 }
 
-func (m *evalMemo) putLocked(key []byte, b bracket) {
-	if len(key) > m.limit/2 {
-		return
-	}
-	if m.cur == nil || m.bytes+len(key) > m.limit/2 {
-		m.old, m.cur, m.bytes = m.cur, map[string]bracket{}, 0
-	}
-	if _, ok := m.cur[string(key)]; !ok {
-		m.bytes += len(key)
-	}
-	m.cur[string(key)] = b
-}
-
 // forget drops every entry.
 func (m *evalMemo) forget() {
 	m.Lock()
 	defer m.Unlock()
-	m.cur, m.old, m.bytes = nil, nil, 0
+	m.clearLocked()
 }
 
 // ForgetMemo drops every recorded evaluation and lattice scale

@@ -111,7 +111,7 @@ func TestForgetMemo(t *testing.T) {
 // bytes held stay within it, that the latest keys are found, and that a key
 // of the old generation is found and moved to the current one.
 func TestMemoBounded(t *testing.T) {
-	m := evalMemo{limit: 1 << 14}
+	m := newEvalMemo(1 << 14)
 	key := func(i int) []byte {
 		return memoKey(AtomSet{{R: float64(i), P: 1, Q: 1}}, i, 1, 1, true)
 	}
@@ -208,7 +208,7 @@ func TestComputeDeterministic(t *testing.T) {
 // and get the same one, and a second round finds it recorded. A compute
 // that panics releases its waiters, one of which computes instead.
 func TestConcurrentMemoComputesEachKeyOnce(t *testing.T) {
-	m := evalMemo{limit: 1 << 20}
+	m := newEvalMemo(1 << 20)
 	key := memoKey(AtomSet{{R: 0.5, P: 0.7, Q: 0.3}}, 1000, 0.25, 0.5, true)
 	var mu sync.Mutex
 	computed := 0

@@ -340,15 +340,7 @@ func TestPairSignatureMatchesReference(t *testing.T) {
 	}
 	valid, invalid := 0, 0
 	for mi, mx := range mats {
-		r := rowsOf(mx)
-		_, stats, _ := r.columns()
-		classes := map[float64]int{}
-		for _, s := range stats {
-			if s.max > 0 {
-				classes[s.min]++
-			}
-		}
-		p := newPairer(r, stats, classes)
+		r, p := testPairer(mx)
 		s := newPairSigner(p)
 		if s == nil {
 			continue
@@ -447,15 +439,7 @@ func TestTripleAtomsAsPlain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rowsOf(mx)
-		_, stats, _ := r.columns()
-		classes := map[float64]int{}
-		for _, s := range stats {
-			if s.max > 0 {
-				classes[s.min]++
-			}
-		}
-		p := newPairer(r, stats, classes)
+		_, p := testPairer(mx)
 		for x := range k {
 			for xp := range k {
 				for x3 := range k {
@@ -471,4 +455,18 @@ func TestTripleAtomsAsPlain(t *testing.T) {
 	if compared < 1000 {
 		t.Errorf("%d triples compared", compared)
 	}
+}
+
+// testPairer returns the decomposition's view of m and its pairer, as
+// decomposeMatrix makes them.
+func testPairer(m *Matrix) (*matrixRows, *pairer) {
+	r := rowsOf(m)
+	_, stats, _ := r.columns()
+	classes := map[float64]int{}
+	for _, s := range stats {
+		if s.max > 0 {
+			classes[s.min]++
+		}
+	}
+	return r, newPairer(r, stats, classes)
 }

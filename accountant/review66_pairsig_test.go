@@ -201,15 +201,7 @@ func TestReview66PairSignatureReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rowsOf(m)
-		_, stats, _ := r.columns()
-		classes := map[float64]int{}
-		for _, s := range stats {
-			if s.max > 0 {
-				classes[s.min]++
-			}
-		}
-		p := newPairer(r, stats, classes)
+		r, p := testPairer(m)
 		s := newPairSigner(p)
 		if s == nil {
 			continue

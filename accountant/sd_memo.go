@@ -20,28 +20,20 @@ import (
 // keys.
 const sdMemoBytes = 8 << 20
 
-// floatMemo is a bounded memo of float64 values by key.
+// floatMemo is a bounded memo of float64 values by key (memo.go's
+// generations, with a lock).
 type floatMemo struct {
 	sync.Mutex
-	cur, old map[string]float64
-	bytes    int
-	limit    int
+	generations[float64]
 }
 
-var sdMemo = floatMemo{limit: sdMemoBytes}
+var sdMemo = floatMemo{generations: generations[float64]{limit: sdMemoBytes}}
 
 // get returns the value recorded for key, if any.
 func (m *floatMemo) get(key []byte) (float64, bool) {
 	m.Lock()
 	defer m.Unlock()
-	if v, ok := m.cur[string(key)]; ok {
-		return v, true
-	}
-	v, ok := m.old[string(key)]
-	if ok {
-		m.putLocked(key, v)
-	}
-	return v, ok
+	return m.getLocked(key)
 }
 
 // put records v for key.
@@ -51,24 +43,11 @@ func (m *floatMemo) put(key []byte, v float64) {
 	m.putLocked(key, v)
 }
 
-func (m *floatMemo) putLocked(key []byte, v float64) {
-	if len(key) > m.limit/2 {
-		return
-	}
-	if m.cur == nil || m.bytes+len(key) > m.limit/2 {
-		m.old, m.cur, m.bytes = m.cur, map[string]float64{}, 0
-	}
-	if _, ok := m.cur[string(key)]; !ok {
-		m.bytes += len(key)
-	}
-	m.cur[string(key)] = v
-}
-
 // forget drops every entry.
 func (m *floatMemo) forget() {
 	m.Lock()
 	defer m.Unlock()
-	m.cur, m.old, m.bytes = nil, nil, 0
+	m.clearLocked()
 }
 
 // tiltedSD is the standard deviation of Z under the tilt that centres it,
