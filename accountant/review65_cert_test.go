@@ -262,6 +262,9 @@ func review65SameSearchMoreMechanisms(t *testing.T, full bool) {
 		{Subsample(0.4, KRR(5)), Target{Eps: 0.7, Delta: 1e-6, N: 50, Rounds: 6}},
 		{Subsample(0.4, KRR(5)), Target{Eps: 0.7, Delta: 1e-6, N: 300, Rounds: 50}},
 	} {
+		if c.tg.Rounds > 20 && !full {
+			continue
+		}
 		if _, slow := c.m.(FuncMech); slow && !full {
 			continue
 		}
