@@ -30,7 +30,7 @@ func (p *r65Probe) probe(x float64) (float64, string, error) {
 	return p.g(x), fmt.Sprint(x), nil
 }
 
-func r65Bracket(g func(float64) float64, perr func(float64) error, fails func(float64) bool, x0, floor float64, ceil ...float64) (a, b probed, err error, order []float64) {
+func r65Bracket(g func(float64) float64, perr func(float64) error, fails func(float64) bool, x0, floor float64, ceil ...float64) (a, b probed, order []float64, err error) {
 	p := &r65Probe{g: g, err: perr}
 	s := largest[string]{probe: p.probe, floor: floor, ceil: x0, tol: calTol, fails: fails}
 	if len(ceil) > 0 && ceil[0] > x0 {
@@ -40,7 +40,7 @@ func r65Bracket(g func(float64) float64, perr func(float64) error, fails func(fl
 		s.grow = func(x float64, step int) float64 { return x * (2 + float64(step%3)) }
 	}
 	a, b, err = s.bracket(x0)
-	return a, b, err, p.order
+	return a, b, p.order, err
 }
 
 func sameProbed(u, v probed) bool {
@@ -99,8 +99,8 @@ func TestReview65HalveCertifiedDifferential(t *testing.T) {
 			gx := g(x)
 			return cert[level(x)] && (gx > 0 || math.IsNaN(gx))
 		}
-		a0, b0, e0, ord0 := r65Bracket(g, nil, nil, x0, floor, ceil)
-		a1, b1, e1, ord1 := r65Bracket(g, nil, fails, x0, floor, ceil)
+		a0, b0, ord0, e0 := r65Bracket(g, nil, nil, x0, floor, ceil)
+		a1, b1, ord1, e1 := r65Bracket(g, nil, fails, x0, floor, ceil)
 		if (e0 == nil) != (e1 == nil) || (e0 != nil && !errors.Is(e1, e0) && e0.Error() != e1.Error()) {
 			t.Fatalf("trial %d: err %v without, %v with", trial, e0, e1)
 		}
@@ -133,8 +133,8 @@ func TestReview65HalveCertifiedHidesSkippedError(t *testing.T) {
 		return nil
 	}
 	fails := func(x float64) bool { return x > 1.5 }
-	_, _, e0, _ := r65Bracket(g, perr, nil, 32, 1e-6)
-	_, _, e1, _ := r65Bracket(g, perr, fails, 32, 1e-6)
+	_, _, _, e0 := r65Bracket(g, perr, nil, 32, 1e-6)
+	_, _, _, e1 := r65Bracket(g, perr, fails, 32, 1e-6)
 	if !errors.Is(e0, boom) {
 		t.Fatalf("plain: err %v, want boom", e0)
 	}
@@ -145,8 +145,8 @@ func TestReview65HalveCertifiedHidesSkippedError(t *testing.T) {
 	}
 	// Every point certified down to the floor: errBelowFloor in both.
 	all := func(float64) bool { return true }
-	_, _, e2, ord := r65Bracket(func(x float64) float64 { return 1 }, nil, all, 8, 1)
-	_, _, e3, _ := r65Bracket(func(x float64) float64 { return 1 }, nil, nil, 8, 1)
+	_, _, ord, e2 := r65Bracket(func(x float64) float64 { return 1 }, nil, all, 8, 1)
+	_, _, _, e3 := r65Bracket(func(x float64) float64 { return 1 }, nil, nil, 8, 1)
 	if !errors.Is(e2, errBelowFloor) || !errors.Is(e3, errBelowFloor) || len(ord) != 0 {
 		t.Fatalf("all certified: %v (%d probes), plain %v", e2, len(ord), e3)
 	}
