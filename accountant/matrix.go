@@ -355,10 +355,8 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 	const maxLower = 64
 	lowSeen := map[string]bool{}
 	lowKeys := newKeyer()
+triples:
 	for _, r := range reps {
-		if len(d.Lower) >= maxLower {
-			break // every later triple would be dropped unkept
-		}
 		var cands []int
 		if k <= 64 {
 			for x3 := range k {
@@ -379,11 +377,11 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 				continue
 			}
 			if len(d.Lower) >= maxLower {
-				break
+				break triples // every later triple would be dropped unkept
 			}
 			s := p.tripleAtoms(r.x, r.y, x3)
 			key := lowKeys.key(s)
-			if lowSeen[key] || len(d.Lower) >= maxLower {
+			if lowSeen[key] {
 				continue
 			}
 			lowSeen[key] = true

@@ -34,11 +34,34 @@ const memoBytes = 32 << 20
 // generations is a map bounded to limit key bytes: two generations of at
 // most limit/2 each. When the current one fills it becomes the old one
 // and the old one is dropped; a hit in the old one is copied to the
-// current one. Its caller holds a lock around every call.
+// current one. get, put and forget take its lock; the Locked methods
+// are for callers that hold it.
 type generations[V any] struct {
+	sync.Mutex
 	cur, old map[string]V
 	bytes    int // key bytes in cur
 	limit    int
+}
+
+// get returns the value recorded for key, if any.
+func (m *generations[V]) get(key []byte) (V, bool) {
+	m.Lock()
+	defer m.Unlock()
+	return m.getLocked(key)
+}
+
+// put records v for key.
+func (m *generations[V]) put(key []byte, v V) {
+	m.Lock()
+	defer m.Unlock()
+	m.putLocked(key, v)
+}
+
+// forget drops every entry.
+func (m *generations[V]) forget() {
+	m.Lock()
+	defer m.Unlock()
+	m.cur, m.old, m.bytes = nil, nil, 0
 }
 
 func (m *generations[V]) getLocked(key []byte) (V, bool) {
@@ -65,14 +88,8 @@ func (m *generations[V]) putLocked(key []byte, v V) {
 	m.cur[string(key)] = v
 }
 
-// clearLocked drops every entry.
-func (m *generations[V]) clearLocked() {
-	m.cur, m.old, m.bytes = nil, nil, 0
-}
-
 // evalMemo is a memo bounded to limit key bytes.
 type evalMemo struct {
-	sync.Mutex
 	generations[bracket]
 	// running holds the evaluations under way, so that a second caller of
 	// the same key waits for the first instead of computing it again: a
@@ -163,32 +180,11 @@ func (m *evalMemo) run(key []byte, e *evaluation, compute func() bracket) bracke
 	return e.b
 }
 
-// get returns the bracket recorded for key, if any.
-func (m *evalMemo) get(key []byte) (bracket, bool) {
-	m.Lock()
-	defer m.Unlock()
-	return m.getLocked(key)
-}
-
-// put records b for key.
-func (m *evalMemo) put(key []byte, b bracket) {
-	m.Lock()
-	defer m.Unlock()
-	m.putLocked(key, b)
-}
-
-// forget drops every entry.
-func (m *evalMemo) forget() {
-	m.Lock()
-	defer m.Unlock()
-	m.clearLocked()
-}
-
 // ForgetMemo drops every recorded evaluation and lattice scale
 // (sd_memo.go), the sparse path's tables of log factorials and binomial
-// masses, and the remembered matrix decompositions (decompose_memo.go). Results do not change; the next
-// evaluations take their full time again, which is what a benchmark of a
-// first call (a process's start) measures.
+// masses, and the remembered matrix decompositions (decompose_memo.go).
+// Results do not change; the next evaluations take their full time again,
+// which is what a benchmark of a first call (a process's start) measures.
 func ForgetMemo() {
 	memo.forget()
 	sdMemo.forget()

@@ -3,7 +3,6 @@ package accountant
 import (
 	"encoding/binary"
 	"math"
-	"sync"
 )
 
 // The memo of tiltedSD.
@@ -11,44 +10,16 @@ import (
 // The lattice's step is a fraction of the standard deviation of Z under
 // the tilt that centres it (tiltedSD), found by bisecting the tilt to the
 // last float over the exact atoms: about sixty passes of exp over them.
-// It depends on the atoms' values and masses (and maxZ, its start) alone, and the searches
-// evaluate one set at one eps over and over (each lattice refinement,
-// each n, each side): at 365 rounds of Laplace it was a sixth of a
-// calibration. Like evaluate's memo (memo.go), this one is keyed by every
+// It depends on the atoms' values and masses (and maxZ, its start) alone,
+// and the searches evaluate one set at one eps more than once (each
+// lattice refinement, each n, each side): at 365 rounds of Laplace it was
+// a sixth of a calibration, and about a fifth of its calls repeat. Like evaluate's memo (memo.go), this one is keyed by every
 // input's bits in full and returns the value the computation gives again,
 // so it changes no figure. Two generations bound it to sdMemoBytes of
 // keys.
 const sdMemoBytes = 8 << 20
 
-// floatMemo is a bounded memo of float64 values by key (memo.go's
-// generations, with a lock).
-type floatMemo struct {
-	sync.Mutex
-	generations[float64]
-}
-
-var sdMemo = floatMemo{generations: generations[float64]{limit: sdMemoBytes}}
-
-// get returns the value recorded for key, if any.
-func (m *floatMemo) get(key []byte) (float64, bool) {
-	m.Lock()
-	defer m.Unlock()
-	return m.getLocked(key)
-}
-
-// put records v for key.
-func (m *floatMemo) put(key []byte, v float64) {
-	m.Lock()
-	defer m.Unlock()
-	m.putLocked(key, v)
-}
-
-// forget drops every entry.
-func (m *floatMemo) forget() {
-	m.Lock()
-	defer m.Unlock()
-	m.clearLocked()
-}
+var sdMemo = generations[float64]{limit: sdMemoBytes}
 
 // tiltedSD is the standard deviation of Z under the tilt that centres it,
 // computed on the exact atoms (tiltedSDOf), remembered by the bits of
