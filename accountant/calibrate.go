@@ -221,11 +221,17 @@ func deltaExceeds(m Mechanism, eps0 float64, t Target, hRel float64) (bool, erro
 	} else if err != nil {
 		return false, err
 	}
-	above := make([]bool, len(d.Upper))
-	parallelMap(len(d.Upper), func(i int) {
-		above[i] = evaluate(d.Upper[i], t.N, t.Eps, hRel, true).lo > t.Delta
+	return anyLowerAbove(d.Upper, t, hRel, t.Delta), nil
+}
+
+// anyLowerAbove reports whether some set's certified lower end of delta
+// at t.Eps for t.N users (lattice step hRel) exceeds limit.
+func anyLowerAbove(sets []AtomSet, t Target, hRel, limit float64) bool {
+	above := make([]bool, len(sets))
+	parallelMap(len(sets), func(i int) {
+		above[i] = evaluate(sets[i], t.N, t.Eps, hRel, true).lo > limit
 	})
-	return slices.Contains(above, true), nil
+	return slices.Contains(above, true)
 }
 
 // smallestAccepted returns x when m accepts the budget x, and otherwise

@@ -46,14 +46,5 @@ func lowerExceeds(m Mechanism, eps0 float64, t Target) bool {
 	if err != nil {
 		return false
 	}
-	above := make([]bool, len(d.Lower))
-	parallelMap(len(d.Lower), func(i int) {
-		above[i] = evaluate(d.Lower[i], t.N, t.Eps, hRelStart, true).lo > 2*t.Delta
-	})
-	for _, a := range above {
-		if a {
-			return true
-		}
-	}
-	return false
+	return anyLowerAbove(d.Lower, t, hRelStart, 2*t.Delta)
 }
