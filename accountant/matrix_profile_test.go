@@ -69,13 +69,7 @@ func TestRowProfilesGroupAsText(t *testing.T) {
 			case 1:
 				rows[x][rng.IntN(K)] += 1
 			}
-			s := 0.0
-			for _, v := range rows[x] {
-				s += v
-			}
-			for y := range rows[x] {
-				rows[x][y] /= s
-			}
+			normalizeRow(rows[x])
 		}
 		mx, err := NewMatrix(rows)
 		if err != nil {

@@ -320,13 +320,7 @@ func TestPairSignatureMatchesReference(t *testing.T) {
 			}
 		}
 		for x := range rows {
-			s := 0.0
-			for _, v := range rows[x] {
-				s += v
-			}
-			for y := range rows[x] {
-				rows[x][y] /= s
-			}
+			normalizeRow(rows[x])
 		}
 		mx, err := NewMatrix(rows)
 		if err != nil {
@@ -427,13 +421,7 @@ func TestTripleAtomsAsPlain(t *testing.T) {
 			if mi%3 == 0 {
 				rows[x][dead] = 0
 			}
-			s := 0.0
-			for _, v := range rows[x] {
-				s += v
-			}
-			for y := range rows[x] {
-				rows[x][y] /= s
-			}
+			normalizeRow(rows[x])
 		}
 		mx, err := NewMatrix(rows)
 		if err != nil {
@@ -469,4 +457,15 @@ func testPairer(m *Matrix) (*matrixRows, *pairer) {
 		}
 	}
 	return r, newPairer(r, stats, classes)
+}
+
+// normalizeRow scales row to sum to 1.
+func normalizeRow(row []float64) {
+	s := 0.0
+	for _, v := range row {
+		s += v
+	}
+	for y := range row {
+		row[y] /= s
+	}
 }
