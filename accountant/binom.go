@@ -102,25 +102,36 @@ func bd0(x, np, d float64) float64 {
 // change), so the values of the few most recent (n, p) are kept and
 // extended as needed: each is logBinomPMF's value, the same bits as a call.
 func logBinomPMFs(n int, p float64, m1 int) []float64 {
-	return logBinomPMFsFrom(n, p, 0, m1)
+	return logBinomPMFsFrom(n, p, 0, m1).v
 }
 
-// logBinomPMFsFrom is logBinomPMFs where only the entries m0..m1 will be
-// read: the others of the slice may be NaN, not yet computed (a sum over m
-// that starts far above 0 need not compute the masses below). An entry
-// computed is logBinomPMF's value; each is computed on its own, so which
-// were computed before changes no bit.
-func logBinomPMFsFrom(n int, p float64, m0, m1 int) []float64 {
+// pmfWindow is logBinomPMF(m, n, p) for m in [lo, lo+len(v)): a shared
+// table's entries, read only.
+type pmfWindow struct {
+	lo int
+	v  []float64
+}
+
+// at returns logBinomPMF(m, n, p) for m in the window.
+func (w pmfWindow) at(m int) float64 { return w.v[m-w.lo] }
+
+// logBinomPMFsFrom is logBinomPMFs for m = m0..m1 only. A law's table
+// covers one range of counts, grown to take in each request: a sum over
+// m that starts far above 0 (the sparse path's counting range near a
+// large mean, n pi ~ 5e5 at n = 1e6) neither computes nor allocates the
+// masses below. An entry computed is logBinomPMF's value; each is
+// computed on its own, so which were computed before changes no bit.
+func logBinomPMFsFrom(n int, p float64, m0, m1 int) pmfWindow {
 	m0 = max(m0, 0)
-	if m1 >= pmfCacheMax {
-		out := make([]float64, m1+1)
-		for m := range out {
-			out[m] = math.NaN()
-		}
+	if m1 < m0 {
+		return pmfWindow{lo: m0}
+	}
+	if m1-m0 >= pmfCacheMax {
+		out := make([]float64, m1-m0+1)
 		for m := m0; m <= m1; m++ {
-			out[m] = logBinomPMF(m, n, p)
+			out[m-m0] = logBinomPMF(m, n, p)
 		}
-		return out
+		return pmfWindow{lo: m0, v: out}
 	}
 	c := &pmfCache
 	c.Lock()
@@ -129,25 +140,40 @@ func logBinomPMFsFrom(n int, p float64, m0, m1 int) []float64 {
 	t, ok := c.tables[k]
 	if !ok {
 		if c.tables == nil {
-			c.tables = map[pmfKey][]float64{}
+			c.tables = map[pmfKey]pmfWindow{}
 		}
 		c.order = append(c.order, k)
 	}
-	if len(t) <= m1 {
-		ext := make([]float64, max(m1+1, min(2*len(t), pmfCacheMax)))
-		copy(ext, t)
-		for m := len(t); m < len(ext); m++ {
-			ext[m] = math.NaN()
+	if hi := t.lo + len(t.v); len(t.v) == 0 || m0 < t.lo || m1 >= hi {
+		// Take in [m0, m1], growing upwards by doubling (searches extend
+		// their range of m a quarter at a time); start afresh with the
+		// request alone when the union would pass the cap.
+		lo, top := m0, m1+1
+		if len(t.v) > 0 {
+			lo, top = min(t.lo, m0), max(hi, m1+1)
+			if m1 >= hi {
+				top = max(top, lo+min(2*len(t.v), pmfCacheMax))
+			}
+			if top-lo > pmfCacheMax {
+				lo, top = m0, max(m1+1, min(m0+2*len(t.v), m0+pmfCacheMax))
+			}
 		}
-		c.entries += len(ext) - len(t)
+		ext := pmfWindow{lo: lo, v: make([]float64, top-lo)}
+		for i := range ext.v {
+			ext.v[i] = math.NaN()
+		}
+		if len(t.v) > 0 && t.lo >= lo && hi <= top {
+			copy(ext.v[t.lo-lo:], t.v)
+		}
+		c.entries += len(ext.v) - len(t.v)
 		t = ext
 		c.tables[k] = t
 	}
 	for m := m0; m <= m1; m++ {
 		// logBinomPMF never returns NaN for a valid p; were it to, the
 		// entry would only be computed again.
-		if t[m] != t[m] {
-			t[m] = logBinomPMF(m, n, p)
+		if i := m - t.lo; t.v[i] != t.v[i] {
+			t.v[i] = logBinomPMF(m, n, p)
 		}
 	}
 	// Evict the oldest other tables past the limits.
@@ -158,10 +184,10 @@ func logBinomPMFsFrom(n int, p float64, m0, m1 int) []float64 {
 			c.order = append(c.order, k)
 			continue
 		}
-		c.entries -= len(c.tables[old])
+		c.entries -= len(c.tables[old].v)
 		delete(c.tables, old)
 	}
-	return t[: m1+1 : m1+1]
+	return pmfWindow{lo: m0, v: t.v[m0-t.lo : m1+1-t.lo : m1+1-t.lo]}
 }
 
 const (
@@ -184,7 +210,7 @@ type pmfKey struct {
 // pmfCache holds logBinomPMFs' tables, oldest first in order.
 var pmfCache struct {
 	sync.Mutex
-	tables  map[pmfKey][]float64
+	tables  map[pmfKey]pmfWindow
 	order   []pmfKey
 	entries int
 }

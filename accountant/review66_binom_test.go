@@ -34,12 +34,12 @@ func TestConcurrentReview66LogBinomPMFsFrom(t *testing.T) {
 				m1 := min(law.n, rng.IntN(12000)*rng.IntN(3))
 				m0 := rng.IntN(m1 + 1)
 				got := logBinomPMFsFrom(law.n, law.p, m0, m1)
-				if len(got) != m1+1 || cap(got) != m1+1 {
-					errs <- "length or capacity"
+				if got.lo != m0 || len(got.v) != m1-m0+1 || cap(got.v) != m1-m0+1 {
+					errs <- "window, length or capacity"
 					return
 				}
 				for m := m0; m <= m1; m += 1 + m/64 {
-					if w := logBinomPMF(m, law.n, law.p); math.Float64bits(got[m]) != math.Float64bits(w) {
+					if w := logBinomPMF(m, law.n, law.p); math.Float64bits(got.at(m)) != math.Float64bits(w) {
 						errs <- "entry differs from logBinomPMF"
 						return
 					}
@@ -54,18 +54,24 @@ func TestConcurrentReview66LogBinomPMFsFrom(t *testing.T) {
 	}
 }
 
-// TestReview66LogBinomPMFsFromUncached: past pmfCacheMax (a fresh slice,
-// not cached) the entries m0..m1 are logBinomPMF's bits, m1 included.
+// TestReview66LogBinomPMFsFromUncached: a range longer than pmfCacheMax
+// (a fresh slice, not cached), and one past it in m, are logBinomPMF's
+// bits, both ends included.
 func TestReview66LogBinomPMFsFromUncached(t *testing.T) {
 	n, p := 10_000_000_000, 2.1e-4
-	m0, m1 := pmfCacheMax-3, pmfCacheMax+2
-	got := logBinomPMFsFrom(n, p, m0, m1)
-	if len(got) != m1+1 {
-		t.Fatalf("%d entries, want %d", len(got), m1+1)
-	}
-	for m := m0; m <= m1; m++ {
-		if w := logBinomPMF(m, n, p); math.Float64bits(got[m]) != math.Float64bits(w) {
-			t.Fatalf("entry %d: %v, logBinomPMF %v", m, got[m], w)
+	for _, r := range [][2]int{{pmfCacheMax - 3, pmfCacheMax + 2}, {1_000_000, 1_000_000 + pmfCacheMax}} {
+		m0, m1 := r[0], r[1]
+		got := logBinomPMFsFrom(n, p, m0, m1)
+		if got.lo != m0 || len(got.v) != m1-m0+1 {
+			t.Fatalf("window [%d, %d) of %d entries, want [%d, %d]", got.lo, got.lo+len(got.v), len(got.v), m0, m1)
+		}
+		for m := m0; m <= m1; m += max(1, (m1-m0)/5000) {
+			if w := logBinomPMF(m, n, p); math.Float64bits(got.at(m)) != math.Float64bits(w) {
+				t.Fatalf("entry %d: %v, logBinomPMF %v", m, got.at(m), w)
+			}
+		}
+		if w := logBinomPMF(m1, n, p); math.Float64bits(got.at(m1)) != math.Float64bits(w) {
+			t.Fatalf("entry %d: %v, logBinomPMF %v", m1, got.at(m1), w)
 		}
 	}
 }

@@ -126,7 +126,7 @@ func sparseExactCut(p prepared, n int, cut bool) (_ bracket, ok, tight bool) {
 		}
 		lpms := logBinomPMFsFrom(n, pi, m, end)
 		for ; m <= end; m += stride {
-			lpm := lpms[m]
+			lpm := lpms.at(m)
 			if math.IsInf(lpm, -1) {
 				continue
 			}

@@ -282,12 +282,12 @@ func TestLogBinomPMFsFromSameAsCalls(t *testing.T) {
 		m1 := min(law.n, rng.IntN(40_000))
 		m0 := rng.IntN(m1 + 1)
 		got := logBinomPMFsFrom(law.n, law.p, m0, m1)
-		if len(got) != m1+1 {
-			t.Fatalf("%d entries, want %d", len(got), m1+1)
+		if got.lo != m0 || len(got.v) != m1-m0+1 {
+			t.Fatalf("window [%d, %d), want [%d, %d]", got.lo, got.lo+len(got.v), m0, m1)
 		}
 		for m := m0; m <= m1; m++ {
-			if w := logBinomPMF(m, law.n, law.p); !same(got[m], w) {
-				t.Fatalf("logBinomPMFsFrom(%d, %v, %d, %d)[%d] = %v, logBinomPMF %v", law.n, law.p, m0, m1, m, got[m], w)
+			if w := logBinomPMF(m, law.n, law.p); !same(got.at(m), w) {
+				t.Fatalf("logBinomPMFsFrom(%d, %v, %d, %d)[%d] = %v, logBinomPMF %v", law.n, law.p, m0, m1, m, got.at(m), w)
 			}
 		}
 	}
@@ -298,5 +298,41 @@ func TestLogBinomPMFsFromSameAsCalls(t *testing.T) {
 				t.Fatalf("logBinomPMFs(%d, %v)[%d] = %v after partial requests, logBinomPMF %v", law.n, law.p, m, v, w)
 			}
 		}
+	}
+}
+
+// TestLogBinomPMFsFromWindows: one law's table takes in requests below,
+// above and far from what it holds (past pmfCacheMax from its start, so
+// that it starts afresh), and every entry asked is logBinomPMF's bits,
+// before and after.
+func TestLogBinomPMFsFromWindows(t *testing.T) {
+	n, p := 3_000_000_000, 0.0017
+	same := func(v, w float64) bool { return math.Float64bits(v) == math.Float64bits(w) }
+	for i, r := range [][2]int{
+		{500_000, 500_100}, {499_000, 499_999}, {499_500, 502_000}, {502_001, 502_001},
+		{500_000 + pmfCacheMax, 500_050 + pmfCacheMax}, {499_990, 500_010}, {0, 20}, {3, 3},
+	} {
+		m0, m1 := r[0], r[1]
+		got := logBinomPMFsFrom(n, p, m0, m1)
+		if got.lo != m0 || len(got.v) != m1-m0+1 {
+			t.Fatalf("request %d: window [%d, %d), want [%d, %d]", i, got.lo, got.lo+len(got.v), m0, m1)
+		}
+		for m := m0; m <= m1; m++ {
+			if w := logBinomPMF(m, n, p); !same(got.at(m), w) {
+				t.Fatalf("request %d [%d, %d]: entry %d = %v, logBinomPMF %v", i, m0, m1, m, got.at(m), w)
+			}
+		}
+	}
+	pmfCache.Lock()
+	defer pmfCache.Unlock()
+	var sum int
+	for _, tab := range pmfCache.tables {
+		if len(tab.v) > pmfCacheMax {
+			t.Errorf("a table of %d entries, past pmfCacheMax", len(tab.v))
+		}
+		sum += len(tab.v)
+	}
+	if sum != pmfCache.entries {
+		t.Errorf("the tables hold %d entries, the count says %d", sum, pmfCache.entries)
 	}
 }
