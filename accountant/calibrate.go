@@ -18,36 +18,8 @@ import (
 // batch of t.N, composed through privacy loss distributions (Composition):
 // eps0 is then the largest (to relative 2e-4) whose composition meets it.
 func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
-	if err := checkEps("target eps", t.Eps); err != nil {
+	if err := checkTarget(m, t); err != nil {
 		return CalibrationResult{}, err
-	}
-	if t.Eps == 0 {
-		return CalibrationResult{}, argError("target eps", t.Eps, "> 0")
-	}
-	if err := checkDelta("target delta", t.Delta); err != nil {
-		return CalibrationResult{}, err
-	}
-	if err := checkN(t.N); err != nil {
-		return CalibrationResult{}, err
-	}
-	if e, ok := m.FixedEps0(); ok {
-		return CalibrationResult{}, fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
-	}
-	if t.Rounds < 0 || t.Rounds > MaxRounds {
-		return CalibrationResult{}, argError("rounds", t.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
-	}
-	if err := checkFloor(t.N, t.Floor); err != nil {
-		return CalibrationResult{}, err
-	}
-	if t.Floor > 0 {
-		// Refuse up front a floor the mechanism has no sampled blanket
-		// for: inside the search a refused budget only counts as not
-		// proven.
-		if d, err := m.Decompose(math.Max(t.Eps, 1)); err == nil {
-			if err := checkFloorDecomposition(d, t.Floor, m.String()); err != nil {
-				return CalibrationResult{}, err
-			}
-		}
 	}
 	if t.Rounds > 1 {
 		return calibrateRounds(m, t)
@@ -56,10 +28,69 @@ func Calibrate(m Mechanism, t Target) (CalibrationResult, error) {
 	return r, err
 }
 
+// checkTarget checks a calibration's mechanism and target.
+func checkTarget(m Mechanism, t Target) error {
+	if err := checkEps("target eps", t.Eps); err != nil {
+		return err
+	}
+	if t.Eps == 0 {
+		return argError("target eps", t.Eps, "> 0")
+	}
+	if err := checkDelta("target delta", t.Delta); err != nil {
+		return err
+	}
+	if err := checkN(t.N); err != nil {
+		return err
+	}
+	if e, ok := m.FixedEps0(); ok {
+		return fmt.Errorf("%w: %s fixes eps0 = %g", ErrNotCalibratable, m, e)
+	}
+	if t.Rounds < 0 || t.Rounds > MaxRounds {
+		return argError("rounds", t.Rounds, fmt.Sprintf("in [1, %d]", MaxRounds))
+	}
+	if err := checkFloor(t.N, t.Floor); err != nil {
+		return err
+	}
+	if t.Floor > 0 {
+		// Refuse up front a floor the mechanism has no sampled blanket
+		// for: inside the search a refused budget only counts as not
+		// proven.
+		if d, err := m.Decompose(math.Max(t.Eps, 1)); err == nil {
+			if err := checkFloorDecomposition(d, t.Floor, m.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// calibrateEps0 is Calibrate's eps0 alone. One report's stepDown then
+// checks each eps0 by its upper bound only (upperOf): the same eps0, bit
+// for bit, without computing a lower bound nobody reads. The baselines
+// and a horizon search's start use it.
+func calibrateEps0(m Mechanism, t Target) (float64, error) {
+	if t.Rounds > 1 || t.Floor > 0 {
+		c, err := Calibrate(m, t)
+		return c.Eps0, err
+	}
+	if err := checkTarget(m, t); err != nil {
+		return 0, err
+	}
+	c, _, err := calibrateOneWith(m, t, true, false)
+	return c.Eps0, err
+}
+
 // calibrateOne is Calibrate for one report (t checked), with the
 // certificate in eps0 below when certEps0 is set (tests compare the two),
 // and the number of lattice steps its refinement used.
 func calibrateOne(m Mechanism, t Target, certEps0 bool) (CalibrationResult, int, error) {
+	return calibrateOneWith(m, t, certEps0, true)
+}
+
+// calibrateOneWith is calibrateOne, whose result has the lower bound (and
+// the certificate that ties it to the upper) only when withLower: the eps0
+// and the upper bound are the same either way.
+func calibrateOneWith(m Mechanism, t Target, certEps0, withLower bool) (CalibrationResult, int, error) {
 	// evalAt returns the certified upper delta at the target eps for eps0,
 	// whether some pair's lower estimate already exceeds the target at
 	// eps/(1+certTol) (the tightness certificate), and whether a lattice
@@ -195,7 +226,7 @@ func calibrateOne(m Mechanism, t Target, certEps0 bool) (CalibrationResult, int,
 		if err != nil {
 			return EpsilonResult{}, false, err
 		}
-		ach := epsilonOf(d, t.N, t.Delta)
+		ach := epsilonBounds(d, t.N, t.Delta, withLower)
 		if t.Floor > 0 {
 			ach = floorEpsilonOf(d, t.N, t.Floor, t.Delta)
 		}

@@ -116,11 +116,11 @@ func CalibrateBaselines(m Mechanism, t Target) (map[string]*float64, error) {
 		krr = d.KRR
 	}
 	out := withNil(map[string]*float64{}, CompositionBaselineNames)
-	c, err := Calibrate(Generic(), t)
+	c, err := calibrateEps0(Generic(), t)
 	if err != nil {
 		out[BaselineClone] = nil
 	} else {
-		out[BaselineClone] = ptr(c.Eps0)
+		out[BaselineClone] = ptr(c)
 	}
 	return closedFormMap(out, func(cf ClosedForm) (float64, bool) {
 		return ClosedFormCalibrate(cf, krr, t.N, t.Eps, t.Delta)

@@ -650,7 +650,7 @@ func searchRounds(m Mechanism, t Target) (float64, func() roundsProof, error) {
 // searchRoundsWith is searchRounds with the certificate that a probe fails
 // (largest.go, point 6; nil for none), which only saves probes.
 func searchRoundsWith(m Mechanism, t Target, fails func(eps0 float64) bool) (float64, func() roundsProof, error) {
-	one, err := Calibrate(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
+	one, err := calibrateEps0(m, Target{Eps: t.Eps, Delta: t.Delta, N: t.N})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -681,7 +681,7 @@ func searchRoundsWith(m Mechanism, t Target, fails func(eps0 float64) bool) (flo
 	}
 	// Bracket: more reports never need less noise, so eps0 <= the
 	// single-report answer (with a margin for the two analyses' slack).
-	start := math.Min(one.Eps0*1.25, MaxEps0)
+	start := math.Min(one*1.25, MaxEps0)
 	s.ceil = start
 	eps0, p, err := s.run(start)
 	if errors.Is(err, errBelowFloor) {
@@ -716,8 +716,8 @@ func calibrateBaselinesRounds(m Mechanism, t Target) map[string]*float64 {
 	parallelMap(3, func(i int) {
 		switch i {
 		case 0:
-			if c, err := Calibrate(m, Target{Eps: t.Eps / T, Delta: t.Delta / T, N: t.N}); err == nil {
-				basic = ptr(c.Eps0)
+			if c, err := calibrateEps0(m, Target{Eps: t.Eps / T, Delta: t.Delta / T, N: t.N}); err == nil {
+				basic = ptr(c)
 			}
 		case 1:
 			kov = kovCalibrate(m, t)
@@ -757,11 +757,11 @@ func kovCalibrate(m Mechanism, t Target) *float64 {
 		if !ok || d1 < MinDelta {
 			return 0
 		}
-		c, err := Calibrate(m, Target{Eps: e1, Delta: d1, N: t.N})
+		c, err := calibrateEps0(m, Target{Eps: e1, Delta: d1, N: t.N})
 		if err != nil {
 			return 0
 		}
-		return c.Eps0
+		return c
 	}
 	a, b := math.Log(t.Eps/float64(t.Rounds)), math.Log(t.Eps)
 	const g = 0.6180339887498949
