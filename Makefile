@@ -13,28 +13,30 @@ OUT         := demo-out
 # go commands the tests run themselves (internal/testbuild) inherit it.
 export GOFLAGS := -trimpath $(GOFLAGS)
 
-.PHONY: all build deps test test-short audit bench lint fmt demo demo-replicas generate check-generate clean loadtest
+.PHONY: all build deps test race test-short audit bench lint fmt demo demo-replicas generate check-generate clean loadtest
 
 all: build
 
 build: ## build the CLI into bin/
 	$(GO) build -o $(BIN)/blanket ./cmd/blanket
 
+# make test runs every test without the race detector, and make race runs
+# them again under it (CI runs both). On 2 cores, both in one make test
+# took 7 minutes: the race run costs about 450 s of CPU, the same tests
+# uninstrumented about 170 s, and make test was over its 5 minutes.
+#
 # The accountant is pure math: the race detector gains nothing there and
-# makes it 5 to 10 times slower, so its tests run without it, and the
+# makes it 5 to 10 times slower, so make race leaves it out, and the
 # packages that call it (sdk/plan/accounting, collector, cmd/blanket, examples/fleet)
 # run under -race with the accountant and gonum compiled uninstrumented
 # (-race=false for those packages only: their memory accesses are not
 # tracked, everything else is, and synchronisation through channels and
 # package sync is still seen). The accountant's shared state (the twiddle
 # cache and parallelMap) runs fully instrumented in its own TestConcurrent
-# tests (only there: the uninstrumented run skips them). All three runs
-# happen even if one fails. sync/atomic inside an
+# tests, in make test (the uninstrumented run skips them). sync/atomic inside an
 # uninstrumented package compiles to plain instructions the detector cannot
 # see (false reports in its callers), so the accountant must not use it:
 # the first line of test checks that (gonum does not use it either). The
-# accountant's own run goes alongside the others (its tests use one core
-# much of the time). The
 # same goes for Google's differential-privacy library (plugins/laplace
 # samples with it; it locks with package sync only, no sync/atomic): its
 # sampler is 10 times slower instrumented, and the conformance kit draws
@@ -44,7 +46,7 @@ build: ## build the CLI into bin/
 # accountant calls in its inner loops: instrumented, they made the
 # calibrations in sdk/plan's and cmd/blanket's tests a third slower.
 # Not for modernc.org's SQLite and libc, though it would halve the time of
-# the tests that open a store: with them uninstrumented, make test twice
+# the tests that open a store: with them uninstrumented, the race run twice
 # reported races on encoding/json's type cache between goroutines that
 # never touch SQLite (a lost happens-before edge we could not explain), so
 # they stay instrumented.
@@ -52,6 +54,7 @@ ACCOUNTANT := github.com/blanket-dp/blanket/accountant
 # go test's own vet pass is off: make lint runs go vet on every package
 # (audit files included), and the pass costs about 9 s of CPU here.
 GOTEST     := $(GO) test -vet=off -timeout 30m -count=1
+OTHERS      = $$($(GO) list ./... | grep -vx '$(ACCOUNTANT)')
 NORACE     := -gcflags='$(ACCOUNTANT)=-race=false' -gcflags='gonum.org/v1/gonum/...=-race=false' -gcflags='github.com/google/differential-privacy/go/v3/...=-race=false' \
               -gcflags='math=-race=false' -gcflags='math/bits=-race=false' -gcflags='math/cmplx=-race=false'
 
@@ -63,23 +66,31 @@ deps: ## install the Debian packages the tests need when missing (chromium; need
 # a few hundred MB more per test process.
 # A test that misses PostgreSQL or Chromium fails here (make deps installs
 # them); a plain go test skips it, naming what is missing.
-test audit: export BLANKET_TEST_REQUIRE = 1
-test: export GOGC = 400
-test: deps
+test race audit: export BLANKET_TEST_REQUIRE = 1
+test race: export GOGC = 400
+test race: deps
 # The test processes share the binaries they run (the CLI, plugins)
 # through one directory per run (internal/testbuild: BLANKET_TESTBUILD_DIR),
 # instead of each linking its own.
-# The three go test runs go at once, the race run with 4 packages at a
-# time: many packages wait (for subprocesses, periods, PostgreSQL), so on
-# 2 cores 4 keep them busy (make test took 259 s so against 296 s with 2).
-test: ## run every test: the race detector on everything but the pure-math accountant
+# make test's four go test runs go at once, the others with 4 packages
+# at a time: many packages wait (for subprocesses, periods, PostgreSQL),
+# so on 2 cores 4 keep them busy. The accountant's tests, one core each
+# and the last to finish, run in two halves (the review tests, the rest)
+# so that both cores work once the others are done. All four run even if
+# one fails.
+test: ## run every test (the accountant's concurrent ones under the race detector; make race runs the rest under it)
 	@if grep -l '"sync/atomic"' $$(ls accountant/*.go | grep -v '_test\.go$$'); then echo "make test: the accountant uses sync/atomic, which -race=false hides from the race detector (see the Makefile)"; exit 1; fi
 	d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; export BLANKET_TESTBUILD_DIR=$$d; \
-	$(GOTEST) -skip '^TestConcurrent' $(ACCOUNTANT) & a=$$!; \
+	$(GOTEST) -run '^TestReview' $(ACCOUNTANT) & a=$$!; \
+	$(GOTEST) -skip '^(TestConcurrent|TestReview)' $(ACCOUNTANT) & c=$$!; \
 	$(GOTEST) -race -run '^TestConcurrent' $(ACCOUNTANT) & b=$$!; \
-	$(GOTEST) -race $(NORACE) -p 4 $$($(GO) list ./... | grep -vx '$(ACCOUNTANT)'); s3=$$?; \
-	wait $$a; s1=$$?; wait $$b; s2=$$?; \
-	exit $$((s1 | s2 | s3))
+	$(GOTEST) -p 4 $(OTHERS); s3=$$?; \
+	wait $$a; s1=$$?; wait $$b; s2=$$?; wait $$c; s4=$$?; \
+	exit $$((s1 | s2 | s3 | s4))
+
+race: ## every test but the pure-math accountant's under the race detector (CI runs it after make test)
+	d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; export BLANKET_TESTBUILD_DIR=$$d; \
+	$(GOTEST) -race $(NORACE) -p 4 $(OTHERS)
 
 # The deep grids live in *_audit_test.go files (build tag audit), next to
 # the tests that keep a representative case of each in make test; audit

@@ -15,7 +15,7 @@ func TestCalibrateEps0SameBits(t *testing.T) {
 	targets := []Target{
 		{Eps: 0.05, Delta: 1e-9, N: 100_000},
 		{Eps: 0.5, Delta: 1e-6, N: 10_000},
-		{Eps: 2, Delta: 1e-8, N: 200_000},
+		{Eps: 2, Delta: 1e-8, N: 100_000},
 		{Eps: 0.5, Delta: 1e-6, N: 10_000, Floor: 200},
 	}
 	for _, m := range mechs {
