@@ -182,7 +182,8 @@ func (m *evalMemo) run(key []byte, e *evaluation, compute func() bracket) bracke
 
 // ForgetMemo drops every recorded evaluation and lattice scale
 // (sd_memo.go), the sparse path's tables of log factorials and binomial
-// masses, and the remembered matrix decompositions (decompose_memo.go).
+// masses, the remembered matrix decompositions (decompose_memo.go) and
+// the windows' pooled scratch slices (slicepool.go).
 // Results do not change; the next evaluations take their full time again,
 // which is what a benchmark of a first call (a process's start) measures.
 func ForgetMemo() {
@@ -190,4 +191,5 @@ func ForgetMemo() {
 	sdMemo.forget()
 	forgetSparseTables()
 	forgetDecompositions()
+	forgetSlicePools()
 }

@@ -8,8 +8,6 @@ package accountant
 import (
 	"math"
 	"math/cmplx"
-	"slices"
-	"sync"
 )
 
 // bandEnd returns a k1 <= L/2 + 1 such that every coefficient k in
@@ -142,31 +140,6 @@ func pmAt(c []halfCoef, t []complex128, L, pos int) float64 {
 	return v
 }
 
-// slicePool keeps slices for reuse (sync.Pool of their headers).
-type slicePool[T any] struct{ p sync.Pool }
-
-// get returns an empty slice, with the capacity of one put back earlier
-// when there is one.
-func (sp *slicePool[T]) get() []T {
-	if v, ok := sp.p.Get().(*[]T); ok {
-		return (*v)[:0]
-	}
-	return nil
-}
-
-// put gives s back for reuse; its contents are not read again.
-func (sp *slicePool[T]) put(s []T) {
-	if cap(s) > 0 {
-		sp.p.Put(&s)
-	}
-}
-
-var (
-	coefPool    slicePool[halfCoef]
-	floatPool   slicePool[float64]
-	complexPool slicePool[complex128]
-)
-
 // scanBlock is the number of coefficients the window's scan computes
 // together.
 const scanBlock = 8
@@ -218,12 +191,6 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// (n-1)-fold law is needed only at the few points -a_j of the
 	// convexity correction: its non-zero coefficients are kept (coefM)
 	// and summed at those points directly (pmAt). Neither is transformed.
-	// The slices come from a pool and go back to it when the window is
-	// done (nothing keeps them): near eps0 every window keeps all L/2
-	// coefficients, and allocating (zeroing) and growing them afresh for
-	// each window was a seventh of a calibration.
-	coefN, coefM, errNk := coefPool.get(), coefPool.get(), floatPool.get()
-	defer func() { coefPool.put(coefN); coefPool.put(coefM); floatPool.put(errNk) }()
 	var errM, l2M, absM float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
@@ -250,11 +217,17 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// At most band coefficients are kept (k < band): room for them at
 	// once, so that the appends below never copy (growing by doublings,
 	// their copies and the pools' slices that Go's garbage collector drops
-	// were a fifth of an eps command at n = 1e8).
-	coefN, errNk = slices.Grow(coefN, band), slices.Grow(errNk, band)
+	// were a fifth of an eps command at n = 1e8). The slices come from a
+	// pool and go back to it when the window is done (nothing keeps
+	// them): near eps0 every window keeps all L/2 coefficients, and
+	// allocating (zeroing) them afresh for each window was a seventh of a
+	// calibration (slicepool.go).
+	coefN, errNk := coefPool.get(band), floatPool.get(band)
+	var coefM []halfCoef
 	if wantLo {
-		coefM = slices.Grow(coefM, band)
+		coefM = coefPool.get(band)
 	}
+	defer func() { coefPool.put(coefN); coefPool.put(coefM); floatPool.put(errNk) }()
 	// The coefficients are taken scanBlock at a time, each point's
 	// weight added to every coefficient of the block in turn: each
 	// coefficient's sums see the same terms in the same order as one at a

@@ -3,7 +3,6 @@ package accountant
 import (
 	"math"
 	"math/bits"
-	"slices"
 )
 
 // The window's main sum by an inverse FFT, for windows that keep most of
@@ -44,9 +43,9 @@ func useFFTMain(K, L int, c int64) bool {
 func fftMain(coefN []halfCoef, errNk []float64, L int, i0, i1 int64, h, theta, maxSU float64) (main, fpErr float64) {
 	fft, putFFT := getFFT(L)
 	defer putFFT()
-	Y := slices.Grow(complexPool.get(), L/2+1)[:L/2+1]
+	Y := complexPool.get(L/2 + 1)[:L/2+1]
 	clear(Y)
-	pn := slices.Grow(floatPool.get(), L)[:L]
+	pn := floatPool.get(L)[:L]
 	defer func() { complexPool.put(Y); floatPool.put(pn) }()
 	var err2N, l2N float64
 	for j, c := range coefN {
