@@ -155,7 +155,10 @@ func logBinomPMFsFrom(n int, p float64, m0, m1 int) pmfWindow {
 				top = max(top, lo+min(2*len(t.v), pmfCacheMax))
 			}
 			if top-lo > pmfCacheMax {
-				lo, top = m0, max(m1+1, min(m0+2*len(t.v), m0+pmfCacheMax))
+				// Sized to the request: a law asked in turn at two
+				// places far apart would otherwise fill a full-size
+				// table at each switch (review 67).
+				lo, top = m0, m1+1
 			}
 		}
 		ext := pmfWindow{lo: lo, v: make([]float64, top-lo)}
