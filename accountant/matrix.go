@@ -66,6 +66,18 @@ type colStat struct {
 	argmin, argmax int
 }
 
+// blanketClasses returns, per distinct blanket value (a column's
+// minimum), the number of live columns (maximum above 0) that have it.
+func blanketClasses(stats []colStat) map[float64]int {
+	classes := map[float64]int{}
+	for _, s := range stats {
+		if s.max > 0 {
+			classes[s.min]++
+		}
+	}
+	return classes
+}
+
 // columns computes the per-column minimum and maximum in O(nnz + k + m +
 // sum over columns of the rows explicit there).
 func (m *matrixRows) columns() (explicit [][]int, stats []colStat, bg colStat) {
@@ -196,14 +208,7 @@ func decomposeMatrix(mat *Matrix, eps0 float64) (*Decomposition, error) {
 			return nil, fmt.Errorf("%w: largest likelihood ratio is e^%.4g, above the largest supported eps0 = %g", ErrInvalidDeclaration, eps0, MaxEps0)
 		}
 	}
-	// Blanket mass per column, and the count of live columns per distinct
-	// blanket value.
-	classes := map[float64]int{}
-	for _, s := range stats {
-		if s.max > 0 {
-			classes[s.min]++
-		}
-	}
+	classes := blanketClasses(stats)
 	p := newPairer(m, stats, classes)
 	d := &Decomposition{LocalEps: eps0, Sampled: true, ExactPairs: true}
 

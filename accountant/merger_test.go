@@ -200,12 +200,7 @@ func TestPairAtomsMatchesPlain(t *testing.T) {
 		}
 		m := rowsOf(mat)
 		_, stats, _ := m.columns()
-		classes := map[float64]int{}
-		for _, s := range stats {
-			if s.max > 0 {
-				classes[s.min]++
-			}
-		}
+		classes := blanketClasses(stats)
 		p := newPairer(m, stats, classes)
 		for x := range k {
 			for xp := range k {

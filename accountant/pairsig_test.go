@@ -166,15 +166,8 @@ func TestPairSignaturesSameDecomposition(t *testing.T) {
 // skippedPairs counts the ordered pairs of m whose signature an earlier
 // pair had.
 func skippedPairs(m *Matrix) int {
-	r := rowsOf(m)
-	_, stats, _ := r.columns()
-	classes := map[float64]int{}
-	for _, s := range stats {
-		if s.max > 0 {
-			classes[s.min]++
-		}
-	}
-	s := newPairSigner(newPairer(r, stats, classes))
+	r, p := testPairer(m)
+	s := newPairSigner(p)
 	if s == nil {
 		return 0
 	}
@@ -450,13 +443,7 @@ func TestTripleAtomsAsPlain(t *testing.T) {
 func testPairer(m *Matrix) (*matrixRows, *pairer) {
 	r := rowsOf(m)
 	_, stats, _ := r.columns()
-	classes := map[float64]int{}
-	for _, s := range stats {
-		if s.max > 0 {
-			classes[s.min]++
-		}
-	}
-	return r, newPairer(r, stats, classes)
+	return r, newPairer(r, stats, blanketClasses(stats))
 }
 
 // normalizeRow scales row to sum to 1.

@@ -163,12 +163,7 @@ func review53CheckDecompose(t *testing.T, rng *rand.Rand, k, outs int) {
 	if work < float64(k)*float64(k) {
 		t.Fatalf("k %d: the matrix takes the overlap path (work %g < k^2), not the parallel pair loop", k, work)
 	}
-	classes := map[float64]int{}
-	for _, s := range stats {
-		if s.max > 0 {
-			classes[s.min]++
-		}
-	}
+	classes := blanketClasses(stats)
 	var want []AtomSet
 	seen := map[string]bool{}
 	for x := range k {
