@@ -65,11 +65,11 @@ func checkTarget(m Mechanism, t Target) error {
 }
 
 // calibrateEps0 is Calibrate's eps0 alone. One report's stepDown then
-// checks each eps0 by its upper bound only (upperOf): the same eps0, bit
-// for bit, without computing a lower bound nobody reads. The baselines
-// and a horizon search's start use it.
+// checks each eps0 by its upper bound only (epsilonBounds without the
+// lower sets): the same eps0, bit for bit, without computing a lower
+// bound nobody reads. The baselines and a horizon search's start use it.
 func calibrateEps0(m Mechanism, t Target) (float64, error) {
-	if t.Rounds > 1 || t.Floor > 0 {
+	if t.Rounds > 1 {
 		c, err := Calibrate(m, t)
 		return c.Eps0, err
 	}
@@ -226,9 +226,11 @@ func calibrateOneWith(m Mechanism, t Target, certEps0, withLower bool) (Calibrat
 		if err != nil {
 			return EpsilonResult{}, false, err
 		}
-		ach := epsilonBounds(d, t.N, t.Delta, withLower)
+		var ach EpsilonResult
 		if t.Floor > 0 {
 			ach = floorEpsilonOf(d, t.N, t.Floor, t.Delta)
+		} else {
+			ach = epsilonBounds(d, t.N, t.Delta, withLower)
 		}
 		return ach, ach.Upper <= t.Eps, nil
 	})

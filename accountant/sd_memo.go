@@ -13,10 +13,10 @@ import (
 // It depends on the atoms' values and masses (and maxZ, its start) alone,
 // and the searches evaluate one set at one eps more than once (each
 // lattice refinement, each n, each side): at 365 rounds of Laplace it was
-// a sixth of a calibration, and about a fifth of its calls repeat. Like evaluate's memo (memo.go), this one is keyed by every
-// input's bits in full and returns the value the computation gives again,
-// so it changes no figure. Two generations bound it to sdMemoBytes of
-// keys.
+// a sixth of a calibration, and about a fifth of its calls repeat. Like
+// evaluate's memo (memo.go), this one is keyed by every input's bits in
+// full and returns the value the computation gives again, so it changes
+// no figure. Two generations bound it to sdMemoBytes of keys.
 const sdMemoBytes = 8 << 20
 
 var sdMemo = generations[float64]{limit: sdMemoBytes}
