@@ -7,7 +7,6 @@ package accountant
 
 import (
 	"math"
-	"math/cmplx"
 )
 
 // bandEnd returns a k1 <= L/2 + 1 such that every coefficient k in
@@ -140,10 +139,6 @@ func pmAt(c []halfCoef, t []complex128, L, pos int) float64 {
 	return v
 }
 
-// scanBlock is the number of coefficients the window's scan computes
-// together.
-const scanBlock = 8
-
 type windowResult struct {
 	bracket
 	tailOK bool
@@ -166,16 +161,12 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	h := l.h
 	t := twiddleTable(L)
 	// Tilted lattice weights and their positions modulo L.
-	type pt struct {
-		w   float64
-		pos int
-	}
-	pts := make([]pt, len(l.idx))
+	pts := make([]scanPoint, len(l.idx))
 	var werr float64
 	for i, ix := range l.idx {
 		pos := int(((ix % int64(L)) + int64(L)) % int64(L))
 		w, e := tiltedWeight(l.logw[i], theta*h*float64(ix), k0)
-		pts[i] = pt{w, pos}
+		pts[i] = scanPoint{w, pos}
 		werr += e
 	}
 	// phi(k) directly. Its error per coefficient, with weights summing to 1:
@@ -191,7 +182,6 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// (n-1)-fold law is needed only at the few points -a_j of the
 	// convexity correction: its non-zero coefficients are kept (coefM)
 	// and summed at those points directly (pmAt). Neither is transformed.
-	var errM, l2M, absM float64
 	// Most coefficients' n-th powers underflow (the n-fold law is smooth
 	// on the lattice's scale): skipBelow is a magnitude below which
 	// n log(a + phiErr) < -745 for certain, so that the test below would
@@ -201,9 +191,6 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// keeps log x below -745/n by 1e-9, far above those roundings (at most
 	// 1e-15 of 745/n). A coefficient skipped here is skipped below.
 	skipBelow := math.Exp(-745/nf) * (1 - 1e-9)
-	// rot[i] is k·pos_i mod L for the current k, advanced by pos_i at each
-	// step (the same table index as the product taken modulo L).
-	rot := make([]int, len(pts))
 	ws := make([]float64, len(pts))
 	for i, q := range pts {
 		ws[i] = q.w
@@ -214,102 +201,12 @@ func (l *lattice) windowWith(nf, theta, k0 float64, A int64, L int, full, wantLo
 	// skip for certain are passed over (skipRun).
 	lip := lipschitzPhi(ws, l.idx, L)
 	band := bandEnd(ws, l.idx, L, t, phiErr, skipBelow)
-	// At most band coefficients are kept (k < band): room for them at
-	// once, so that the appends below never copy (growing by doublings,
-	// their copies and the pools' slices that Go's garbage collector drops
-	// were a fifth of an eps command at n = 1e8). The slices come from a
-	// pool and go back to it when the window is done (nothing keeps
-	// them): near eps0 every window keeps all L/2 coefficients, and
-	// allocating (zeroing) them afresh for each window was a seventh of a
-	// calibration (slicepool.go).
-	coefN, errNk := coefPool.get(band), floatPool.get(band)
-	var coefM []halfCoef
-	if wantLo {
-		coefM = coefPool.get(band)
-	}
-	defer func() { coefPool.put(coefN); coefPool.put(coefM); floatPool.put(errNk) }()
-	// The coefficients are taken scanBlock at a time, each point's
-	// weight added to every coefficient of the block in turn: each
-	// coefficient's sums see the same terms in the same order as one at a
-	// time (the same bits), while the block's sums do not wait on each
-	// other (a chain of dependent additions per coefficient was the scan's
-	// bound, with 73 points for Laplace). Coefficients computed past a
-	// skipped run within a block are not read.
-	var reB, imB [scanBlock]float64
-	for kb := 0; kb < band; {
-		nb := min(scanBlock, band-kb)
-		reB, imB = [scanBlock]float64{}, [scanBlock]float64{}
-		for i, q := range pts {
-			m, w := rot[i], q.w
-			for b := range nb {
-				if m <= L/2 {
-					reB[b] += w * real(t[m])
-					imB[b] += w * imag(t[m])
-				} else {
-					reB[b] += w * real(t[L-m])
-					imB[b] -= w * imag(t[L-m])
-				}
-				if m += q.pos; m >= L {
-					m -= L
-				}
-			}
-			rot[i] = m
-		}
-		// rot is now at next, the first coefficient after the block.
-		next := kb + nb
-		for b := 0; b < nb; b++ {
-			k := kb + b
-			phi := complex(reB[b], imB[b])
-			a := cmplx.Abs(phi)
-			mult := 2.0
-			if k == 0 || (L%2 == 0 && k == L/2) {
-				mult = 1
-			}
-			if a == 0 || a+phiErr < skipBelow {
-				if d := skipRun(a, phiErr, lip, skipBelow); d > 0 {
-					d = min(d, band-1-k)
-					if adv := k + d + 1 - next; adv > 0 {
-						// The run goes past the block: the next block
-						// starts after it.
-						for i, q := range pts {
-							rot[i] = int((int64(rot[i]) + int64(adv)*int64(q.pos)) % int64(L))
-						}
-						next += adv
-					}
-					b += d
-				}
-				continue
-			}
-			la := math.Log(a)
-			lae := math.Log(a + phiErr)
-			if nf*lae < -745 {
-				continue // |phi^n| and its error underflow
-			}
-			arg := cmplx.Phase(phi)
-			rn := math.Exp(nf * la)
-			yn := cmplx.Rect(rn, nf*arg)
-			// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
-			// rounding of n*log|phi| and n*arg(phi) in exp and rect.
-			rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
-			en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
-			coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
-			errNk = append(errNk, en)
-			if wantLo {
-				m1 := nf - 1
-				rm := math.Exp(m1 * la)
-				ym := cmplx.Rect(rm, m1*arg)
-				aym := cmplx.Abs(ym)
-				relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-				em := math.Exp(m1*lae) - rm + aym*relm
-				coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
-				errM += mult * em
-				absM += mult * aym
-				l2M += mult * real(ym*cmplx.Conj(ym))
-			}
-
-		}
-		kb = next
-	}
+	// The coefficients below band, in ranges on several cores where they
+	// are many (windowscan.go).
+	sc := (&coefScan{pts: pts, t: t, L: L, nf: nf, phiErr: phiErr, skipBelow: skipBelow, lip: lip, wantLo: wantLo}).scan(band)
+	defer sc.release()
+	coefN, errNk, coefM := sc.coefN, sc.errN, sc.coefM
+	errM, absM, l2M := sc.errM, sc.absM, sc.l2M
 	Lf := float64(L)
 	logL := math.Log2(Lf) + 1
 	var epsM float64
