@@ -394,7 +394,7 @@ func twiddleTable(L int) []complex128 {
 		return t
 	}
 	c.Unlock()
-	t := make([]complex128, L/2+1)
+	t := makeHuge[complex128](L/2+1, L/2+1)
 	for m := range t {
 		s, co := math.Sincos(-2 * math.Pi * float64(m) / float64(L))
 		t[m] = complex(co, s)

@@ -17,7 +17,8 @@ import (
 // about 40% of `account delta --mech laplace --eps0 20 --n 1e6`. This
 // pool keeps its slices across collections, at most poolSlots of them and
 // budget bytes in all (the smallest go first), and hands out the smallest
-// that is large enough.
+// that is large enough. A slice it makes afresh is on huge pages where it
+// is large (hugepage.go).
 type slicePool[T any] struct {
 	mu     sync.Mutex
 	free   [][]T
@@ -46,7 +47,7 @@ func (sp *slicePool[T]) get(n int) []T {
 		return s[:0]
 	}
 	sp.mu.Unlock()
-	return make([]T, 0, n)
+	return makeHuge[T](0, n)
 }
 
 // put gives s back for reuse; its contents are not read again. A slice
