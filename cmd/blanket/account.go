@@ -90,8 +90,9 @@ func resolveEps0(m accountant.Mechanism, eps0 float64, given bool) (float64, err
 
 func newAccountCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "account",
-		Short: "Bound, compare and calibrate the privacy of a shuffled randomizer",
+		Use:         "account",
+		Annotations: map[string]string{oneShot: "true"},
+		Short:       "Bound, compare and calibrate the privacy of a shuffled randomizer",
 		Long: `Compute the central privacy of n shuffled reports of a local randomizer: eps at a
 given delta (eps), delta at a given eps (delta), the largest local budget meeting
 a target (calibrate), or a sweep over n, eps0 or the number of rounds (curve).

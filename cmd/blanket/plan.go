@@ -71,8 +71,9 @@ func newPlanCmd(e *env) *cobra.Command {
 		rounds = newRoundsValue()
 	)
 	cmd := &cobra.Command{
-		Use:   "plan PLAN.yaml [-o OUT.yaml] [--json] [--rounds T]",
-		Short: "Calibrate a privacy plan: every metric's local budget eps0 for the target",
+		Use:         "plan PLAN.yaml [-o OUT.yaml] [--json] [--rounds T]",
+		Annotations: map[string]string{oneShot: "true"},
+		Short:       "Calibrate a privacy plan: every metric's local budget eps0 for the target",
 		Long: `Load a privacy plan (YAML: target eps and delta, n_min, travel, metrics with their
 plugins), open every metric's randomizer (built in, or a blanket-<name> binary in
 --plugin-dir) and calibrate it with the accountant: each metric gets the largest

@@ -110,6 +110,7 @@ guarantee of every batch.
 		if err := e.registerPlugins(cmd.Context(), e.pluginDir); err != nil {
 			return &failure{err}
 		}
+		accountant.UseHugePages(isOneShot(cmd))
 		return nil
 	}
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
@@ -117,6 +118,22 @@ guarantee of every batch.
 	root.AddCommand(newAccountCmd(e), newPluginCmd(e), newVersionCmd())
 	root.AddCommand(newPlanCmd(e), newServeCmd(e), newShufflerCmd(e), newCollectorCmd(e), newIssuerCmd(e))
 	return root
+}
+
+// oneShot is the annotation of the commands that run one computation and
+// exit (account and its subcommands, plan): the accountant may put their
+// large scratch on huge pages (accountant.UseHugePages), which a
+// long-running server does not want (accountant/hugepage.go).
+const oneShot = "one-shot"
+
+// isOneShot reports whether cmd or a command above it is one-shot.
+func isOneShot(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[oneShot] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // flagError turns pflag's errors into usage errors that name the flag, the
