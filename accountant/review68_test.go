@@ -241,23 +241,10 @@ type review68Win struct {
 // near eps0 = 6 (windowSkipSets), n from 1e4 to 1e6.
 func review68LongWindows(t *testing.T) []review68Win {
 	var ws []review68Win
-	sets, _, budgets := windowSkipSets(t, []float64{6})
-	for i, s := range sets {
-		for _, f := range []float64{0.2, 0.6} {
-			p := prepare(s, f*budgets[i])
-			if p.maxZ <= 0 {
-				continue
-			}
-			l := newLattice(p, 0.25*math.Max(tiltedSD(p), 1e-300))
-			if l.imax <= 0 {
-				continue
-			}
-			theta := l.tilt()
-			k0, _, _ := l.logMGF(theta)
-			for j, nf := range []float64{1e4, 1e5, 1e6} {
-				if _, band := review68Setup(l, nf, theta, k0, 1<<16, false); band >= 2*scanRangeMin {
-					ws = append(ws, review68Win{l, nf, theta, k0, 1 << 16, (i+j)%2 == 0})
-				}
+	for _, tl := range nearEps0Lattices(t, []float64{6}) {
+		for j, nf := range []float64{1e4, 1e5, 1e6} {
+			if _, band := review68Setup(tl.l, nf, tl.theta, tl.k0, 1<<16, false); band >= 2*scanRangeMin {
+				ws = append(ws, review68Win{tl.l, nf, tl.theta, tl.k0, 1 << 16, (tl.set+j)%2 == 0})
 			}
 		}
 	}

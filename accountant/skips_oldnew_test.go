@@ -356,30 +356,18 @@ func r51Window(l *lattice, nf, theta, k0 float64, A int64, L int, full, wantLo, 
 			}
 			continue
 		}
-		la := math.Log(a)
-		lae := math.Log(a + phiErr)
-		if nf*lae < -745 {
-			continue // |phi^n| and its error underflow
+		// The powers as the scan takes them (coefPowers): this
+		// reference checks the order of the scan and its skips.
+		yn, en, ym, em, ok := coefPowers(phi, a, phiErr, nf, wantLo)
+		if !ok {
+			continue
 		}
-		arg := cmplx.Phase(phi)
-		rn := math.Exp(nf * la)
-		yn := cmplx.Rect(rn, nf*arg)
-		// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
-		// rounding of n*log|phi| and n*arg(phi) in exp and rect.
-		rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
-		en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
 		coefN = append(coefN, halfCoef{k: k, y: yn, mult: mult})
 		errNk = append(errNk, en)
 		if wantLo {
-			m1 := nf - 1
-			rm := math.Exp(m1 * la)
-			ym := cmplx.Rect(rm, m1*arg)
-			aym := cmplx.Abs(ym)
-			relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-			em := math.Exp(m1*lae) - rm + aym*relm
 			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
-			absM += mult * aym
+			absM += mult * cmplx.Abs(ym)
 			l2M += mult * real(ym*cmplx.Conj(ym))
 		}
 	}

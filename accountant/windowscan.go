@@ -201,32 +201,49 @@ func (c *coefScan) scanRange(k0, k1 int, s *scanned) int {
 				}
 				continue
 			}
-			la := math.Log(a)
-			lae := math.Log(a + phiErr)
-			if nf*lae < -745 {
-				continue // |phi^n| and its error underflow
+			yn, en, ym, em, ok := coefPowers(phi, a, phiErr, nf, c.wantLo)
+			if !ok {
+				continue
 			}
-			arg := cmplx.Phase(phi)
-			rn := math.Exp(nf * la)
-			yn := cmplx.Rect(rn, nf*arg)
-			// Relative error of phi^n: n * (phiErr/|phi|) from phi, plus the
-			// rounding of n*log|phi| and n*arg(phi) in exp and rect.
-			rel := nf*phiErr/a + (math.Abs(nf*la)+math.Abs(nf*arg))*2*ulp + 8*ulp
-			en := math.Exp(nf*lae) - rn + cmplx.Abs(yn)*rel
 			j := k0 + kept
-			s.coefN[j] = halfCoef{k: k, y: yn, mult: mult}
-			s.errN[j] = en
+			s.coefN[j], s.errN[j] = halfCoef{k: k, y: yn, mult: mult}, en
 			if c.wantLo {
-				m1 := nf - 1
-				rm := math.Exp(m1 * la)
-				ym := cmplx.Rect(rm, m1*arg)
-				relm := m1*phiErr/a + (math.Abs(m1*la)+math.Abs(m1*arg))*2*ulp + 8*ulp
-				s.coefM[j] = halfCoef{k: k, y: ym, mult: mult}
-				s.errMk[j] = math.Exp(m1*lae) - rm + cmplx.Abs(ym)*relm
+				s.coefM[j], s.errMk[j] = halfCoef{k: k, y: ym, mult: mult}, em
 			}
 			kept++
 		}
 		kb = next
 	}
 	return kept
+}
+
+// coefPowers returns phi^n and, with lo, phi^(n-1), each with its error
+// bound (powerOf), for a computed coefficient phi of modulus a; ok is
+// false where |phi^n| and its error underflow (n log(a + phiErr) < -745)
+// and the coefficient is not kept.
+func coefPowers(phi complex128, a, phiErr, nf float64, lo bool) (yn complex128, en float64, ym complex128, em float64, ok bool) {
+	la := math.Log(a)
+	lae := math.Log(a + phiErr)
+	if nf*lae < -745 {
+		return 0, 0, 0, 0, false
+	}
+	arg := cmplx.Phase(phi)
+	yn, en = powerOf(a, la, lae, arg, nf, phiErr)
+	if lo {
+		ym, em = powerOf(a, la, lae, arg, nf-1, phiErr)
+	}
+	return yn, en, ym, em, true
+}
+
+// powerOf returns y = phi^m (m = n, or n - 1 for the convexity
+// correction) of a computed phi with modulus a, la = log a, lae =
+// log(a + phiErr) and argument arg, and a bound on |y - phi_exact^m|: the
+// modulus's error, exp(m lae) - |y|, plus |y| times the relative error of
+// the rest, m phiErr/a from phi's argument and the roundings of m log|phi|
+// and m arg(phi) in exp and rect.
+func powerOf(a, la, lae, arg, m, phiErr float64) (y complex128, err float64) {
+	r := math.Exp(m * la)
+	y = cmplx.Rect(r, m*arg)
+	rel := m*phiErr/a + (math.Abs(m*la)+math.Abs(m*arg))*2*ulp + 8*ulp
+	return y, math.Exp(m*lae) - r + cmplx.Abs(y)*rel
 }

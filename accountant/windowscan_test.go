@@ -44,12 +44,21 @@ func TestScanRangesSameBits(t *testing.T) {
 	}
 }
 
-// TestScanRangesLargeBands: near eps0 (windowSkipSets) windows keep every
-// coefficient of long lattices, where scanRanges' own rule splits the
-// scan on a machine with several cores; the split gives one range's bits.
-func TestScanRangesLargeBands(t *testing.T) {
-	sets, _, budgets := windowSkipSets(t, []float64{14, 20})
-	checked := 0
+// tiltedLattice is a lattice at its tilt theta, with k0 = log M(theta).
+type tiltedLattice struct {
+	l         *lattice
+	theta, k0 float64
+	set       int     // index in windowSkipSets' sets
+	eps       float64 // the eps of the pair's losses
+}
+
+// nearEps0Lattices returns the lattices (step a quarter of the tilted
+// standard deviation) of windowSkipSets' pairs at the given eps0, at 0.2
+// and 0.6 of each pair's budget: near eps0 their tilted laws are nearly
+// point masses, and long windows keep many or all of their coefficients.
+func nearEps0Lattices(t testing.TB, eps0 []float64) []tiltedLattice {
+	sets, _, budgets := windowSkipSets(t, eps0)
+	var ls []tiltedLattice
 	for i, s := range sets {
 		for _, f := range []float64{0.2, 0.6} {
 			p := prepare(s, f*budgets[i])
@@ -62,17 +71,29 @@ func TestScanRangesLargeBands(t *testing.T) {
 			}
 			theta := l.tilt()
 			k0, _, _ := l.logMGF(theta)
-			for _, L := range []int{1 << 16, 3 * 1 << 15} {
-				A := -int64(L / 2)
-				for _, wantLo := range []bool{false, true} {
-					var one, split windowResult
-					withScanRanges(1, func() { one = l.window(3e4, theta, k0, A, L, false, wantLo) })
-					withScanRanges(2, func() { split = l.window(3e4, theta, k0, A, L, false, wantLo) })
-					if one != split {
-						t.Errorf("set %d eps %g L %d wantLo %v: two ranges %+v, one %+v", i, f*budgets[i], L, wantLo, split, one)
-					}
-					checked++
+			ls = append(ls, tiltedLattice{l, theta, k0, i, f * budgets[i]})
+		}
+	}
+	return ls
+}
+
+// TestScanRangesLargeBands: near eps0 (nearEps0Lattices) windows keep
+// every coefficient of long lattices, where scanRanges' own rule splits
+// the scan on a machine with several cores; the split gives one range's
+// bits.
+func TestScanRangesLargeBands(t *testing.T) {
+	checked := 0
+	for _, tl := range nearEps0Lattices(t, []float64{14, 20}) {
+		for _, L := range []int{1 << 16, 3 * 1 << 15} {
+			A := -int64(L / 2)
+			for _, wantLo := range []bool{false, true} {
+				var one, split windowResult
+				withScanRanges(1, func() { one = tl.l.window(3e4, tl.theta, tl.k0, A, L, false, wantLo) })
+				withScanRanges(2, func() { split = tl.l.window(3e4, tl.theta, tl.k0, A, L, false, wantLo) })
+				if one != split {
+					t.Errorf("set %d eps %g L %d wantLo %v: two ranges %+v, one %+v", tl.set, tl.eps, L, wantLo, split, one)
 				}
+				checked++
 			}
 		}
 	}
