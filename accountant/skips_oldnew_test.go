@@ -358,7 +358,7 @@ func r51Window(l *lattice, nf, theta, k0 float64, A int64, L int, full, wantLo, 
 		}
 		// The powers as the scan takes them (coefPowers): this
 		// reference checks the order of the scan and its skips.
-		yn, en, ym, em, ok := coefPowers(phi, a, phiErr, nf, wantLo)
+		yn, en, ym, em, aym, ok := coefPowers(phi, a, phiErr, nf, wantLo)
 		if !ok {
 			continue
 		}
@@ -367,7 +367,7 @@ func r51Window(l *lattice, nf, theta, k0 float64, A int64, L int, full, wantLo, 
 		if wantLo {
 			coefM = append(coefM, halfCoef{k: k, y: ym, mult: mult})
 			errM += mult * em
-			absM += mult * cmplx.Abs(ym)
+			absM += mult * aym
 			l2M += mult * real(ym*cmplx.Conj(ym))
 		}
 	}

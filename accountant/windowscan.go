@@ -49,14 +49,14 @@ type coefScan struct {
 
 // scanned is what a window's scan keeps, in the order of k: the n-fold
 // law's coefficients coefN with error bounds errN; with wantLo, the
-// (n-1)-fold law's coefM with error bounds errMk, and the sums windowWith
-// uses, errM = sum mult errMk, absM = sum mult |y| and l2M = sum mult |y|^2
-// over coefM.
+// (n-1)-fold law's coefM with error bounds errMk and moduli absMk, and the
+// sums windowWith uses, errM = sum mult errMk, absM = sum mult absMk and
+// l2M = sum mult |y|^2 over coefM.
 type scanned struct {
 	coefN           []halfCoef
 	errN            []float64
 	coefM           []halfCoef
-	errMk           []float64
+	errMk, absMk    []float64
 	errM, absM, l2M float64
 }
 
@@ -67,6 +67,7 @@ func (s *scanned) release() {
 	coefPool.put(s.coefM)
 	floatPool.put(s.errN)
 	floatPool.put(s.errMk)
+	floatPool.put(s.absMk)
 }
 
 // scanBlock is the number of coefficients the window's scan computes
@@ -96,7 +97,7 @@ func (c *coefScan) scan(band int) scanned {
 	var s scanned
 	s.coefN, s.errN = coefPool.get(band)[:band], floatPool.get(band)[:band]
 	if c.wantLo {
-		s.coefM, s.errMk = coefPool.get(band)[:band], floatPool.get(band)[:band]
+		s.coefM, s.errMk, s.absMk = coefPool.get(band)[:band], floatPool.get(band)[:band], floatPool.get(band)[:band]
 	}
 	r := scanRanges(band)
 	kept := make([]int, r)
@@ -122,16 +123,17 @@ func (c *coefScan) scan(band int) scanned {
 			if c.wantLo {
 				copy(s.coefM[n:], s.coefM[k0:k0+kept[i]])
 				copy(s.errMk[n:], s.errMk[k0:k0+kept[i]])
+				copy(s.absMk[n:], s.absMk[k0:k0+kept[i]])
 			}
 		}
 		n += kept[i]
 	}
 	s.coefN, s.errN = s.coefN[:n], s.errN[:n]
 	if c.wantLo {
-		s.coefM, s.errMk = s.coefM[:n], s.errMk[:n]
+		s.coefM, s.errMk, s.absMk = s.coefM[:n], s.errMk[:n], s.absMk[:n]
 		for j, h := range s.coefM {
 			s.errM += h.mult * s.errMk[j]
-			s.absM += h.mult * cmplx.Abs(h.y)
+			s.absM += h.mult * s.absMk[j]
 			s.l2M += h.mult * real(h.y*cmplx.Conj(h.y))
 		}
 	}
@@ -201,14 +203,14 @@ func (c *coefScan) scanRange(k0, k1 int, s *scanned) int {
 				}
 				continue
 			}
-			yn, en, ym, em, ok := coefPowers(phi, a, phiErr, nf, c.wantLo)
+			yn, en, ym, em, aym, ok := coefPowers(phi, a, phiErr, nf, c.wantLo)
 			if !ok {
 				continue
 			}
 			j := k0 + kept
 			s.coefN[j], s.errN[j] = halfCoef{k: k, y: yn, mult: mult}, en
 			if c.wantLo {
-				s.coefM[j], s.errMk[j] = halfCoef{k: k, y: ym, mult: mult}, em
+				s.coefM[j], s.errMk[j], s.absMk[j] = halfCoef{k: k, y: ym, mult: mult}, em, aym
 			}
 			kept++
 		}
@@ -218,32 +220,34 @@ func (c *coefScan) scanRange(k0, k1 int, s *scanned) int {
 }
 
 // coefPowers returns phi^n and, with lo, phi^(n-1), each with its error
-// bound (powerOf), for a computed coefficient phi of modulus a; ok is
+// bound (powerOf), and |phi^(n-1)|, for a computed coefficient phi of
+// modulus a; ok is
 // false where |phi^n| and its error underflow (n log(a + phiErr) < -745)
 // and the coefficient is not kept.
-func coefPowers(phi complex128, a, phiErr, nf float64, lo bool) (yn complex128, en float64, ym complex128, em float64, ok bool) {
+func coefPowers(phi complex128, a, phiErr, nf float64, lo bool) (yn complex128, en float64, ym complex128, em, aym float64, ok bool) {
 	la := math.Log(a)
 	lae := math.Log(a + phiErr)
 	if nf*lae < -745 {
-		return 0, 0, 0, 0, false
+		return 0, 0, 0, 0, 0, false
 	}
 	arg := cmplx.Phase(phi)
-	yn, en = powerOf(a, la, lae, arg, nf, phiErr)
+	yn, en, _ = powerOf(a, la, lae, arg, nf, phiErr)
 	if lo {
-		ym, em = powerOf(a, la, lae, arg, nf-1, phiErr)
+		ym, em, aym = powerOf(a, la, lae, arg, nf-1, phiErr)
 	}
-	return yn, en, ym, em, true
+	return yn, en, ym, em, aym, true
 }
 
 // powerOf returns y = phi^m (m = n, or n - 1 for the convexity
 // correction) of a computed phi with modulus a, la = log a, lae =
-// log(a + phiErr) and argument arg, and a bound on |y - phi_exact^m|: the
-// modulus's error, exp(m lae) - |y|, plus |y| times the relative error of
-// the rest, m phiErr/a from phi's argument and the roundings of m log|phi|
-// and m arg(phi) in exp and rect.
-func powerOf(a, la, lae, arg, m, phiErr float64) (y complex128, err float64) {
+// log(a + phiErr) and argument arg, a bound on |y - phi_exact^m| and |y|:
+// the bound is the modulus's error, exp(m lae) - |y|, plus |y| times the
+// relative error of the rest, m phiErr/a from phi's argument and the
+// roundings of m log|phi| and m arg(phi) in exp and rect.
+func powerOf(a, la, lae, arg, m, phiErr float64) (y complex128, err, abs float64) {
 	r := math.Exp(m * la)
 	y = cmplx.Rect(r, m*arg)
+	abs = cmplx.Abs(y)
 	rel := m*phiErr/a + (math.Abs(m*la)+math.Abs(m*arg))*2*ulp + 8*ulp
-	return y, math.Exp(m*lae) - r + cmplx.Abs(y)*rel
+	return y, math.Exp(m*lae) - r + abs*rel, abs
 }
