@@ -3,7 +3,7 @@ package accountant
 import (
 	"os"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"unsafe"
 )
 
@@ -37,8 +37,14 @@ import (
 // with at least one whole 2 MB page inside.
 const hugeMin = 4 << 20
 
-// hugeOn is whether makeHuge advises (UseHugePages).
-var hugeOn atomic.Bool
+// huge is whether makeHuge advises (UseHugePages). A mutex, not
+// sync/atomic: the Makefile's race run compiles the accountant
+// uninstrumented, where the detector cannot see atomics (make test checks
+// that the package uses none).
+var huge struct {
+	sync.Mutex
+	on bool
+}
 
 // thpDisabled is whether GODEBUG asks for no huge pages (disablethp=1).
 var thpDisabled = godebugDisablesTHP(os.Getenv("GODEBUG"))
@@ -48,7 +54,18 @@ var thpDisabled = godebugDisablesTHP(os.Getenv("GODEBUG"))
 // under GODEBUG=disablethp=1). It is off by default; turn it on only in a
 // short-lived process (accountant/hugepage.go says why). No result
 // depends on it.
-func UseHugePages(on bool) { hugeOn.Store(on && !thpDisabled) }
+func UseHugePages(on bool) {
+	huge.Lock()
+	huge.on = on && !thpDisabled
+	huge.Unlock()
+}
+
+// hugeOn reports whether makeHuge advises.
+func hugeOn() bool {
+	huge.Lock()
+	defer huge.Unlock()
+	return huge.on
+}
 
 // godebugDisablesTHP reports whether a GODEBUG value sets disablethp=1
 // (its last setting wins, as in the runtime).
@@ -67,7 +84,7 @@ func godebugDisablesTHP(godebug string) bool {
 func makeHuge[T any](n, c int) []T {
 	s := make([]T, n, c)
 	var z T
-	if b := uintptr(c) * unsafe.Sizeof(z); b >= hugeMin && hugeOn.Load() {
+	if b := uintptr(c) * unsafe.Sizeof(z); b >= hugeMin && hugeOn() {
 		adviseHuge(unsafe.Pointer(unsafe.SliceData(s)), b)
 	}
 	return s
