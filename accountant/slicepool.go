@@ -87,7 +87,7 @@ func (sp *slicePool[T]) bytes(s []T) int {
 }
 
 // The windows' pools: at most 64 + 32 + 32 MB kept after a large
-// calibration (two windows at once at L ~ 6e5 need about 47, 14 and
+// calibration (two windows at once at L ~ 6e5 need about 47, 23 and
 // 9 MB), which ForgetMemo releases.
 var (
 	coefPool    = slicePool[halfCoef]{budget: 64 << 20}

@@ -87,9 +87,9 @@ var scanRanges = func(band int) int {
 // scan computes the coefficients k < band.
 func (c *coefScan) scan(band int) scanned {
 	// At most band coefficients are kept (k < band): room for them at
-	// once, so that the appends never copy (growing by doublings, their
-	// copies and the pools' slices that Go's garbage collector drops were
-	// a fifth of an eps command at n = 1e8). The slices come from a pool
+	// once, written by index, each range from its own start (growing by
+	// doublings, their copies and the pools' slices that Go's garbage
+	// collector drops were a fifth of an eps command at n = 1e8). The slices come from a pool
 	// and go back to it when the window is done (release): near eps0
 	// every window keeps all L/2 coefficients, and allocating (zeroing)
 	// them afresh for each window was a seventh of a calibration
