@@ -17,5 +17,5 @@ func adviseHuge(p unsafe.Pointer, n uintptr) {
 	if end <= start {
 		return
 	}
-	syscall.Syscall(syscall.SYS_MADVISE, start, end-start, syscall.MADV_HUGEPAGE)
+	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, start-uintptr(p))), end-start), syscall.MADV_HUGEPAGE)
 }
