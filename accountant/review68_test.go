@@ -170,28 +170,8 @@ func review68Diff(got, want review68Out) string {
 	sameC := func(x, y halfCoef) bool {
 		return x.k == y.k && same(real(x.y), real(y.y)) && same(imag(x.y), imag(y.y)) && same(x.mult, y.mult)
 	}
-	cmpC := func(name string, g, w []halfCoef) string {
-		if len(g) != len(w) {
-			return fmt.Sprintf("%d %s, want %d", len(g), name, len(w))
-		}
-		for j := range g {
-			if !sameC(g[j], w[j]) {
-				return fmt.Sprintf("%s[%d] %+v, want %+v", name, j, g[j], w[j])
-			}
-		}
-		return ""
-	}
-	cmpF := func(name string, g, w []float64) string {
-		if len(g) != len(w) {
-			return fmt.Sprintf("%d %s, want %d", len(g), name, len(w))
-		}
-		for j := range g {
-			if !same(g[j], w[j]) {
-				return fmt.Sprintf("%s[%d] %v, want %v", name, j, g[j], w[j])
-			}
-		}
-		return ""
-	}
+	cmpC := func(name string, g, w []halfCoef) string { return review68FirstDiff(name, g, w, sameC) }
+	cmpF := func(name string, g, w []float64) string { return review68FirstDiff(name, g, w, same) }
 	for _, d := range []string{
 		cmpC("coefN", got.coefN, want.coefN), cmpF("errN", got.errN, want.errN),
 		cmpC("coefM", got.coefM, want.coefM), cmpF("errMk", got.errMk, want.errMk),
@@ -202,6 +182,20 @@ func review68Diff(got, want review68Out) string {
 	}
 	if !same(got.errM, want.errM) || !same(got.absM, want.absM) || !same(got.l2M, want.l2M) {
 		return fmt.Sprintf("sums errM %v absM %v l2M %v, want %v %v %v", got.errM, got.absM, got.l2M, want.errM, want.absM, want.l2M)
+	}
+	return ""
+}
+
+// review68FirstDiff describes the first entry of g that differs from w's
+// (by eq), or a difference in length ("" when there is none).
+func review68FirstDiff[T any](name string, g, w []T, eq func(x, y T) bool) string {
+	if len(g) != len(w) {
+		return fmt.Sprintf("%d %s, want %d", len(g), name, len(w))
+	}
+	for j := range g {
+		if !eq(g[j], w[j]) {
+			return fmt.Sprintf("%s[%d] %+v, want %+v", name, j, g[j], w[j])
+		}
 	}
 	return ""
 }
